@@ -1,0 +1,34 @@
+//! `neuroncustomop`: an open `no_std` device runtime for custom-op kernels on the
+//! 8-core Xtensa GPSIMD cluster of AWS Trainium / Inferentia2.
+//!
+//! One module per concern, named after the member of the vendor archive it replaces:
+//!
+//! | module | vendor member | concern |
+//! |---|---|---|
+//! | [`start_exit`] | `start_exit.o` | `entry_func`, kernel registration, device libc, stdout ring |
+//! | [`wrapper_api`] | `wrapper_api.o` | tensor descriptors and the `customop_*` pull stream |
+//! | [`translate`] | `translate.o` | `neuron_translate`, the five-region software TLB |
+//! | [`alloc`] | `xmem` heaps | first-fit HBM / dataram heaps, TCM scratch |
+//! | [`data_transfer`] | `data_transfer.o` | C, vector and DMA memcpy backends |
+//! | [`stack_switch`] | `switch_stack.o` | running a kernel on a stack in HBM |
+//! | [`multicore`] | `parallel.o` | core id and count |
+//! | [`arch`] | — | everything Xtensa-specific, with a host stand-in for tests |
+//!
+//! All logic outside [`arch`] builds and is unit-tested on the host.
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+// On the host the library links std, for its tests and for a staticlib that needs a
+// panic handler; the runtime's own code uses only `core` (and `alloc` where stated).
+#[cfg(not(target_os = "none"))]
+extern crate std;
+
+pub mod arch;
+pub mod global;
+pub mod multicore;
+pub mod allocators;
+pub mod data_transfer;
+pub mod start_exit;
+pub mod translate;
+pub mod wrapper_api;
