@@ -1,18 +1,480 @@
 //! `neuron_translate`: framework addresses to device pointers through a five-region
 //! software TLB.
 //!
-//! STUB: owned by the memory work (issue 4). The signature below is the contract other
-//! modules already call; keep it.
+//! The loader describes, per op, up to [`TRANSLATE_REGIONS`] windows as 32-byte
+//! [`TranslateRecord`]s (`neuron_translate_configure`). An address matches record `r`
+//! when `(addr & r.mask) == r.ptr`; the first matching record, in configuration order,
+//! wins, and the address becomes `r.device_base + (addr - r.ptr)`, plus
+//! `core * r.core_stride` when the record is [`TRANSLATE_PER_CORE`] (the per-core SoC
+//! remap: core i's view of a shared window is its own slice, `core` being
+//! `crate::arch::prid()`). No match is a miss: an error (null and a status from C),
+//! never a wild pointer.
+//!
+//! # Validation and the hot path
+//! `configure` checks every record (mask a run of high ones, `ptr` inside the mask,
+//! known flags, the whole device window of *this* core inside the address space and
+//! not at address 0) and precomputes, per record, `delta = device window start - ptr`
+//! in pointer arithmetic. A translation is then, per record, one 64-bit AND and compare,
+//! and on a hit one pointer-sized add: a hit in the first record is about a dozen
+//! Xtensa instructions. A rejected configuration leaves no record configured (fail
+//! closed: a window of the previous op must not translate this op's addresses).
+//!
+//! # State and soundness
+//! The table is core-local state read on every tensor access, so it is not kept in a
+//! `CoreLocal` (whose borrow flag would cost a load, a test and two stores per call).
+//! It lives in an `UnsafeCell` read through a shared reference in [`translate`] and
+//! written only by `configure` and by the status store in `neuron_translate`. This is
+//! sound under the runtime's invariant (`crate::global`): each core has its own copy of
+//! the table and runs one context at a time, and neither function calls the other, so
+//! a write never overlaps a live reference. On the host, where test threads stand in
+//! for cores, the table is thread-local for the same reason.
 
-/// Why a framework address has no device pointer.
+use core::cell::UnsafeCell;
+use core::ffi::{c_int, c_void};
+use core::mem::offset_of;
+use core::ptr;
+
+/// How many regions the software TLB holds.
+pub const TRANSLATE_REGIONS: usize = 5;
+
+/// [`TranslateRecord::flags`] bit: rebase the device window by `core * core_stride`.
+pub const TRANSLATE_PER_CORE: u32 = 1 << 0;
+const KNOWN_FLAGS: u32 = TRANSLATE_PER_CORE;
+
+/// One region of the software TLB, as the loader writes it (32 bytes, C layout).
+///
+/// ```
+/// use neuroncustomop::translate::{TranslateRecord, configure, translate};
+/// // Framework addresses 0x7f00_0000_0000..+1 MiB live at device address 0x8000_0000.
+/// let window = TranslateRecord::window(0x7f00_0000_0000, 1 << 20, 0x8000_0000);
+/// configure(&[window]).unwrap();
+/// assert_eq!(translate(0x7f00_0000_0040).unwrap() as usize, 0x8000_0040);
+/// assert!(translate(0x7f00_0010_0000).is_err()); // one past the window
+/// ```
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TranslateRecord {
+    /// Match value: an address matches when `(addr & mask) == ptr`. Must have no bits
+    /// outside `mask`, so it is also the window's first framework address.
+    pub ptr: u64,
+    /// Which address bits select the region: a run of high ones (`!(size - 1)` for a
+    /// power-of-two window size); 0 matches every address.
+    pub mask: u64,
+    /// Device address of the window's first byte (for core 0 when per-core).
+    pub device_base: u64,
+    /// [`TRANSLATE_PER_CORE`] or 0.
+    pub flags: u32,
+    /// Bytes between consecutive cores' device windows; 0 unless per-core.
+    pub core_stride: u32,
+}
+
+const _: () = {
+    assert!(size_of::<TranslateRecord>() == 32);
+    assert!(offset_of!(TranslateRecord, ptr) == 0);
+    assert!(offset_of!(TranslateRecord, mask) == 8);
+    assert!(offset_of!(TranslateRecord, device_base) == 16);
+    assert!(offset_of!(TranslateRecord, flags) == 24);
+    assert!(offset_of!(TranslateRecord, core_stride) == 28);
+};
+
+impl TranslateRecord {
+    /// A plain (not per-core) record for the `size`-byte window at framework address
+    /// `start` (`size` a power of two, `start` a multiple of it) at `device_base`.
+    pub const fn window(start: u64, size: u64, device_base: u64) -> TranslateRecord {
+        TranslateRecord { ptr: start, mask: !size.wrapping_sub(1), device_base, flags: 0, core_stride: 0 }
+    }
+}
+
+/// Why a framework address has no device pointer, or a configuration was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TranslateError {
     /// No configured region matches the address.
     Miss,
+    /// More than [`TRANSLATE_REGIONS`] records.
+    TooManyRecords,
+    /// A null record array with a non-zero count.
+    NullRecords,
+    /// A mask that is not a run of high ones.
+    MaskNotContiguous,
+    /// A `ptr` with bits outside its `mask`: the record could never match.
+    PtrOutsideMask,
+    /// Unknown flag bits, or a `core_stride` on a record that is not per-core.
+    InvalidFlags,
+    /// This core's device window wraps, does not fit a device pointer, or includes
+    /// address 0 (null is how a miss is reported).
+    WindowOutOfRange,
+}
+
+impl TranslateError {
+    /// The status code the C ABI reports (`neuron_translate_status`); 0 is success.
+    /// Stable: documented in `docs/abi/memory.md`.
+    pub const fn code(self) -> i32 {
+        match self {
+            TranslateError::Miss => 1,
+            TranslateError::TooManyRecords => 2,
+            TranslateError::NullRecords => 3,
+            TranslateError::MaskNotContiguous => 4,
+            TranslateError::PtrOutsideMask => 5,
+            TranslateError::InvalidFlags => 6,
+            TranslateError::WindowOutOfRange => 7,
+        }
+    }
+}
+
+/// The status `neuron_translate_status` reports after a call that succeeded.
+pub const TRANSLATE_OK: i32 = 0;
+
+/// A validated record in the form the hot path wants.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    mask: u64,
+    ptr: u64,
+    /// Device window start minus `ptr`, modulo the pointer width.
+    delta: usize,
+}
+
+impl Window {
+    /// Matches nothing: `ptr` has a bit outside `mask`, which `configure` never accepts.
+    const UNUSED: Window = Window { mask: 0, ptr: 1, delta: 0 };
+
+    fn of(record: &TranslateRecord, core: u32) -> Result<Window, TranslateError> {
+        let offsets = !record.mask;
+        if offsets & offsets.wrapping_add(1) != 0 {
+            return Err(TranslateError::MaskNotContiguous);
+        }
+        if record.ptr & offsets != 0 {
+            return Err(TranslateError::PtrOutsideMask);
+        }
+        let per_core = record.flags & TRANSLATE_PER_CORE != 0;
+        if record.flags & !KNOWN_FLAGS != 0 || (!per_core && record.core_stride != 0) {
+            return Err(TranslateError::InvalidFlags);
+        }
+        let core_offset = if per_core { u64::from(core) * u64::from(record.core_stride) } else { 0 };
+        let first = record.device_base.checked_add(core_offset).ok_or(TranslateError::WindowOutOfRange)?;
+        let last = first.checked_add(offsets).ok_or(TranslateError::WindowOutOfRange)?;
+        if first == 0 || usize::try_from(last).is_err() {
+            return Err(TranslateError::WindowOutOfRange);
+        }
+        // Truncation is exact for `first`, which fits as `last` does; `ptr` wraps on
+        // purpose: `addr + delta` then equals `first + (addr - ptr)` modulo the
+        // pointer width, and that value fits, so it is exact.
+        Ok(Window { mask: record.mask, ptr: record.ptr, delta: (first as usize).wrapping_sub(record.ptr as usize) })
+    }
+}
+
+/// The software TLB of one core.
+struct Tlb {
+    windows: [Window; TRANSLATE_REGIONS],
+    /// [`TRANSLATE_OK`] or the code of the last failed C call.
+    status: c_int,
+}
+
+/// The TLB's cell; see "State and soundness" in the module docs.
+struct TlbCell(UnsafeCell<Tlb>);
+
+// SAFETY: each core has its own copy and one context at a time (module docs); on the
+// host the cell is thread-local and never shared.
+unsafe impl Sync for TlbCell {}
+
+impl TlbCell {
+    const fn new() -> TlbCell {
+        TlbCell(UnsafeCell::new(Tlb { windows: [Window::UNUSED; TRANSLATE_REGIONS], status: TRANSLATE_OK }))
+    }
+}
+
+#[cfg(target_os = "none")]
+static TLB: TlbCell = TlbCell::new();
+
+/// This core's TLB.
+#[cfg(target_os = "none")]
+fn tlb() -> *mut Tlb {
+    TLB.0.get()
+}
+
+#[cfg(not(target_os = "none"))]
+std::thread_local! {
+    static TLB: TlbCell = const { TlbCell::new() };
+}
+
+/// This core's TLB: on the host, this test thread's.
+#[cfg(not(target_os = "none"))]
+fn tlb() -> *mut Tlb {
+    TLB.with(|cell| cell.0.get())
+}
+
+/// Replaces this core's regions with `records` (first match wins, in this order).
+///
+/// # Errors
+/// [`TranslateError::TooManyRecords`] or the first invalid record's error; no region is
+/// configured then, so every translation misses.
+pub fn configure(records: &[TranslateRecord]) -> Result<(), TranslateError> {
+    configure_for_core(records, crate::arch::prid())
+}
+
+/// [`configure`] as core `core` sees the per-core records.
+fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), TranslateError> {
+    let mut windows = [Window::UNUSED; TRANSLATE_REGIONS];
+    let checked = if records.len() > TRANSLATE_REGIONS {
+        Err(TranslateError::TooManyRecords)
+    } else {
+        records.iter().zip(&mut windows).try_for_each(|(record, window)| {
+            *window = Window::of(record, core)?;
+            Ok(())
+        })
+    };
+    let windows = if checked.is_ok() { windows } else { [Window::UNUSED; TRANSLATE_REGIONS] };
+    // SAFETY: no reference into the TLB is live (module docs: one context per core and
+    // `translate` does not call `configure`), so this write is exclusive.
+    unsafe { (*tlb()).windows = windows };
+    checked
 }
 
 /// Translates `framework_addr` through the regions the loader configured for this op.
+///
+/// # Errors
+/// [`TranslateError::Miss`] when no region matches.
+#[inline]
 pub fn translate(framework_addr: u64) -> Result<*mut u8, TranslateError> {
-    let _ = framework_addr;
+    // SAFETY: only `configure` and `record_status` write the TLB, never while this shared
+    // borrow is live (module docs), and neither writes `windows` from inside here.
+    let windows = unsafe { &(*tlb()).windows };
+    for window in windows {
+        if framework_addr & window.mask == window.ptr {
+            // Truncating the address is exact: `configure` checked the device window fits.
+            return Ok((framework_addr as usize).wrapping_add(window.delta) as *mut u8);
+        }
+    }
     Err(TranslateError::Miss)
+}
+
+fn record_status(status: c_int) {
+    // SAFETY: a plain store to this core's TLB while no reference into it is live.
+    unsafe { (*tlb()).status = status };
+}
+
+fn status_of<T>(result: &Result<T, TranslateError>) -> c_int {
+    result.as_ref().map_or_else(|error| error.code(), |_| TRANSLATE_OK)
+}
+
+/// C ABI `void *neuron_translate(uint64_t framework_addr)`: the device pointer, or null
+/// on a miss; `neuron_translate_status` says which.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn neuron_translate(framework_addr: u64) -> *mut c_void {
+    let result = translate(framework_addr);
+    record_status(status_of(&result));
+    result.map_or(ptr::null_mut(), |device| device.cast())
+}
+
+/// C ABI `int neuron_translate_status(void)`: 0, or the [`TranslateError::code`] of the
+/// last `neuron_translate` / `neuron_translate_configure`.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn neuron_translate_status() -> c_int {
+    // SAFETY: a plain load from this core's TLB while no `&mut` into it is live.
+    unsafe { (*tlb()).status }
+}
+
+/// C ABI `int neuron_translate_configure(const TranslateRecord *records, uint32_t
+/// count)`: [`configure`] from the loader; returns the status (0 or an error code).
+///
+/// # Safety
+/// `records` is null or points to `count` readable records.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub unsafe extern "C" fn neuron_translate_configure(records: *const TranslateRecord, count: u32) -> c_int {
+    let result = match (records.is_null(), count) {
+        (_, 0) => configure(&[]),
+        (true, _) => configure(&[]).and(Err(TranslateError::NullRecords)),
+        // SAFETY: the caller makes `records` valid for `count` records; the count is
+        // checked against the table size before the slice is formed.
+        (false, count) if count as usize <= TRANSLATE_REGIONS => {
+            configure(unsafe { core::slice::from_raw_parts(records, count as usize) })
+        }
+        (false, _) => configure(&[]).and(Err(TranslateError::TooManyRecords)),
+    };
+    let status = status_of(&result);
+    record_status(status);
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::vec::Vec;
+
+    /// The reference: the record list searched in order with exact (u128) arithmetic.
+    fn reference(records: &[TranslateRecord], core: u32, addr: u64) -> Option<u128> {
+        let record = records.iter().find(|record| addr & record.mask == record.ptr)?;
+        let per_core = if record.flags & TRANSLATE_PER_CORE != 0 { u128::from(core) * u128::from(record.core_stride) } else { 0 };
+        Some(u128::from(record.device_base) + per_core + u128::from(addr - record.ptr))
+    }
+
+    /// The reference's view of which record set `configure` must accept.
+    fn reference_accepts(records: &[TranslateRecord], core: u32) -> Result<(), TranslateError> {
+        if records.len() > TRANSLATE_REGIONS {
+            return Err(TranslateError::TooManyRecords);
+        }
+        for record in records {
+            if record.mask.leading_ones() + record.mask.trailing_zeros() != 64 && record.mask != 0 {
+                return Err(TranslateError::MaskNotContiguous);
+            }
+            if record.ptr & !record.mask != 0 {
+                return Err(TranslateError::PtrOutsideMask);
+            }
+            let per_core = record.flags == TRANSLATE_PER_CORE;
+            if !(per_core || record.flags == 0) || (!per_core && record.core_stride != 0) {
+                return Err(TranslateError::InvalidFlags);
+            }
+            let first = u128::from(record.device_base) + if per_core { u128::from(core) * u128::from(record.core_stride) } else { 0 };
+            let last = first + u128::from(!record.mask);
+            if first == 0 || last > usize::MAX as u128 {
+                return Err(TranslateError::WindowOutOfRange);
+            }
+        }
+        Ok(())
+    }
+
+    /// Mostly valid records: a power-of-two window at an aligned address, sometimes
+    /// per-core, sometimes with one field broken.
+    fn record() -> impl Strategy<Value = TranslateRecord> {
+        let valid = (0u32..=64, any::<u64>(), 1u64..=u64::from(u32::MAX), any::<bool>(), 0u32..=0x10_0000).prop_map(
+            |(size_log2, start, device_base, per_core, stride)| {
+                let mask = u64::MAX.checked_shl(size_log2).unwrap_or(0);
+                TranslateRecord {
+                    ptr: start & mask,
+                    mask,
+                    device_base,
+                    flags: if per_core { TRANSLATE_PER_CORE } else { 0 },
+                    core_stride: if per_core { stride } else { 0 },
+                }
+            },
+        );
+        let broken = (valid.clone(), 0..6u32, any::<u64>()).prop_map(|(mut record, field, noise)| {
+            match field {
+                0 => record.mask ^= 1 << (noise % 64),
+                1 => record.ptr |= !record.mask & noise,
+                2 => record.flags = noise as u32,
+                3 => record.core_stride = noise as u32,
+                4 => record.device_base = noise,
+                _ => record.device_base = u64::MAX - (noise % 4096),
+            }
+            record
+        });
+        prop_oneof![6 => valid, 1 => broken]
+    }
+
+    /// Addresses at and around every record's edges, plus random ones.
+    fn probes(records: &[TranslateRecord], random: &[u64]) -> Vec<u64> {
+        let mut probes = random.to_vec();
+        for record in records {
+            let last = record.ptr | !record.mask;
+            probes.extend([record.ptr, last, record.ptr.wrapping_sub(1), last.wrapping_add(1), record.ptr | (!record.mask >> 1)]);
+        }
+        probes
+    }
+
+    proptest! {
+        #[test]
+        fn translate_matches_reference(
+            records in proptest::collection::vec(record(), 0..=6),
+            core in 0u32..8,
+            random in proptest::collection::vec(any::<u64>(), 8),
+        ) {
+            let accepted = configure_for_core(&records, core);
+            prop_assert_eq!(accepted, reference_accepts(&records, core));
+            for addr in probes(&records, &random) {
+                let expected = if accepted.is_ok() { reference(&records, core, addr) } else { None };
+                let got = translate(addr).map(|device| device as usize as u128).ok();
+                prop_assert_eq!(got, expected, "addr {:#x}", addr);
+            }
+        }
+    }
+
+    #[test]
+    fn window_edges_hit_and_miss() {
+        let record = TranslateRecord::window(0x1_0000_0000, 0x1000, 0x4000_0000);
+        configure(&[record]).unwrap();
+        assert_eq!(translate(0x1_0000_0000), Ok(0x4000_0000 as *mut u8));
+        assert_eq!(translate(0x1_0000_0fff), Ok(0x4000_0fff as *mut u8));
+        assert_eq!(translate(0x0_ffff_ffff), Err(TranslateError::Miss));
+        assert_eq!(translate(0x1_0000_1000), Err(TranslateError::Miss));
+        assert_eq!(translate(0x0_0000_0000), Err(TranslateError::Miss)); // same low bits, other high word
+    }
+
+    #[test]
+    fn first_configured_record_wins_on_overlap() {
+        let narrow = TranslateRecord::window(0x8000, 0x100, 0x10_0000);
+        let wide = TranslateRecord::window(0x0, 0x1_0000, 0x20_0000);
+        configure(&[narrow, wide]).unwrap();
+        assert_eq!(translate(0x8010), Ok(0x10_0010 as *mut u8));
+        assert_eq!(translate(0x9000), Ok(0x20_9000 as *mut u8));
+        configure(&[wide, narrow]).unwrap();
+        assert_eq!(translate(0x8010), Ok(0x20_8010 as *mut u8));
+    }
+
+    #[test]
+    fn per_core_records_give_each_core_its_own_slice() {
+        let shared = TranslateRecord {
+            flags: TRANSLATE_PER_CORE,
+            core_stride: 0x4000,
+            ..TranslateRecord::window(0x7000_0000, 0x4000, 0x3FFE_0000)
+        };
+        for core in 0..8u32 {
+            configure_for_core(&[shared], core).unwrap();
+            let expected = 0x3FFE_0000 + core as usize * 0x4000 + 0x10;
+            assert_eq!(translate(0x7000_0010), Ok(expected as *mut u8));
+        }
+        // `configure` itself uses this core's PRID.
+        configure(&[shared]).unwrap();
+        let expected = 0x3FFE_0000 + crate::arch::prid() as usize * 0x4000;
+        assert_eq!(translate(0x7000_0000), Ok(expected as *mut u8));
+    }
+
+    #[test]
+    fn invalid_configurations_are_refused_and_fail_closed() {
+        let good = TranslateRecord::window(0x1000, 0x1000, 0x9000);
+        let cases = [
+            (TranslateRecord { mask: 0xFFFF_FFFF_FFFF_F0F0, ..good }, TranslateError::MaskNotContiguous),
+            (TranslateRecord { ptr: 0x1800, ..good }, TranslateError::PtrOutsideMask),
+            (TranslateRecord { flags: 2, ..good }, TranslateError::InvalidFlags),
+            (TranslateRecord { core_stride: 64, ..good }, TranslateError::InvalidFlags),
+            (TranslateRecord { device_base: 0, ..good }, TranslateError::WindowOutOfRange),
+            (TranslateRecord { device_base: u64::MAX - 0x10, ..good }, TranslateError::WindowOutOfRange),
+            (TranslateRecord::window(0, 0, 1), TranslateError::WindowOutOfRange), // mask 0: all 2^64 addresses
+        ];
+        for (bad, error) in cases {
+            configure(&[good]).unwrap();
+            assert_eq!(configure(&[good, bad]), Err(error), "{bad:?}");
+            assert_eq!(translate(0x1000), Err(TranslateError::Miss), "a refused set must leave nothing configured");
+        }
+        assert_eq!(configure(&[good; TRANSLATE_REGIONS + 1]), Err(TranslateError::TooManyRecords));
+        assert_eq!(configure(&[good; TRANSLATE_REGIONS]), Ok(()));
+    }
+
+    #[test]
+    fn c_abi_reports_null_and_status() {
+        let records = [TranslateRecord::window(0x2000, 0x1000, 0x5000)];
+        // SAFETY: `records` holds one record; the other calls pass null or too many.
+        unsafe {
+            assert_eq!(neuron_translate_configure(records.as_ptr(), 1), TRANSLATE_OK);
+            assert_eq!(neuron_translate_status(), TRANSLATE_OK);
+            assert_eq!(neuron_translate(0x2004) as usize, 0x5004);
+            assert_eq!(neuron_translate_status(), TRANSLATE_OK);
+            assert!(neuron_translate(0x3000).is_null());
+            assert_eq!(neuron_translate_status(), TranslateError::Miss.code());
+            assert_eq!(neuron_translate_configure(records.as_ptr(), 6), TranslateError::TooManyRecords.code());
+            assert!(neuron_translate(0x2004).is_null());
+            assert_eq!(neuron_translate_configure(records.as_ptr(), 1), TRANSLATE_OK);
+            assert_eq!(neuron_translate_configure(core::ptr::null(), 1), TranslateError::NullRecords.code());
+            assert_eq!(neuron_translate_status(), TranslateError::NullRecords.code());
+            assert!(neuron_translate(0x2004).is_null());
+            assert_eq!(neuron_translate_configure(core::ptr::null(), 0), TRANSLATE_OK);
+        }
+    }
+
+    #[test]
+    fn unconfigured_table_misses_everything() {
+        for addr in [0, 1, u64::MAX, 0x8000_0000] {
+            assert_eq!(translate(addr), Err(TranslateError::Miss));
+        }
+    }
 }

@@ -1,24 +1,239 @@
 //! Device memory: first-fit HBM and dataram heaps (64-byte aligned blocks), the per-op
 //! TCM scratch pool, and the libc `malloc` family and Rust `#[global_allocator]` on top.
 //!
-//! STUB: owned by the memory work (issue 4). The signatures below are the contract other
-//! modules already call; keep them.
+//! Reference: `docs/abi/memory.md` (symbols, statuses, costs, limits).
+//!
+//! - [`Heap`] is the allocator: first fit (the lowest-address free block that fits),
+//!   every block 64-byte aligned, an O(log n) address-ordered index instead of a free
+//!   list walk, metadata inside the region. `linked_list_allocator` (the allocator the
+//!   design names) walks its free list on every allocation *and* every free; with 1,000
+//!   live blocks that is ~10x–100x more work per malloc+free pair (`benches/heap.rs`).
+//! - The core's two heaps play the vendor's `_hbm_heap_mgr` and `_dataram_heap_mgr`.
+//!   [`init_heaps`] gives them the regions `entry_func` got from the host's
+//!   `get_hbm_scratch` / `get_data_scratch`. Rust code uses [`allocate`], [`free`],
+//!   [`reallocate`]; C code `neuron_hbm_malloc` / `neuron_hbm_free`,
+//!   `neuron_dataram_malloc` / `neuron_dataram_free`, and the libc family (`malloc`,
+//!   `calloc`, `realloc`, `memalign`, `posix_memalign`, `aligned_alloc`, `free`), which
+//!   allocates from HBM (the large heap; dataram is small and faster, so it is only
+//!   handed out on request) and frees into whichever heap owns the pointer.
+//! - [`tcm`]: `tcm_malloc` / `tcm_free` over the op's 16 KiB TCM pool.
+//!
+//! Every failure is reported (a `Result` in Rust, null plus [`neuron_heap_status`] in C)
+//! and leaves the heaps as they were.
+
+pub mod exports;
+mod heap;
+pub mod tcm;
+
+pub use exports::{NeuronAllocator, neuron_heap_status};
+pub use heap::{GRANULE, Heap, HeapError, MAX_GRANULES, metadata_words};
+
+use crate::global::CoreLocal;
+use core::ptr::NonNull;
+
+/// The status [`neuron_heap_status`] reports after a call that succeeded.
+pub const HEAP_OK: i32 = 0;
+
+/// One of the core's two heaps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeapId {
+    /// The HBM scratch heap (`_hbm_heap_mgr`): large, slow; backs `malloc`.
+    Hbm,
+    /// The dataram scratch heap (`_dataram_heap_mgr`): small, fast.
+    Dataram,
+}
+
+/// A snapshot of one heap's occupancy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeapStats {
+    /// Bytes the arena spans (metadata excluded).
+    pub arena_bytes: usize,
+    /// Bytes in free blocks.
+    pub free_bytes: usize,
+    /// Size of the largest free block.
+    pub largest_free: usize,
+    /// Number of free blocks (1 when nothing is live: coalescing is complete).
+    pub free_blocks: usize,
+    /// Number of live blocks.
+    pub live_blocks: usize,
+}
+
+impl HeapStats {
+    fn of(heap: &Heap) -> HeapStats {
+        HeapStats {
+            arena_bytes: heap.arena_bytes(),
+            free_bytes: heap.free_bytes(),
+            largest_free: heap.largest_free(),
+            free_blocks: heap.free_block_count(),
+            live_blocks: heap.live_blocks(),
+        }
+    }
+}
+
+/// The core's allocators and the status of the last call into them.
+struct DeviceMemory {
+    /// Plays `_hbm_heap_mgr`.
+    hbm: Heap,
+    /// Plays `_dataram_heap_mgr`.
+    dataram: Heap,
+    tcm: tcm::TcmPool,
+    /// [`HEAP_OK`] or the [`HeapError::code`] of the last call.
+    status: i32,
+}
+
+impl DeviceMemory {
+    /// Keeps `result`'s status for [`neuron_heap_status`] and passes it on.
+    fn record<T>(&mut self, result: Result<T, HeapError>) -> Result<T, HeapError> {
+        self.status = match &result {
+            Ok(_) => HEAP_OK,
+            Err(error) => error.code(),
+        };
+        result
+    }
+
+    fn heap(&mut self, id: HeapId) -> &mut Heap {
+        match id {
+            HeapId::Hbm => &mut self.hbm,
+            HeapId::Dataram => &mut self.dataram,
+        }
+    }
+
+    /// The heap whose arena holds `block`.
+    fn owner(&mut self, block: *const u8) -> Result<&mut Heap, HeapError> {
+        if self.hbm.owns(block) {
+            Ok(&mut self.hbm)
+        } else if self.dataram.owns(block) {
+            Ok(&mut self.dataram)
+        } else {
+            Err(HeapError::ForeignPointer)
+        }
+    }
+}
+
+impl DeviceMemory {
+    const EMPTY: DeviceMemory =
+        DeviceMemory { hbm: Heap::empty(), dataram: Heap::empty(), tcm: tcm::TcmPool::EMPTY, status: HEAP_OK };
+}
+
+#[cfg(target_os = "none")]
+static MEMORY: CoreLocal<DeviceMemory> = CoreLocal::new(DeviceMemory::EMPTY);
+
+/// Runs `f` on this core's allocators.
+#[cfg(target_os = "none")]
+fn with_core_memory<R>(f: impl FnOnce(&mut DeviceMemory) -> R) -> R {
+    MEMORY.with(f)
+}
+
+// On the host, test threads stand in for cores: each gets its own allocators, so tests
+// of every module can allocate in parallel without sharing (or racing on) one state.
+#[cfg(not(target_os = "none"))]
+std::thread_local! {
+    static MEMORY: CoreLocal<DeviceMemory> = const { CoreLocal::new(DeviceMemory::EMPTY) };
+}
+
+/// Runs `f` on this core's allocators: on the host, this thread's.
+#[cfg(not(target_os = "none"))]
+fn with_core_memory<R>(f: impl FnOnce(&mut DeviceMemory) -> R) -> R {
+    MEMORY.with(|memory| memory.with(f))
+}
+
+/// Runs `f` on the core's allocators, keeping the status of its result.
+fn with_memory<T>(f: impl FnOnce(&mut DeviceMemory) -> Result<T, HeapError>) -> Result<T, HeapError> {
+    with_core_memory(|memory| {
+        let result = f(memory);
+        memory.record(result)
+    })
+}
 
 /// Hands the heaps their regions, as `entry_func` got them from the host's
-/// `get_hbm_scratch` / `get_data_scratch`. Called once per `entry_func`.
-pub fn init_heaps(hbm_base: *mut u8, hbm_size: usize, dataram_base: *mut u8, dataram_size: usize) {
-    let _ = (hbm_base, hbm_size, dataram_base, dataram_size);
+/// `get_hbm_scratch` / `get_data_scratch`. Called once per `entry_func`; every block of
+/// the previous regions is forgotten. A zero size gives an empty heap (every
+/// allocation fails with [`HeapError::OutOfMemory`]).
+///
+/// # Errors
+/// The first region's error ([`HeapError::InvalidRegion`], [`HeapError::RegionTooSmall`]);
+/// a heap whose region is rejected is left empty, the other one still set up.
+///
+/// # Safety
+/// Each region is memory the runtime alone may use until the next `init_heaps`.
+pub unsafe fn init_heaps(
+    hbm_base: *mut u8,
+    hbm_size: usize,
+    dataram_base: *mut u8,
+    dataram_size: usize,
+) -> Result<(), HeapError> {
+    // SAFETY: the caller hands over both regions.
+    let (hbm, dataram) = unsafe { (Heap::new(hbm_base, hbm_size), Heap::new(dataram_base, dataram_size)) };
+    with_memory(|memory| {
+        let mut first_error = Ok(());
+        for (slot, heap) in [(&mut memory.hbm, hbm), (&mut memory.dataram, dataram)] {
+            *slot = heap.unwrap_or_else(|error| {
+                first_error = first_error.and(Err(error));
+                Heap::empty()
+            });
+        }
+        first_error
+    })
 }
 
-/// TCM scratch (`tcm_malloc` / `tcm_free`).
-pub mod tcm {
-    /// Takes `size` bytes from this op's TCM pool; null when it cannot.
-    pub fn tcm_alloc(size: usize) -> *mut u8 {
-        let _ = size;
-        core::ptr::null_mut()
-    }
-    /// Gives back a block from [`tcm_alloc`].
-    pub fn tcm_release(ptr: *mut u8) {
-        let _ = ptr;
-    }
+/// Allocates `size` bytes aligned to `align` (at least 64) from heap `id`, first fit.
+///
+/// # Errors
+/// [`HeapError::OutOfMemory`], [`HeapError::SizeOverflow`], [`HeapError::InvalidAlignment`].
+pub fn allocate(id: HeapId, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
+    with_memory(|memory| memory.heap(id).allocate(size, align))
 }
+
+/// Allocates `count * size` zeroed bytes from heap `id`, 64-byte aligned (`calloc`).
+///
+/// # Errors
+/// [`HeapError::SizeOverflow`] when `count * size` overflows, else as [`allocate`].
+pub fn allocate_zeroed(id: HeapId, count: usize, size: usize) -> Result<NonNull<u8>, HeapError> {
+    with_memory(|memory| memory.heap(id).allocate_zeroed(count, size))
+}
+
+/// Frees `block` into whichever heap owns it; null is a no-op.
+///
+/// # Errors
+/// [`HeapError::ForeignPointer`] when no heap owns it, [`HeapError::DoubleFree`],
+/// [`HeapError::NotBlockStart`]; nothing changes.
+pub fn free(block: *mut u8) -> Result<(), HeapError> {
+    with_memory(|memory| {
+        if block.is_null() {
+            return Ok(());
+        }
+        memory.owner(block)?.free(block).map(drop)
+    })
+}
+
+/// Frees `block` into heap `id` only (the `neuron_*_free` pairs); null is a no-op.
+///
+/// # Errors
+/// As [`free`]; a block of the other heap is [`HeapError::ForeignPointer`].
+pub fn free_in(id: HeapId, block: *mut u8) -> Result<(), HeapError> {
+    with_memory(|memory| if block.is_null() { Ok(()) } else { memory.heap(id).free(block).map(drop) })
+}
+
+/// Resizes `block` within the heap that owns it (see [`Heap::reallocate`]).
+///
+/// # Errors
+/// As [`free`] for `block`, as [`allocate`] for the new size; `block` is untouched.
+pub fn reallocate(block: *mut u8, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
+    with_memory(|memory| memory.owner(block)?.reallocate(block, size, align))
+}
+
+/// Usable size of the live block at `block`, in whichever heap owns it.
+///
+/// # Errors
+/// As [`free`].
+pub fn block_size(block: *mut u8) -> Result<usize, HeapError> {
+    with_memory(|memory| memory.owner(block)?.block_size(block))
+}
+
+/// Occupancy of heap `id` (for tests and diagnostics; O(arena / 2 KiB)).
+pub fn heap_stats(id: HeapId) -> HeapStats {
+    with_core_memory(|memory| HeapStats::of(memory.heap(id)))
+}
+
+#[cfg(test)]
+mod tests;

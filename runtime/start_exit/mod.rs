@@ -1,3 +1,75 @@
 //! The entry contract: `entry_func`, kernel registration, the device libc, the stdout ring.
 //!
-//! STUB: owned by the entry-contract work (issue 3).
+//! The whole contract, with the handoff layout, the STATUS values and the exact call
+//! sequence, is `docs/abi/entry.md`; the C side is `runtime/include/neuroncustomop.h`.
+//!
+//! - [`SUNDA_UCODE_LIB`] / [`SUNDA_UCODE_LIB_STATUS`]: the 36-byte handoff block the host
+//!   passes to `entry_func`, and what every entry point returns.
+//! - `entry_func` / `register_funcs` (device only) are thin glue over [`enter`] and
+//!   [`register_funcs_with`], which run the sequence over the [`Host`], [`KernelTable`]
+//!   and [`Runtime`] traits so host tests can record every step.
+//! - [`kernels!`](crate::kernels): the author's table for Rust kernels.
+//! - The device libc: `memcpy` & co., `atexit` / `exit` / `abort`, the `write` shims,
+//!   `CUSTOMOP_LIB_VERSION`.
+//! - stdout: the [`StdoutRing`] the loader drains, and [`print!`](crate::print) /
+//!   [`println!`](crate::println).
+
+/// Declares `$vis fn $with<R>(f: impl FnOnce(&mut $ty) -> R) -> R` over one piece of
+/// per-core state: a `CoreLocal` static on the device, and one per thread on the host,
+/// where test threads stand in for cores (as in `crate::allocators`), so parallel tests
+/// never share it.
+macro_rules! core_local_state {
+    ($(#[$meta:meta])* $vis:vis fn $with:ident: $ty:ty = $init:expr;) => {
+        $(#[$meta])*
+        $vis fn $with<R>(f: impl FnOnce(&mut $ty) -> R) -> R {
+            #[cfg(target_os = "none")]
+            {
+                static STATE: $crate::global::CoreLocal<$ty> =
+                    $crate::global::CoreLocal::new($init);
+                STATE.with(f)
+            }
+            #[cfg(not(target_os = "none"))]
+            {
+                std::thread_local! {
+                    static STATE: $crate::global::CoreLocal<$ty> =
+                        const { $crate::global::CoreLocal::new($init) };
+                }
+                STATE.with(|state| state.with(f))
+            }
+        }
+    };
+}
+
+mod crt;
+mod entry;
+mod handoff;
+mod kernels;
+mod mem;
+mod stdout;
+
+pub use crt::{
+    ATEXIT_CAPACITY, AtexitFull, AtexitTable, CUSTOMOP_LIB_VERSION, ExitFn, HostLibc, InitFn,
+    abort, atexit, exit, install_host_libc, my_exit, register_exit_handler, run_exit_handlers,
+    run_init_array, run_static_constructors, version,
+};
+pub use entry::{
+    DeviceRuntime, ExternTable, KernelTable, RegisterFuncsFn, Runtime, dma_queue_offsets, enter,
+    library_handle, register_funcs_with, run_entry,
+};
+#[cfg(any(target_os = "none", doc))]
+pub use entry::{entry_func, register_funcs};
+pub use handoff::{
+    ABI_SIZE, DmaQueueFn, DmaQueueOffsets, Host, HostCallbacks, LibcResolver, MAX_KERNELS,
+    RegisterExtIsaFn, RegisterExtIsaTaggedFn, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS, ScratchFn,
+    ScratchRegion,
+};
+pub use kernels::{KernelEntry, KernelFn, KernelList, has_duplicate_names};
+pub use mem::{
+    bcmp, compare, copy_backward, copy_forward, copy_overlapping, fill, memcmp, memcpy, memmove,
+    memset,
+};
+pub use stdout::{
+    _write_r, DrainPlan, MAX_STDOUT_RING_CAPACITY, RingError, RingHeader, RingWriter,
+    STDOUT_RING_CAPACITY, STDOUT_RING_MAGIC, StdoutRing, flush_stdout, fsync, print_args,
+    stdout_ring, write, write_fd, write_stdout,
+};

@@ -1,3 +1,196 @@
-//! Argument marshalling: tensor descriptors and the `customop_*` pull stream.
+//! Argument marshalling: tensor descriptors, the `customop_*` pull stream, and the
+//! tensor API kernels are written against (the `wrapper_api.o` part of the runtime).
 //!
-//! STUB: owned by the pull-stream work (issue 5).
+//! - [`ArgTensor`] is the 48-byte wire descriptor; [`ArgExtractor`] / [`ArgParser`] hold
+//!   one invocation's arguments (`docs/abi/descriptors.md` has every byte).
+//! - [`Invocation`] is the pull stream's state machine; the C ABI below drives one per
+//!   core, kept in a [`CoreLocal`].
+//! - Rust kernels take [`Args`] and return a [`Tensor`]; [`run_kernel`] drives setup,
+//!   the return and cleanup around them:
+//!
+//! ```
+//! use neuroncustomop::wrapper_api::{Args, KernelError, Tensor, run_kernel};
+//!
+//! /// out = max(x, 0), streamed through TCM.
+//! fn relu(args: &Args) -> Result<Tensor<'_>, KernelError> {
+//!     let x = args.tensor()?;
+//!     let mut out = args.output()?;
+//!     let mut writer = out.write_stream::<f32>()?;
+//!     for v in x.read_stream::<f32>()? {
+//!         writer.write(v.max(0.0))?;
+//!     }
+//!     writer.close();
+//!     Ok(out)
+//! }
+//!
+//! /// The entry the kernel table registers; returns the invocation status.
+//! pub extern "C" fn relu_entry() -> u32 {
+//!     run_kernel(relu).0
+//! }
+//! ```
+//!
+//! C kernels call the pull stream directly; every call that fails returns null (or 0)
+//! and leaves its status in `customop_last_status()`:
+//!
+//! ```c
+//! void relu(void) {
+//!     customop_setup(false);
+//!     const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *x = customop_next_tensor();
+//!     const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *out = get_dst_tensor();
+//!     if (x && out) {
+//!         const float *src = customop_tensor_data(x);
+//!         float *dst = customop_tensor_data(out);
+//!         /* ... */
+//!         customop_return_tensor(out);
+//!     }
+//!     customop_cleanup();   /* the loader reads customop_invocation_status() */
+//! }
+//! ```
+
+use core::ffi::c_void;
+use core::ptr;
+
+use crate::global::CoreLocal;
+
+mod descriptor;
+mod element;
+mod invocation;
+mod status;
+mod tensor;
+
+pub use descriptor::*;
+pub use element::{Bf16, Element, F16};
+pub use invocation::{Args, Invocation, Platform};
+pub use status::{ArgError, KernelError, Status, TensorError};
+pub use tensor::{ReadStream, STREAM_BUFFER_BYTES, Strides, TcmBuffer, Tensor, WriteStream};
+
+#[cfg(test)]
+mod tests;
+
+/// This core's invocation: one per core, one invocation at a time.
+static SESSION: CoreLocal<Invocation> = CoreLocal::new(Invocation::new());
+
+/// Runs a Rust kernel on this core's pending invocation: `customop_setup`, the kernel,
+/// `customop_return_tensor` of its result (or its error as the status), and
+/// `customop_cleanup`. Returns the invocation status the loader reads.
+///
+/// The kernel must not call the `customop_*` C functions itself (that is re-entry, and
+/// panics); it pulls through [`Args`].
+pub fn run_kernel<K>(kernel: K) -> Status
+where
+    K: for<'a> FnOnce(&'a Args) -> Result<Tensor<'a>, KernelError>,
+{
+    SESSION.with(|invocation| invocation.run(kernel))
+}
+
+fn status_of(result: Result<(), ArgError>) -> u32 {
+    result.map_or_else(|e| Status::from(e).0, |()| Status::OK.0)
+}
+
+/// C ABI, called by the loader before it calls a kernel: the kernel's `num_args`
+/// descriptors at `args` (stride 48, any alignment) and the output descriptor at
+/// `result` (pre-shaped; overwritten by `customop_return_tensor`; null when the op has
+/// no output). Returns `OK`, `TOO_MANY_ARGS` or `NULL_POINTER`.
+///
+/// # Safety
+/// If `num_args <= 10` and `args` is not null, `args` is valid for reads of `num_args`
+/// descriptors; if `result` is not null, it is valid for reads and writes of one
+/// descriptor; both until `customop_cleanup` or the next `customop_set_invocation`.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub unsafe extern "C" fn customop_set_invocation(args: *const ArgTensor, num_args: u32, result: *mut ArgTensor) -> u32 {
+    // SAFETY: forwarded from this function's contract.
+    SESSION.with(|invocation| unsafe { invocation.set_invocation(args, num_args, result) }).0
+}
+
+/// C ABI `customop_setup`: copies the arguments the loader passed and resets the per-op
+/// state; `first_call` also runs the one-time set-up (it runs on the first setup anyway).
+/// Returns a status.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn customop_setup(first_call: bool) -> u32 {
+    SESSION.with(|invocation| status_of(invocation.setup(first_call)))
+}
+
+/// C ABI `customop_next_tensor`: the next argument's descriptor (validated and
+/// translatable; valid until `customop_cleanup`), or null.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn customop_next_tensor() -> *const ArgTensor {
+    SESSION.with(|invocation| invocation.next_tensor().map_or(ptr::null(), ptr::from_ref))
+}
+
+/// C ABI `customop_next_int`: the next argument as `int`, or 0 (check the status).
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn customop_next_int() -> i32 {
+    SESSION.with(|invocation| invocation.next_int().unwrap_or(0))
+}
+
+/// C ABI `customop_next_longlong`: the next argument as `long long`, or 0.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn customop_next_longlong() -> i64 {
+    SESSION.with(|invocation| invocation.next_longlong().unwrap_or(0))
+}
+
+/// C ABI `customop_next_float`: the next argument as `float`, or 0.0.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn customop_next_float() -> f32 {
+    SESSION.with(|invocation| invocation.next_float().unwrap_or(0.0))
+}
+
+/// C ABI `get_dst_tensor`: the pre-shaped output descriptor (once per invocation), or
+/// null.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn get_dst_tensor() -> *const ArgTensor {
+    SESSION.with(|invocation| invocation.dst_tensor().map_or(ptr::null(), ptr::from_ref))
+}
+
+/// C ABI `customop_return_tensor`: writes `*tensor` to the loader's result descriptor.
+/// Returns a status (`NULL_POINTER` for null).
+///
+/// # Safety
+/// `tensor` is null or valid for reads of one descriptor (any alignment).
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub unsafe extern "C" fn customop_return_tensor(tensor: *const ArgTensor) -> u32 {
+    // SAFETY: forwarded from this function's contract.
+    let desc = (!tensor.is_null()).then(|| unsafe { tensor.read_unaligned() });
+    SESSION.with(|invocation| match desc {
+        Some(desc) => status_of(invocation.return_tensor(&desc)),
+        None => invocation.reject(ArgError::NullPointer).0,
+    })
+}
+
+/// C ABI `customop_tensor_data`: the translated device address of a tensor's first
+/// element (null for an empty tensor or on error).
+///
+/// # Safety
+/// `tensor` is null or valid for reads of one descriptor (any alignment).
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub unsafe extern "C" fn customop_tensor_data(tensor: *const ArgTensor) -> *mut c_void {
+    // SAFETY: forwarded from this function's contract.
+    let desc = (!tensor.is_null()).then(|| unsafe { tensor.read_unaligned() });
+    SESSION.with(|invocation| match desc {
+        Some(desc) => invocation.tensor_data(&desc).map_or(ptr::null_mut(), |data| data.cast()),
+        None => {
+            invocation.reject(ArgError::NullPointer);
+            ptr::null_mut()
+        }
+    })
+}
+
+/// C ABI `customop_cleanup`: write fence and sync, end of the invocation. Returns the
+/// invocation status (its first failure, or `OK`).
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn customop_cleanup() -> u32 {
+    SESSION.with(|invocation| invocation.cleanup()).0
+}
+
+/// C ABI: the status of the most recent `customop_*` call on this core.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn customop_last_status() -> u32 {
+    SESSION.with(|invocation| invocation.last_status()).0
+}
+
+/// C ABI, for the loader after the kernel returns: the first failure of the invocation
+/// (since `customop_set_invocation`), or `OK`.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn customop_invocation_status() -> u32 {
+    SESSION.with(|invocation| invocation.invocation_status()).0
+}

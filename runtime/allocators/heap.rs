@@ -1,0 +1,922 @@
+//! [`Heap`]: a first-fit allocator over one caller-given region, 64-byte granules,
+//! with an address-ordered index that finds the lowest fitting free block in
+//! O(log n) instead of walking a free list.
+//!
+//! # Design
+//!
+//! The arena is cut into [`GRANULE`]-byte granules (64 B), and blocks, live or free,
+//! tile it; two free blocks are never adjacent (a free merges them). The free block
+//! that reaches the arena's end, if any, is the *top* block (dlmalloc's "top chunk"):
+//! it is just a granule index, `top`. Every other free block is *indexed*.
+//!
+//! Three bitmaps (one bit per granule, in `u32` words of 32 granules) mark the block
+//! boundaries: `live_starts` (first granule of a live block), `live_ends` (last granule
+//! of a live block) and `free_starts` (first granule of an indexed free block). An
+//! indexed free block also records its length in granules in its own memory, in the
+//! first word of its first granule (header) and the second word of its last granule
+//! (footer): that lets a free find and merge both neighbours in O(1).
+//!
+//! Over the `free_starts` words sits a max-tree: leaf w holds the length of the longest
+//! free block starting in word w, an inner node the larger of its children. The lowest
+//! indexed block of at least `k` granules is found top-down, going left whenever the
+//! left child's value is at least `k`: the leaf reached is the first word in which such
+//! a block starts, and its free blocks are tried in address order. When no indexed
+//! block fits, the top block, the highest of all, is carved. Either way the block used
+//! is the lowest-address free block that fits: first fit. Keeping the top block out of
+//! the tree matters for speed: carving it, or freeing next to it, changes no tree node.
+//!
+//! | operation | cost (n granules, k granules in the block) |
+//! |---|---|
+//! | allocate | O(1) from the top block; else descent of log2(n/32) levels + one word's free blocks (at most 16) + at most 2 leaf updates |
+//! | free | scan of `live_ends` from the block's start, k/32 words + O(1) merge + at most 2 leaf updates (none next to the top block) |
+//! | leaf update | the word's free blocks, then an ascent that stops at the first unchanged node |
+//! | bad free | O(1); naming it (double free or interior pointer) scans back to the enclosing block's start |
+//! | metadata | 3 bits per granule + 2 `u32` per 32 granules, rounded to a power of two: 1.0–1.4 % |
+//!
+//! Limits: at most 2^26 granules (4 GiB) per heap; a larger region is used up to that
+//! size. Free memory holds the free blocks' lengths: a write to a block after it was
+//! freed can corrupt the heap. Such an overwrite is caught, as [`HeapError::Corrupted`],
+//! when a header and footer disagree; not every overwrite can be.
+//!
+//! Errors never change the heap: every check runs before the first write.
+
+use core::cmp::max;
+use core::ptr::{self, NonNull};
+use core::slice;
+
+/// Every block starts on a multiple of this many bytes and spans whole granules.
+pub const GRANULE: usize = 64;
+/// Granules per bitmap word (the word is `u32`, the native width of the 32-bit core).
+const WORD_BITS: u32 = u32::BITS;
+/// The most granules one heap manages: 4 GiB. Keeps every length and granule index
+/// comfortably inside `u32`.
+pub const MAX_GRANULES: u32 = 1 << 26;
+
+/// Why a heap operation failed. The heap is unchanged after any of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeapError {
+    /// No free block is large enough.
+    OutOfMemory,
+    /// The size is above `isize::MAX` (Rust's and C's object size limit), or `n * size`
+    /// for `calloc`, or the size plus alignment slack, overflows.
+    SizeOverflow,
+    /// The alignment is not a power of two.
+    InvalidAlignment,
+    /// No live block starts at this address: it was freed already (double free) or
+    /// never returned by this heap.
+    DoubleFree,
+    /// The address is inside the heap but not the first byte of a live block.
+    NotBlockStart,
+    /// The address is outside every heap that was asked.
+    ForeignPointer,
+    /// The region is null with a non-zero size, or wraps around the address space.
+    InvalidRegion,
+    /// The region cannot hold the metadata and one granule.
+    RegionTooSmall,
+    /// A free block's length, kept in free memory, was overwritten (a write after free).
+    Corrupted,
+}
+
+impl HeapError {
+    /// The status code the C ABI reports for this error (`neuron_heap_status`); 0 is
+    /// success. Stable: documented in `docs/abi/memory.md`.
+    pub const fn code(self) -> i32 {
+        match self {
+            HeapError::OutOfMemory => 1,
+            HeapError::SizeOverflow => 2,
+            HeapError::InvalidAlignment => 3,
+            HeapError::DoubleFree => 4,
+            HeapError::NotBlockStart => 5,
+            HeapError::ForeignPointer => 6,
+            HeapError::InvalidRegion => 7,
+            HeapError::RegionTooSmall => 8,
+            HeapError::Corrupted => 9,
+        }
+    }
+}
+
+/// The bitmaps: three of block boundaries, one bit per granule, and a summary of
+/// `LiveEnds`, one bit per word (set when the word has a bit set), so that finding a
+/// live block's end skips empty words 32 at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bitmap {
+    LiveStarts = 0,
+    LiveEnds = 1,
+    FreeStarts = 2,
+    LiveEndWords = 3,
+}
+
+/// The bits of a word at positions `from..=to` (`from <= to < 32`).
+fn bits_between(from: u32, to: u32) -> u32 {
+    (u32::MAX << from) & (u32::MAX >> (WORD_BITS - 1 - to))
+}
+
+/// The sizes of the metadata of a heap of `granules` granules.
+///
+/// The max-tree is 4-ary (half the levels of a binary tree, for a few more compares
+/// per level) and complete: `leaves` is a power of four >= `words`, node 0 the root,
+/// node i's children `4i + 1 ..= 4i + 4`, leaf w at `first_leaf + w`.
+#[derive(Debug, Clone, Copy)]
+struct MetadataLayout {
+    /// Words in each bitmap.
+    words: u32,
+    /// Leaf levels below the root: `leaves == 4^height`.
+    height: u32,
+    /// Leaves of the tree, 0 for no words (the empty heap has no metadata at all).
+    leaves: u32,
+    /// Index of leaf 0: the number of inner nodes, `(leaves - 1) / 3`.
+    first_leaf: u32,
+}
+
+impl MetadataLayout {
+    const fn for_granules(granules: u32) -> MetadataLayout {
+        let words = granules.div_ceil(WORD_BITS);
+        let (mut height, mut leaves) = (0, 1);
+        while leaves < words {
+            height += 1;
+            leaves *= 4;
+        }
+        let leaves = if words == 0 { 0 } else { leaves };
+        MetadataLayout { words, height, leaves, first_leaf: leaves.saturating_sub(1) / 3 }
+    }
+
+    /// Nodes in the tree.
+    const fn nodes(self) -> usize {
+        self.first_leaf as usize + self.leaves as usize
+    }
+
+    /// Words in the `LiveEndWords` summary.
+    const fn summary_words(self) -> usize {
+        self.words.div_ceil(WORD_BITS) as usize
+    }
+
+    /// Size of the metadata in `u32` words: the bitmaps, the summary and the tree.
+    const fn u32_words(self) -> usize {
+        3 * self.words as usize + self.summary_words() + self.nodes()
+    }
+}
+
+/// `u32` words of external metadata [`Heap::with_metadata`] needs for an arena of
+/// `arena_bytes` (counted in whole granules, at most [`MAX_GRANULES`]). `const` so it
+/// can size a `static` buffer.
+pub const fn metadata_words(arena_bytes: usize) -> usize {
+    let granules = arena_bytes / GRANULE;
+    let granules = if granules > MAX_GRANULES as usize { MAX_GRANULES } else { granules as u32 };
+    MetadataLayout::for_granules(granules).u32_words()
+}
+
+/// What follows a range being freed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RightNeighbour {
+    /// A live block, or the arena's end.
+    Live,
+    /// An indexed free block of this many granules.
+    Free(u32),
+    /// The top block.
+    Top,
+}
+
+/// How a freed range merges with its free neighbours, checked before anything changes.
+#[derive(Debug, Clone, Copy)]
+struct Merge {
+    /// First granule of the merged free block (the left neighbour's, if merged).
+    first: u32,
+    /// First granule of the range being freed.
+    released: u32,
+    /// One past the range being freed: where the right neighbour starts.
+    end: u32,
+    /// Whether the left neighbour is a free block that absorbs the range.
+    left: bool,
+    right: RightNeighbour,
+}
+
+/// A first-fit heap of 64-byte-aligned blocks over one region. See the module docs.
+///
+/// ```
+/// use neuroncustomop::allocators::Heap;
+/// let mut region = vec![0u8; 64 * 1024];
+/// // SAFETY: `region` outlives `heap` and nothing else touches it meanwhile.
+/// let mut heap = unsafe { Heap::new(region.as_mut_ptr(), region.len()) }.unwrap();
+/// let a = heap.allocate(100, 64).unwrap();
+/// let b = heap.allocate(100, 64).unwrap();
+/// assert_eq!(a.as_ptr() as usize % 64, 0);
+/// assert_eq!(b.as_ptr() as usize - a.as_ptr() as usize, 128); // first fit: right after `a`
+/// heap.free(a.as_ptr()).unwrap();
+/// heap.free(b.as_ptr()).unwrap();
+/// assert_eq!(heap.free_block_count(), 1);
+/// ```
+#[derive(Debug)]
+pub struct Heap {
+    /// Granule 0.
+    arena: *mut u8,
+    /// Granules in the arena.
+    granules: u32,
+    layout: MetadataLayout,
+    /// The bitmaps, in `Bitmap` order (`layout.words` words each, the summary
+    /// `layout.summary_words()`), then the tree (`layout.nodes()` words), as consecutive
+    /// `u32` arrays.
+    bitmaps: [*mut u32; 4],
+    tree: *mut u32,
+    /// First granule of the top block; `granules` when there is none.
+    top: u32,
+    free_granules: u32,
+    /// Indexed free blocks (the top block not counted).
+    free_blocks: u32,
+    live_blocks: u32,
+}
+
+impl Heap {
+    /// A heap with no memory: every allocation fails with [`HeapError::OutOfMemory`].
+    pub const fn empty() -> Heap {
+        Heap {
+            arena: ptr::null_mut(),
+            granules: 0,
+            layout: MetadataLayout::for_granules(0),
+            bitmaps: [NonNull::dangling().as_ptr(); 4],
+            tree: NonNull::dangling().as_ptr(),
+            top: 0,
+            free_granules: 0,
+            free_blocks: 0,
+            live_blocks: 0,
+        }
+    }
+
+    /// A heap over `size` bytes at `region`, keeping its metadata at the region's start
+    /// (about 1.0–1.4 % of it). A `size` of 0 gives [`Heap::empty`].
+    ///
+    /// # Errors
+    /// [`HeapError::InvalidRegion`] for a null region or one that wraps around,
+    /// [`HeapError::RegionTooSmall`] when not even one granule fits beside the metadata.
+    ///
+    /// # Safety
+    /// `region..region + size` is memory this heap alone may read and write for as long
+    /// as it (or any block it handed out) is used.
+    pub unsafe fn new(region: *mut u8, size: usize) -> Result<Heap, HeapError> {
+        if size == 0 {
+            return Ok(Heap::empty());
+        }
+        let (first, total) = granule_span(region, size)?;
+        let total = total.min(MAX_GRANULES);
+        let metadata_granules = metadata_granules(total);
+        let granules = total.saturating_sub(metadata_granules);
+        if granules == 0 {
+            return Err(HeapError::RegionTooSmall);
+        }
+        // SAFETY: `first` is `region` rounded up to a granule, and the metadata plus
+        // `granules` granules fit in `total` granules from there, all inside the region
+        // (`granule_span`), because the metadata of `granules <= total` granules is no
+        // larger than that of `total`.
+        unsafe {
+            let arena = first.add(metadata_granules as usize * GRANULE);
+            Ok(Heap::build(arena, granules, first.cast::<u32>()))
+        }
+    }
+
+    /// A heap whose arena is exactly the granules of `arena..arena + size` (rounded
+    /// inwards to 64 bytes) and whose metadata lives in `metadata`, so the arena loses
+    /// nothing to bookkeeping. Size `metadata` with [`metadata_words`].
+    ///
+    /// # Errors
+    /// As [`Heap::new`]; [`HeapError::RegionTooSmall`] also when `metadata_len` is
+    /// smaller than [`metadata_words`] of the arena.
+    ///
+    /// # Safety
+    /// As [`Heap::new`] for the arena; `metadata..metadata + metadata_len` is 4-byte
+    /// aligned memory this heap alone uses, as long as the heap lives.
+    pub unsafe fn with_metadata(
+        arena: *mut u8,
+        size: usize,
+        metadata: *mut u32,
+        metadata_len: usize,
+    ) -> Result<Heap, HeapError> {
+        if size == 0 {
+            return Ok(Heap::empty());
+        }
+        let (first, granules) = granule_span(arena, size)?;
+        let granules = granules.min(MAX_GRANULES);
+        if granules == 0 || metadata.is_null() || metadata_len < MetadataLayout::for_granules(granules).u32_words() {
+            return Err(HeapError::RegionTooSmall);
+        }
+        // SAFETY: `granule_span` keeps `granules` granules from `first` inside the arena;
+        // the metadata buffer holds the layout (checked above); the caller gives us both.
+        Ok(unsafe { Heap::build(first, granules, metadata) })
+    }
+
+    /// Initialises the metadata at `metadata` for `granules` (> 0) granules at `arena`:
+    /// the whole arena is the top block, and the arena is not written.
+    ///
+    /// # Safety
+    /// `arena` is granule aligned with `granules` granules of exclusive memory;
+    /// `metadata` is 4-byte aligned with `MetadataLayout::for_granules(granules)
+    /// .u32_words()` exclusive words.
+    unsafe fn build(arena: *mut u8, granules: u32, metadata: *mut u32) -> Heap {
+        let layout = MetadataLayout::for_granules(granules);
+        // SAFETY: the caller gives us these words.
+        unsafe { slice::from_raw_parts_mut(metadata, layout.u32_words()) }.fill(0);
+        let words = layout.words as usize;
+        // Offsets inside the metadata buffer, so `wrapping_add` stays in bounds.
+        let bitmaps = [0, 1, 2, 3].map(|index| metadata.wrapping_add(index * words));
+        let tree = metadata.wrapping_add(3 * words + layout.summary_words());
+        Heap { arena, granules, layout, bitmaps, tree, top: 0, free_granules: granules, free_blocks: 0, live_blocks: 0 }
+    }
+
+    /// Allocates at least `size` bytes at a multiple of `align` (and always of 64):
+    /// the lowest-address free block that fits. `size` 0 takes one granule, so the
+    /// pointer is unique and can be freed.
+    ///
+    /// For `align` above 64 the search asks for `size + align - 64` bytes so that an
+    /// aligned start is guaranteed inside the block found; the slack stays free.
+    ///
+    /// Within the block found, the new block takes the high end (as K&R's `malloc`
+    /// does), so the free block keeps its start and its place in the index; only the
+    /// top block is used from its low end.
+    ///
+    /// # Errors
+    /// [`HeapError::InvalidAlignment`], [`HeapError::SizeOverflow`],
+    /// [`HeapError::OutOfMemory`], [`HeapError::Corrupted`].
+    pub fn allocate(&mut self, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
+        if !align.is_power_of_two() {
+            return Err(HeapError::InvalidAlignment);
+        }
+        let count = granules_for(size)?;
+        let align_granules = (align / GRANULE).max(1);
+        let search = count.checked_add(align_granules - 1).ok_or(HeapError::SizeOverflow)?;
+        if search > self.largest_free_granules() as usize {
+            return Err(HeapError::OutOfMemory);
+        }
+        let (count, search) = (count as u32, search as u32);
+        let first = if search <= self.largest_indexed() {
+            let (free, length) = self.find_free_block(search)?;
+            // The high end of the block: its start, where the index keeps it, stays.
+            let last_fit = free + length - count;
+            let first = last_fit - self.misalignment(last_fit, align);
+            self.claim(free, length, first, count);
+            first
+        } else {
+            self.claim_top(align, count)
+        };
+        self.set_bit(Bitmap::LiveStarts, first);
+        self.set_live_end(first + count - 1);
+        self.live_blocks += 1;
+        Ok(self.granule_ptr(first))
+    }
+
+    /// Allocates `count * size` bytes, zeroed, at 64-byte alignment (`calloc`).
+    ///
+    /// # Errors
+    /// [`HeapError::SizeOverflow`] when `count * size` overflows, else as [`Heap::allocate`].
+    pub fn allocate_zeroed(&mut self, count: usize, size: usize) -> Result<NonNull<u8>, HeapError> {
+        let bytes = count.checked_mul(size).ok_or(HeapError::SizeOverflow)?;
+        let block = self.allocate(bytes, GRANULE)?;
+        // SAFETY: the block is live, exclusively ours, and spans at least `bytes` bytes.
+        unsafe { block.as_ptr().write_bytes(0, bytes) };
+        Ok(block)
+    }
+
+    /// Frees the live block starting at `block` and returns its size in bytes.
+    ///
+    /// # Errors
+    /// [`HeapError::ForeignPointer`] outside the arena, [`HeapError::NotBlockStart`]
+    /// inside a live block, [`HeapError::DoubleFree`] in free space,
+    /// [`HeapError::Corrupted`] when a neighbour's length was overwritten.
+    pub fn free(&mut self, block: *mut u8) -> Result<usize, HeapError> {
+        let first = self.live_block_at(block)?;
+        let end = self.live_block_end(first);
+        let merge = self.plan_merge(first, end, true)?;
+        self.clear_bit(Bitmap::LiveStarts, first);
+        self.clear_live_end(end - 1);
+        self.live_blocks -= 1;
+        self.release(merge);
+        Ok((end - first) as usize * GRANULE)
+    }
+
+    /// Resizes the live block at `block` to at least `size` bytes, keeping its
+    /// contents up to the smaller size (`realloc`). Shrinks in place; grows in place
+    /// when the next block is free and large enough; otherwise moves to a new block
+    /// aligned to `align` and frees the old one.
+    ///
+    /// # Errors
+    /// As [`Heap::free`] for `block` and [`Heap::allocate`] for the new size; the old
+    /// block is untouched on any error.
+    pub fn reallocate(&mut self, block: *mut u8, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
+        let first = self.live_block_at(block)?;
+        let count = granules_for(size)?;
+        let end = self.live_block_end(first);
+        let old_count = end - first;
+        if count <= old_count as usize {
+            let new_end = first + count as u32;
+            if new_end < end {
+                // The tail's left neighbour is the block itself: live.
+                let merge = self.plan_merge(new_end, end, false)?;
+                self.clear_live_end(end - 1);
+                self.set_live_end(new_end - 1);
+                self.release(merge);
+            }
+            return Ok(self.granule_ptr(first));
+        }
+        let grow = count - old_count as usize;
+        if end == self.top && grow <= (self.granules - self.top) as usize {
+            self.top += grow as u32;
+            self.free_granules -= grow as u32;
+            self.clear_live_end(end - 1);
+            self.set_live_end(end + grow as u32 - 1);
+            return Ok(self.granule_ptr(first));
+        }
+        if end < self.top && self.bit(Bitmap::FreeStarts, end) {
+            let next = self.free_block_at(end)?;
+            if next as usize >= grow {
+                self.claim(end, next, end, grow as u32);
+                self.clear_live_end(end - 1);
+                self.set_live_end(end + grow as u32 - 1);
+                return Ok(self.granule_ptr(first));
+            }
+        }
+        let moved = self.allocate(size, align)?;
+        // SAFETY: both blocks are live and distinct; the old one holds `old_count`
+        // granules and the new one at least `size > old_count * GRANULE` bytes.
+        unsafe { ptr::copy_nonoverlapping(block, moved.as_ptr(), old_count as usize * GRANULE) };
+        if let Err(error) = self.free(block) {
+            // Only a corrupted neighbour stops the old block's free: undo the move.
+            let _ = self.free(moved.as_ptr());
+            return Err(error);
+        }
+        Ok(moved)
+    }
+
+    /// Whether `address` lies in this heap's arena.
+    pub fn owns(&self, address: *const u8) -> bool {
+        let offset = address.addr().wrapping_sub(self.arena.addr());
+        offset < self.arena_bytes()
+    }
+
+    /// Size in bytes of the live block starting at `block` (its usable size).
+    ///
+    /// # Errors
+    /// As [`Heap::free`].
+    pub fn block_size(&self, block: *mut u8) -> Result<usize, HeapError> {
+        let first = self.live_block_at(block)?;
+        Ok((self.live_block_end(first) - first) as usize * GRANULE)
+    }
+
+    /// The arena's first byte (64-byte aligned): where the lowest block can start.
+    pub fn arena_start(&self) -> *mut u8 {
+        self.arena
+    }
+
+    /// Bytes the arena spans (metadata excluded).
+    pub fn arena_bytes(&self) -> usize {
+        self.granules as usize * GRANULE
+    }
+
+    /// Free bytes, in all free blocks together.
+    pub fn free_bytes(&self) -> usize {
+        self.free_granules as usize * GRANULE
+    }
+
+    /// Number of live blocks.
+    pub fn live_blocks(&self) -> usize {
+        self.live_blocks as usize
+    }
+
+    /// Size in bytes of the largest free block.
+    pub fn largest_free(&self) -> usize {
+        self.largest_free_granules() as usize * GRANULE
+    }
+
+    /// Number of free blocks: 1 for a heap with nothing live (coalescing is complete),
+    /// 0 for a full or empty heap. Free blocks are never adjacent.
+    pub fn free_block_count(&self) -> usize {
+        self.free_blocks as usize + usize::from(self.top < self.granules)
+    }
+
+    /// The granule where the live block at `block` starts.
+    #[inline(always)]
+    fn live_block_at(&self, block: *mut u8) -> Result<u32, HeapError> {
+        if !self.owns(block) {
+            return Err(HeapError::ForeignPointer);
+        }
+        let offset = block.addr() - self.arena.addr();
+        if offset % GRANULE != 0 {
+            return Err(HeapError::NotBlockStart);
+        }
+        let granule = (offset / GRANULE) as u32;
+        if self.bit(Bitmap::LiveStarts, granule) {
+            Ok(granule)
+        } else if self.enclosing_block_is_free(granule) {
+            Err(HeapError::DoubleFree)
+        } else {
+            Err(HeapError::NotBlockStart)
+        }
+    }
+
+    /// Whether the block holding `granule` is free: the block starting at the closest
+    /// start, live or free, at or below it.
+    fn enclosing_block_is_free(&self, granule: u32) -> bool {
+        if granule >= self.top {
+            return true;
+        }
+        let mut word = (granule / WORD_BITS) as usize;
+        let mut below = bits_between(0, granule % WORD_BITS);
+        loop {
+            let live_here = self.word(Bitmap::LiveStarts, word) & below;
+            let free_here = self.word(Bitmap::FreeStarts, word) & below;
+            if live_here | free_here != 0 {
+                // The highest start wins; the two never share a bit.
+                return free_here.leading_zeros() < live_here.leading_zeros();
+            }
+            if word == 0 {
+                return false;
+            }
+            word -= 1;
+            below = u32::MAX;
+        }
+    }
+
+    /// One past the last granule of the live block starting at `first`: its `LiveEnds`
+    /// bit, in the same word or, through the summary, in the next word that has one.
+    #[inline(always)]
+    fn live_block_end(&self, first: u32) -> u32 {
+        let word = first / WORD_BITS;
+        let here = self.word(Bitmap::LiveEnds, word as usize) & (u32::MAX << (first % WORD_BITS));
+        if here != 0 {
+            return word * WORD_BITS + here.trailing_zeros() + 1;
+        }
+        let next = word + 1;
+        let mut summary = next / WORD_BITS;
+        let mut from = u32::MAX << (next % WORD_BITS);
+        while (summary as usize) < self.layout.summary_words() {
+            let words = self.word(Bitmap::LiveEndWords, summary as usize) & from;
+            if words != 0 {
+                let word = summary * WORD_BITS + words.trailing_zeros();
+                return word * WORD_BITS + self.word(Bitmap::LiveEnds, word as usize).trailing_zeros() + 1;
+            }
+            summary += 1;
+            from = u32::MAX;
+        }
+        unreachable!("a live block always has an end bit")
+    }
+
+    /// Granules to skip from `granule` so the block starts at a multiple of `align` bytes.
+    #[inline(always)]
+    fn align_skip(&self, granule: u32, align: usize) -> u32 {
+        // `align` is a power of two: the bytes to its next multiple are `-address mod align`.
+        let address = self.arena.addr() + granule as usize * GRANULE;
+        (address.wrapping_neg() & (align - 1)) as u32 / GRANULE as u32
+    }
+
+    /// Granules `granule` lies above the multiple of `align` bytes at or below it.
+    #[inline(always)]
+    fn misalignment(&self, granule: u32, align: usize) -> u32 {
+        let address = self.arena.addr() + granule as usize * GRANULE;
+        (address & (align - 1)) as u32 / GRANULE as u32
+    }
+
+    #[inline(always)]
+    fn largest_free_granules(&self) -> u32 {
+        max(self.largest_indexed(), self.granules - self.top)
+    }
+
+    /// Length of the longest indexed free block.
+    #[inline(always)]
+    fn largest_indexed(&self) -> u32 {
+        if self.layout.leaves == 0 { 0 } else { self.node(0) }
+    }
+
+    /// The first granule and length of the lowest indexed free block of at least
+    /// `count` granules, which the caller has checked exists (`count <= largest_indexed`).
+    #[inline(always)]
+    fn find_free_block(&self, count: u32) -> Result<(u32, u32), HeapError> {
+        let mut node = 0;
+        for _ in 0..self.layout.height {
+            let child = 4 * node + 1;
+            node = if self.node(child) >= count {
+                child
+            } else if self.node(child + 1) >= count {
+                child + 1
+            } else if self.node(child + 2) >= count {
+                child + 2
+            } else {
+                child + 3
+            };
+        }
+        let word = (node - self.layout.first_leaf as usize) as u32;
+        let mut starts = self.word(Bitmap::FreeStarts, word as usize);
+        while starts != 0 {
+            let first = word * WORD_BITS + starts.trailing_zeros();
+            let length = self.header(first);
+            if length >= count {
+                // Checked against the footer, as `free_block_at` does.
+                let fits = length <= self.top - first;
+                return if fits && self.footer(first + length - 1) == length {
+                    Ok((first, length))
+                } else {
+                    Err(HeapError::Corrupted)
+                };
+            }
+            starts &= starts - 1;
+        }
+        // The leaf promised a block here: a length in free memory was overwritten.
+        Err(HeapError::Corrupted)
+    }
+
+    /// Length of the free block starting at `first`, checked against its footer.
+    #[inline(always)]
+    fn free_block_at(&self, first: u32) -> Result<u32, HeapError> {
+        let length = self.header(first);
+        let fits = first < self.top && length != 0 && length <= self.top - first;
+        if fits && self.bit(Bitmap::FreeStarts, first) && self.footer(first + length - 1) == length {
+            Ok(length)
+        } else {
+            Err(HeapError::Corrupted)
+        }
+    }
+
+    /// Start of the free block ending at `last`, checked against its header.
+    #[inline(always)]
+    fn free_block_ending_at(&self, last: u32) -> Result<u32, HeapError> {
+        let length = self.footer(last);
+        if length == 0 || length > last + 1 {
+            return Err(HeapError::Corrupted);
+        }
+        let first = last + 1 - length;
+        if self.bit(Bitmap::FreeStarts, first) && self.header(first) == length {
+            Ok(first)
+        } else {
+            Err(HeapError::Corrupted)
+        }
+    }
+
+    /// Takes `count` granules, aligned to `align`, from the start of the top block,
+    /// which the caller has checked is large enough; the alignment slack becomes an
+    /// indexed free block. Returns the first granule taken.
+    fn claim_top(&mut self, align: usize, count: u32) -> u32 {
+        let slack = self.align_skip(self.top, align);
+        let first = self.top + slack;
+        if slack != 0 {
+            self.add_free_block(self.top, slack);
+            self.refresh_leaf(self.top / WORD_BITS);
+        }
+        self.top = first + count;
+        self.free_granules -= count;
+        first
+    }
+
+    /// Takes `first..first + count` out of the indexed free block `free..free + length`;
+    /// the parts before and after stay free.
+    #[inline(always)]
+    fn claim(&mut self, free: u32, length: u32, first: u32, count: u32) {
+        let (end, free_end) = (first + count, free + length);
+        debug_assert!(free <= first && end <= free_end);
+        if first > free {
+            self.write_lengths(free, first - free);
+        } else {
+            self.clear_bit(Bitmap::FreeStarts, free);
+            self.free_blocks -= 1;
+        }
+        self.free_granules -= count;
+        if end < free_end {
+            self.add_free_block(end, free_end - end);
+            if end / WORD_BITS != free / WORD_BITS {
+                self.refresh_leaf(end / WORD_BITS);
+            }
+        }
+        self.refresh_leaf(free / WORD_BITS);
+    }
+
+    /// How freeing `first..end` merges with the free blocks around it; `left_may_be_free`
+    /// is false when the granule before `first` is known to be live.
+    #[inline(always)]
+    fn plan_merge(&self, first: u32, end: u32, left_may_be_free: bool) -> Result<Merge, HeapError> {
+        let left_free = left_may_be_free && first > 0 && !self.bit(Bitmap::LiveEnds, first - 1);
+        let merged_first = if left_free { self.free_block_ending_at(first - 1)? } else { first };
+        let right = if end == self.top {
+            RightNeighbour::Top
+        } else if end < self.top && !self.bit(Bitmap::LiveStarts, end) {
+            RightNeighbour::Free(self.free_block_at(end)?)
+        } else {
+            RightNeighbour::Live
+        };
+        Ok(Merge { first: merged_first, released: first, end, left: left_free, right })
+    }
+
+    /// Frees the range `merge` describes, whose live bits the caller has cleared.
+    #[inline(always)]
+    fn release(&mut self, merge: Merge) {
+        self.free_granules += merge.end - merge.released;
+        if merge.left {
+            // The left neighbour absorbs the range (and the top block takes it, or
+            // `add_free_block` records it again, longer).
+            self.clear_bit(Bitmap::FreeStarts, merge.first);
+            self.free_blocks -= 1;
+        }
+        let right = match merge.right {
+            RightNeighbour::Top => {
+                self.top = merge.first;
+                if merge.left {
+                    self.refresh_leaf(merge.first / WORD_BITS);
+                }
+                return;
+            }
+            RightNeighbour::Free(length) => {
+                self.clear_bit(Bitmap::FreeStarts, merge.end);
+                self.free_blocks -= 1;
+                length
+            }
+            RightNeighbour::Live => 0,
+        };
+        self.add_free_block(merge.first, merge.end + right - merge.first);
+        self.refresh_leaf(merge.first / WORD_BITS);
+        if right != 0 && merge.end / WORD_BITS != merge.first / WORD_BITS {
+            self.refresh_leaf(merge.end / WORD_BITS);
+        }
+    }
+
+    /// Records `first..first + length` as a free block (its leaf is refreshed by the
+    /// caller).
+    #[inline(always)]
+    fn add_free_block(&mut self, first: u32, length: u32) {
+        self.write_lengths(first, length);
+        self.set_bit(Bitmap::FreeStarts, first);
+        self.free_blocks += 1;
+    }
+
+    /// Writes the header and footer of the free block `first..first + length`.
+    #[inline(always)]
+    fn write_lengths(&mut self, first: u32, length: u32) {
+        // SAFETY: the block's granules are inside the arena and free: the heap's to
+        // use; the header is word 0 of the first granule and the footer word 1 of the
+        // last, distinct even for a one-granule block.
+        unsafe {
+            self.granule_word(first, 0).write(length);
+            self.granule_word(first + length - 1, 1).write(length);
+        }
+    }
+
+    /// Recomputes leaf `word` of the tree (its longest free block) and the ancestors
+    /// that change. A node is the max of its children, so a rise needs no sibling: it
+    /// climbs while it beats the parent; a fall only matters where the old value was
+    /// the parent's, and then the sibling decides.
+    fn refresh_leaf(&mut self, word: u32) {
+        let mut new = 0;
+        let mut starts = self.word(Bitmap::FreeStarts, word as usize);
+        while starts != 0 {
+            new = max(new, self.header(word * WORD_BITS + starts.trailing_zeros()));
+            starts &= starts - 1;
+        }
+        let mut node = (self.layout.first_leaf + word) as usize;
+        let mut old = self.node(node);
+        if new == old {
+            return;
+        }
+        self.set_node(node, new);
+        while node > 0 {
+            node = (node - 1) / 4;
+            let parent = self.node(node);
+            let updated = if new > old {
+                if new <= parent {
+                    return;
+                }
+                new
+            } else {
+                if old < parent {
+                    return;
+                }
+                let child = 4 * node + 1;
+                max(max(self.node(child), self.node(child + 1)), max(self.node(child + 2), self.node(child + 3)))
+            };
+            if updated == parent {
+                return;
+            }
+            self.set_node(node, updated);
+            (old, new) = (parent, updated);
+        }
+    }
+
+    #[inline(always)]
+    fn header(&self, first: u32) -> u32 {
+        // SAFETY: `first` is an arena granule (callers pass free-block starts or checked
+        // granules), readable heap memory, aligned for `u32`.
+        unsafe { self.granule_word(first, 0).read() }
+    }
+
+    #[inline(always)]
+    fn footer(&self, last: u32) -> u32 {
+        // SAFETY: as `header`.
+        unsafe { self.granule_word(last, 1).read() }
+    }
+
+    /// Word `index` (0 or 1) of arena granule `granule`.
+    #[inline(always)]
+    fn granule_word(&self, granule: u32, index: usize) -> *mut u32 {
+        debug_assert!(granule < self.granules && index < 2);
+        self.arena.wrapping_add(granule as usize * GRANULE).cast::<u32>().wrapping_add(index)
+    }
+
+    fn granule_ptr(&self, granule: u32) -> NonNull<u8> {
+        debug_assert!(granule < self.granules);
+        // SAFETY: the granule is inside the arena (all callers pass a live block's first
+        // granule), so the offset stays in bounds and the arena pointer is not null.
+        unsafe { NonNull::new_unchecked(self.arena.add(granule as usize * GRANULE)) }
+    }
+
+    // The metadata accessors below are on every path, so they skip bounds checks: every
+    // caller passes a granule of the arena (`< granules`, so its word is `< words`) or a
+    // tree node (`< layout.nodes()`), which the debug assertions (on in tests) check.
+
+    /// Word `word` of `bitmap`.
+    #[inline(always)]
+    fn bitmap_word(&self, bitmap: Bitmap, word: usize) -> *mut u32 {
+        debug_assert!(if bitmap == Bitmap::LiveEndWords {
+            word < self.layout.summary_words()
+        } else {
+            word < self.layout.words as usize
+        });
+        self.bitmaps[bitmap as usize].wrapping_add(word)
+    }
+
+    #[inline(always)]
+    fn word(&self, bitmap: Bitmap, word: usize) -> u32 {
+        // SAFETY: the word is inside the metadata (see above), which the heap owns.
+        unsafe { self.bitmap_word(bitmap, word).read() }
+    }
+
+    #[inline(always)]
+    fn bit(&self, bitmap: Bitmap, granule: u32) -> bool {
+        (self.word(bitmap, (granule / WORD_BITS) as usize) >> (granule % WORD_BITS)) & 1 == 1
+    }
+
+    #[inline(always)]
+    fn set_bit(&mut self, bitmap: Bitmap, granule: u32) {
+        let word = self.bitmap_word(bitmap, (granule / WORD_BITS) as usize);
+        // SAFETY: as `word`, and `&mut self` makes the access exclusive.
+        unsafe { *word |= 1 << (granule % WORD_BITS) };
+    }
+
+    #[inline(always)]
+    fn clear_bit(&mut self, bitmap: Bitmap, granule: u32) {
+        let word = self.bitmap_word(bitmap, (granule / WORD_BITS) as usize);
+        // SAFETY: as `word`, and `&mut self` makes the access exclusive.
+        unsafe { *word &= !(1 << (granule % WORD_BITS)) };
+    }
+
+    /// Marks `last` as the last granule of a live block.
+    #[inline(always)]
+    fn set_live_end(&mut self, last: u32) {
+        let word = last / WORD_BITS;
+        self.set_bit(Bitmap::LiveEnds, last);
+        self.set_bit(Bitmap::LiveEndWords, word);
+    }
+
+    /// Unmarks `last` as the last granule of a live block.
+    #[inline(always)]
+    fn clear_live_end(&mut self, last: u32) {
+        let word = last / WORD_BITS;
+        self.clear_bit(Bitmap::LiveEnds, last);
+        if self.word(Bitmap::LiveEnds, word as usize) == 0 {
+            self.clear_bit(Bitmap::LiveEndWords, word);
+        }
+    }
+
+    /// Tree node `node` (`0..layout.nodes()`).
+    #[inline(always)]
+    fn node(&self, node: usize) -> u32 {
+        debug_assert!(node < self.layout.nodes());
+        // SAFETY: the tree has `layout.nodes()` words (`build`).
+        unsafe { self.tree.add(node).read() }
+    }
+
+    #[inline(always)]
+    fn set_node(&mut self, node: usize, value: u32) {
+        debug_assert!(node < self.layout.nodes());
+        // SAFETY: as `node`, and `&mut self` makes the access exclusive.
+        unsafe { self.tree.add(node).write(value) }
+    }
+}
+
+/// The first granule-aligned address in `region..region + size` and how many whole
+/// granules follow it inside the region.
+fn granule_span(region: *mut u8, size: usize) -> Result<(*mut u8, u32), HeapError> {
+    if region.is_null() || region.addr().checked_add(size).is_none() {
+        return Err(HeapError::InvalidRegion);
+    }
+    let skip = region.addr().next_multiple_of(GRANULE) - region.addr();
+    let granules = size.saturating_sub(skip) / GRANULE;
+    let granules = u32::try_from(granules).unwrap_or(u32::MAX);
+    // Keep the pointer's provenance: step from `region` rather than casting an integer.
+    Ok((region.wrapping_add(skip), granules))
+}
+
+/// Granules the metadata of a `granules`-granule arena takes when kept in the region.
+fn metadata_granules(granules: u32) -> u32 {
+    let bytes = MetadataLayout::for_granules(granules).u32_words() * size_of::<u32>();
+    bytes.div_ceil(GRANULE) as u32
+}
+
+/// Granules a block of `size` bytes needs (at least one). No object may exceed
+/// `isize::MAX` bytes (Rust's limit, and C's `PTRDIFF_MAX`).
+fn granules_for(size: usize) -> Result<usize, HeapError> {
+    if size > isize::MAX as usize {
+        return Err(HeapError::SizeOverflow);
+    }
+    Ok(size.div_ceil(GRANULE).max(1))
+}

@@ -1,0 +1,131 @@
+//! TCM scratch: `tcm_malloc` / `tcm_free` over the op's TCM pool (16 KiB as op authors
+//! are promised; stream accessors take their 4 KiB buffers from it too).
+//!
+//! The pool is a [`Heap`] whose metadata lives in a `static` here, not in the pool, so
+//! all of the pool is handed out: four 4 KiB stream buffers fill 16 KiB exactly. The
+//! loader says where the pool is ([`init_tcm`]: on the simulated machine core i's slice
+//! of dataram, `0x3FFE0000 + i * 16 KiB`); the pull stream empties it at the start of
+//! every op ([`tcm_reset`]).
+
+use super::{GRANULE, Heap, HeapError, HeapStats, metadata_words, with_core_memory, with_memory};
+use core::cell::UnsafeCell;
+use core::ffi::c_void;
+use core::ptr;
+
+/// The pool size op authors are promised.
+pub const TCM_POOL_SIZE: usize = 16 * 1024;
+/// The largest pool [`init_tcm`] accepts (its metadata is a static of this size).
+pub const TCM_POOL_MAX: usize = 64 * 1024;
+
+const METADATA_WORDS: usize = metadata_words(TCM_POOL_MAX);
+
+/// The pool's metadata: a fixed static, so the pool itself stays whole.
+struct TcmMetadata(UnsafeCell<[u32; METADATA_WORDS]>);
+
+// SAFETY: only the TCM `Heap` inside `super::MEMORY` (a `CoreLocal`) reads or writes
+// the buffer, through the raw pointer `metadata()` gives without forming a reference,
+// so it is accessed from one context per core, like `MEMORY` itself. (On the host it is
+// thread-local and never shared.)
+unsafe impl Sync for TcmMetadata {}
+
+#[cfg(target_os = "none")]
+static METADATA: TcmMetadata = TcmMetadata(UnsafeCell::new([0; METADATA_WORDS]));
+
+/// This core's pool metadata.
+#[cfg(target_os = "none")]
+fn metadata() -> *mut u32 {
+    METADATA.0.get().cast()
+}
+
+// On the host each test thread is a core with its own pool (as `MEMORY` in `super`).
+#[cfg(not(target_os = "none"))]
+std::thread_local! {
+    static METADATA: TcmMetadata = const { TcmMetadata(UnsafeCell::new([0; METADATA_WORDS])) };
+}
+
+/// This core's pool metadata: on the host, this thread's.
+#[cfg(not(target_os = "none"))]
+fn metadata() -> *mut u32 {
+    METADATA.with(|metadata| metadata.0.get().cast())
+}
+
+/// The pool region and the heap over it.
+pub(super) struct TcmPool {
+    base: *mut u8,
+    size: usize,
+    heap: Heap,
+}
+
+impl TcmPool {
+    /// No pool: every allocation fails.
+    pub(super) const EMPTY: TcmPool = TcmPool { base: ptr::null_mut(), size: 0, heap: Heap::empty() };
+
+    /// Empties the pool: a new heap over the same region.
+    fn rebuild(&mut self) -> Result<(), HeapError> {
+        // SAFETY: `init_tcm`'s caller gave the region to the runtime; the metadata static
+        // holds `metadata_words(TCM_POOL_MAX)` words, enough as `size <= TCM_POOL_MAX`,
+        // and only this heap uses it; any previous heap over it is replaced right here.
+        let heap = unsafe { Heap::with_metadata(self.base, self.size, metadata(), METADATA_WORDS) };
+        let (heap, result) = match heap {
+            Ok(heap) => (heap, Ok(())),
+            Err(error) => (Heap::empty(), Err(error)),
+        };
+        self.heap = heap;
+        result
+    }
+}
+
+/// Sets where this core's TCM pool is and empties it.
+///
+/// # Errors
+/// [`HeapError::InvalidRegion`] for a null region or one above [`TCM_POOL_MAX`],
+/// [`HeapError::RegionTooSmall`] for one below 64 bytes; the pool is then empty.
+///
+/// # Safety
+/// `base..base + size` is memory the runtime alone may use until the next `init_tcm`.
+pub unsafe fn init_tcm(base: *mut u8, size: usize) -> Result<(), HeapError> {
+    with_memory(|memory| {
+        let pool = &mut memory.tcm;
+        *pool = TcmPool::EMPTY;
+        if size > TCM_POOL_MAX {
+            return Err(HeapError::InvalidRegion);
+        }
+        pool.base = base;
+        pool.size = size;
+        pool.rebuild()
+    })
+}
+
+/// Frees every TCM block: the start of a new op. Called by the pull stream's setup.
+pub fn tcm_reset() {
+    // The region was accepted by `init_tcm`, so rebuilding it again cannot fail.
+    let _ = with_memory(|memory| memory.tcm.rebuild());
+}
+
+/// Takes `size` bytes (64-byte aligned) from this op's TCM pool; null when it cannot.
+pub fn tcm_alloc(size: usize) -> *mut u8 {
+    with_memory(|memory| memory.tcm.heap.allocate(size, GRANULE)).map_or(ptr::null_mut(), |block| block.as_ptr())
+}
+
+/// Gives back a block from [`tcm_alloc`]; null is a no-op, anything else that is not a
+/// live TCM block is refused (see `neuron_heap_status`).
+pub fn tcm_release(ptr: *mut u8) {
+    let _ = with_memory(|memory| if ptr.is_null() { Ok(()) } else { memory.tcm.heap.free(ptr).map(drop) });
+}
+
+/// Occupancy of the TCM pool (`largest_free` is the most `tcm_alloc` can return now).
+pub fn tcm_stats() -> HeapStats {
+    with_core_memory(|memory| HeapStats::of(&memory.tcm.heap))
+}
+
+/// C ABI `void *tcm_malloc(size_t size)`: [`tcm_alloc`].
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn tcm_malloc(size: usize) -> *mut c_void {
+    tcm_alloc(size).cast()
+}
+
+/// C ABI `void tcm_free(void *ptr)`: [`tcm_release`].
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn tcm_free(ptr: *mut c_void) {
+    tcm_release(ptr.cast());
+}

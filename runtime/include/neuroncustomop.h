@@ -1,0 +1,215 @@
+/*
+ * neuroncustomop.h: the C ABI of the neuroncustomop device runtime, for op authors
+ * writing kernels in C or C++ (and for a host loader written in C).
+ *
+ * The contract behind every declaration here is docs/abi/entry.md (entry, registration,
+ * libc, stdout) and the per-topic pages next to it. All symbols have C linkage; C++
+ * authors include this header as is (it wraps itself in extern "C").
+ *
+ * Unlike the vendor's libneuroncustomop.a, whose get_func_* symbols are C++-mangled,
+ * this runtime expects the author's table with C linkage: define it in a C file, or
+ * inside extern "C" in C++.
+ */
+#ifndef NEURONCUSTOMOP_H
+#define NEURONCUSTOMOP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#define NEURONCUSTOMOP_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#define NEURONCUSTOMOP_NORETURN [[noreturn]]
+#else
+#define NEURONCUSTOMOP_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#define NEURONCUSTOMOP_NORETURN _Noreturn
+#endif
+
+/* ======================================================================== */
+/* start_exit: the entry contract                                           */
+/* ======================================================================== */
+
+/* What every entry point returns, and what the host's registration callbacks return.
+ * 4 bytes. A host callback may return values not listed; entry_func passes them on. */
+typedef uint32_t SUNDA_UCODE_LIB_STATUS;
+enum {
+    SUNDA_UCODE_LIB_SUCCESS = 0,
+    SUNDA_UCODE_LIB_FAILURE_ABI_MISMATCH = 1,  /* block null, misaligned, or < 36 bytes */
+    SUNDA_UCODE_LIB_FAILURE_NUM_KERNELS = 2,   /* (uint32_t)get_func_cnt() >= 0x8000 */
+    SUNDA_UCODE_LIB_FAILURE_NULL_CALLBACK = 3, /* a required callback is NULL */
+    SUNDA_UCODE_LIB_FAILURE_NO_SCRATCH = 4,    /* a scratch region is NULL, empty or wraps */
+    SUNDA_UCODE_LIB_FAILURE_BAD_KERNEL = 5,    /* a table entry has a NULL name or pointer */
+    SUNDA_UCODE_LIB_FAILURE_CRT_INIT = 6       /* constructors filled the atexit table */
+};
+
+/* The smallest sizeof_ncore_ucode_lib entry_func accepts (the 32-bit device's size). */
+#define SUNDA_UCODE_LIB_ABI_SIZE 36u
+/* Kernel counts at or above this are refused. */
+#define SUNDA_UCODE_LIB_MAX_KERNELS 0x8000u
+
+/* The host -> device handoff block: nine word-sized members, 36 bytes on the device.
+ * Required: get_data_scratch, get_hbm_scratch, get_dma_queue, register_ext_isa_fn.
+ * Optional (may be NULL): get_libc_fn, register_ext_isa_fn_v2, register_ext_isa_fn_v3. */
+typedef struct SUNDA_UCODE_LIB {
+    uint32_t sizeof_ncore_ucode_lib;                                         /* +0  */
+    void* library_handle;                                                    /* +4  */
+    void (*get_data_scratch)(void** addr, uint32_t* size);                   /* +8  */
+    void (*get_hbm_scratch)(void** addr, uint32_t* size);                    /* +12 */
+    void (*get_dma_queue)(uint32_t* m2s_offset, uint32_t* s2m_offset);       /* +16 */
+    /* The CRT asks it for "abort" (void (*)(void)) and "exit" (void (*)(int)). */
+    void* (*get_libc_fn)(const char* name);                                  /* +20 */
+    SUNDA_UCODE_LIB_STATUS (*register_ext_isa_fn)(void* library_handle,
+                                                  const char* name);         /* +24 */
+    SUNDA_UCODE_LIB_STATUS (*register_ext_isa_fn_v2)(void* library_handle,
+                                                     const char* name,
+                                                     uint8_t opcode);        /* +28 */
+    SUNDA_UCODE_LIB_STATUS (*register_ext_isa_fn_v3)(void* library_handle,
+                                                     const char* name,
+                                                     uint8_t core_type);     /* +32 */
+} SUNDA_UCODE_LIB;
+
+NEURONCUSTOMOP_STATIC_ASSERT(sizeof(SUNDA_UCODE_LIB_STATUS) == 4, "STATUS is 4 bytes");
+NEURONCUSTOMOP_STATIC_ASSERT(sizeof(SUNDA_UCODE_LIB) == 9 * sizeof(void*),
+                             "SUNDA_UCODE_LIB is nine words");
+NEURONCUSTOMOP_STATIC_ASSERT(offsetof(SUNDA_UCODE_LIB, library_handle) == 1 * sizeof(void*),
+                             "library_handle is word 1");
+NEURONCUSTOMOP_STATIC_ASSERT(offsetof(SUNDA_UCODE_LIB, get_data_scratch) == 2 * sizeof(void*),
+                             "get_data_scratch is word 2");
+NEURONCUSTOMOP_STATIC_ASSERT(offsetof(SUNDA_UCODE_LIB, get_hbm_scratch) == 3 * sizeof(void*),
+                             "get_hbm_scratch is word 3");
+NEURONCUSTOMOP_STATIC_ASSERT(offsetof(SUNDA_UCODE_LIB, get_dma_queue) == 4 * sizeof(void*),
+                             "get_dma_queue is word 4");
+NEURONCUSTOMOP_STATIC_ASSERT(offsetof(SUNDA_UCODE_LIB, get_libc_fn) == 5 * sizeof(void*),
+                             "get_libc_fn is word 5");
+NEURONCUSTOMOP_STATIC_ASSERT(offsetof(SUNDA_UCODE_LIB, register_ext_isa_fn) == 6 * sizeof(void*),
+                             "register_ext_isa_fn is word 6");
+NEURONCUSTOMOP_STATIC_ASSERT(offsetof(SUNDA_UCODE_LIB, register_ext_isa_fn_v2) ==
+                                 7 * sizeof(void*),
+                             "register_ext_isa_fn_v2 is word 7");
+NEURONCUSTOMOP_STATIC_ASSERT(offsetof(SUNDA_UCODE_LIB, register_ext_isa_fn_v3) ==
+                                 8 * sizeof(void*),
+                             "register_ext_isa_fn_v3 is word 8");
+#if UINTPTR_MAX == 0xFFFFFFFFu
+NEURONCUSTOMOP_STATIC_ASSERT(sizeof(SUNDA_UCODE_LIB) == SUNDA_UCODE_LIB_ABI_SIZE,
+                             "SUNDA_UCODE_LIB is 36 bytes on a 32-bit target");
+#endif
+
+/* The library's entry point; the host loader calls it once with its handoff block. */
+SUNDA_UCODE_LIB_STATUS entry_func(const SUNDA_UCODE_LIB* host);
+
+/* The bulk registrar: reg(get_func_ptr(i), get_func_name(i), handle) for every kernel,
+ * handle being the library handle entry_func kept (NULL before entry_func ran). */
+typedef SUNDA_UCODE_LIB_STATUS (*neuron_register_fn)(void* fn, const char* name,
+                                                     void* library_handle);
+SUNDA_UCODE_LIB_STATUS register_funcs(neuron_register_fn reg);
+
+/* A kernel: no C arguments, no result; it pulls its arguments from the customop_*
+ * stream and returns its result through it. */
+typedef void (*neuron_kernel_fn)(void);
+
+/* The author's kernel table: YOU define these three (the runtime leaves them undefined).
+ * get_func_cnt() < 0x8000; for 0 <= i < get_func_cnt(), get_func_ptr(i) and
+ * get_func_name(i) are non-NULL, and names are distinct, NUL-terminated, static. */
+int get_func_cnt(void);
+void* get_func_ptr(int index);
+const char* get_func_name(int index);
+
+/* "neuroncustomop <version> (libneuroncustomop 1.21.1.0)". */
+extern const char CUSTOMOP_LIB_VERSION[];
+
+/* The stdout ring: this header, then `capacity` data bytes; byte k of the output stream
+ * is at data[k % capacity]. The device advances write_count; a loader drains
+ *   pending = write_count - read_count, lost = pending > capacity ? pending - capacity : 0,
+ *   the newest (pending - lost) bytes ending at data[(write_count - 1) % capacity],
+ * then stores write_count into read_count. All counts wrap at 2^32. */
+typedef struct NEURON_STDOUT_RING_HEADER {
+    uint32_t magic;       /* +0:  NEURON_STDOUT_RING_MAGIC */
+    uint32_t capacity;    /* +4:  a power of two, at most 128 KiB */
+    uint32_t write_count; /* +8:  bytes written, mod 2^32 (device) */
+    uint32_t read_count;  /* +12: bytes consumed, mod 2^32 (loader) */
+} NEURON_STDOUT_RING_HEADER;
+NEURONCUSTOMOP_STATIC_ASSERT(sizeof(NEURON_STDOUT_RING_HEADER) == 16, "ring header is 16 bytes");
+#define NEURON_STDOUT_RING_MAGIC 0x54554F4Eu /* "NOUT", little-endian */
+extern NEURON_STDOUT_RING_HEADER neuron_stdout_ring;
+
+/* ======================================================================== */
+/* The device libc (define NEURONCUSTOMOP_NO_LIBC_DECLARATIONS to use your   */
+/* toolchain's <string.h> / <stdlib.h> / <unistd.h> declarations instead)    */
+/* ======================================================================== */
+#ifndef NEURONCUSTOMOP_NO_LIBC_DECLARATIONS
+void* memcpy(void* dst, const void* src, size_t n);
+void* memmove(void* dst, const void* src, size_t n);
+void* memset(void* dst, int c, size_t n);
+int memcmp(const void* a, const void* b, size_t n);
+int bcmp(const void* a, const void* b, size_t n);
+
+void* malloc(size_t size);
+void* calloc(size_t count, size_t size);
+void* realloc(void* ptr, size_t size);
+void* memalign(size_t alignment, size_t size);
+void free(void* ptr);
+
+NEURONCUSTOMOP_NORETURN void abort(void);
+NEURONCUSTOMOP_NORETURN void exit(int status);
+int atexit(void (*handler)(void));
+
+/* fd 1 and 2 append to the stdout ring; other fds fail with -1. */
+ptrdiff_t write(int fd, const void* buf, size_t len);
+ptrdiff_t _write_r(void* reent, int fd, const void* buf, size_t len);
+int fsync(int fd);
+#endif
+
+/* ======================================================================== */
+/* Memory, address translation, cores, data movement                        */
+/* ======================================================================== */
+
+/* Framework (host) address -> device pointer through the op's translate windows;
+ * NULL when no window matches. */
+void* neuron_translate(uint64_t framework_addr);
+
+/* The op's 16 KiB TCM scratch pool. tcm_malloc returns NULL when it cannot. */
+void* tcm_malloc(size_t size);
+void tcm_free(void* ptr);
+
+/* This core's index in [0, get_cpu_count()), and the number of cores (8). */
+uint32_t get_cpu_id(void);
+uint32_t get_cpu_count(void);
+
+/* neuron_memcpy's backend. */
+typedef enum NeuronMemcpyMethod {
+    C_MEMCPY = 0,
+    VEC_MEMCPY = 1,
+    DMA = 2,
+    MAX_METHODS = 3
+} NeuronMemcpyMethod;
+/* Selects the backend; fails (nonzero) for m >= MAX_METHODS. */
+int neuron_set_memcpy_method(uint32_t m);
+void neuron_memcpy(void* dst, const void* src, size_t n);
+
+/* ======================================================================== */
+/* wrapper_api: pull stream                                                 */
+/* (owned by the pull-stream work, runtime/wrapper_api/; provisional until   */
+/*  it lands: that module's exports are the reference)                      */
+/* ======================================================================== */
+
+/* The 48-byte on-wire tensor descriptor (layout: docs/abi, wrapper_api). */
+typedef struct NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR;
+
+uint32_t customop_setup(bool first_call);
+const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* customop_next_tensor(void);
+int32_t customop_next_int(void);
+int64_t customop_next_longlong(void);
+float customop_next_float(void);
+const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* get_dst_tensor(void);
+uint32_t customop_return_tensor(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor);
+uint32_t customop_cleanup(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#undef NEURONCUSTOMOP_STATIC_ASSERT
+#undef NEURONCUSTOMOP_NORETURN
+
+#endif /* NEURONCUSTOMOP_H */

@@ -1,0 +1,703 @@
+//! The wire records: the 48-byte `NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR` descriptor, its
+//! enums, and the 504-byte `ArgExtractor` / 512-byte `ArgParser` that hold one
+//! invocation's arguments. `docs/abi/descriptors.md` is the byte-level reference.
+//!
+//! Every enum on the wire is a raw `u8` that is validated by [`ArgTensor::validate`],
+//! never a Rust enum read out of memory, so any 48 bytes are a valid [`ArgTensor`] and
+//! parsing arbitrary bytes cannot be undefined behaviour.
+
+use core::fmt;
+use core::mem::offset_of;
+
+/// Maximum number of dimensions of a tensor.
+pub const MAX_RANK: usize = 8;
+/// Largest size of one dimension (dimensions are `u16` on the wire).
+pub const MAX_DIM: u32 = u16::MAX as u32;
+/// Maximum number of arguments of one invocation.
+pub const MAX_ARGS: usize = 10;
+/// Size in bytes of one descriptor, and the stride of a descriptor array.
+pub const ARG_TENSOR_SIZE: usize = 48;
+
+/// Element type of a tensor: the 1-byte `NEURON_ISA_TPB_DTYPE` at descriptor offset 0.
+///
+/// Raw value 0 is never valid, so a zeroed descriptor is rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Dtype {
+    /// `NEURON_ISA_TPB_DTYPE_FLOAT32`, IEEE binary32.
+    Float32 = 1,
+    /// `NEURON_ISA_TPB_DTYPE_BFLOAT16`, the upper half of a binary32.
+    Bfloat16 = 2,
+    /// `NEURON_ISA_TPB_DTYPE_FLOAT16`, IEEE binary16.
+    Float16 = 3,
+    /// `NEURON_ISA_TPB_DTYPE_INT32`.
+    Int32 = 4,
+    /// `NEURON_ISA_TPB_DTYPE_INT8`.
+    Int8 = 5,
+    /// `NEURON_ISA_TPB_DTYPE_INT64`.
+    Int64 = 6,
+    /// `NEURON_ISA_TPB_DTYPE_INT16`.
+    Int16 = 7,
+    /// `NEURON_ISA_TPB_DTYPE_UINT8`.
+    Uint8 = 8,
+}
+
+impl Dtype {
+    /// Every dtype, in raw-value order.
+    pub const ALL: [Dtype; 8] = [
+        Dtype::Float32,
+        Dtype::Bfloat16,
+        Dtype::Float16,
+        Dtype::Int32,
+        Dtype::Int8,
+        Dtype::Int64,
+        Dtype::Int16,
+        Dtype::Uint8,
+    ];
+
+    /// Decodes a raw wire byte; `None` for an unknown value.
+    pub const fn from_raw(raw: u8) -> Option<Dtype> {
+        Some(match raw {
+            1 => Dtype::Float32,
+            2 => Dtype::Bfloat16,
+            3 => Dtype::Float16,
+            4 => Dtype::Int32,
+            5 => Dtype::Int8,
+            6 => Dtype::Int64,
+            7 => Dtype::Int16,
+            8 => Dtype::Uint8,
+            _ => return None,
+        })
+    }
+
+    /// Size of one element in bytes.
+    pub const fn size(self) -> usize {
+        match self {
+            Dtype::Int8 | Dtype::Uint8 => 1,
+            Dtype::Bfloat16 | Dtype::Float16 | Dtype::Int16 => 2,
+            Dtype::Float32 | Dtype::Int32 => 4,
+            Dtype::Int64 => 8,
+        }
+    }
+}
+
+/// What an argument is: the 1-byte `NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE` at offset 1 (and
+/// in `ArgExtractor::arg_types`). Scalars travel as one-element tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ArgType {
+    /// A tensor of any dtype.
+    Tensor = 1,
+    /// A C `int` scalar: a one-element [`Dtype::Int32`] tensor.
+    Int = 2,
+    /// A C `long long` scalar: a one-element [`Dtype::Int64`] tensor.
+    LongLong = 3,
+    /// A C `float` scalar: a one-element [`Dtype::Float32`] tensor.
+    Float = 4,
+}
+
+impl ArgType {
+    /// Decodes a raw wire byte; `None` for an unknown value.
+    pub const fn from_raw(raw: u8) -> Option<ArgType> {
+        Some(match raw {
+            1 => ArgType::Tensor,
+            2 => ArgType::Int,
+            3 => ArgType::LongLong,
+            4 => ArgType::Float,
+            _ => return None,
+        })
+    }
+
+    /// The dtype a scalar of this type must have; `None` for [`ArgType::Tensor`].
+    pub const fn scalar_dtype(self) -> Option<Dtype> {
+        match self {
+            ArgType::Tensor => None,
+            ArgType::Int => Some(Dtype::Int32),
+            ArgType::LongLong => Some(Dtype::Int64),
+            ArgType::Float => Some(Dtype::Float32),
+        }
+    }
+}
+
+/// Raw values of `framework_shape_type` (offset 2).
+pub mod shape_type {
+    /// The shape is the inline `u16` array at offset 8: the only form the device accepts.
+    pub const INLINE: u8 = 0;
+    /// The shape lives in framework memory (host-only); the device rejects it.
+    pub const OUT_OF_LINE: u8 = 1;
+}
+
+/// Raw values of `storage_kind` (offset 4): which member of the storage union is live.
+pub mod storage_kind {
+    /// [`TpbStorage`](super::TpbStorage): a 32-bit address in the SBUF window.
+    pub const TPB: u8 = 0;
+    /// [`HbmStorage`](super::HbmStorage): a 64-bit SoC address.
+    pub const HBM: u8 = 1;
+}
+
+/// `NEURON_ISA_TPB_CUSTOM_OP_TPB_TENSOR_STORAGE_DESC`: a tensor in SBUF, 16 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub struct TpbStorage {
+    /// Address in the per-partition SBUF window (a framework address).
+    pub addr: u32,
+    /// Number of elements.
+    pub num_elem: u32,
+    /// Number of SBUF partitions the tensor spans (the runtime accepts only 1).
+    pub num_partitions: u8,
+    /// Must be zero.
+    pub reserved0: [u8; 3],
+    /// Elements per partition block (the runtime requires `num_elem`).
+    pub num_elem_per_block: u32,
+}
+
+/// `NEURON_ISA_TPB_CUSTOM_OP_HBM_TENSOR_STORAGE_DESC`: a tensor in HBM, 16 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub struct HbmStorage {
+    /// Full SoC address (a framework address).
+    pub addr: u64,
+    /// Number of elements.
+    pub num_elem: u32,
+    /// Must be zero.
+    pub reserved0: u32,
+}
+
+/// The storage union; `ArgTensor::storage_kind` says which member is live. Both members
+/// are plain integers without padding, so every 16 bytes are valid as either.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub union StorageDesc {
+    /// The SBUF form.
+    pub tpb: TpbStorage,
+    /// The HBM form.
+    pub hbm: HbmStorage,
+}
+
+impl StorageDesc {
+    /// The 16 bytes read as the SBUF form.
+    pub const fn tpb(&self) -> TpbStorage {
+        // SAFETY: both members are 16 bytes of plain integers with no padding, so every
+        // bit pattern of the union is a valid `TpbStorage`.
+        unsafe { self.tpb }
+    }
+
+    /// The 16 bytes read as the HBM form.
+    pub const fn hbm(&self) -> HbmStorage {
+        // SAFETY: as in `tpb`: every bit pattern is a valid `HbmStorage`.
+        unsafe { self.hbm }
+    }
+}
+
+impl fmt::Debug for StorageDesc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StorageDesc").field("tpb", &self.tpb()).field("hbm", &self.hbm()).finish()
+    }
+}
+
+/// `NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR`: one argument (or the output) on the wire.
+///
+/// 48 bytes, little-endian, 8-byte aligned, no implicit padding: every byte is a named
+/// field, so any 48 bytes form a valid value and [`validate`](Self::validate) decides
+/// whether they describe a tensor.
+///
+/// ```
+/// use neuroncustomop::wrapper_api::{ArgTensor, Dtype, DescriptorError};
+///
+/// let desc = ArgTensor::hbm_tensor(Dtype::Float32, &[2, 3], 0x4000_0000)?;
+/// let view = desc.validate()?;
+/// assert_eq!((view.shape(), view.num_elem()), (&[2u16, 3][..], 6));
+///
+/// let mut bad = desc;
+/// bad.num_dim = 0;
+/// assert_eq!(bad.validate(), Err(DescriptorError::RankZero));
+/// # Ok::<(), DescriptorError>(())
+/// ```
+#[doc(alias = "NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR")]
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(8))]
+pub struct ArgTensor {
+    /// Raw [`Dtype`].
+    pub dtype: u8,
+    /// Raw [`ArgType`].
+    pub arg_type: u8,
+    /// Raw [`shape_type`] value.
+    pub framework_shape_type: u8,
+    /// Rank, `1..=8`.
+    pub num_dim: u8,
+    /// Raw [`storage_kind`] value.
+    pub storage_kind: u8,
+    /// Must be zero.
+    pub reserved0: [u8; 3],
+    /// Dimensions, outermost first; entries at and past `num_dim` must be zero.
+    pub shape: [u16; MAX_RANK],
+    /// Where the elements are.
+    pub storage: StorageDesc,
+    /// Must be zero.
+    pub reserved1: [u8; 8],
+}
+
+/// Byte offset of the storage union in the descriptor.
+const STORAGE_OFFSET: usize = 24;
+
+/// The vendor's C name for [`ArgTensor`].
+#[allow(non_camel_case_types)]
+pub type NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR = ArgTensor;
+
+const _: () = {
+    assert!(size_of::<TpbStorage>() == 16);
+    assert!(offset_of!(TpbStorage, addr) == 0);
+    assert!(offset_of!(TpbStorage, num_elem) == 4);
+    assert!(offset_of!(TpbStorage, num_partitions) == 8);
+    assert!(offset_of!(TpbStorage, reserved0) == 9);
+    assert!(offset_of!(TpbStorage, num_elem_per_block) == 12);
+    assert!(size_of::<HbmStorage>() == 16);
+    assert!(offset_of!(HbmStorage, addr) == 0);
+    assert!(offset_of!(HbmStorage, num_elem) == 8);
+    assert!(offset_of!(HbmStorage, reserved0) == 12);
+    assert!(size_of::<StorageDesc>() == 16);
+    assert!(size_of::<ArgTensor>() == ARG_TENSOR_SIZE);
+    assert!(align_of::<ArgTensor>() == 8);
+    assert!(offset_of!(ArgTensor, dtype) == 0);
+    assert!(offset_of!(ArgTensor, arg_type) == 1);
+    assert!(offset_of!(ArgTensor, framework_shape_type) == 2);
+    assert!(offset_of!(ArgTensor, num_dim) == 3);
+    assert!(offset_of!(ArgTensor, storage_kind) == 4);
+    assert!(offset_of!(ArgTensor, reserved0) == 5);
+    assert!(offset_of!(ArgTensor, shape) == 8);
+    assert!(offset_of!(ArgTensor, storage) == STORAGE_OFFSET);
+    assert!(offset_of!(ArgTensor, reserved1) == 40);
+};
+
+/// Why 48 bytes are not a usable descriptor. Each malformed field has its own variant;
+/// [`ArgTensor::validate`] reports the first one in the order of the variants' docs
+/// (also in `docs/abi/descriptors.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DescriptorError {
+    /// 1. `arg_type` is not an [`ArgType`].
+    UnknownArgType(u8),
+    /// 2. `dtype` is not a [`Dtype`].
+    UnknownDtype(u8),
+    /// 3a. `framework_shape_type` is neither inline nor out-of-line.
+    UnknownShapeType(u8),
+    /// 3b. The shape is out-of-line (host-only memory), which the device rejects.
+    OutOfLineShape,
+    /// 4a. `num_dim` is 0: tensors have rank 1 or more.
+    RankZero,
+    /// 4b. `num_dim` (or the encoder's shape length) is above [`MAX_RANK`].
+    RankTooLarge(usize),
+    /// 5. A shape entry at or past `num_dim` is not zero.
+    UnusedDimNonZero {
+        /// Index of the first such entry.
+        dim: u8,
+    },
+    /// 6. `storage_kind` is neither TPB nor HBM.
+    UnknownStorageKind(u8),
+    /// 7. A reserved byte is not zero.
+    ReservedNonZero {
+        /// Descriptor byte offset of the first non-zero reserved byte.
+        offset: u8,
+    },
+    /// 8. The storage's `num_elem` is not the product of the shape.
+    ElementCountMismatch {
+        /// Product of the dimensions.
+        shape_elems: u64,
+        /// `num_elem` of the storage.
+        num_elem: u32,
+    },
+    /// 9. A TPB tensor spans several partitions, or `num_elem_per_block != num_elem`:
+    ///    only single-partition SBUF tensors are contiguous in the core's window.
+    UnsupportedTpbLayout {
+        /// `num_partitions`.
+        num_partitions: u8,
+        /// `num_elem_per_block`.
+        num_elem_per_block: u32,
+    },
+    /// 10a. A scalar argument does not hold exactly one element.
+    ScalarNotSingleElement {
+        /// Its element count.
+        num_elem: u32,
+    },
+    /// 10b. A scalar's dtype is not the one its arg type needs ([`ArgType::scalar_dtype`]).
+    ScalarDtypeMismatch {
+        /// The scalar's arg type.
+        arg_type: ArgType,
+        /// The dtype the descriptor carries.
+        dtype: Dtype,
+    },
+    /// Encoder only: a dimension above [`MAX_DIM`] (unrepresentable on the wire).
+    DimTooLarge {
+        /// Index of the dimension.
+        dim: u8,
+        /// Its size.
+        value: u32,
+    },
+    /// Encoder only: the shape has more than `u32::MAX` elements.
+    TooManyElements {
+        /// Product of the dimensions (saturated).
+        shape_elems: u64,
+    },
+}
+
+impl fmt::Display for DescriptorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::UnknownArgType(v) => write!(f, "unknown arg type {v}"),
+            Self::UnknownDtype(v) => write!(f, "unknown dtype {v}"),
+            Self::UnknownShapeType(v) => write!(f, "unknown shape type {v}"),
+            Self::OutOfLineShape => f.write_str("out-of-line shape (the device needs inline shapes)"),
+            Self::RankZero => f.write_str("rank 0 (tensors have at least one dimension)"),
+            Self::RankTooLarge(r) => write!(f, "rank {r} above {MAX_RANK}"),
+            Self::UnusedDimNonZero { dim } => write!(f, "shape[{dim}] past the rank is not zero"),
+            Self::UnknownStorageKind(v) => write!(f, "unknown storage kind {v}"),
+            Self::ReservedNonZero { offset } => write!(f, "reserved byte {offset} is not zero"),
+            Self::ElementCountMismatch { shape_elems, num_elem } => {
+                write!(f, "num_elem {num_elem} differs from the shape's {shape_elems} elements")
+            }
+            Self::UnsupportedTpbLayout { num_partitions, num_elem_per_block } => write!(
+                f,
+                "SBUF layout of {num_partitions} partitions x {num_elem_per_block} elements is not contiguous"
+            ),
+            Self::ScalarNotSingleElement { num_elem } => write!(f, "scalar with {num_elem} elements"),
+            Self::ScalarDtypeMismatch { arg_type, dtype } => {
+                write!(f, "{arg_type:?} scalar with dtype {dtype:?}")
+            }
+            Self::DimTooLarge { dim, value } => write!(f, "dimension {dim} is {value}, above {MAX_DIM}"),
+            Self::TooManyElements { shape_elems } => write!(f, "{shape_elems} elements do not fit in u32"),
+        }
+    }
+}
+
+/// Where a validated tensor's elements are (framework addresses, not yet translated).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// A single-partition tensor in the SBUF window.
+    Tpb {
+        /// 32-bit SBUF window address.
+        addr: u32,
+    },
+    /// A tensor in HBM.
+    Hbm {
+        /// 64-bit SoC address.
+        addr: u64,
+    },
+}
+
+/// A validated descriptor: every field known-good, the storage decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TensorDesc {
+    arg_type: ArgType,
+    dtype: Dtype,
+    rank: u8,
+    shape: [u16; MAX_RANK],
+    num_elem: u32,
+    storage: Storage,
+}
+
+impl TensorDesc {
+    /// What the argument is.
+    pub const fn arg_type(&self) -> ArgType {
+        self.arg_type
+    }
+    /// Element type.
+    pub const fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    /// Number of dimensions, `1..=8`.
+    pub const fn rank(&self) -> usize {
+        self.rank as usize
+    }
+    /// The dimensions, outermost first.
+    pub fn shape(&self) -> &[u16] {
+        &self.shape[..self.rank as usize]
+    }
+    /// Number of elements (the product of the shape).
+    pub const fn num_elem(&self) -> u32 {
+        self.num_elem
+    }
+    /// The storage form and its address.
+    pub const fn storage(&self) -> Storage {
+        self.storage
+    }
+    /// The framework address of the first element (SBUF addresses zero-extended).
+    pub const fn address(&self) -> u64 {
+        match self.storage {
+            Storage::Tpb { addr } => addr as u64,
+            Storage::Hbm { addr } => addr,
+        }
+    }
+    /// Size of the elements in bytes (at most `u32::MAX * 8`, so no overflow).
+    pub const fn byte_len(&self) -> u64 {
+        self.num_elem as u64 * self.dtype.size() as u64
+    }
+}
+
+/// Product of `dims`, saturated at `u64::MAX`.
+fn element_count(dims: impl Iterator<Item = u64>) -> u64 {
+    dims.fold(1u64, |acc, d| acc.saturating_mul(d))
+}
+
+/// `bytes`, which sit at descriptor offset `offset`, must be zero.
+fn check_reserved(bytes: &[u8], offset: usize) -> Result<(), DescriptorError> {
+    match bytes.iter().position(|&b| b != 0) {
+        Some(i) => Err(DescriptorError::ReservedNonZero { offset: (offset + i) as u8 }),
+        None => Ok(()),
+    }
+}
+
+impl ArgTensor {
+    /// An all-zero descriptor (invalid: dtype 0); a placeholder before the first setup.
+    pub const ZEROED: ArgTensor = ArgTensor {
+        dtype: 0,
+        arg_type: 0,
+        framework_shape_type: 0,
+        num_dim: 0,
+        storage_kind: 0,
+        reserved0: [0; 3],
+        shape: [0; MAX_RANK],
+        storage: StorageDesc { hbm: HbmStorage { addr: 0, num_elem: 0, reserved0: 0 } },
+        reserved1: [0; 8],
+    };
+
+    /// Reads a descriptor from its 48 wire bytes (any 48 bytes are a valid `ArgTensor`).
+    pub fn from_bytes(bytes: &[u8; ARG_TENSOR_SIZE]) -> ArgTensor {
+        // SAFETY: `bytes` is 48 readable bytes; `ArgTensor` is 48 bytes of plain integers
+        // with no padding, so every bit pattern is valid; `read_unaligned` needs no
+        // alignment.
+        unsafe { bytes.as_ptr().cast::<ArgTensor>().read_unaligned() }
+    }
+
+    /// The 48 wire bytes.
+    pub fn to_bytes(&self) -> [u8; ARG_TENSOR_SIZE] {
+        // SAFETY: `ArgTensor` has no padding, so all 48 bytes are initialised; `[u8; 48]`
+        // has the same size and alignment 1.
+        unsafe { core::ptr::from_ref(self).cast::<[u8; ARG_TENSOR_SIZE]>().read() }
+    }
+
+    /// Checks every field (in the order of [`DescriptorError`]'s variants) and decodes
+    /// the descriptor. Never panics, whatever the bytes.
+    pub fn validate(&self) -> Result<TensorDesc, DescriptorError> {
+        let arg_type = ArgType::from_raw(self.arg_type).ok_or(DescriptorError::UnknownArgType(self.arg_type))?;
+        let dtype = Dtype::from_raw(self.dtype).ok_or(DescriptorError::UnknownDtype(self.dtype))?;
+        match self.framework_shape_type {
+            shape_type::INLINE => {}
+            shape_type::OUT_OF_LINE => return Err(DescriptorError::OutOfLineShape),
+            other => return Err(DescriptorError::UnknownShapeType(other)),
+        }
+        let rank = self.num_dim as usize;
+        if rank == 0 {
+            return Err(DescriptorError::RankZero);
+        }
+        if rank > MAX_RANK {
+            return Err(DescriptorError::RankTooLarge(rank));
+        }
+        if let Some(i) = self.shape[rank..].iter().position(|&d| d != 0) {
+            return Err(DescriptorError::UnusedDimNonZero { dim: (rank + i) as u8 });
+        }
+        let (tpb, hbm) = (self.storage.tpb(), self.storage.hbm());
+        let is_tpb = match self.storage_kind {
+            storage_kind::TPB => true,
+            storage_kind::HBM => false,
+            other => return Err(DescriptorError::UnknownStorageKind(other)),
+        };
+        check_reserved(&self.reserved0, offset_of!(ArgTensor, reserved0))?;
+        if is_tpb {
+            check_reserved(&tpb.reserved0, STORAGE_OFFSET + offset_of!(TpbStorage, reserved0))?;
+        } else {
+            check_reserved(&hbm.reserved0.to_le_bytes(), STORAGE_OFFSET + offset_of!(HbmStorage, reserved0))?;
+        }
+        check_reserved(&self.reserved1, offset_of!(ArgTensor, reserved1))?;
+
+        let (num_elem, storage) = if is_tpb {
+            (tpb.num_elem, Storage::Tpb { addr: tpb.addr })
+        } else {
+            (hbm.num_elem, Storage::Hbm { addr: hbm.addr })
+        };
+        let shape_elems = element_count(self.shape[..rank].iter().map(|&d| u64::from(d)));
+        if shape_elems != u64::from(num_elem) {
+            return Err(DescriptorError::ElementCountMismatch { shape_elems, num_elem });
+        }
+        if is_tpb && (tpb.num_partitions != 1 || tpb.num_elem_per_block != num_elem) {
+            return Err(DescriptorError::UnsupportedTpbLayout {
+                num_partitions: tpb.num_partitions,
+                num_elem_per_block: tpb.num_elem_per_block,
+            });
+        }
+        if let Some(scalar_dtype) = arg_type.scalar_dtype() {
+            if num_elem != 1 {
+                return Err(DescriptorError::ScalarNotSingleElement { num_elem });
+            }
+            if dtype != scalar_dtype {
+                return Err(DescriptorError::ScalarDtypeMismatch { arg_type, dtype });
+            }
+        }
+        Ok(TensorDesc { arg_type, dtype, rank: rank as u8, shape: self.shape, num_elem, storage })
+    }
+
+    /// The header and shape of a tensor descriptor; storage left zeroed.
+    fn tensor_header(
+        arg_type: ArgType,
+        dtype: Dtype,
+        shape: &[u32],
+        kind: u8,
+    ) -> Result<(ArgTensor, u32), DescriptorError> {
+        if shape.is_empty() {
+            return Err(DescriptorError::RankZero);
+        }
+        if shape.len() > MAX_RANK {
+            return Err(DescriptorError::RankTooLarge(shape.len()));
+        }
+        let mut desc = ArgTensor::ZEROED;
+        for (i, (&dim, slot)) in shape.iter().zip(desc.shape.iter_mut()).enumerate() {
+            *slot = u16::try_from(dim).map_err(|_| DescriptorError::DimTooLarge { dim: i as u8, value: dim })?;
+        }
+        let shape_elems = element_count(shape.iter().map(|&d| u64::from(d)));
+        let num_elem = u32::try_from(shape_elems).map_err(|_| DescriptorError::TooManyElements { shape_elems })?;
+        desc.dtype = dtype as u8;
+        desc.arg_type = arg_type as u8;
+        desc.framework_shape_type = shape_type::INLINE;
+        desc.num_dim = shape.len() as u8;
+        desc.storage_kind = kind;
+        Ok((desc, num_elem))
+    }
+
+    /// Encodes a tensor in HBM at framework address `addr`. Fails on rank 0, rank above
+    /// 8, a dimension above 65535, or more than `u32::MAX` elements.
+    pub fn hbm_tensor(dtype: Dtype, shape: &[u32], addr: u64) -> Result<ArgTensor, DescriptorError> {
+        let (mut desc, num_elem) = Self::tensor_header(ArgType::Tensor, dtype, shape, storage_kind::HBM)?;
+        desc.storage = StorageDesc { hbm: HbmStorage { addr, num_elem, reserved0: 0 } };
+        Ok(desc)
+    }
+
+    /// Encodes a single-partition tensor in the SBUF window at `addr`; fails as
+    /// [`hbm_tensor`](Self::hbm_tensor) does.
+    pub fn tpb_tensor(dtype: Dtype, shape: &[u32], addr: u32) -> Result<ArgTensor, DescriptorError> {
+        let (mut desc, num_elem) = Self::tensor_header(ArgType::Tensor, dtype, shape, storage_kind::TPB)?;
+        desc.storage = StorageDesc {
+            tpb: TpbStorage { addr, num_elem, num_partitions: 1, reserved0: [0; 3], num_elem_per_block: num_elem },
+        };
+        Ok(desc)
+    }
+
+    /// Encodes a scalar argument: a one-element HBM tensor of the scalar's dtype at
+    /// `addr`.
+    pub fn hbm_scalar(kind: ScalarKind, addr: u64) -> ArgTensor {
+        let arg_type = kind.arg_type();
+        let dtype = kind.dtype();
+        let mut desc = ArgTensor::ZEROED;
+        desc.dtype = dtype as u8;
+        desc.arg_type = arg_type as u8;
+        desc.framework_shape_type = shape_type::INLINE;
+        desc.num_dim = 1;
+        desc.shape[0] = 1;
+        desc.storage_kind = storage_kind::HBM;
+        desc.storage = StorageDesc { hbm: HbmStorage { addr, num_elem: 1, reserved0: 0 } };
+        desc
+    }
+}
+
+impl PartialEq for ArgTensor {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_bytes() == other.to_bytes()
+    }
+}
+
+impl Eq for ArgTensor {}
+
+/// The three scalar argument types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScalarKind {
+    /// `int`, [`Dtype::Int32`].
+    Int,
+    /// `long long`, [`Dtype::Int64`].
+    LongLong,
+    /// `float`, [`Dtype::Float32`].
+    Float,
+}
+
+impl ScalarKind {
+    /// The arg type that carries this scalar.
+    pub const fn arg_type(self) -> ArgType {
+        match self {
+            ScalarKind::Int => ArgType::Int,
+            ScalarKind::LongLong => ArgType::LongLong,
+            ScalarKind::Float => ArgType::Float,
+        }
+    }
+
+    /// The dtype of its one element.
+    pub const fn dtype(self) -> Dtype {
+        match self {
+            ScalarKind::Int => Dtype::Int32,
+            ScalarKind::LongLong => Dtype::Int64,
+            ScalarKind::Float => Dtype::Float32,
+        }
+    }
+}
+
+/// The argument container of one invocation (504 bytes): a copy of the descriptors the
+/// loader passed, and their arg types.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+pub struct ArgExtractor {
+    /// Number of arguments present, `0..=10`.
+    pub num_args: u32,
+    /// Always [`MAX_ARGS`] (the array bound).
+    pub max_args: u32,
+    /// The descriptors; entries at and past `num_args` are zeroed.
+    pub args: [ArgTensor; MAX_ARGS],
+    /// Raw [`ArgType`] of each descriptor (a copy of its `arg_type` byte).
+    pub arg_types: [u8; MAX_ARGS],
+    /// Explicit padding to the 8-byte alignment.
+    pub reserved: [u8; 6],
+}
+
+impl ArgExtractor {
+    /// No arguments.
+    pub const EMPTY: ArgExtractor = ArgExtractor {
+        num_args: 0,
+        max_args: MAX_ARGS as u32,
+        args: [ArgTensor::ZEROED; MAX_ARGS],
+        arg_types: [0; MAX_ARGS],
+        reserved: [0; 6],
+    };
+}
+
+/// The per-invocation walker over an [`ArgExtractor`] (512 bytes).
+#[derive(Debug)]
+#[repr(C)]
+pub struct ArgParser {
+    /// The arguments.
+    pub extractor: ArgExtractor,
+    /// Index of the next argument to pull. A `Cell` so that kernels pull through a
+    /// shared `&Args`; same layout as `u32`.
+    pub curr_arg: core::cell::Cell<u32>,
+    /// Explicit padding to the 8-byte alignment.
+    pub reserved: u32,
+}
+
+impl ArgParser {
+    /// No arguments, index 0.
+    pub const fn new() -> ArgParser {
+        ArgParser { extractor: ArgExtractor::EMPTY, curr_arg: core::cell::Cell::new(0), reserved: 0 }
+    }
+}
+
+impl Default for ArgParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+const _: () = {
+    assert!(size_of::<ArgExtractor>() == 504);
+    assert!(offset_of!(ArgExtractor, num_args) == 0);
+    assert!(offset_of!(ArgExtractor, max_args) == 4);
+    assert!(offset_of!(ArgExtractor, args) == 8);
+    assert!(offset_of!(ArgExtractor, arg_types) == 488);
+    assert!(offset_of!(ArgExtractor, reserved) == 498);
+    assert!(size_of::<ArgParser>() == 512);
+    assert!(offset_of!(ArgParser, extractor) == 0);
+    assert!(offset_of!(ArgParser, curr_arg) == 504);
+    assert!(offset_of!(ArgParser, reserved) == 508);
+};
