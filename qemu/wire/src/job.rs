@@ -1,0 +1,143 @@
+//! The job block: what the host side of the simulation hands the simulated loader.
+//!
+//! The real device's loader learns its libraries and ops from the host runtime; ours
+//! reads one block the host places in RAM at [`JOB_ADDRESS`] before any core runs.
+//! Every field is a little-endian `u32` (addresses are device addresses), so the host
+//! writes it with [`JobHeader::to_bytes`] and the loader reads it in place.
+//!
+//! | offset | what |
+//! |---|---|
+//! | 0 | [`JobHeader`] (392 bytes) |
+//! | `ops_offset` | the ops: 0x85/0x86 dispatch-word chains, back to back |
+//! | `names_offset` | FunctionId k's NUL-terminated kernel name at `+ k * NAME_LEN` |
+//! | `dumps_offset` | per op, an [`OutputDump`]: the bytes the loader prints after it |
+
+use core::mem::{offset_of, size_of};
+
+/// Where the job block sits in the simulated device's RAM.
+pub const JOB_ADDRESS: u32 = 0x6100_0000;
+/// The most bytes a job block may take (the loader's shared state follows it).
+pub const JOB_CAPACITY: u32 = 0x0008_0000;
+/// [`JobHeader::magic`]: `NCJB`.
+pub const JOB_MAGIC: u32 = u32::from_le_bytes(*b"NCJB");
+/// Room for one kernel name, its NUL included.
+pub const NAME_LEN: usize = 32;
+/// Cores of the cluster, and so library images per job.
+pub const CORES: usize = 8;
+/// Translate records per op, and the size of one (the runtime's `TranslateRecord`).
+pub const TRANSLATE_REGIONS: usize = 5;
+/// Size of one translate record.
+pub const TRANSLATE_RECORD_LEN: usize = 32;
+/// [`JobHeader::fail_registration_at`] when every registration succeeds.
+pub const NEVER: u32 = u32::MAX;
+
+/// Addresses, in one core's library image, of the entry points the loader calls. The
+/// host reads them from the image's symbol table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LibrarySymbols {
+    /// `entry_func`.
+    pub entry_func: u32,
+    /// `register_funcs`.
+    pub register_funcs: u32,
+    /// `customop_set_invocation`.
+    pub set_invocation: u32,
+    /// `customop_invocation_status`.
+    pub invocation_status: u32,
+    /// `neuron_translate_configure`.
+    pub translate_configure: u32,
+    /// `neuron_stdout_ring`.
+    pub stdout_ring: u32,
+}
+
+/// What the loader prints after op k (all of it, once every core has run the op).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OutputDump {
+    /// Device address of the first byte.
+    pub address: u32,
+    /// How many bytes.
+    pub len: u32,
+}
+
+/// The fixed part of the job block.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobHeader {
+    /// [`JOB_MAGIC`].
+    pub magic: u32,
+    /// Cores taking part: core i runs library image i.
+    pub cores: u32,
+    /// The `sizeof_ncore_ucode_lib` the loader writes into the handoff block (36 for
+    /// the real layout; other values test the size gate).
+    pub handoff_size: u32,
+    /// The registration index whose `register_ext_isa_fn` fails ([`NEVER`]: none).
+    pub fail_registration_at: u32,
+    /// Where the ops start, from [`JOB_ADDRESS`].
+    pub ops_offset: u32,
+    /// Total length of the ops in bytes.
+    pub ops_len: u32,
+    /// Where the FunctionId name table starts, from [`JOB_ADDRESS`].
+    pub names_offset: u32,
+    /// FunctionIds with a name: ids `0..names_count`.
+    pub names_count: u32,
+    /// Where the [`OutputDump`]s start (one per op), from [`JOB_ADDRESS`].
+    pub dumps_offset: u32,
+    /// Translate records in use (at most [`TRANSLATE_REGIONS`]).
+    pub translate_count: u32,
+    /// The translate records every op is configured with (the runtime's 32-byte
+    /// `TranslateRecord`, little-endian).
+    pub translate: [[u8; TRANSLATE_RECORD_LEN]; TRANSLATE_REGIONS],
+    /// Core i's library entry points.
+    pub libraries: [LibrarySymbols; CORES],
+}
+
+const _: () = {
+    assert!(size_of::<LibrarySymbols>() == 24);
+    assert!(size_of::<OutputDump>() == 8);
+    assert!(offset_of!(JobHeader, translate_count) == 36);
+    assert!(offset_of!(JobHeader, translate) == 40);
+    assert!(offset_of!(JobHeader, libraries) == 200);
+    assert!(size_of::<JobHeader>() == 392);
+};
+
+impl JobHeader {
+    /// The header's bytes, as the loader reads them.
+    pub fn to_bytes(&self) -> [u8; size_of::<JobHeader>()] {
+        let mut bytes = [0u8; size_of::<JobHeader>()];
+        let mut words = bytes.chunks_exact_mut(4);
+        let mut put = |value: u32| words.next().expect("header fits").copy_from_slice(&value.to_le_bytes());
+        for value in [
+            self.magic,
+            self.cores,
+            self.handoff_size,
+            self.fail_registration_at,
+            self.ops_offset,
+            self.ops_len,
+            self.names_offset,
+            self.names_count,
+            self.dumps_offset,
+            self.translate_count,
+        ] {
+            put(value);
+        }
+        for record in &self.translate {
+            for word in record.chunks_exact(4) {
+                put(u32::from_le_bytes([word[0], word[1], word[2], word[3]]));
+            }
+        }
+        for library in &self.libraries {
+            for value in [
+                library.entry_func,
+                library.register_funcs,
+                library.set_invocation,
+                library.invocation_status,
+                library.translate_configure,
+                library.stdout_ring,
+            ] {
+                put(value);
+            }
+        }
+        bytes
+    }
+}
