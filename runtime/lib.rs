@@ -29,6 +29,7 @@ pub mod global;
 pub mod multicore;
 pub mod allocators;
 pub mod data_transfer;
+pub mod stack_switch;
 pub mod start_exit;
 pub mod translate;
 pub mod wrapper_api;

@@ -1,2 +1,17 @@
-//! Host side of the simulated device: everything the real device's loader, DMA engine
-//! and compiler would do, so the runtime can be run and tested under QEMU.
+//! Host side of the simulated device: everything the real device's toolchain, loader
+//! and DMA engine would do around the runtime, so it can be built, run and tested under
+//! QEMU.
+//!
+//! - [`toolchain`]: where the Xtensa tools are, and what to do when they are missing;
+//! - [`images`]: building the 8 per-core images of an example or firmware program;
+//! - [`machine`]: booting images under `qemu-system-xtensa`;
+//! - [`job`] and [`device`]: the simulated loader's job, and what it reports;
+//! - [`elf`]: the little of ELF the checks need;
+//! - [`ucode_lib`]: the `ucode_lib.json` library package description.
+pub mod device;
+pub mod elf;
+pub mod images;
+pub mod job;
+pub mod machine;
+pub mod toolchain;
+pub mod ucode_lib;

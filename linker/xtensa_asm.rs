@@ -1,0 +1,48 @@
+//! How this project assembles Xtensa `.S` files, shared by the build scripts that
+//! need it (`build.rs`, `qemu/firmware/build.rs`) through `#[path]`.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Assembles `sources` with llvm-mc (the ISA features of the target JSON at
+/// `target_spec`) into `lib<name>.a` in `out`, and tells cargo to link it.
+pub fn assemble_into_library(sources: &[PathBuf], target_spec: &Path, out: &Path, name: &str) {
+    let llvm = env::var("LLVM_BIN").unwrap_or_else(|_| "/usr/lib/llvm-22/bin".into());
+    let features = target_features(target_spec);
+    let mut objects = Vec::new();
+    for source in sources {
+        println!("cargo:rerun-if-changed={}", source.display());
+        let stem = source.file_stem().expect("source has a name").to_string_lossy();
+        let object = out.join(format!("{name}-{stem}.o"));
+        run(Command::new(format!("{llvm}/llvm-mc"))
+            .args(["-triple=xtensa-none-elf", &format!("-mattr={features}"), "-filetype=obj"])
+            .arg(source)
+            .arg("-o")
+            .arg(&object));
+        objects.push(object);
+    }
+    let archive = out.join(format!("lib{name}.a"));
+    let _ = fs::remove_file(&archive);
+    run(Command::new(format!("{llvm}/llvm-ar")).arg("crs").arg(&archive).args(&objects));
+    println!("cargo:rustc-link-search=native={}", out.display());
+    println!("cargo:rustc-link-lib=static={name}");
+}
+
+/// The `features` string of the target JSON, so assembly and Rust agree on the ISA.
+fn target_features(target_spec: &Path) -> String {
+    println!("cargo:rerun-if-changed={}", target_spec.display());
+    let spec = fs::read_to_string(target_spec).expect("read the target JSON");
+    let key = "\"features\": \"";
+    let start = spec.find(key).expect("the target JSON has features") + key.len();
+    let len = spec[start..].find('"').expect("the features string ends");
+    spec[start..start + len].to_string()
+}
+
+fn run(command: &mut Command) {
+    let status = command
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e} (run qemu/setup.sh)", command.get_program()));
+    assert!(status.success(), "{command:?} failed");
+}

@@ -1,0 +1,25 @@
+//! Assembles the board's semihosting call and points each image at its linker script.
+
+#[path = "../../linker/xtensa_asm.rs"]
+mod xtensa_asm;
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+fn main() {
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    xtensa_asm::assemble_into_library(
+        &[PathBuf::from("src/board.S")],
+        Path::new("../../.cargo/xtensa-gpsimd-none-elf.json"),
+        &out,
+        "qemu_board",
+    );
+    // The loader has its own address range; every other program is a library image.
+    println!("cargo:rerun-if-changed=src/bin");
+    for entry in std::fs::read_dir("src/bin").expect("list src/bin") {
+        let path = entry.expect("list src/bin").path();
+        let name = path.file_stem().expect("a program has a name").to_string_lossy();
+        let script = if name == "loader" { "loader0.x" } else { "core0.x" };
+        println!("cargo:rustc-link-arg-bin={name}=-T{script}");
+    }
+}

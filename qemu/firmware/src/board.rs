@@ -1,0 +1,69 @@
+//! The QEMU board: the runtime's platform hooks over semihosting, `println!`, and
+//! starting the other cores.
+
+use core::fmt::{self, Write};
+
+const SYS_EXIT: u32 = 1;
+const SYS_WRITE: u32 = 4;
+
+/// ERI address of the MX distributor's MPSCORE register: one RunStall bit per core.
+const MPSCORE: u32 = 0x200;
+
+unsafe extern "C" {
+    /// `simcall` (board.S).
+    fn semihosting_call(call: u32, arg0: u32, arg1: u32, arg2: u32) -> i32;
+    /// `wer` (board.S).
+    fn board_write_eri(address: u32, value: u32);
+}
+
+/// Lets every core run. The lx60 board holds all cores but core 0 in RunStall at
+/// reset, as a device's boot firmware would until it has loaded their images.
+pub fn start_all_cores() {
+    // SAFETY: clearing RunStall only starts cores at the entry QEMU's loader gave them.
+    unsafe { board_write_eri(MPSCORE, 0) }
+}
+
+/// Platform hook: write to the host's stdout/stderr.
+#[unsafe(no_mangle)]
+extern "C" fn __neuron_platform_write(fd: i32, buf: *const u8, len: usize) -> isize {
+    // SAFETY: QEMU reads `len` bytes at `buf`, which the caller guarantees are valid.
+    unsafe { semihosting_call(SYS_WRITE, fd as u32, buf as u32, len as u32) as isize }
+}
+
+/// Platform hook: end the simulation with `code` as QEMU's exit status.
+#[unsafe(no_mangle)]
+extern "C" fn __neuron_platform_exit(code: i32) -> ! {
+    // SAFETY: exit takes no pointers; QEMU stops every core.
+    unsafe { semihosting_call(SYS_EXIT, code as u32, 0, 0) };
+    loop {
+        core::hint::spin_loop();
+    }
+}
+
+/// Ends the simulation with `code` as QEMU's exit status.
+pub fn exit(code: i32) -> ! {
+    __neuron_platform_exit(code)
+}
+
+/// The longest line [`print_line`] writes whole; longer ones are cut.
+pub const LINE_CAPACITY: usize = 1200;
+
+/// Writes one line to the host's stdout in a single semihosting call, so lines of
+/// several cores never interleave.
+pub fn print_line(args: fmt::Arguments<'_>) {
+    let mut line = heapless::String::<LINE_CAPACITY>::new();
+    let _ = line.write_fmt(args);
+    if line.len() == LINE_CAPACITY {
+        line.truncate(LINE_CAPACITY - 1);
+    }
+    let _ = line.push('\n');
+    __neuron_platform_write(1, line.as_ptr(), line.len());
+}
+
+/// `println!` to the host's stdout, one whole line at a time.
+#[macro_export]
+macro_rules! println {
+    ($($arg:tt)*) => {
+        $crate::board::print_line(format_args!($($arg)*))
+    };
+}

@@ -1,0 +1,102 @@
+//! The little of ELF32 the checks need: the loadable segments and the symbol table.
+
+use std::fmt;
+
+/// A `PT_LOAD` program header: where a segment lands in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadSegment {
+    /// Virtual address.
+    pub vaddr: u32,
+    /// Size in memory (including `.bss`).
+    pub memsz: u32,
+}
+
+/// Why a file could not be read as a little-endian ELF32 image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ElfError(pub &'static str);
+
+impl fmt::Display for ElfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "not a usable ELF32 image: {}", self.0)
+    }
+}
+
+impl std::error::Error for ElfError {}
+
+const PT_LOAD: u32 = 1;
+const SHT_SYMTAB: u32 = 2;
+
+fn u16_at(bytes: &[u8], at: usize) -> Result<u16, ElfError> {
+    let b = bytes.get(at..at + 2).ok_or(ElfError("truncated"))?;
+    Ok(u16::from_le_bytes([b[0], b[1]]))
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Result<u32, ElfError> {
+    let b = bytes.get(at..at + 4).ok_or(ElfError("truncated"))?;
+    Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn check_header(bytes: &[u8]) -> Result<(), ElfError> {
+    if bytes.get(..6) != Some(&[0x7F, b'E', b'L', b'F', 1, 1][..]) {
+        return Err(ElfError("no ELF32 little-endian header"));
+    }
+    Ok(())
+}
+
+/// Every `PT_LOAD` segment with a non-zero size.
+pub fn load_segments(bytes: &[u8]) -> Result<Vec<LoadSegment>, ElfError> {
+    check_header(bytes)?;
+    let phoff = u32_at(bytes, 0x1C)? as usize;
+    let phentsize = u16_at(bytes, 0x2A)? as usize;
+    let phnum = u16_at(bytes, 0x2C)? as usize;
+    let mut segments = Vec::new();
+    for i in 0..phnum {
+        let header = phoff + i * phentsize;
+        if u32_at(bytes, header)? != PT_LOAD {
+            continue;
+        }
+        let segment = LoadSegment { vaddr: u32_at(bytes, header + 8)?, memsz: u32_at(bytes, header + 20)? };
+        if segment.memsz != 0 {
+            segments.push(segment);
+        }
+    }
+    Ok(segments)
+}
+
+/// The value of the global symbol `name`, if the image defines it.
+pub fn symbol(bytes: &[u8], name: &str) -> Result<Option<u32>, ElfError> {
+    check_header(bytes)?;
+    let shoff = u32_at(bytes, 0x20)? as usize;
+    let shentsize = u16_at(bytes, 0x2E)? as usize;
+    let shnum = u16_at(bytes, 0x30)? as usize;
+    let section = |i: usize| shoff + i * shentsize;
+    for i in 0..shnum {
+        if u32_at(bytes, section(i) + 4)? != SHT_SYMTAB {
+            continue;
+        }
+        let offset = u32_at(bytes, section(i) + 16)? as usize;
+        let size = u32_at(bytes, section(i) + 20)? as usize;
+        let strtab = section(u32_at(bytes, section(i) + 24)? as usize);
+        let strings = u32_at(bytes, strtab + 16)? as usize;
+        for entry in (offset..offset + size).step_by(16) {
+            let name_at = strings + u32_at(bytes, entry)? as usize;
+            let tail = bytes.get(name_at..).ok_or(ElfError("symbol name out of range"))?;
+            let end = tail.iter().position(|&b| b == 0).ok_or(ElfError("unterminated name"))?;
+            if &tail[..end] == name.as_bytes() {
+                return Ok(Some(u32_at(bytes, entry + 4)?));
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_non_elf_input() {
+        assert_eq!(load_segments(b"not an elf"), Err(ElfError("no ELF32 little-endian header")));
+        assert!(symbol(&[0x7F, b'E', b'L', b'F', 1, 1], "x").is_err());
+    }
+}

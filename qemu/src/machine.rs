@@ -1,0 +1,109 @@
+//! Booting images under `qemu-system-xtensa`: the simulated GPSIMD cluster.
+//!
+//! The board is QEMU's `lx60-nommu` with `de212` cores (windowed ABI, 32 physical
+//! address registers): RAM at `0x60000000..0x88000000` holds the images at their
+//! production addresses, and semihosting carries their output and exit status.
+
+use crate::toolchain::QEMU;
+use std::io::{self, Read};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// One boot of the simulated cluster.
+#[derive(Debug, Clone)]
+pub struct Boot {
+    /// `images[i]` starts on core i (its ELF entry point becomes core i's PC).
+    pub images: Vec<PathBuf>,
+    /// ELF files to load without starting a core at them (libraries a loader enters).
+    pub elf_data: Vec<PathBuf>,
+    /// Raw files to place in memory before any core runs: `(file, address)`.
+    pub data: Vec<(PathBuf, u32)>,
+    /// Count instructions: `-icount shift=0,sleep=off` makes CCOUNT a deterministic
+    /// clock of one tick per 25 guest instructions (see `qemu/firmware/src/bench.rs`).
+    pub count_instructions: bool,
+    /// Kill QEMU after this long: a hung guest fails instead of hanging the caller.
+    pub timeout: Duration,
+}
+
+/// What a boot produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// QEMU's exit status: the guest's semihosting exit code.
+    pub status: ExitStatus,
+    /// Everything the guest wrote to stdout.
+    pub stdout: String,
+    /// Everything the guest wrote to stderr, then QEMU's own messages.
+    pub stderr: String,
+    /// True if QEMU was killed at the timeout.
+    pub timed_out: bool,
+}
+
+impl Outcome {
+    /// The guest's exit code; `None` if it did not exit by itself.
+    pub fn code(&self) -> Option<i32> {
+        if self.timed_out { None } else { self.status.code() }
+    }
+}
+
+impl Boot {
+    /// Boots `images`, one per core, with a generous timeout.
+    pub fn new(images: Vec<PathBuf>) -> Self {
+        Self { images, elf_data: Vec::new(), data: Vec::new(), count_instructions: false, timeout: Duration::from_secs(120) }
+    }
+
+    /// The full QEMU command line.
+    pub fn command(&self) -> Command {
+        let mut qemu = Command::new(QEMU);
+        qemu.args(["-M", "lx60-nommu", "-cpu", "de212", "-m", "640M"])
+            .args(["-smp", &self.images.len().max(1).to_string()])
+            .args(["-semihosting", "-display", "none", "-monitor", "none", "-serial", "none", "-nographic"]);
+        if self.count_instructions {
+            qemu.args(["-icount", "shift=0,sleep=off"]);
+        }
+        for (core, image) in self.images.iter().enumerate() {
+            qemu.arg("-device").arg(format!("loader,file={},cpu-num={core}", image.display()));
+        }
+        for file in &self.elf_data {
+            qemu.arg("-device").arg(format!("loader,file={}", file.display()));
+        }
+        for (file, address) in &self.data {
+            qemu.arg("-device").arg(format!("loader,file={},addr={address:#x},force-raw=on", file.display()));
+        }
+        qemu
+    }
+
+    /// Runs QEMU to completion (or to the timeout) and collects its output.
+    pub fn run(&self) -> io::Result<Outcome> {
+        let mut child = self.command().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let stdout = drain(child.stdout.take().expect("piped"));
+        let stderr = drain(child.stderr.take().expect("piped"));
+        let deadline = Instant::now() + self.timeout;
+        let (status, timed_out) = loop {
+            if let Some(status) = child.try_wait()? {
+                break (status, false);
+            }
+            if Instant::now() >= deadline {
+                child.kill()?;
+                break (child.wait()?, true);
+            }
+            // A watchdog poll, not synchronisation: the result comes from wait().
+            thread::sleep(Duration::from_millis(5));
+        };
+        Ok(Outcome {
+            status,
+            stdout: stdout.join().expect("reader thread"),
+            stderr: stderr.join().expect("reader thread"),
+            timed_out,
+        })
+    }
+}
+
+fn drain(mut stream: impl Read + Send + 'static) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stream.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}

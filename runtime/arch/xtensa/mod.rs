@@ -1,0 +1,62 @@
+//! Xtensa: safe wrappers over the `.S` helpers, the standalone start path, the fault
+//! reporter the exception vectors call, and the `critical-section` implementation.
+//!
+//! `xtensa-lx` and `xtensa-lx-rt` would provide most of this, but neither builds with
+//! upstream rustc (docs/toolchain.md); the names here follow theirs.
+
+mod critical_section_impl;
+mod fault;
+pub mod platform;
+
+pub use fault::{EXIT_EXCEPTION, EXIT_PANIC};
+
+unsafe extern "C" {
+    fn xtensa_get_processor_id() -> u32;
+    fn xtensa_get_cycle_count() -> u32;
+    fn xtensa_memw();
+    fn xtensa_mask_interrupts() -> u32;
+    fn xtensa_restore_ps(ps: u32);
+    fn xtensa_get_ps() -> u32;
+}
+
+/// The processor id (PRID): the core's index in the cluster.
+pub fn prid() -> u32 {
+    // SAFETY: reads a special register; no memory is touched.
+    unsafe { xtensa_get_processor_id() }
+}
+
+/// The cycle counter (CCOUNT). Under QEMU with `-icount shift=0` it advances exactly
+/// once per guest instruction, which makes it an instruction counter.
+pub fn get_cycle_count() -> u32 {
+    // SAFETY: reads a special register; no memory is touched.
+    unsafe { xtensa_get_cycle_count() }
+}
+
+/// `memw`: every earlier load and store completes before any later one.
+pub fn memw() {
+    // SAFETY: a barrier instruction; no memory is touched.
+    unsafe { xtensa_memw() }
+}
+
+/// The current interrupt level (PS.INTLEVEL).
+pub fn interrupt_level() -> u32 {
+    // SAFETY: reads a special register; no memory is touched.
+    unsafe { xtensa_get_ps() & 0xF }
+}
+
+/// Masks every interrupt (INTLEVEL 15) and returns the previous PS for
+/// [`restore_interrupts`].
+pub fn mask_interrupts() -> u32 {
+    // SAFETY: `rsil` only changes the interrupt level, which the caller restores.
+    unsafe { xtensa_mask_interrupts() }
+}
+
+/// Restores the PS returned by [`mask_interrupts`].
+///
+/// # Safety
+/// `ps` must come from [`mask_interrupts`] on this core, restored in LIFO order, so the
+/// window and exception state it carries is the current one.
+pub unsafe fn restore_interrupts(ps: u32) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { xtensa_restore_ps(ps) }
+}
