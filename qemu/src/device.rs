@@ -64,10 +64,29 @@ pub struct CoreReport {
     pub entry_status: Option<u32>,
     /// `register_funcs`' report, in order.
     pub kernels: Vec<Kernel>,
-    /// Per op: the function name and the status (a number, or the loader's word).
-    pub ops: Vec<(String, String)>,
-    /// Per op: what the kernel printed, and how many bytes the ring lost.
-    pub stdout: Vec<(Vec<u8>, u32)>,
+    /// The ops this core ran, in order.
+    pub ops: Vec<OpReport>,
+    /// Per op index: what the kernel printed, and how many bytes the ring lost first.
+    pub stdout: BTreeMap<u32, (Vec<u8>, u32)>,
+}
+
+/// One op on one core.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpReport {
+    /// The kernel's name.
+    pub function: String,
+    /// The invocation status, or the loader's word (`unknown-kernel`, `bad-words`, ...).
+    pub status: String,
+    /// Guest instructions the kernel took, to within 25, when run with
+    /// `count_instructions` (CCOUNT ticks x 25).
+    pub instructions: Option<u64>,
+}
+
+impl OpReport {
+    /// The numeric invocation status, if the kernel ran.
+    pub fn status_code(&self) -> Option<u32> {
+        self.status.parse().ok()
+    }
 }
 
 /// What the loader reported.
@@ -159,8 +178,16 @@ pub fn parse(outcome: Outcome) -> Report {
             "REGISTER" => report.registrations.push(Registration { name: f["name"].into(), status: number(f["status"]) }),
             "ENTRY" => report.entry_status = Some(number(f["status"])),
             "KERNEL" => report.kernels.push(Kernel { name: f["name"].into(), ptr: number(f["ptr"]), handle: number(f["handle"]) }),
-            "STDOUT" => report.stdout.push((unhex(f.get("hex").unwrap_or(&"")), number(f["lost"]))),
-            "OP" => report.ops.push((f["function"].into(), f["status"].into())),
+            "STDOUT" => {
+                let printed = report.stdout.entry(number(f["op"])).or_default();
+                printed.0.extend(unhex(f.get("hex").unwrap_or(&"")));
+                printed.1 += number(f["lost"]);
+            }
+            "OP" => report.ops.push(OpReport {
+                function: f["function"].into(),
+                status: f["status"].into(),
+                instructions: f.get("ticks").map(|t| u64::from(number(t)) * 25),
+            }),
             _ => {}
         }
     }

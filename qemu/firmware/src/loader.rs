@@ -21,8 +21,8 @@
 //! CALLBACK core=<c> name=<callback>
 //! ENTRY core=<c> status=<s>
 //! KERNEL core=<c> index=<i> ptr=<hex> name=<name> handle=<hex>
-//! STDOUT core=<c> op=<k> lost=<n> hex=<bytes>
-//! OP <k> core=<c> function=<name> status=<s>
+//! STDOUT core=<c> op=<k> lost=<n> offset=<o> hex=<bytes>
+//! OP <k> core=<c> function=<name> status=<s> ticks=<CCOUNT ticks of the kernel>
 //! DUMP op=<k> offset=<o> hex=<bytes>
 //! DONE
 //! ```
@@ -31,7 +31,7 @@ use crate::{board, println};
 use core::ffi::{CStr, c_char, c_void};
 use core::ptr::{self, read_volatile, write_volatile};
 use core::sync::atomic::{AtomicU32, Ordering};
-use neuroncustomop::arch::{memw, prid};
+use neuroncustomop::arch::{get_cycle_count, memw, prid};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop::wrapper_api::ArgTensor;
 use neuroncustomop_wire::job::{
@@ -235,8 +235,9 @@ impl Library {
         }
     }
 
-    /// Runs `kernel` on `op`'s arguments; returns the invocation status.
-    fn invoke(&self, job: &JobHeader, kernel: extern "C" fn(), op: &DecodedOp) -> u32 {
+    /// Runs `kernel` on `op`'s arguments; returns the invocation status and the CCOUNT
+    /// ticks the kernel took (instructions / 25 under `-icount shift=0`).
+    fn invoke(&self, job: &JobHeader, kernel: extern "C" fn(), op: &DecodedOp) -> (u32, u32) {
         let mut inputs = [ArgTensor::ZEROED; MAX_INPUTS];
         for (slot, bytes) in inputs.iter_mut().zip(op.inputs()) {
             *slot = ArgTensor::from_bytes(bytes);
@@ -250,8 +251,10 @@ impl Library {
             (self.translate_configure)(records.as_ptr(), job.translate_count.min(TRANSLATE_REGIONS as u32));
             (self.set_invocation)(inputs.as_ptr(), op.inputs().len() as u32, &mut output);
         }
+        let start = get_cycle_count();
         kernel();
-        (self.invocation_status)()
+        let ticks = get_cycle_count().wrapping_sub(start);
+        ((self.invocation_status)(), ticks)
     }
 }
 
@@ -265,29 +268,32 @@ fn print_hex(prefix: core::fmt::Arguments<'_>, offset: usize, bytes: &[u8]) {
     println!("{prefix} offset={offset} hex={}", Hex(bytes));
 }
 
-/// Drains the library's stdout ring: prints what the kernel wrote since the last drain.
-fn drain_stdout(ring: u32, core: u32, op: usize) {
+/// Drains the library's stdout ring: prints what the kernel wrote since the last drain,
+/// in chunks, the first carrying how many bytes the ring lost.
+fn drain_stdout(ring: u32, core: u32, op: u32) {
     let header = ring as *mut RingHeader;
     // SAFETY: the host read this address from the library's symbol table: the ring's
     // header, followed by `capacity` data bytes, in the library's RAM; its kernel has
     // returned, so nothing writes it now.
     let plan = match DrainPlan::new(&unsafe { read_volatile(header) }) {
         Ok(plan) => plan,
-        Err(_) => return println!("STDOUT core={core} op={op} lost=0 error=bad-ring"),
+        Err(_) => return println!("STDOUT core={core} op={op} lost=0 offset=0 error=bad-ring"),
     };
     let data = (ring as usize + size_of::<RingHeader>()) as *const u8;
-    let mut text = [0u8; HEX_CHUNK];
-    let mut taken = 0;
-    for range in plan.segments() {
-        for at in range {
-            if taken < HEX_CHUNK {
-                // SAFETY: `at < capacity`: inside the ring's data area (DrainPlan's contract).
-                text[taken] = unsafe { read_volatile(data.add(at)) };
-                taken += 1;
-            }
+    let mut chunk = [0u8; HEX_CHUNK];
+    let mut filled = 0;
+    let mut offset = 0;
+    let kept = plan.segments().into_iter().flatten();
+    for (index, at) in kept.enumerate() {
+        // SAFETY: `at < capacity`: inside the ring's data area (DrainPlan's contract).
+        chunk[filled] = unsafe { read_volatile(data.add(at)) };
+        filled += 1;
+        if filled == HEX_CHUNK || index + 1 == plan.len {
+            print_hex(format_args!("STDOUT core={core} op={op} lost={}", if offset == 0 { plan.lost } else { 0 }), offset, &chunk[..filled]);
+            offset += filled;
+            filled = 0;
         }
     }
-    print_hex(format_args!("STDOUT core={core} op={op} lost={}", plan.lost + (plan.len - taken) as u32), 0, &text[..taken]);
     // SAFETY: as above; the read counter is the loader's to write.
     unsafe { write_volatile(&raw mut (*header).read_count, plan.next_read_count) };
 }
@@ -382,9 +388,9 @@ fn run_ops(job: &JobHeader, library: &Library, core: u32, entered: bool) -> Opti
             (false, _) => println!("OP {index} core={core} function={name_text} status=not-entered"),
             (true, None) => println!("OP {index} core={core} function={name_text} status=unknown-kernel"),
             (true, Some(kernel)) => {
-                let status = library.invoke(job, kernel, &op);
-                drain_stdout(library.symbols.stdout_ring, core, index as usize);
-                println!("OP {index} core={core} function={name_text} status={status}");
+                let (status, ticks) = library.invoke(job, kernel, &op);
+                drain_stdout(library.symbols.stdout_ring, core, index);
+                println!("OP {index} core={core} function={name_text} status={status} ticks={ticks}");
             }
         }
         index += 1;
