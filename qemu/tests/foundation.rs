@@ -109,3 +109,12 @@ fn instruction_counts_are_exact_and_repeatable() {
     // 100,000 nops, plus the call, loop set-up and one CCOUNT tick (25) of resolution.
     assert!((100_000..=100_050).contains(&calibration.1), "{calibration:?}");
 }
+
+#[test]
+fn a_panic_reports_its_message_and_location_and_exits_101() {
+    let outcome = boot("panics", 1, false);
+    assert_eq!(outcome.code(), Some(101), "{}{}", outcome.stdout, outcome.stderr);
+    let report = outcome.stderr.lines().find(|l| l.starts_with("panicked")).expect("a panic report");
+    assert!(report.contains("src/bin/panics.rs:16:"), "{report}");
+    assert!(report.ends_with("the divisor of 7 must not be zero"), "{report}");
+}
