@@ -1,14 +1,221 @@
-//! Moving data: the C, vector and DMA `neuron_memcpy` backends.
+//! Moving data: `neuron_memcpy` and its three backends, chosen at run time.
 //!
-//! For now only the portable C backend exists; the vector and DMA backends and
-//! run-time selection come with the data-movement work (issue 6).
+//! Reference: `docs/abi/data_transfer.md`.
+//!
+//! | [`NeuronMemcpyMethod`] | backend | what it is |
+//! |---|---|---|
+//! | `C_MEMCPY` (0) | [`crate::start_exit::memcpy`] | portable Rust: the device libc's own `memcpy`, words when both pointers can be co-aligned, else bytes |
+//! | `VEC_MEMCPY` (1) | [`vector::vec_memcpy`] | `runtime/arch/xtensa/vec_memcpy.S`: unrolled zero-overhead loops of aligned words, funnel shifts for a misaligned source |
+//! | `DMA` (2, the default) | [`dma::copy`] | for now a synchronous stand-in over the C backend, until the DMA engine path lands |
+//!
+//! Every backend has `memcpy`'s C signature, so the C slot is the libc `memcpy` itself
+//! and the vector slot the assembly routine itself: `neuron_memcpy` reaches either with
+//! one indirect call and no wrapper in between (on a windowed core every extra call
+//! level can cost a window overflow and underflow).
+//!
+//! The vendor's `data_transfer.o` has the same enumeration, the same 3-entry table and
+//! the same default. Its `neuron_set_memcpy_method` guards with `m >= 4`, so it accepts
+//! `m == 3 == MAX_METHODS` and then indexes one past its table; this one rejects every
+//! `m >= MAX_METHODS` and leaves the active method unchanged. Here the active method is
+//! a [`NeuronMemcpyMethod`], which has no `MAX_METHODS` value: an out-of-range method
+//! cannot be stored, and the table lookup cannot go out of bounds.
+//!
+//! Every copy goes through [`copy`] (`neuron_memcpy` in C). Overlapping ranges, which
+//! a memcpy may corrupt, are sent to `memmove` ([`crate::start_exit::copy_overlapping`])
+//! whatever the method: detecting an overlap takes two compares.
 
-/// Copies `len` bytes from `src` to `dst` through the active backend.
+pub mod dma;
+pub mod vector;
+
+use crate::global::CoreLocal;
+use crate::start_exit::{copy_overlapping, memcpy};
+use core::ffi::{c_int, c_void};
+use core::fmt;
+
+/// `neuron_memcpy`'s backend: the C enum `NeuronMemcpyMethod` of the vendor's DWARF,
+/// `{ C_MEMCPY = 0, VEC_MEMCPY = 1, DMA = 2, MAX_METHODS = 3 }`.
+///
+/// `MAX_METHODS` is [`NeuronMemcpyMethod::MAX_METHODS`], a count rather than a variant,
+/// so a value of this type is always a method the table has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum NeuronMemcpyMethod {
+    /// `C_MEMCPY`: the portable backend.
+    #[doc(alias = "C_MEMCPY")]
+    CMemcpy = 0,
+    /// `VEC_MEMCPY`: the hand-written word-loop backend.
+    #[doc(alias = "VEC_MEMCPY")]
+    VecMemcpy = 1,
+    /// `DMA`: the DMA backend (for now a synchronous stand-in, see [`dma`]).
+    #[doc(alias = "DMA")]
+    Dma = 2,
+}
+
+const _: () = assert!(size_of::<NeuronMemcpyMethod>() == 4);
+
+impl NeuronMemcpyMethod {
+    /// `MAX_METHODS`: the number of methods; every valid method is below it.
+    pub const MAX_METHODS: u32 = 3;
+    /// Every method, in table order.
+    pub const ALL: [NeuronMemcpyMethod; Self::MAX_METHODS as usize] = [Self::CMemcpy, Self::VecMemcpy, Self::Dma];
+    /// The method a core starts with: `DMA`, as in the vendor's `.data`.
+    pub const DEFAULT: NeuronMemcpyMethod = Self::Dma;
+
+    /// The vendor's name of the method.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::CMemcpy => "C_MEMCPY",
+            Self::VecMemcpy => "VEC_MEMCPY",
+            Self::Dma => "DMA",
+        }
+    }
+}
+
+/// A method number that is not below [`NeuronMemcpyMethod::MAX_METHODS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidMethod(pub u32);
+
+impl fmt::Display for InvalidMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "memcpy method {} is not below MAX_METHODS ({})", self.0, NeuronMemcpyMethod::MAX_METHODS)
+    }
+}
+
+impl TryFrom<u32> for NeuronMemcpyMethod {
+    type Error = InvalidMethod;
+
+    fn try_from(method: u32) -> Result<Self, InvalidMethod> {
+        Self::ALL.get(method as usize).copied().ok_or(InvalidMethod(method))
+    }
+}
+
+/// A backend, with `memcpy`'s signature: copies `n` bytes from `src` to `dst`, which do
+/// not overlap, and returns `dst`.
+///
+/// Calling one is `unsafe`: `src` must be readable and `dst` writable for `n` bytes, and
+/// the ranges must not overlap.
+pub type Backend = unsafe extern "C" fn(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void;
+
+/// The dispatch table, indexed by [`NeuronMemcpyMethod`] (the vendor's `.data` 0x200).
+static BACKENDS: [Backend; NeuronMemcpyMethod::MAX_METHODS as usize] = [memcpy, vector::vec_memcpy, dma::copy];
+
+/// The backend of `method`.
+#[inline]
+pub fn backend(method: NeuronMemcpyMethod) -> Backend {
+    BACKENDS[method as usize]
+}
+
+/// Runs `f` on this core's active method.
+///
+/// One word per core. A `CoreLocal` rather than an atomic: each core has its own image
+/// and so its own copy, no other core ever reads it, and runtime entry points run one
+/// at a time on a core, so there is nothing to synchronise; the `CoreLocal` adds only
+/// its re-entry check. On the host, test threads stand in for cores (as in
+/// `crate::allocators`), so parallel tests each have their own.
+#[inline]
+fn with_active_method<R>(f: impl FnOnce(&mut NeuronMemcpyMethod) -> R) -> R {
+    #[cfg(target_os = "none")]
+    {
+        static ACTIVE: CoreLocal<NeuronMemcpyMethod> = CoreLocal::new(NeuronMemcpyMethod::DEFAULT);
+        ACTIVE.with(f)
+    }
+    #[cfg(not(target_os = "none"))]
+    {
+        std::thread_local! {
+            static ACTIVE: CoreLocal<NeuronMemcpyMethod> = const { CoreLocal::new(NeuronMemcpyMethod::DEFAULT) };
+        }
+        ACTIVE.with(|active| active.with(f))
+    }
+}
+
+/// This core's active method.
+#[inline]
+pub fn active_method() -> NeuronMemcpyMethod {
+    with_active_method(|active| *active)
+}
+
+/// Makes method number `method` the active one and returns the previous method.
+///
+/// # Errors
+/// [`InvalidMethod`] for `method >= MAX_METHODS` (3 included, which the vendor's guard
+/// lets through); the active method is then unchanged.
+///
+/// ```
+/// use neuroncustomop::data_transfer::{InvalidMethod, NeuronMemcpyMethod, active_method, set_method};
+///
+/// assert_eq!(set_method(1), Ok(NeuronMemcpyMethod::Dma));
+/// assert_eq!(set_method(3), Err(InvalidMethod(3)));
+/// assert_eq!(active_method(), NeuronMemcpyMethod::VecMemcpy);
+/// ```
+pub fn set_method(method: u32) -> Result<NeuronMemcpyMethod, InvalidMethod> {
+    let method = NeuronMemcpyMethod::try_from(method)?;
+    Ok(with_active_method(|active| core::mem::replace(active, method)))
+}
+
+/// Whether `[a, a + len)` and `[b, b + len)` share a byte.
+#[inline]
+fn overlap(a: *const u8, b: *const u8, len: usize) -> bool {
+    len != 0 && a.addr().abs_diff(b.addr()) < len
+}
+
+/// Copies `len` bytes from `src` to `dst` with `method`'s backend; overlapping ranges
+/// are copied as by `memmove` instead.
 ///
 /// # Safety
-/// `src` must be valid for `len` bytes of reads, `dst` for `len` bytes of writes, and
-/// the two ranges must not overlap.
+/// `src` must be readable and `dst` writable for `len` bytes.
+#[inline]
+pub unsafe fn copy_with(method: NeuronMemcpyMethod, dst: *mut u8, src: *const u8, len: usize) {
+    if overlap(dst, src, len) {
+        // SAFETY: forwarded from this function's contract; memmove allows the overlap.
+        unsafe { copy_overlapping(dst, src, len) }
+    } else {
+        // SAFETY: forwarded from this function's contract; the ranges do not overlap,
+        // which is the one thing a backend adds to it.
+        unsafe { backend(method)(dst.cast(), src.cast(), len) };
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst` through this core's active method
+/// (`neuron_memcpy`); overlapping ranges are copied as by `memmove`.
+///
+/// # Safety
+/// `src` must be readable and `dst` writable for `len` bytes.
+#[inline]
 pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) {
     // SAFETY: forwarded from this function's contract.
-    unsafe { core::ptr::copy_nonoverlapping(src, dst, len) }
+    unsafe { copy_with(active_method(), dst, src, len) }
 }
+
+/// The status `neuron_set_memcpy_method` returns when it accepts the method.
+pub const MEMCPY_METHOD_OK: c_int = 0;
+/// The status `neuron_set_memcpy_method` returns for `m >= MAX_METHODS`.
+pub const MEMCPY_METHOD_INVALID: c_int = -1;
+
+/// C ABI `int neuron_set_memcpy_method(uint32_t m)`: [`MEMCPY_METHOD_OK`], or
+/// [`MEMCPY_METHOD_INVALID`] for `m >= MAX_METHODS` with the active method unchanged.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn neuron_set_memcpy_method(m: u32) -> c_int {
+    match set_method(m) {
+        Ok(_) => MEMCPY_METHOD_OK,
+        Err(InvalidMethod(_)) => MEMCPY_METHOD_INVALID,
+    }
+}
+
+/// C ABI `NeuronMemcpyMethod neuron_get_memcpy_method(void)`: the active method.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn neuron_get_memcpy_method() -> NeuronMemcpyMethod {
+    active_method()
+}
+
+/// C ABI `void neuron_memcpy(void *dst, const void *src, size_t n)`: [`copy`].
+///
+/// # Safety
+/// `src` must be readable and `dst` writable for `n` bytes.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub unsafe extern "C" fn neuron_memcpy(dst: *mut c_void, src: *const c_void, n: usize) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { copy(dst.cast(), src.cast(), n) }
+}
+
+#[cfg(test)]
+mod tests;
