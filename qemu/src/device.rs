@@ -111,6 +111,16 @@ impl Report {
 
 /// Boots the loader on `job.header.cores` cores next to `library`, with `job` in RAM.
 pub fn run(library: &Images, job: &Job) -> Result<Report, RunError> {
+    boot(library, job, false)
+}
+
+/// As [`run`], under `-icount shift=0,sleep=off` ([`Boot::count_instructions`]), so every
+/// [`OpReport::instructions`] is a guest instruction count (to within 25).
+pub fn run_counting_instructions(library: &Images, job: &Job) -> Result<Report, RunError> {
+    boot(library, job, true)
+}
+
+fn boot(library: &Images, job: &Job, count_instructions: bool) -> Result<Report, RunError> {
     let loader = images::build("loader").map_err(RunError::Build)?;
     let cores = job.header.cores as usize;
     let dir = scratch_dir().map_err(RunError::Io)?;
@@ -118,6 +128,7 @@ pub fn run(library: &Images, job: &Job) -> Result<Report, RunError> {
     fs::write(&job_file, job.to_bytes().map_err(RunError::Job)?).map_err(RunError::Io)?;
     let mut boot = Boot::new(loader.cores[..cores].to_vec());
     boot.elf_data = library.cores[..cores].to_vec();
+    boot.count_instructions = count_instructions;
     boot.data.push((job_file, Job::ADDRESS));
     for (index, (address, bytes)) in job.data.iter().enumerate() {
         let file = dir.join(format!("data{index}.bin"));

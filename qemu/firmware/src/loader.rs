@@ -43,15 +43,18 @@ use neuroncustomop_wire::{DESCRIPTOR_LEN, DecodedOp, FunctionId, MAX_INPUTS, dec
 pub const DATA_SCRATCH_BASE: u32 = 0x7F80_0000;
 /// Size of each core's dataram scratch.
 pub const DATA_SCRATCH_SIZE: u32 = 0x1_0000;
-/// Core i's HBM scratch: `HBM_SCRATCH_BASE + i * HBM_SCRATCH_SIZE`.
-pub const HBM_SCRATCH_BASE: u32 = 0x7000_0000;
+/// Core i's HBM scratch: `HBM_SCRATCH_BASE + i * HBM_SCRATCH_SIZE` (RAM after the
+/// tensor area; the board's I/O window starts at 0x70000000).
+pub const HBM_SCRATCH_BASE: u32 = 0x6A00_0000;
 /// Size of each core's HBM scratch.
-pub const HBM_SCRATCH_SIZE: u32 = 0x0100_0000;
+pub const HBM_SCRATCH_SIZE: u32 = 0x0080_0000;
 /// Core i's DMA queues: m2s at `DMA_QUEUE_STRIDE * i`, s2m half a stride later.
 pub const DMA_QUEUE_STRIDE: u32 = 0x2000;
 /// What `register_ext_isa_fn` returns for the registration the job makes fail.
 pub const INJECTED_REGISTRATION_FAILURE: u32 = 0x0000_4C52;
 /// The cores' progress counters: core c's at `PROGRESS + c * 64`, past the job block.
+/// A core writes 1 once `entry_func` and `register_funcs` are done, then 1 + k after
+/// its k-th op, so "every core has finished k ops" also means "every core has entered".
 const PROGRESS: usize = (JOB_ADDRESS + JOB_CAPACITY) as usize;
 /// Bound on every wait for another core; a core that never arrives fails the run.
 const WAIT_POLLS: u32 = 200_000_000;
@@ -186,18 +189,19 @@ fn progress(core: u32) -> *mut u32 {
     (PROGRESS + core as usize * 64) as *mut u32
 }
 
+/// Records that this core has entered the library and finished `ops_done` ops.
 fn set_progress(core: u32, ops_done: u32) {
     memw();
     // SAFETY: the progress area is RAM past the job block; each core writes its own word.
-    unsafe { write_volatile(progress(core), ops_done) };
+    unsafe { write_volatile(progress(core), ops_done + 1) };
     memw();
 }
 
-/// Waits until every core of the job has finished `ops_done` ops.
+/// Waits until every core of the job has entered the library and finished `ops_done` ops.
 fn wait_for_all(cores: u32, ops_done: u32) -> bool {
     (0..cores).all(|core| {
         // SAFETY: as in `set_progress`; other cores' words are only read.
-        (0..WAIT_POLLS).any(|_| unsafe { read_volatile(progress(core)) } >= ops_done)
+        (0..WAIT_POLLS).any(|_| unsafe { read_volatile(progress(core)) } > ops_done)
     }) && {
         memw();
         true
@@ -343,6 +347,7 @@ pub fn run() -> i32 {
         println!("REGISTER_FUNCS core={core} status={}", status.0);
     }
 
+    set_progress(core, 0);
     let ops = run_ops(job, &library, core, status.is_success());
     let Some(ops) = ops else { return EXIT_CORE_LOST };
     if core != 0 {
