@@ -13,10 +13,19 @@
 //!
 //! and divide each function's `Ir` by the pair count (the setup is not collected).
 //!
-//! Scenarios (sizes log-uniform in 16 B..64 KiB unless fixed):
+//! Every scenario starts from the same fragmented heap: 2,000 blocks of log-uniform
+//! random sizes in 16 B..64 KiB, then a random half freed (1,000 live blocks between
+//! holes). Then, per pair:
 //! - `churn`: free a random live block, allocate a new random size in its slot: the
-//!   live count stays 1,000 and the frees land all over the heap.
-//! - `pair N`: allocate N bytes and free them at once, on top of the fragmented heap.
+//!   live count stays 1,000 and the frees land all over the heap. Sizes log-uniform
+//!   (as many tiny blocks as huge ones) or uniform (mostly large blocks).
+//! - `pair N`: allocate N bytes and free them at once. For `linked_list_allocator`
+//!   this is the best case: the first hole that fits is near the head of its list,
+//!   and the free walks only that far back.
+//!
+//! `HEAP_BENCH_PAIRS` sets the number of pairs (default 100,000), `HEAP_BENCH_ONLY`
+//! (`ours`, `list`, `baseline`) and `HEAP_BENCH_SCENARIO` (part of a name) select what
+//! runs; `baseline` runs the loops with no allocator, to subtract their own cost.
 
 use linked_list_allocator::Heap as ListHeap;
 use neuroncustomop::allocators::Heap;
@@ -46,11 +55,16 @@ impl Rng {
         (self.next() % bound as u64) as usize
     }
 
-    /// Log-uniform in `MIN_SIZE..=MAX_SIZE`.
+    /// Log-uniform in `MIN_SIZE..MAX_SIZE`: as many blocks of 16..32 B as of 32..64 KiB.
     fn size(&mut self) -> usize {
         let (low, high) = (MIN_SIZE.ilog2(), MAX_SIZE.ilog2());
         let bits = low + (self.next() % u64::from(high - low)) as u32;
         (1 << bits) + self.below(1 << bits)
+    }
+
+    /// Uniform in `MIN_SIZE..=MAX_SIZE`: mostly large blocks (32 KiB on average).
+    fn uniform_size(&mut self) -> usize {
+        MIN_SIZE + self.below(MAX_SIZE - MIN_SIZE + 1)
     }
 }
 
@@ -116,15 +130,32 @@ fn fragment(heap: &mut impl BenchHeap, rng: &mut Rng) -> Vec<(NonNull<u8>, usize
     blocks
 }
 
-#[inline(never)]
-fn measure_churn<H: BenchHeap>(heap: &mut H, live: &mut [(NonNull<u8>, usize)], rng: &mut Rng, pairs: usize) {
+/// Frees a random live block and allocates a new one of `size(rng)` bytes in its slot,
+/// `pairs` times.
+fn churn<H: BenchHeap>(
+    heap: &mut H,
+    live: &mut [(NonNull<u8>, usize)],
+    rng: &mut Rng,
+    pairs: usize,
+    size: fn(&mut Rng) -> usize,
+) {
     for _ in 0..pairs {
         let slot = rng.below(live.len());
-        let (ptr, size) = live[slot];
-        heap.dealloc(ptr, size);
-        let size = rng.size();
+        let (ptr, size_freed) = live[slot];
+        heap.dealloc(ptr, size_freed);
+        let size = size(rng);
         live[slot] = (black_box(heap.alloc(size)), size);
     }
+}
+
+#[inline(never)]
+fn measure_churn<H: BenchHeap>(heap: &mut H, live: &mut [(NonNull<u8>, usize)], rng: &mut Rng, pairs: usize) {
+    churn(heap, live, rng, pairs, Rng::size);
+}
+
+#[inline(never)]
+fn measure_churn_uniform<H: BenchHeap>(heap: &mut H, live: &mut [(NonNull<u8>, usize)], rng: &mut Rng, pairs: usize) {
+    churn(heap, live, rng, pairs, Rng::uniform_size);
 }
 
 /// Allocates and frees `size` bytes `pairs` times.
@@ -145,15 +176,24 @@ macro_rules! measure_pairs {
     )*};
 }
 
-measure_pairs!(measure_pair_16 = 16, measure_pair_256 = 256, measure_pair_4k = 4096, measure_pair_16k = 16384, measure_pair_64k = 65536);
+measure_pairs!(
+    measure_pair_16 = 16,
+    measure_pair_256 = 256,
+    measure_pair_4k = 4096,
+    measure_pair_16k = 16384,
+    measure_pair_64k = 65536
+);
+
+const SCENARIOS: usize = 7;
 
 /// A timed loop: the heap, its live blocks, the generator, the number of pairs.
 type Measure<H> = fn(&mut H, &mut [(NonNull<u8>, usize)], &mut Rng, usize);
 
 /// The scenarios, each its own function so callgrind can count it separately.
-fn scenarios<H: BenchHeap>() -> [(&'static str, Measure<H>); 6] {
+fn scenarios<H: BenchHeap>() -> [(&'static str, Measure<H>); SCENARIOS] {
     [
-        ("churn, 16 B..64 KiB", measure_churn::<H>),
+        ("churn, 16 B..64 KiB log-uniform", measure_churn::<H>),
+        ("churn, 16 B..64 KiB uniform", measure_churn_uniform::<H>),
         ("pair 16 B", measure_pair_16::<H>),
         ("pair 256 B", measure_pair_256::<H>),
         ("pair 4 KiB", measure_pair_4k::<H>),
@@ -164,7 +204,7 @@ fn scenarios<H: BenchHeap>() -> [(&'static str, Measure<H>); 6] {
 
 /// Nanoseconds per pair of each scenario: a fresh heap over `region`, fragmented with
 /// the same seed every time, then `pairs` timed pairs.
-fn bench<H: BenchHeap>(region: *mut u8, new_heap: fn(*mut u8) -> H, pairs: usize) -> [f64; 6] {
+fn bench<H: BenchHeap>(region: *mut u8, new_heap: fn(*mut u8) -> H, pairs: usize) -> [f64; SCENARIOS] {
     // HEAP_BENCH_SCENARIO=<part of a name> runs only the matching scenarios.
     let filter = std::env::var("HEAP_BENCH_SCENARIO").unwrap_or_default();
     scenarios::<H>().map(|(name, measure)| {
@@ -193,12 +233,29 @@ fn main() {
         bench(region, |_| Baseline, pairs);
         return;
     }
-    let ours = if only == "list" { [f64::NAN; 6] } else { bench(region, new_heap, pairs) };
-    let list = if only == "ours" { [f64::NAN; 6] } else { bench(region, new_list, pairs) };
-    println!("malloc+free pairs, {LIVE} live fragmented blocks, {} MiB region, align {ALIGN}, {pairs} pairs", REGION >> 20);
+    let ours = if only == "list" { [f64::NAN; SCENARIOS] } else { bench(region, new_heap, pairs) };
+    let list = if only == "ours" { [f64::NAN; SCENARIOS] } else { bench(region, new_list, pairs) };
+    println!(
+        "malloc+free pairs, {LIVE} live fragmented blocks, {} MiB region, align {ALIGN}, {pairs} pairs",
+        REGION >> 20
+    );
     println!("| scenario | Heap ns/pair | linked_list_allocator ns/pair | ratio |");
     println!("|---|---:|---:|---:|");
     for (((name, _), ours), list) in scenarios::<Heap>().iter().zip(ours).zip(list) {
         println!("| {name} | {ours:.0} | {list:.0} | {:.1}x |", list / ours);
+    }
+    if only.is_empty() {
+        // What the heap looks like after the churn: how fragmented "fragmented" is.
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut heap = new_heap(region);
+        let mut live = fragment(&mut heap, &mut rng);
+        measure_churn(&mut heap, &mut live, &mut rng, pairs);
+        let live_bytes: usize = live.iter().map(|&(_, size)| size).sum();
+        println!(
+            "after the log-uniform churn: {} live blocks ({} KiB), {} free blocks",
+            heap.live_blocks(),
+            live_bytes >> 10,
+            heap.free_block_count()
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! The heaps' C ABI (the `neuron_*` pairs and the libc `malloc` family) and the Rust
 //! global allocator: thin glue over the functions of [`super`].
 
-use super::{GRANULE, HeapError, HeapId, allocate, allocate_zeroed, free_in, reallocate, with_core_memory, with_memory};
+use super::{
+    GRANULE, HeapError, HeapId, allocate, allocate_zeroed, free_in, reallocate, with_core_memory, with_memory,
+};
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::{c_int, c_void};
 use core::ptr::{self, NonNull};
@@ -93,7 +95,7 @@ pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
 /// `out` is null or valid for a pointer-sized write.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {
-    if out.is_null() || !align.is_power_of_two() || align % size_of::<*mut c_void>() != 0 {
+    if out.is_null() || !align.is_power_of_two() || !align.is_multiple_of(size_of::<*mut c_void>()) {
         let _ = with_memory(|_| Err::<(), _>(HeapError::InvalidAlignment));
         return EINVAL;
     }

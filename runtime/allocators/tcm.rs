@@ -14,7 +14,7 @@ use core::ptr;
 
 /// The pool size op authors are promised.
 pub const TCM_POOL_SIZE: usize = 16 * 1024;
-/// The largest pool [`init_tcm`] accepts (its metadata is a static of this size).
+/// The largest pool [`init_tcm`] accepts: the metadata static is sized for it.
 pub const TCM_POOL_MAX: usize = 64 * 1024;
 
 const METADATA_WORDS: usize = metadata_words(TCM_POOL_MAX);

@@ -5,7 +5,9 @@ use super::exports::{
     NeuronAllocator, aligned_alloc, calloc, free, malloc, memalign, neuron_dataram_free, neuron_dataram_malloc,
     neuron_hbm_free, neuron_hbm_malloc, posix_memalign, realloc,
 };
-use super::tcm::{TCM_POOL_MAX, TCM_POOL_SIZE, init_tcm, tcm_alloc, tcm_free, tcm_malloc, tcm_release, tcm_reset, tcm_stats};
+use super::tcm::{
+    TCM_POOL_MAX, TCM_POOL_SIZE, init_tcm, tcm_alloc, tcm_free, tcm_malloc, tcm_release, tcm_reset, tcm_stats,
+};
 use super::*;
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::c_void;
@@ -85,7 +87,7 @@ fn bad_regions_are_refused() {
 
 #[test]
 fn metadata_stays_small_and_inside_the_region() {
-    for size in [128, 4096, 65536, 1 << 20, 3 << 20] {
+    for size in [128, 4096, 65536, 1 << 20, 3 << 20, (1 << 20) + 4096] {
         let region = Region::new(size);
         let heap = region.heap();
         let start = heap.arena_start() as usize;
@@ -94,8 +96,12 @@ fn metadata_stays_small_and_inside_the_region() {
         assert_eq!(heap.largest_free(), heap.arena_bytes());
         assert_eq!(heap.free_block_count(), 1);
         if size >= 65536 {
-            // At most 1.6 % of the region (one granule of rounding aside).
-            assert!(size - heap.arena_bytes() <= size * 16 / 1000 + GRANULE, "size {size}: arena {}", heap.arena_bytes());
+            // At most 1.7 % of the region (one granule of rounding aside).
+            assert!(
+                size - heap.arena_bytes() <= size * 17 / 1000 + GRANULE,
+                "size {size}: arena {}",
+                heap.arena_bytes()
+            );
         }
     }
 }
@@ -158,7 +164,7 @@ fn large_alignments_are_honoured() {
     }
     assert_eq!(heap.allocate(64, 3), Err(HeapError::InvalidAlignment));
     assert_eq!(heap.allocate(64, 0), Err(HeapError::InvalidAlignment));
-    assert_eq!(heap.allocate(64, 1 << 40), Err(HeapError::OutOfMemory));
+    assert_eq!(heap.allocate(64, 1 << (usize::BITS - 2)), Err(HeapError::OutOfMemory));
 }
 
 #[test]
@@ -170,7 +176,8 @@ fn size_overflow_is_reported_not_wrapped() {
     }
     assert_eq!(heap.allocate(isize::MAX as usize, 64), Err(HeapError::OutOfMemory));
     assert_eq!(heap.allocate_zeroed(usize::MAX / 2, 3), Err(HeapError::SizeOverflow));
-    assert_eq!(heap.allocate_zeroed(1 << 33, 1 << 33), Err(HeapError::SizeOverflow));
+    let half = 1 << (usize::BITS / 2 + 1);
+    assert_eq!(heap.allocate_zeroed(half, half), Err(HeapError::SizeOverflow));
     assert_eq!(heap.free_block_count(), 1);
     assert_eq!(heap.free_bytes(), heap.arena_bytes());
 }
@@ -195,6 +202,24 @@ fn bad_frees_are_reported_and_change_nothing() {
     assert_eq!(before, (heap.free_bytes(), heap.free_block_count(), heap.live_blocks(), heap.largest_free()));
     assert_eq!(heap.free(b.as_ptr()), Ok(256));
     assert_eq!(heap.free_block_count(), 1);
+}
+
+#[test]
+fn a_write_after_free_is_caught_as_corruption_and_changes_nothing() {
+    let region = Region::new(64 * 1024);
+    let mut heap = region.heap();
+    let [a, b, c] = [0; 3].map(|_| heap.allocate(256, 64).unwrap());
+    let _d = heap.allocate(64, 64).unwrap(); // keeps `c` away from the top block
+    heap.free(b.as_ptr()).unwrap();
+    // A use after free overwrites the length `b`'s free block keeps in its first word.
+    // SAFETY: the test owns the region; this is the bug being simulated.
+    unsafe { b.as_ptr().cast::<u32>().write(1000) };
+    let before = summary(&heap);
+    assert_eq!(heap.free(a.as_ptr()), Err(HeapError::Corrupted)); // merging with `b`
+    assert_eq!(heap.free(c.as_ptr()), Err(HeapError::Corrupted));
+    assert_eq!(heap.allocate(100, 64), Err(HeapError::Corrupted)); // `b` fits first
+    assert_eq!(summary(&heap), before);
+    assert_eq!(heap.block_size(a.as_ptr()), Ok(256));
 }
 
 #[test]
@@ -424,7 +449,8 @@ fn run_against_model(region_size: usize, ops: &[Op]) {
                 let (first, count, fill) = model.live[index];
                 let new_count = size.div_ceil(GRANULE).max(1);
                 let in_place = new_count <= count
-                    || (first + new_count <= model.used.len() && !model.used[first + count..first + new_count].contains(&true));
+                    || (first + new_count <= model.used.len()
+                        && !model.used[first + count..first + new_count].contains(&true));
                 let expected = if in_place { Some(first) } else { model.place(base, size, GRANULE) };
                 match heap.reallocate(granule(&heap, first), size, GRANULE) {
                     Ok(block) => {
@@ -760,4 +786,10 @@ fn tcm_accepts_any_pool_up_to_the_maximum() {
     assert_eq!(tcm_alloc(TCM_POOL_MAX), pool.ptr);
     let _small = tcm_pool(128);
     assert!(!tcm_alloc(128).is_null() && tcm_alloc(1).is_null());
+}
+
+#[test]
+fn the_tcm_metadata_static_is_as_documented() {
+    // docs/abi/memory.md: 728 bytes for pools up to 64 KiB.
+    assert_eq!(metadata_words(TCM_POOL_MAX) * 4, 728);
 }
