@@ -39,6 +39,32 @@ impl<T> CoreLocal<T> {
     }
 }
 
+/// Declares `$vis fn $with<R>(f: impl FnOnce(&mut $ty) -> R) -> R` over one piece of
+/// per-core state: a `CoreLocal` static on the device, and one per thread on the host,
+/// where test threads stand in for cores, so parallel tests never share it.
+macro_rules! core_local_state {
+    ($(#[$meta:meta])* $vis:vis fn $with:ident: $ty:ty = $init:expr;) => {
+        $(#[$meta])*
+        $vis fn $with<R>(f: impl FnOnce(&mut $ty) -> R) -> R {
+            #[cfg(target_os = "none")]
+            {
+                static STATE: $crate::global::CoreLocal<$ty> =
+                    $crate::global::CoreLocal::new($init);
+                STATE.with(f)
+            }
+            #[cfg(not(target_os = "none"))]
+            {
+                std::thread_local! {
+                    static STATE: $crate::global::CoreLocal<$ty> =
+                        const { $crate::global::CoreLocal::new($init) };
+                }
+                STATE.with(|state| state.with(f))
+            }
+        }
+    };
+}
+pub(crate) use core_local_state;
+
 #[cfg(test)]
 mod tests {
     use super::CoreLocal;

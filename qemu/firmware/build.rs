@@ -14,12 +14,17 @@ fn main() {
         &out,
         "qemu_board",
     );
-    // The loader has its own address range; every other program is a library image.
+    // The loader and the DMA engine have their own address ranges; every other program
+    // is a library image.
     println!("cargo:rerun-if-changed=src/bin");
     for entry in std::fs::read_dir("src/bin").expect("list src/bin") {
         let path = entry.expect("list src/bin").path();
         let name = path.file_stem().expect("a program has a name").to_string_lossy();
-        let script = if name == "loader" { "loader0.x" } else { "core0.x" };
+        let script = match &*name {
+            "loader" => "loader0.x",
+            "dma_engine" => "dma_engine.x",
+            _ => "core0.x",
+        };
         println!("cargo:rustc-link-arg-bin={name}=-T{script}");
     }
 }

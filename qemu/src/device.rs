@@ -109,7 +109,8 @@ impl Report {
     }
 }
 
-/// Boots the loader on `job.header.cores` cores next to `library`, with `job` in RAM.
+/// Boots the loader on `job.header.cores` cores next to `library`, and the DMA engine
+/// on the core after them, with `job` in RAM.
 pub fn run(library: &Images, job: &Job) -> Result<Report, RunError> {
     boot(library, job, false)
 }
@@ -122,11 +123,13 @@ pub fn run_counting_instructions(library: &Images, job: &Job) -> Result<Report, 
 
 fn boot(library: &Images, job: &Job, count_instructions: bool) -> Result<Report, RunError> {
     let loader = images::build("loader").map_err(RunError::Build)?;
+    let engine = images::build("dma_engine").map_err(RunError::Build)?;
     let cores = job.header.cores as usize;
     let dir = scratch_dir().map_err(RunError::Io)?;
     let job_file = dir.join("job.bin");
     fs::write(&job_file, job.to_bytes().map_err(RunError::Job)?).map_err(RunError::Io)?;
-    let mut boot = Boot::new(loader.cores[..cores].to_vec());
+    // Cores 0..cores run the loader next to the library; the next one is the DMA engine.
+    let mut boot = Boot::new(loader.cores[..cores].iter().chain(&engine.cores[..1]).cloned().collect());
     boot.elf_data = library.cores[..cores].to_vec();
     boot.count_instructions = count_instructions;
     boot.data.push((job_file, Job::ADDRESS));

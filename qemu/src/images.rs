@@ -44,7 +44,8 @@ impl Program {
     }
 }
 
-/// The images of one program: `cores[i]` is linked for core i.
+/// The images of one program: `cores[i]` is linked for core i (a program linked once,
+/// like the DMA engine, has only `cores[0]`).
 #[derive(Debug, Clone)]
 pub struct Images {
     /// The program's name.
@@ -149,6 +150,9 @@ fn collect(tools: &Toolchain, program: &Program) -> Result<Images, BuildError> {
     let mut cores = Vec::with_capacity(CORES);
     for core in 0..CORES {
         let source = if core == 0 { linked.clone() } else { with_suffix(&linked, &format!(".core{core}")) };
+        if core > 0 && !source.exists() {
+            break; // a one-image program (linked without a per-core script)
+        }
         let image = out.join(format!("core{core}.elf"));
         // Copy, then rename: a concurrent reader of the image sees a whole file.
         let partial = out.join(format!("core{core}.elf.{:?}.partial", std::thread::current().id()));

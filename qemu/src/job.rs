@@ -8,7 +8,7 @@
 use crate::elf;
 use crate::images::{CORES, Images};
 use neuroncustomop_wire::job::{
-    JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_RECORD_LEN,
+    DmaMode, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_RECORD_LEN,
     TRANSLATE_REGIONS,
 };
 use neuroncustomop_wire::{Descriptor, FunctionId, encode};
@@ -118,6 +118,7 @@ impl Job {
                 names_count: 0,
                 dumps_offset: 0,
                 translate_count: 0,
+                dma_mode: DmaMode::InOrder as u32,
                 translate: [[0; TRANSLATE_RECORD_LEN]; TRANSLATE_REGIONS],
                 libraries,
             },

@@ -14,10 +14,12 @@ pub fn set_prid_for_test(id: u32) {
     FAKE_PRID.store(id, Ordering::Relaxed);
 }
 
-/// The cycle counter: on the host a monotonic counter that advances by one per read.
+/// The cycle counter: on the host, a 40 MHz clock (the device core's) since first use,
+/// so timeouts written in CCOUNT ticks last as long as on the device.
 pub fn get_cycle_count() -> u32 {
-    static CYCLES: AtomicU32 = AtomicU32::new(0);
-    CYCLES.fetch_add(1, Ordering::Relaxed)
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let elapsed = START.get_or_init(std::time::Instant::now).elapsed();
+    (elapsed.as_nanos() / 25) as u32
 }
 
 /// A full memory barrier, the host's equivalent of `memw`.

@@ -27,7 +27,6 @@
 pub mod dma;
 pub mod vector;
 
-use crate::global::CoreLocal;
 use crate::start_exit::{copy_overlapping, memcpy};
 use core::ffi::{c_int, c_void};
 use core::fmt;
@@ -105,27 +104,14 @@ pub fn backend(method: NeuronMemcpyMethod) -> Backend {
     BACKENDS[method as usize]
 }
 
-/// Runs `f` on this core's active method.
-///
-/// One word per core. A `CoreLocal` rather than an atomic: each core has its own image
-/// and so its own copy, no other core ever reads it, and runtime entry points run one
-/// at a time on a core, so there is nothing to synchronise; the `CoreLocal` adds only
-/// its re-entry check. On the host, test threads stand in for cores (as in
-/// `crate::allocators`), so parallel tests each have their own.
-#[inline]
-fn with_active_method<R>(f: impl FnOnce(&mut NeuronMemcpyMethod) -> R) -> R {
-    #[cfg(target_os = "none")]
-    {
-        static ACTIVE: CoreLocal<NeuronMemcpyMethod> = CoreLocal::new(NeuronMemcpyMethod::DEFAULT);
-        ACTIVE.with(f)
-    }
-    #[cfg(not(target_os = "none"))]
-    {
-        std::thread_local! {
-            static ACTIVE: CoreLocal<NeuronMemcpyMethod> = const { CoreLocal::new(NeuronMemcpyMethod::DEFAULT) };
-        }
-        ACTIVE.with(|active| active.with(f))
-    }
+crate::global::core_local_state! {
+    /// Runs `f` on this core's active method.
+    ///
+    /// One word per core. A `CoreLocal` rather than an atomic: each core has its own
+    /// image and so its own copy, no other core ever reads it, and runtime entry points
+    /// run one at a time on a core, so there is nothing to synchronise; the `CoreLocal`
+    /// adds only its re-entry check.
+    fn with_active_method: NeuronMemcpyMethod = NeuronMemcpyMethod::DEFAULT;
 }
 
 /// This core's active method.

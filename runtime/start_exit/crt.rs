@@ -106,7 +106,7 @@ impl<const N: usize> AtexitTable<N> {
     }
 }
 
-core_local_state! {
+crate::global::core_local_state! {
     /// This core's `atexit` table.
     fn with_atexit_table: AtexitTable<ATEXIT_CAPACITY> = AtexitTable::new();
 }
@@ -186,7 +186,7 @@ impl HostLibc {
     }
 }
 
-core_local_state! {
+crate::global::core_local_state! {
     /// What the resolver supplied, for `abort` and `exit`.
     fn with_host_libc: HostLibc = HostLibc { abort: None, exit: None };
 }

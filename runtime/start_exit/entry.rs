@@ -257,7 +257,7 @@ struct EntryState {
     exit_handler_registered: bool,
 }
 
-core_local_state! {
+crate::global::core_local_state! {
     /// This core's [`EntryState`].
     fn with_entry_state: EntryState = EntryState {
         library_handle: core::ptr::null_mut(),
@@ -311,6 +311,8 @@ impl Runtime for DeviceRuntime {
 
     fn keep_dma_queue(&mut self, offsets: DmaQueueOffsets) {
         with_entry_state(|state| state.dma_queue = offsets);
+        // Queues the host gives unusable only make DMA copies fall back to the CPU.
+        let _ = crate::data_transfer::dma::init_queue();
     }
 
     unsafe fn init_libc(&mut self, resolver: Option<LibcResolver>) {

@@ -14,32 +14,6 @@
 //! - stdout: the [`StdoutRing`] the loader drains, and [`print!`](crate::print) /
 //!   [`println!`](crate::println).
 
-/// Declares `$vis fn $with<R>(f: impl FnOnce(&mut $ty) -> R) -> R` over one piece of
-/// per-core state: a `CoreLocal` static on the device, and one per thread on the host,
-/// where test threads stand in for cores (as in `crate::allocators`), so parallel tests
-/// never share it.
-macro_rules! core_local_state {
-    ($(#[$meta:meta])* $vis:vis fn $with:ident: $ty:ty = $init:expr;) => {
-        $(#[$meta])*
-        $vis fn $with<R>(f: impl FnOnce(&mut $ty) -> R) -> R {
-            #[cfg(target_os = "none")]
-            {
-                static STATE: $crate::global::CoreLocal<$ty> =
-                    $crate::global::CoreLocal::new($init);
-                STATE.with(f)
-            }
-            #[cfg(not(target_os = "none"))]
-            {
-                std::thread_local! {
-                    static STATE: $crate::global::CoreLocal<$ty> =
-                        const { $crate::global::CoreLocal::new($init) };
-                }
-                STATE.with(|state| state.with(f))
-            }
-        }
-    };
-}
-
 mod crt;
 mod entry;
 mod handoff;

@@ -51,8 +51,9 @@ impl Platform {
 fn device_begin_op(first_call: bool) {
     crate::allocators::tcm::tcm_reset();
     if first_call {
-        // HOOK(issue 6): `init_dma_queue()` goes here once data_transfer has DMA queues;
-        // the memcpy backend is synchronous C copies until then, with nothing to set up.
+        // A failure is kept for `neuron_dma_status`, and DMA copies then fall back to
+        // the CPU: nothing here to report to the kernel.
+        let _ = crate::data_transfer::dma::init_queue();
     }
 }
 

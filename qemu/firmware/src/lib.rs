@@ -3,7 +3,8 @@
 //! - [`board`]: the QEMU board: semihosting behind the runtime's platform hooks.
 //! - [`bench`]: the instruction-count harness (`-icount shift=0` makes CCOUNT count
 //!   guest instructions).
-//! - `src/bin/`: self-test images and the simulated loader.
+//! - [`loader`] and [`dma_engine`]: the simulated device loader and DMA engine.
+//! - `src/bin/`: self-test images, and the loader's and the engine's images.
 //!
 //! Linking this crate into an image is what makes it a simulation image; the runtime
 //! itself only ever calls its platform hooks.
@@ -11,6 +12,7 @@
 
 pub mod bench;
 pub mod board;
+pub mod dma_engine;
 pub mod loader;
 
 pub use neuroncustomop;

@@ -36,6 +36,7 @@ use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_U
 use neuroncustomop::wrapper_api::ArgTensor;
 use neuroncustomop_wire::job::{
     JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_REGIONS,
+    dma_queue_offsets,
 };
 use neuroncustomop_wire::{DESCRIPTOR_LEN, DecodedOp, FunctionId, MAX_INPUTS, decode_prefix};
 
@@ -48,8 +49,6 @@ pub const DATA_SCRATCH_SIZE: u32 = 0x1_0000;
 pub const HBM_SCRATCH_BASE: u32 = 0x6A00_0000;
 /// Size of each core's HBM scratch.
 pub const HBM_SCRATCH_SIZE: u32 = 0x0080_0000;
-/// Core i's DMA queues: m2s at `DMA_QUEUE_STRIDE * i`, s2m half a stride later.
-pub const DMA_QUEUE_STRIDE: u32 = 0x2000;
 /// What `register_ext_isa_fn` returns for the registration the job makes fail.
 pub const INJECTED_REGISTRATION_FAILURE: u32 = 0x0000_4C52;
 /// The cores' progress counters: core c's at `PROGRESS + c * 64`, past the job block.
@@ -101,10 +100,7 @@ unsafe extern "C" fn get_dma_queue(m2s_offset: *mut u32, s2m_offset: *mut u32) {
     let core = prid();
     println!("CALLBACK core={core} name=get_dma_queue");
     // SAFETY: the runtime passes two writable out-parameters.
-    unsafe {
-        *m2s_offset = core * DMA_QUEUE_STRIDE;
-        *s2m_offset = core * DMA_QUEUE_STRIDE + DMA_QUEUE_STRIDE / 2;
-    }
+    unsafe { (*m2s_offset, *s2m_offset) = dma_queue_offsets(core) };
 }
 
 unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void {
@@ -172,7 +168,7 @@ fn find_kernel(name: &[u8]) -> Option<extern "C" fn()> {
 }
 
 /// The job, checked.
-fn job() -> Option<&'static JobHeader> {
+pub fn job() -> Option<&'static JobHeader> {
     // SAFETY: the host placed the job block at JOB_ADDRESS before any core ran, and
     // nothing writes it afterwards; the magic is checked before any other field is used.
     let job = unsafe { &*(JOB_ADDRESS as *const JobHeader) };

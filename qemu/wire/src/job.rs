@@ -7,7 +7,7 @@
 //!
 //! | offset | what |
 //! |---|---|
-//! | 0 | [`JobHeader`] (392 bytes) |
+//! | 0 | [`JobHeader`] (396 bytes) |
 //! | `ops_offset` | the ops: 0x85/0x86 dispatch-word chains, back to back |
 //! | `names_offset` | FunctionId k's NUL-terminated kernel name at `+ k * NAME_LEN` |
 //! | `dumps_offset` | per op, an [`OutputDump`]: the bytes the loader prints after it |
@@ -30,6 +30,36 @@ pub const TRANSLATE_REGIONS: usize = 5;
 pub const TRANSLATE_RECORD_LEN: usize = 32;
 /// [`JobHeader::fail_registration_at`] when every registration succeeds.
 pub const NEVER: u32 = u32::MAX;
+
+/// How the simulated DMA engine serves the queues ([`JobHeader::dma_mode`]).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DmaMode {
+    /// Every transfer, in queue order.
+    InOrder = 0,
+    /// Each batch of transfers it finds, last first (completion out of order).
+    Reversed = 1,
+    /// Nothing ever completes (the runtime must time out, not hang).
+    Stuck = 2,
+}
+
+impl DmaMode {
+    /// The mode numbered `value`; unknown values serve in order.
+    pub fn from_u32(value: u32) -> Self {
+        match value {
+            1 => Self::Reversed,
+            2 => Self::Stuck,
+            _ => Self::InOrder,
+        }
+    }
+}
+
+/// Where core `core`'s DMA queues sit in the SoC's queue window (what the loader's
+/// `get_dma_queue` hands out and the engine serves): m2s, then s2m half a stride on.
+pub const fn dma_queue_offsets(core: u32) -> (u32, u32) {
+    const STRIDE: u32 = 0x2000;
+    (core * STRIDE, core * STRIDE + STRIDE / 2)
+}
 
 /// Addresses, in one core's library image, of the entry points the loader calls. The
 /// host reads them from the image's symbol table.
@@ -85,6 +115,8 @@ pub struct JobHeader {
     pub dumps_offset: u32,
     /// Translate records in use (at most [`TRANSLATE_REGIONS`]).
     pub translate_count: u32,
+    /// How the simulated DMA engine behaves: a [`DmaMode`] value.
+    pub dma_mode: u32,
     /// The translate records every op is configured with (the runtime's 32-byte
     /// `TranslateRecord`, little-endian).
     pub translate: [[u8; TRANSLATE_RECORD_LEN]; TRANSLATE_REGIONS],
@@ -96,9 +128,10 @@ const _: () = {
     assert!(size_of::<LibrarySymbols>() == 24);
     assert!(size_of::<OutputDump>() == 8);
     assert!(offset_of!(JobHeader, translate_count) == 36);
-    assert!(offset_of!(JobHeader, translate) == 40);
-    assert!(offset_of!(JobHeader, libraries) == 200);
-    assert!(size_of::<JobHeader>() == 392);
+    assert!(offset_of!(JobHeader, dma_mode) == 40);
+    assert!(offset_of!(JobHeader, translate) == 44);
+    assert!(offset_of!(JobHeader, libraries) == 204);
+    assert!(size_of::<JobHeader>() == 396);
 };
 
 impl JobHeader {
@@ -118,6 +151,7 @@ impl JobHeader {
             self.names_count,
             self.dumps_offset,
             self.translate_count,
+            self.dma_mode,
         ] {
             put(value);
         }

@@ -1,0 +1,84 @@
+//! The simulated DMA engine: a spare core that serves every library core's queues.
+//!
+//! It speaks the runtime's queue protocol (`neuroncustomop::data_transfer::dma`): for
+//! each core of the job, whenever `produced` runs ahead of what it has served, it moves
+//! the bytes of each new transfer (m2s descriptor: where to read; s2m: where to write),
+//! marks both descriptors done and publishes `completed`. The job's `dma_mode` makes
+//! it misbehave on purpose: complete out of order, or never.
+
+use crate::loader::job;
+use core::ptr::{read_volatile, write_volatile};
+use neuroncustomop::arch::memw;
+use neuroncustomop::data_transfer::dma::{DESCRIPTOR_DONE, DMA_QUEUE_WINDOW, DmaDescriptor, DmaQueueHeader, QUEUE_SLOTS};
+use neuroncustomop_wire::job::{CORES, DmaMode, dma_queue_offsets};
+
+fn queue(offset: u32) -> *mut DmaQueueHeader {
+    (DMA_QUEUE_WINDOW + offset as usize) as *mut DmaQueueHeader
+}
+
+fn descriptor(queue: *mut DmaQueueHeader, slot: u32) -> *mut DmaDescriptor {
+    // In-bounds: `slot < QUEUE_SLOTS`, and the descriptors follow the header.
+    queue.wrapping_add(1).cast::<DmaDescriptor>().wrapping_add(slot as usize)
+}
+
+/// Moves transfer `sequence` of one core and marks both its descriptors done.
+///
+/// # Safety
+/// The core has queued `sequence` (its `produced` is past it) and not yet seen it done.
+unsafe fn serve_one(m2s: *mut DmaQueueHeader, s2m: *mut DmaQueueHeader, sequence: u32) {
+    let slot = sequence % QUEUE_SLOTS;
+    // SAFETY: queued descriptors belong to the engine until marked done; their
+    // addresses are the core's own buffers, which it leaves alone until then.
+    unsafe {
+        let read = read_volatile(descriptor(m2s, slot));
+        let write = read_volatile(descriptor(s2m, slot));
+        let len = read.len.min(write.len) as usize;
+        for at in 0..len {
+            let byte = read_volatile((read.address as usize + at) as *const u8);
+            write_volatile((write.address as usize + at) as *mut u8, byte);
+        }
+        memw();
+        for (queue, done) in [(m2s, read), (s2m, write)] {
+            write_volatile(descriptor(queue, slot), DmaDescriptor { flags: done.flags | DESCRIPTOR_DONE, ..done });
+        }
+    }
+}
+
+/// Serves the job's cores forever.
+pub fn run() -> ! {
+    let Some(job) = job() else {
+        loop {
+            core::hint::spin_loop();
+        }
+    };
+    let mode = DmaMode::from_u32(job.dma_mode);
+    let cores = (job.cores as usize).min(CORES);
+    let mut served = [0u32; CORES];
+    loop {
+        for (core, served) in served.iter_mut().enumerate().take(cores) {
+            let (m2s, s2m) = dma_queue_offsets(core as u32);
+            let (m2s, s2m) = (queue(m2s), queue(s2m));
+            // SAFETY: the core writes `produced` after its descriptors (memw between).
+            let produced = unsafe { read_volatile(&raw const (*m2s).produced) };
+            if produced == *served || mode == DmaMode::Stuck {
+                continue;
+            }
+            memw();
+            let count = produced.wrapping_sub(*served);
+            for i in 0..count {
+                let sequence = match mode {
+                    DmaMode::Reversed => produced.wrapping_sub(1 + i),
+                    _ => served.wrapping_add(i),
+                };
+                // SAFETY: `sequence` is queued and not yet done.
+                unsafe { serve_one(m2s, s2m, sequence) };
+            }
+            memw();
+            for queue in [m2s, s2m] {
+                // SAFETY: `completed` is the engine's to write.
+                unsafe { write_volatile(&raw mut (*queue).completed, produced) };
+            }
+            *served = produced;
+        }
+    }
+}
