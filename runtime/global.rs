@@ -5,12 +5,35 @@
 //! calls `entry_func` and then one kernel at a time, and no interrupt handler touches
 //! runtime state). A `CoreLocal` therefore never sees two live borrows, which
 //! `with` enforces at run time anyway, at the cost of one flag test.
+//!
+//! One exception ends borrows early: a kernel that panics, aborts, exits or takes an
+//! exception hands the core back to the host, which discards the kernel's stack instead
+//! of returning into it, as an RTOS kills a task. The borrows its frames held will never
+//! be used again; [`abandon_borrows`], called when the loader starts the next op
+//! (`customop_set_invocation`), ends them all at once by moving to a new epoch. (What
+//! the abandoned frames owned is leaked, never freed twice.)
 
 use core::cell::{Cell, UnsafeCell};
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// The current borrow epoch: a borrow tagged with an older one is abandoned.
+static EPOCH: AtomicU32 = AtomicU32::new(0);
+
+/// Ends every `CoreLocal` borrow on this core: for when the host starts a new op, and
+/// any borrow still recorded belongs to a kernel whose stack it discarded.
+pub fn abandon_borrows() {
+    EPOCH.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The tag a borrow taken now carries: never 0, which means "not borrowed".
+fn borrow_tag() -> u32 {
+    (EPOCH.load(Ordering::Relaxed) & 0x7FFF_FFFF) + 1
+}
 
 /// A value owned by the one execution context of this core. See the module invariant.
 pub struct CoreLocal<T> {
-    borrowed: Cell<bool>,
+    /// 0, or the tag of the epoch in which the value was borrowed.
+    borrowed: Cell<u32>,
     value: UnsafeCell<T>,
 }
 
@@ -21,7 +44,7 @@ unsafe impl<T> Sync for CoreLocal<T> {}
 impl<T> CoreLocal<T> {
     /// Wraps `value`; `const` so it can initialise a `static`.
     pub const fn new(value: T) -> Self {
-        Self { borrowed: Cell::new(false), value: UnsafeCell::new(value) }
+        Self { borrowed: Cell::new(0), value: UnsafeCell::new(value) }
     }
 
     /// Runs `f` with exclusive access to the value.
@@ -30,11 +53,13 @@ impl<T> CoreLocal<T> {
     /// If called again from inside `f` (a re-entrant runtime call), which would
     /// otherwise alias a `&mut`.
     pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        assert!(!self.borrowed.replace(true), "re-entrant access to core-local runtime state");
-        // SAFETY: `borrowed` was false, so no other reference to `value` is live on this
-        // core, and no other core can reach this copy (module invariant).
+        let tag = borrow_tag();
+        assert!(self.borrowed.replace(tag) != tag, "re-entrant access to core-local runtime state");
+        // SAFETY: no borrow of this epoch is live, so no other reference to `value` is
+        // used again on this core (an older epoch's was abandoned with its frames, see
+        // the module docs), and no other core can reach this copy (module invariant).
         let result = f(unsafe { &mut *self.value.get() });
-        self.borrowed.set(false);
+        self.borrowed.set(0);
         result
     }
 }
@@ -67,7 +92,7 @@ pub(crate) use core_local_state;
 
 #[cfg(test)]
 mod tests {
-    use super::CoreLocal;
+    use super::{CoreLocal, abandon_borrows};
 
     #[test]
     fn with_gives_exclusive_mutable_access() {
@@ -81,5 +106,16 @@ mod tests {
     fn reentry_is_refused() {
         let cell = CoreLocal::new(0);
         cell.with(|_| cell.with(|_| ()));
+    }
+
+    #[test]
+    fn an_abandoned_borrow_no_longer_blocks() {
+        let cell = CoreLocal::new(1);
+        cell.with(|_| {
+            // What the host does to a kernel that aborts: it never returns through here.
+            abandon_borrows();
+            cell.with(|v| *v = 2);
+        });
+        assert_eq!(cell.with(|v| *v), 2);
     }
 }

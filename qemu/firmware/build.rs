@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     xtensa_asm::assemble_into_library(
-        &[PathBuf::from("src/board.S")],
+        &[PathBuf::from("src/board.S"), PathBuf::from("src/resume.S")],
         Path::new("../../.cargo/xtensa-gpsimd-none-elf.json"),
         &out,
         "qemu_board",

@@ -119,6 +119,7 @@ impl Job {
                 dumps_offset: 0,
                 translate_count: 0,
                 dma_mode: DmaMode::InOrder as u32,
+                faults: 0,
                 translate: [[0; TRANSLATE_RECORD_LEN]; TRANSLATE_REGIONS],
                 libraries,
             },

@@ -223,6 +223,17 @@ pub extern "C" fn abort() -> ! {
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn exit(status: c_int) -> ! {
     run_exit_handlers();
+    _Exit(status)
+}
+
+/// C `void _Exit(int status)`: [`exit`] without the `atexit` handlers (what a panic
+/// ends with: nothing more of the kernel's runs). Flushes stdout, hands the core to the
+/// host's `exit(status)` if the resolver supplied one (the host discards the kernel's
+/// stack, see `crate::global`), and parks the core if that returns.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[allow(non_snake_case, reason = "the C name")]
+pub extern "C" fn _Exit(status: c_int) -> ! {
+    super::stdout::flush_stdout();
     if let Some(host_exit) = with_host_libc(|libc| libc.exit) {
         // SAFETY: the host's resolver supplied it as `void exit(int)`.
         unsafe { host_exit(status) };

@@ -23,7 +23,7 @@ mod stdout;
 
 pub use crt::{
     ATEXIT_CAPACITY, AtexitFull, AtexitTable, CUSTOMOP_LIB_VERSION, ExitFn, HostLibc, InitFn,
-    abort, atexit, exit, install_host_libc, my_exit, register_exit_handler, run_exit_handlers,
+    _Exit, abort, atexit, exit, install_host_libc, my_exit, register_exit_handler, run_exit_handlers,
     run_init_array, run_static_constructors, version,
 };
 pub use entry::{

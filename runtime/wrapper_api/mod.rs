@@ -96,8 +96,13 @@ fn status_of(result: Result<(), ArgError>) -> u32 {
 /// If `num_args <= 10` and `args` is not null, `args` is valid for reads of `num_args`
 /// descriptors; if `result` is not null, it is valid for reads and writes of one
 /// descriptor; both until `customop_cleanup` or the next `customop_set_invocation`.
+///
+/// A new op also ends whatever an earlier kernel left borrowed when it stopped without
+/// returning (abort, exit, panic, exception: the loader discarded its stack), so the
+/// next op finds the runtime usable ([`crate::global::abandon_borrows`]).
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_set_invocation(args: *const ArgTensor, num_args: u32, result: *mut ArgTensor) -> u32 {
+    crate::global::abandon_borrows();
     // SAFETY: forwarded from this function's contract.
     SESSION.with(|invocation| unsafe { invocation.set_invocation(args, num_args, result) }).0
 }

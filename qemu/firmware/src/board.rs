@@ -2,6 +2,7 @@
 //! starting the other cores.
 
 use core::fmt::{self, Write};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 const SYS_EXIT: u32 = 1;
 const SYS_WRITE: u32 = 4;
@@ -30,9 +31,26 @@ extern "C" fn __neuron_platform_write(fd: i32, buf: *const u8, len: usize) -> is
     unsafe { semihosting_call(SYS_WRITE, fd as u32, buf as u32, len as u32) as isize }
 }
 
-/// Platform hook: end the simulation with `code` as QEMU's exit status.
+/// Who handles [`__neuron_platform_exit`] instead of ending the simulation: the loader,
+/// while a kernel runs, so a kernel that takes an exception stops only its op.
+static EXIT_HANDLER: AtomicUsize = AtomicUsize::new(0);
+
+/// Makes `handler` take the next platform exit (the exception and panic paths end in
+/// one); `None` restores ending the simulation.
+pub fn set_exit_handler(handler: Option<fn(i32) -> !>) {
+    EXIT_HANDLER.store(handler.map_or(0, |h| h as usize), Ordering::Relaxed);
+}
+
+/// Platform hook: end the simulation with `code` as QEMU's exit status (or hand the
+/// exit to the handler [`set_exit_handler`] installed).
 #[unsafe(no_mangle)]
 extern "C" fn __neuron_platform_exit(code: i32) -> ! {
+    let handler = EXIT_HANDLER.swap(0, Ordering::Relaxed);
+    if handler != 0 {
+        // SAFETY: only `set_exit_handler` stores here, and only `fn(i32) -> !` values.
+        let handler = unsafe { core::mem::transmute::<usize, fn(i32) -> !>(handler) };
+        handler(code);
+    }
     // SAFETY: exit takes no pointers; QEMU stops every core.
     unsafe { semihosting_call(SYS_EXIT, code as u32, 0, 0) };
     loop {

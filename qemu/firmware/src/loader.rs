@@ -30,12 +30,12 @@
 use crate::{board, println};
 use core::ffi::{CStr, c_char, c_void};
 use core::ptr::{self, read_volatile, write_volatile};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use neuroncustomop::arch::{get_cycle_count, memw, prid};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop::wrapper_api::ArgTensor;
 use neuroncustomop_wire::job::{
-    JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_REGIONS,
+    FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_REGIONS,
     dma_queue_offsets,
 };
 use neuroncustomop_wire::{DESCRIPTOR_LEN, DecodedOp, FunctionId, MAX_INPUTS, decode_prefix};
@@ -76,12 +76,18 @@ fn handle(core: u32) -> *mut c_void {
 static REGISTRATIONS: AtomicU32 = AtomicU32::new(0);
 static FAIL_REGISTRATION_AT: AtomicU32 = AtomicU32::new(NEVER);
 
+/// The job's injected faults ([`JobHeader::faults`]).
+fn faults() -> u32 {
+    job().map_or(0, |job| job.faults)
+}
+
 unsafe extern "C" fn get_data_scratch(addr: *mut *mut c_void, size: *mut u32) {
     let core = prid();
     println!("CALLBACK core={core} name=get_data_scratch");
+    let base = if faults() & FAULT_NULL_DATA_SCRATCH != 0 { 0 } else { DATA_SCRATCH_BASE + core * DATA_SCRATCH_SIZE };
     // SAFETY: the runtime passes two writable out-parameters.
     unsafe {
-        *addr = (DATA_SCRATCH_BASE + core * DATA_SCRATCH_SIZE) as *mut c_void;
+        *addr = base as *mut c_void;
         *size = DATA_SCRATCH_SIZE;
     }
 }
@@ -89,10 +95,11 @@ unsafe extern "C" fn get_data_scratch(addr: *mut *mut c_void, size: *mut u32) {
 unsafe extern "C" fn get_hbm_scratch(addr: *mut *mut c_void, size: *mut u32) {
     let core = prid();
     println!("CALLBACK core={core} name=get_hbm_scratch");
+    let bytes = if faults() & FAULT_EMPTY_HBM_SCRATCH != 0 { 0 } else { HBM_SCRATCH_SIZE };
     // SAFETY: the runtime passes two writable out-parameters.
     unsafe {
         *addr = (HBM_SCRATCH_BASE + core * HBM_SCRATCH_SIZE) as *mut c_void;
-        *size = HBM_SCRATCH_SIZE;
+        *size = bytes;
     }
 }
 
@@ -105,9 +112,30 @@ unsafe extern "C" fn get_dma_queue(m2s_offset: *mut u32, s2m_offset: *mut u32) {
 
 unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void {
     // SAFETY: the runtime passes a NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(name) }.to_str().unwrap_or("?");
-    println!("CALLBACK core={} name=get_libc_fn({name})", prid());
-    ptr::null_mut()
+    let name = unsafe { CStr::from_ptr(name) };
+    println!("CALLBACK core={} name=get_libc_fn({})", prid(), name.to_str().unwrap_or("?"));
+    match name.to_bytes() {
+        b"abort" => host_abort as *mut c_void,
+        b"exit" => host_exit as *mut c_void,
+        _ => ptr::null_mut(),
+    }
+}
+
+/// The host's `abort` for the library: the kernel gave up; its op stops with `abort`.
+extern "C" fn host_abort() -> ! {
+    kernel_stopped(KernelStop::Abort)
+}
+
+/// The host's `exit` for the library: the kernel (or its panic) exited; its op stops
+/// with `exit(<status>)`.
+extern "C" fn host_exit(status: i32) -> ! {
+    kernel_stopped(KernelStop::Exit(status))
+}
+
+/// The loader's own exception or panic path fired while a kernel ran (see
+/// `board::set_exit_handler`): its op stops with `exception(<code>)`.
+fn kernel_faulted(code: i32) -> ! {
+    kernel_stopped(KernelStop::Fault(code))
 }
 
 unsafe extern "C" fn register_ext_isa_fn(library: *mut c_void, name: *const c_char) -> SUNDA_UCODE_LIB_STATUS {
@@ -344,8 +372,14 @@ pub fn run() -> i32 {
     }
 
     set_progress(core, 0);
-    let ops = run_ops(job, &library, core, status.is_success());
-    let Some(ops) = ops else { return EXIT_CORE_LOST };
+    ENTERED.store(status.is_success(), Ordering::Relaxed);
+    dispatch(job, &library, core, 0, 0)
+}
+
+/// Runs the job's ops from op `index` (its words at `at`), then finishes: core 0 waits
+/// for every core and returns the simulation's exit status; the others park.
+fn dispatch(job: &JobHeader, library: &Library, core: u32, index: u32, at: usize) -> i32 {
+    let Some(ops) = run_ops(job, library, core, index, at) else { return EXIT_CORE_LOST };
     if core != 0 {
         loop {
             core::hint::spin_loop();
@@ -359,8 +393,92 @@ pub fn run() -> i32 {
     0
 }
 
-/// Runs every op of the job; returns how many, or `None` if another core got lost.
-fn run_ops(job: &JobHeader, library: &Library, core: u32, entered: bool) -> Option<u32> {
+/// How a kernel left without returning.
+#[derive(Clone, Copy)]
+enum KernelStop {
+    Abort,
+    Exit(i32),
+    Fault(i32),
+}
+
+/// Whether `entry_func` succeeded on this core.
+static ENTERED: AtomicBool = AtomicBool::new(false);
+/// The op running now, and where the next op's words start: what the loader needs to
+/// carry on after a kernel that never returns.
+static CURRENT_OP: AtomicU32 = AtomicU32::new(0);
+static NEXT_AT: AtomicU32 = AtomicU32::new(0);
+
+unsafe extern "C" {
+    /// Discards every frame, moves to `stack_top` and calls `continuation(argument)`
+    /// (resume.S).
+    fn loader_resume(stack_top: u32, continuation: extern "C" fn(u32), argument: u32) -> !;
+    /// The top of this loader image's stack (linker script).
+    static _stack_top: u8;
+}
+
+/// A kernel stopped without returning: report its op, and carry on with the next one
+/// on a fresh stack (the kernel's frames and the loader's under them are discarded).
+fn kernel_stopped(stop: KernelStop) -> ! {
+    board::set_exit_handler(None);
+    let (kind, code) = match stop {
+        KernelStop::Abort => (0, 0),
+        KernelStop::Exit(status) => (1, status as u32),
+        KernelStop::Fault(status) => (2, status as u32),
+    };
+    STOP.store(kind << 24 | (code & 0xFF_FFFF), Ordering::Relaxed);
+    // SAFETY: the stack top is this image's own; nothing on the stack is used again.
+    unsafe { loader_resume(ptr::addr_of!(_stack_top) as u32, resume, 0) }
+}
+
+/// How the last kernel stopped: kind << 24 | code (see `kernel_stopped`).
+static STOP: AtomicU32 = AtomicU32::new(0);
+
+/// Where the loader carries on after a kernel stopped (on a fresh stack).
+extern "C" fn resume(_: u32) {
+    let core = prid();
+    let job = job().expect("the job was valid when the kernel started");
+    let library = Library::new(job.libraries[core as usize]);
+    let index = CURRENT_OP.load(Ordering::Relaxed);
+    let stop = STOP.load(Ordering::Relaxed);
+    let (kind, code) = (stop >> 24, stop & 0xFF_FFFF);
+    drain_stdout(library.symbols.stdout_ring, core, index);
+    let name = current_name();
+    match kind {
+        0 => println!("OP {index} core={core} function={name} status=abort"),
+        1 => println!("OP {index} core={core} function={name} status=exit({code})"),
+        _ => println!("OP {index} core={core} function={name} status=exception({code})"),
+    }
+    finish_op(job, core, index);
+    let status = dispatch(job, &library, core, index + 1, NEXT_AT.load(Ordering::Relaxed) as usize);
+    board::exit(status)
+}
+
+/// The name of the kernel the current op runs (recorded when it started).
+fn current_name() -> &'static str {
+    // SAFETY: written once per op before its kernel starts, read after it stopped.
+    let name = unsafe { &*ptr::addr_of!(CURRENT_NAME) };
+    core::str::from_utf8(&name[..name.iter().position(|&b| b == 0).unwrap_or(NAME_LEN)]).unwrap_or("?")
+}
+
+static mut CURRENT_NAME: [u8; NAME_LEN] = [0; NAME_LEN];
+
+/// Marks op `index` done on this core; core 0 then prints its output once every core
+/// has done it.
+fn finish_op(job: &JobHeader, core: u32, index: u32) -> bool {
+    set_progress(core, index + 1);
+    if core == 0 {
+        if !wait_for_all(job.cores, index + 1) {
+            println!("ERROR op={index}: a core did not finish it");
+            return false;
+        }
+        dump_output(job, index);
+    }
+    true
+}
+
+/// Runs the job's ops from op `index` (its words at `at`); returns how many ops the job
+/// has, or `None` if another core got lost.
+fn run_ops(job: &JobHeader, library: &Library, core: u32, mut index: u32, mut at: usize) -> Option<u32> {
     let names = job_bytes(job.names_offset, job.names_count * NAME_LEN as u32);
     let name_of = |id: FunctionId| -> Option<&[u8]> {
         let slot = names.get(id.get() as usize * NAME_LEN..)?.get(..NAME_LEN)?;
@@ -368,8 +486,7 @@ fn run_ops(job: &JobHeader, library: &Library, core: u32, entered: bool) -> Opti
     };
     let known = |id: FunctionId| name_of(id).is_some();
     let ops = job_bytes(job.ops_offset, job.ops_len);
-    let mut at = 0;
-    let mut index = 0u32;
+    let entered = ENTERED.load(Ordering::Relaxed);
     while at < ops.len() {
         if !wait_for_all(job.cores, index) {
             println!("ERROR core={core} op={index}: another core did not finish the previous op");
@@ -389,20 +506,25 @@ fn run_ops(job: &JobHeader, library: &Library, core: u32, entered: bool) -> Opti
             (false, _) => println!("OP {index} core={core} function={name_text} status=not-entered"),
             (true, None) => println!("OP {index} core={core} function={name_text} status=unknown-kernel"),
             (true, Some(kernel)) => {
+                CURRENT_OP.store(index, Ordering::Relaxed);
+                NEXT_AT.store(at as u32, Ordering::Relaxed);
+                // SAFETY: only this core's loader writes its copy, before the kernel runs.
+                unsafe {
+                    let current = &mut *ptr::addr_of_mut!(CURRENT_NAME);
+                    *current = [0; NAME_LEN];
+                    current[..name.len().min(NAME_LEN - 1)].copy_from_slice(&name[..name.len().min(NAME_LEN - 1)]);
+                }
+                board::set_exit_handler(Some(kernel_faulted));
                 let (status, ticks) = library.invoke(job, kernel, &op);
+                board::set_exit_handler(None);
                 drain_stdout(library.symbols.stdout_ring, core, index);
                 println!("OP {index} core={core} function={name_text} status={status} ticks={ticks}");
             }
         }
-        index += 1;
-        set_progress(core, index);
-        if core == 0 {
-            if !wait_for_all(job.cores, index) {
-                println!("ERROR op={}: a core did not finish it", index - 1);
-                return None;
-            }
-            dump_output(job, index - 1);
+        if !finish_op(job, core, index) {
+            return None;
         }
+        index += 1;
     }
     Some(index)
 }

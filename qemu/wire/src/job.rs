@@ -7,7 +7,7 @@
 //!
 //! | offset | what |
 //! |---|---|
-//! | 0 | [`JobHeader`] (396 bytes) |
+//! | 0 | [`JobHeader`] (400 bytes) |
 //! | `ops_offset` | the ops: 0x85/0x86 dispatch-word chains, back to back |
 //! | `names_offset` | FunctionId k's NUL-terminated kernel name at `+ k * NAME_LEN` |
 //! | `dumps_offset` | per op, an [`OutputDump`]: the bytes the loader prints after it |
@@ -30,6 +30,10 @@ pub const TRANSLATE_REGIONS: usize = 5;
 pub const TRANSLATE_RECORD_LEN: usize = 32;
 /// [`JobHeader::fail_registration_at`] when every registration succeeds.
 pub const NEVER: u32 = u32::MAX;
+/// [`JobHeader::faults`]: `get_data_scratch` hands out a null region.
+pub const FAULT_NULL_DATA_SCRATCH: u32 = 1 << 0;
+/// [`JobHeader::faults`]: `get_hbm_scratch` hands out an empty region.
+pub const FAULT_EMPTY_HBM_SCRATCH: u32 = 1 << 1;
 
 /// How the simulated DMA engine serves the queues ([`JobHeader::dma_mode`]).
 #[repr(u32)]
@@ -117,6 +121,8 @@ pub struct JobHeader {
     pub translate_count: u32,
     /// How the simulated DMA engine behaves: a [`DmaMode`] value.
     pub dma_mode: u32,
+    /// Faults the loader injects: [`FAULT_NULL_DATA_SCRATCH`], [`FAULT_EMPTY_HBM_SCRATCH`].
+    pub faults: u32,
     /// The translate records every op is configured with (the runtime's 32-byte
     /// `TranslateRecord`, little-endian).
     pub translate: [[u8; TRANSLATE_RECORD_LEN]; TRANSLATE_REGIONS],
@@ -129,9 +135,10 @@ const _: () = {
     assert!(size_of::<OutputDump>() == 8);
     assert!(offset_of!(JobHeader, translate_count) == 36);
     assert!(offset_of!(JobHeader, dma_mode) == 40);
-    assert!(offset_of!(JobHeader, translate) == 44);
-    assert!(offset_of!(JobHeader, libraries) == 204);
-    assert!(size_of::<JobHeader>() == 396);
+    assert!(offset_of!(JobHeader, faults) == 44);
+    assert!(offset_of!(JobHeader, translate) == 48);
+    assert!(offset_of!(JobHeader, libraries) == 208);
+    assert!(size_of::<JobHeader>() == 400);
 };
 
 impl JobHeader {
@@ -152,6 +159,7 @@ impl JobHeader {
             self.dumps_offset,
             self.translate_count,
             self.dma_mode,
+            self.faults,
         ] {
             put(value);
         }

@@ -36,12 +36,11 @@ extern "C" fn __neuron_default_write(fd: i32, buf: *const u8, len: usize) -> isi
     crate::start_exit::write_fd(fd, bytes).map_or(-1, |written| written as isize)
 }
 
-/// Default `__neuron_platform_exit`: park the core; the loader sees it stop answering.
+/// Default `__neuron_platform_exit`: `_Exit(code)`, which hands the core back to the
+/// host's `exit` (the loader's, from `get_libc_fn`), or parks it if there is none.
 #[unsafe(no_mangle)]
-extern "C" fn __neuron_default_exit(_code: i32) -> ! {
-    loop {
-        core::hint::spin_loop();
-    }
+extern "C" fn __neuron_default_exit(code: i32) -> ! {
+    crate::start_exit::_Exit(code)
 }
 
 /// Default `main`: a library image has nothing to do when booted on its own.
