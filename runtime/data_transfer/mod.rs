@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `C_MEMCPY` (0) | [`crate::start_exit::memcpy`] | portable Rust: the device libc's own `memcpy`, words when both pointers can be co-aligned, else bytes |
 //! | `VEC_MEMCPY` (1) | [`vector::vec_memcpy`] | `runtime/arch/xtensa/vec_memcpy.S`: unrolled zero-overhead loops of aligned words, funnel shifts for a misaligned source |
-//! | `DMA` (2, the default) | [`dma::copy`] | for now a synchronous stand-in over the C backend, until the DMA engine path lands |
+//! | `DMA` (2, the default) | [`dma::copy`] | the DMA engine through this core's queues (the CPU when it cannot) |
 //!
 //! Every backend has `memcpy`'s C signature, so the C slot is the libc `memcpy` itself
 //! and the vector slot the assembly routine itself: `neuron_memcpy` reaches either with
@@ -45,7 +45,7 @@ pub enum NeuronMemcpyMethod {
     /// `VEC_MEMCPY`: the hand-written word-loop backend.
     #[doc(alias = "VEC_MEMCPY")]
     VecMemcpy = 1,
-    /// `DMA`: the DMA backend (for now a synchronous stand-in, see [`dma`]).
+    /// `DMA`: the DMA engine (see [`dma`]).
     #[doc(alias = "DMA")]
     Dma = 2,
 }

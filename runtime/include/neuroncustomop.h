@@ -148,10 +148,13 @@ void* malloc(size_t size);
 void* calloc(size_t count, size_t size);
 void* realloc(void* ptr, size_t size);
 void* memalign(size_t alignment, size_t size);
+void* aligned_alloc(size_t alignment, size_t size);
+int posix_memalign(void** out, size_t alignment, size_t size);
 void free(void* ptr);
 
 NEURONCUSTOMOP_NORETURN void abort(void);
 NEURONCUSTOMOP_NORETURN void exit(int status);
+NEURONCUSTOMOP_NORETURN void _Exit(int status);
 int atexit(void (*handler)(void));
 
 /* fd 1 and 2 append to the stdout ring; other fds fail with -1. */
@@ -164,13 +167,36 @@ int fsync(int fd);
 /* Memory, address translation, cores, data movement                        */
 /* ======================================================================== */
 
-/* Framework (host) address -> device pointer through the op's translate windows;
- * NULL when no window matches. */
-void* neuron_translate(uint64_t framework_addr);
+/* The HBM and dataram heaps: first fit, every block 64-byte aligned. The malloc
+ * family above uses the HBM heap; free() and realloc() take either heap's blocks.
+ * A failure returns NULL and leaves its code in neuron_heap_status() (0: none;
+ * codes: docs/abi/memory.md). */
+void* neuron_hbm_malloc(size_t size);
+void neuron_hbm_free(void* ptr);
+void* neuron_dataram_malloc(size_t size);
+void neuron_dataram_free(void* ptr);
+int neuron_heap_status(void);
 
 /* The op's 16 KiB TCM scratch pool. tcm_malloc returns NULL when it cannot. */
 void* tcm_malloc(size_t size);
 void tcm_free(void* ptr);
+
+/* One region of the five-region software TLB (32 bytes; docs/abi/memory.md). */
+typedef struct NEURON_TRANSLATE_RECORD {
+    uint64_t ptr;          /* +0: match value: (addr & mask) == ptr */
+    uint64_t mask;         /* +8: a run of high ones */
+    uint64_t device_base;  /* +16: device address of the window's first byte */
+    uint32_t flags;        /* +24: NEURON_TRANSLATE_PER_CORE or 0 */
+    uint32_t core_stride;  /* +28: per-core windows: core i adds i * core_stride */
+} NEURON_TRANSLATE_RECORD;
+NEURONCUSTOMOP_STATIC_ASSERT(sizeof(NEURON_TRANSLATE_RECORD) == 32, "translate records are 32 bytes");
+#define NEURON_TRANSLATE_PER_CORE 1u
+/* The loader configures the windows for each op; 0 or a status (docs/abi/memory.md). */
+int neuron_translate_configure(const NEURON_TRANSLATE_RECORD* records, uint32_t count);
+/* Framework (host) address -> device pointer through the op's translate windows;
+ * NULL when no window matches (the reason in neuron_translate_status()). */
+void* neuron_translate(uint64_t framework_addr);
+int neuron_translate_status(void);
 
 /* This core's index in [0, get_cpu_count()), and the number of cores (8). */
 uint32_t get_cpu_id(void);
@@ -183,18 +209,35 @@ typedef enum NeuronMemcpyMethod {
     DMA = 2,
     MAX_METHODS = 3
 } NeuronMemcpyMethod;
-/* Selects the backend; fails (nonzero) for m >= MAX_METHODS. */
+/* Selects the backend: 0, or -1 for m >= MAX_METHODS (the active one is kept; the
+ * vendor library wrongly accepts 3). */
 int neuron_set_memcpy_method(uint32_t m);
+NeuronMemcpyMethod neuron_get_memcpy_method(void);
 void neuron_memcpy(void* dst, const void* src, size_t n);
+/* Why the last DMA copy was made by the CPU instead (0: it was not; 1 no queues,
+ * 2 the engine timed out, 3 an address the engine cannot reach). */
+int neuron_dma_status(void);
+
+/* Runs fn(arg) on a new stack of stack_size bytes (1 KiB..400 KiB) taken from the
+ * HBM heap, or on the current stack for 0; returns 0 or a status: 1 null function,
+ * 2 bad size, 3 out of memory, 4 windows live, 5 stack overflow, 6 frame corrupted,
+ * 7 caller's stack overflow (docs/abi/data_transfer.md). */
+int32_t switch_stack_or_call_wrapper(void (*fn)(void*), void* arg, uint32_t stack_size);
 
 /* ======================================================================== */
-/* wrapper_api: pull stream                                                 */
-/* (owned by the pull-stream work, runtime/wrapper_api/; provisional until   */
-/*  it lands: that module's exports are the reference)                      */
+/* wrapper_api: the pull stream (docs/abi/descriptors.md)                   */
 /* ======================================================================== */
 
 /* The 48-byte on-wire tensor descriptor (layout: docs/abi, wrapper_api). */
 typedef struct NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR;
+
+/* Called by the loader before each kernel: its arguments and its output. */
+uint32_t customop_set_invocation(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* args, uint32_t num_args,
+                                 NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* result);
+/* The first failure since customop_set_invocation (0: none): what the loader reports. */
+uint32_t customop_invocation_status(void);
+/* The status of the last pull-stream call (0: it succeeded). */
+uint32_t customop_last_status(void);
 
 uint32_t customop_setup(bool first_call);
 const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* customop_next_tensor(void);
@@ -202,6 +245,8 @@ int32_t customop_next_int(void);
 int64_t customop_next_longlong(void);
 float customop_next_float(void);
 const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* get_dst_tensor(void);
+/* The device pointer of a tensor's first element (translated); NULL on failure. */
+void* customop_tensor_data(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor);
 uint32_t customop_return_tensor(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor);
 uint32_t customop_cleanup(void);
 

@@ -28,11 +28,13 @@ const FAULT_KINDS: [&str; 3] = ["user", "kernel", "double"];
 /// Called by the exception vectors (vectors.S) on a fresh stack; never returns.
 #[unsafe(no_mangle)]
 extern "C" fn __neuron_fault(kind: u32, cause: u32, pc: u32, vaddr: u32) -> ! {
+    // A double exception's PC is in DEPC; the others' in EPC1 (vectors.S reads it).
+    let pc_register = if kind == 2 { "DEPC" } else { "EPC1" };
     let kind = FAULT_KINDS.get(kind as usize).copied().unwrap_or("unknown");
     let mut line = platform::LineWriter::<128>::new();
     let _ = writeln!(
         line,
-        "{kind} exception: EXCCAUSE={cause} ({}) EPC1={pc:#010x} EXCVADDR={vaddr:#010x}",
+        "{kind} exception: EXCCAUSE={cause} ({}) {pc_register}={pc:#010x} EXCVADDR={vaddr:#010x}",
         cause_name(cause)
     );
     platform::write(2, line.as_bytes());

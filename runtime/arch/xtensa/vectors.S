@@ -116,27 +116,30 @@ _WindowUnderflow12:
     /* PS for the report: WOE, user vector mode, interrupts masked, EXCM clear. */
     .4byte  0x0004002F
 
-/* Each vector loads its kind (see FaultKind in mod.rs) and joins the common path. */
+/* Each vector loads its kind (FAULT_KINDS in fault.rs) and the faulting PC (EPC1, or
+ * DEPC for a double exception), then joins the common path. */
     .org 0x300
     .global _KernelExceptionVector
 _KernelExceptionVector:
     movi    a6, 1
+    rsr     a8, epc1
     j       .Lfault_common
 
     .org 0x340
     .global _UserExceptionVector
 _UserExceptionVector:
     movi    a6, 0
+    rsr     a8, epc1
     j       .Lfault_common
 
     .org 0x3C0
     .global _DoubleExceptionVector
 _DoubleExceptionVector:
     movi    a6, 2
+    rsr     a8, depc
 
 .Lfault_common:
     rsr     a7, exccause
-    rsr     a8, epc1
     rsr     a9, excvaddr
     /* Keep only the current window: older frames may sit on a broken stack. */
     rsr     a10, windowbase

@@ -1,0 +1,47 @@
+//! The C header compiles as C11 and C++11, 32- and 64-bit (the 32-bit build is where
+//! its compile-time asserts pin the device's sizes, the 36-byte handoff block among
+//! them), and after the system libc's headers (64-bit: the machine has no 32-bit libc).
+
+use neuroncustomop_sim::toolchain::repo_root;
+use std::process::Command;
+
+fn compiles(compiler: &str, args: &[&str], prelude: &str) -> Result<(), String> {
+    let source = format!("{prelude}\n#include \"neuroncustomop.h\"\nint neuroncustomop_header_check;\n");
+    let mut child = Command::new(compiler)
+        .args(args)
+        .args(["-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(repo_root().join("runtime/include"))
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {compiler}: {e}"))?;
+    use std::io::Write;
+    child.stdin.take().expect("piped").write_all(source.as_bytes()).expect("write");
+    let output = child.wait_with_output().expect("wait");
+    if output.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&output.stderr).into_owned()) }
+}
+
+#[test]
+fn the_header_compiles_as_c_and_cpp() {
+    for (compiler, language) in [("gcc", "c"), ("g++", "c++")] {
+        let standard = if language == "c" { "-std=c11" } else { "-std=c++11" };
+        for width in ["-m64", "-m32"] {
+            let system = if width == "-m64" { "#include <stdlib.h>\n#include <string.h>" } else { "" };
+            for prelude in ["", system] {
+                let args = ["-x", language, standard, width, "-ffreestanding"];
+                if let Err(error) = compiles(compiler, &args, prelude) {
+                    panic!("{compiler} {args:?} with {prelude:?}:\n{error}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_wrong_size_would_not_compile() {
+    // The same checks the header makes, against a deliberately wrong size: proof that
+    // its static asserts are live in this compiler mode.
+    let wrong = "#include <stdint.h>\n_Static_assert(sizeof(uint64_t) == 4, \"wrong\");";
+    assert!(compiles("gcc", &["-x", "c", "-std=c11"], wrong).is_err());
+}
