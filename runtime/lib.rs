@@ -8,7 +8,7 @@
 //! | [`start_exit`] | `start_exit.o` | `entry_func`, kernel registration, device libc, stdout ring |
 //! | [`wrapper_api`] | `wrapper_api.o` | tensor descriptors and the `customop_*` pull stream |
 //! | [`translate`] | `translate.o` | `neuron_translate`, the five-region software TLB |
-//! | [`alloc`] | `xmem` heaps | first-fit HBM / dataram heaps, TCM scratch |
+//! | [`allocators`] | `xmem` heaps | first-fit HBM / dataram heaps, TCM scratch |
 //! | [`data_transfer`] | `data_transfer.o` | C, vector and DMA memcpy backends |
 //! | [`stack_switch`] | `switch_stack.o` | running a kernel on a stack in HBM |
 //! | [`multicore`] | `parallel.o` | core id and count |
@@ -24,11 +24,11 @@
 #[cfg(not(target_os = "none"))]
 extern crate std;
 
+pub mod allocators;
 pub mod arch;
+pub mod data_transfer;
 pub mod global;
 pub mod multicore;
-pub mod allocators;
-pub mod data_transfer;
 pub mod stack_switch;
 pub mod start_exit;
 pub mod translate;
