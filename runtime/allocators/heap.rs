@@ -37,9 +37,11 @@
 //! | bad free | O(1) to refuse; naming it (double free or interior pointer) scans back to the enclosing block's start |
 //! | metadata | 3 bits per granule + 1 bit per 32 + 4/3 `u32` per tree leaf (a power of four >= n/32): 0.9–1.7 % of the arena |
 //!
-//! With 1,000 live blocks of 16 B..64 KiB in a 64 MiB heap a malloc+free pair costs
-//! about 590 Xtensa instructions (QEMU), 10.4x fewer than `linked_list_allocator`,
-//! which walks its free list on every allocation and every free (`benches/heap.rs`).
+//! With 1,000 live blocks of 16 B..64 KiB in a 64 MiB heap under churn a malloc+free
+//! pair costs about 590 Xtensa instructions (QEMU), 10.4x fewer than
+//! `linked_list_allocator`, which walks its free list on every allocation and every
+//! free (`benches/heap.rs`; its best case, a block freed right after it was taken, is
+//! cheaper there up to 16 KiB: docs/PERFORMANCE.md).
 //!
 //! Limits: at most 2^26 granules (4 GiB) per heap; a larger region is used up to that
 //! size. Free memory holds the free blocks' lengths: a write to a block after it was

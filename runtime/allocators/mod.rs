@@ -7,8 +7,8 @@
 //!   every block 64-byte aligned, an O(log n) address-ordered index instead of a free
 //!   list walk, metadata inside the region. `linked_list_allocator` (the allocator the
 //!   design names) walks its free list on every allocation *and* every free: with 1,000
-//!   live fragmented blocks a malloc+free pair costs it 10.4x the Xtensa instructions
-//!   and 20–30x the host time (`benches/heap.rs`), so it is not used.
+//!   live fragmented blocks under churn a malloc+free pair costs it 10.4x the Xtensa
+//!   instructions (`benches/heap.rs`, docs/PERFORMANCE.md), so it is not used.
 //! - The core's two heaps play the vendor's `_hbm_heap_mgr` and `_dataram_heap_mgr`.
 //!   [`init_heaps`] gives them the regions `entry_func` got from the host's
 //!   `get_hbm_scratch` / `get_data_scratch`. Rust code uses [`allocate`], [`free`],
