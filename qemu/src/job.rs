@@ -23,13 +23,14 @@ pub const TENSOR_AREA_SIZE: u32 = 0x0800_0000;
 pub const FRAMEWORK_BASE: u64 = 0x0000_7F00_0000_0000;
 
 /// The symbols every library image must define for the loader.
-const LIBRARY_SYMBOLS: [&str; 6] = [
+const LIBRARY_SYMBOLS: [&str; 7] = [
     "entry_func",
     "register_funcs",
     "customop_set_invocation",
     "customop_invocation_status",
     "neuron_translate_configure",
     "neuron_stdout_ring",
+    "neuron_set_memcpy_method",
 ];
 
 /// Why a job could not be built.
@@ -102,9 +103,17 @@ impl Job {
                     .map_err(JobError::Elf)?
                     .ok_or(JobError::MissingSymbol { core, symbol })?;
             }
-            let [entry_func, register_funcs, set_invocation, invocation_status, translate_configure, stdout_ring] = addresses;
-            libraries[core] =
-                LibrarySymbols { entry_func, register_funcs, set_invocation, invocation_status, translate_configure, stdout_ring };
+            let [entry_func, register_funcs, set_invocation, invocation_status, translate_configure, stdout_ring, set_memcpy_method] =
+                addresses;
+            libraries[core] = LibrarySymbols {
+                entry_func,
+                register_funcs,
+                set_invocation,
+                invocation_status,
+                translate_configure,
+                stdout_ring,
+                set_memcpy_method,
+            };
         }
         let mut job = Self {
             header: JobHeader {
@@ -120,6 +129,7 @@ impl Job {
                 translate_count: 0,
                 dma_mode: DmaMode::InOrder as u32,
                 faults: 0,
+                memcpy_method: NEVER,
                 translate: [[0; TRANSLATE_RECORD_LEN]; TRANSLATE_REGIONS],
                 libraries,
             },

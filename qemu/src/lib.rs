@@ -7,11 +7,15 @@
 //! - [`machine`]: booting images under `qemu-system-xtensa`;
 //! - [`job`] and [`device`]: the simulated loader's job, and what it reports;
 //! - [`elf`]: the little of ELF the checks need;
-//! - [`ucode_lib`]: the `ucode_lib.json` library package description.
+//! - [`ucode_lib`]: the `ucode_lib.json` library package description;
+//! - [`package`]: packaging a library (8 images and `ucode_lib.json`);
+//! - [`examples`]: the examples' inputs and host references.
 pub mod device;
 pub mod elf;
+pub mod examples;
 pub mod images;
 pub mod job;
 pub mod machine;
+pub mod package;
 pub mod toolchain;
 pub mod ucode_lib;

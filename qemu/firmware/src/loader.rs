@@ -9,9 +9,9 @@
 //!    `register_funcs` for every kernel's entry point.
 //! 2. It walks the job's ops: 0x85/0x86 dispatch-word chains. For each, the FunctionId
 //!    names a kernel, the payload descriptors become the kernel's arguments
-//!    (`customop_set_invocation`), the translate windows are configured, the kernel
-//!    runs, and the library's stdout ring is drained. Cores run op k only once every
-//!    core has finished op k-1.
+//!    (`customop_set_invocation`), the translate windows are configured, the job's
+//!    memcpy backend is selected (if it names one), the kernel runs, and the library's
+//!    stdout ring is drained. Cores run op k only once every core has finished op k-1.
 //! 3. Core 0 prints each op's output bytes once every core has run it, then `DONE`.
 //!
 //! Everything it learns is printed as one line per fact, for the host to parse:
@@ -238,6 +238,7 @@ struct Library {
     set_invocation: unsafe extern "C" fn(*const ArgTensor, u32, *mut ArgTensor) -> u32,
     invocation_status: extern "C" fn() -> u32,
     translate_configure: unsafe extern "C" fn(*const u8, u32) -> i32,
+    set_memcpy_method: extern "C" fn(u32) -> i32,
 }
 
 /// `address` as a function pointer of type `F`.
@@ -259,6 +260,7 @@ impl Library {
                 set_invocation: function(symbols.set_invocation),
                 invocation_status: function(symbols.invocation_status),
                 translate_configure: function(symbols.translate_configure),
+                set_memcpy_method: function(symbols.set_memcpy_method),
             }
         }
     }
@@ -278,6 +280,10 @@ impl Library {
         unsafe {
             (self.translate_configure)(records.as_ptr(), job.translate_count.min(TRANSLATE_REGIONS as u32));
             (self.set_invocation)(inputs.as_ptr(), op.inputs().len() as u32, &mut output);
+        }
+        if job.memcpy_method != NEVER {
+            // An invalid method is refused by the runtime and leaves its own in place.
+            (self.set_memcpy_method)(job.memcpy_method);
         }
         let start = get_cycle_count();
         kernel();

@@ -82,6 +82,8 @@ pub struct LibrarySymbols {
     pub translate_configure: u32,
     /// `neuron_stdout_ring`.
     pub stdout_ring: u32,
+    /// `neuron_set_memcpy_method`.
+    pub set_memcpy_method: u32,
 }
 
 /// What the loader prints after op k (all of it, once every core has run the op).
@@ -123,6 +125,9 @@ pub struct JobHeader {
     pub dma_mode: u32,
     /// Faults the loader injects: [`FAULT_NULL_DATA_SCRATCH`], [`FAULT_EMPTY_HBM_SCRATCH`].
     pub faults: u32,
+    /// The `neuron_memcpy` backend the loader selects before every op (a
+    /// `NeuronMemcpyMethod`: 0 C, 1 vector, 2 DMA); [`NEVER`]: the library's own.
+    pub memcpy_method: u32,
     /// The translate records every op is configured with (the runtime's 32-byte
     /// `TranslateRecord`, little-endian).
     pub translate: [[u8; TRANSLATE_RECORD_LEN]; TRANSLATE_REGIONS],
@@ -131,14 +136,15 @@ pub struct JobHeader {
 }
 
 const _: () = {
-    assert!(size_of::<LibrarySymbols>() == 24);
+    assert!(size_of::<LibrarySymbols>() == 28);
     assert!(size_of::<OutputDump>() == 8);
     assert!(offset_of!(JobHeader, translate_count) == 36);
     assert!(offset_of!(JobHeader, dma_mode) == 40);
     assert!(offset_of!(JobHeader, faults) == 44);
-    assert!(offset_of!(JobHeader, translate) == 48);
-    assert!(offset_of!(JobHeader, libraries) == 208);
-    assert!(size_of::<JobHeader>() == 400);
+    assert!(offset_of!(JobHeader, memcpy_method) == 48);
+    assert!(offset_of!(JobHeader, translate) == 52);
+    assert!(offset_of!(JobHeader, libraries) == 212);
+    assert!(size_of::<JobHeader>() == 436);
 };
 
 impl JobHeader {
@@ -160,6 +166,7 @@ impl JobHeader {
             self.translate_count,
             self.dma_mode,
             self.faults,
+            self.memcpy_method,
         ] {
             put(value);
         }
@@ -176,6 +183,7 @@ impl JobHeader {
                 library.invocation_status,
                 library.translate_configure,
                 library.stdout_ring,
+                library.set_memcpy_method,
             ] {
                 put(value);
             }

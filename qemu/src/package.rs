@@ -1,0 +1,557 @@
+//! Packaging an op author's library: the 8 per-core images and the `ucode_lib.json`
+//! that binds each FunctionId to a kernel name, as the compiler's NEFF packager ships
+//! them (schema and rules: `docs/abi/dispatch.md`, `crate::ucode_lib`).
+//!
+//! `target/package/<name>/` receives
+//! - `lib<name>_cpu<i>.elf`, i = 0..8: core i's image. `.elf`, not the builtins' `.so`:
+//!   each is a fixed-address ELF executable (linked at `0x84000000 + i * 2 MiB`), not
+//!   a position-independent shared object, and the name says so;
+//! - `ucode_lib.json`: one library entry per image (`cpu_id` i, `total_cpus` 8,
+//!   `is_builtin` false), each listing every kernel with `opcode` 133 and its
+//!   FunctionId as `sub_opcode`, allocated dense from 0 in registration order.
+//!
+//! The kernel names come from the image itself: the simulated loader boots the 8
+//! images with an empty job, and their `register_funcs` report what they register
+//! (the loader's `KERNEL` lines). That is the very registration the device's loader
+//! matches FunctionIds against, whatever built the table (the Rust `kernels!` macro, a
+//! C array, names computed at run time), so the package cannot disagree with it; a
+//! name read out of the ELF file would depend on how the table is laid out. A library
+//! whose `entry_func` fails, that registers no kernel, or whose cores disagree, is not
+//! packaged.
+//!
+//! Versions (carried verbatim, never checked here; registering the same library again
+//! with other strings is refused by the registry): `ulib_to_ucode_version` is the
+//! runtime's `CUSTOMOP_LIB_VERSION` ([`ucode_version`]), `ulib_to_isa_version` the
+//! target the images are compiled for ([`ISA_VERSION`]).
+//!
+//! An example is Rust (`examples/<name>.rs`, built by [`images::build`]) or C: the
+//! `.c` files of `examples/<name>/`, compiled by Debian's `clang-22` and linked with the
+//! runtime's `libneuroncustomop.a` ([`build_images`]).
+
+use crate::device::{self, RunError};
+use crate::images::{self, BuildError, CORES, Images};
+use crate::job::{Job, JobError};
+use crate::toolchain::{self, Toolchain};
+use crate::ucode_lib::{UcodeLib, UcodeLibError, UcodeLibRegistry};
+use neuroncustomop::start_exit::CUSTOMOP_LIB_VERSION;
+use neuroncustomop_wire::FunctionId;
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// `ulib_to_isa_version` of every package: the target (ISA, core options, windowed
+/// ABI) of `.cargo/xtensa-gpsimd-none-elf.json`.
+pub const ISA_VERSION: &str = "xtensa-gpsimd-none-elf";
+
+/// Debian's clang 22 (package `clang-22`): the same LLVM as rustc, with the Xtensa target.
+pub const CLANG: &str = "/usr/lib/llvm-22/bin/clang";
+
+/// The packaged library's file name for core `cpu`.
+pub fn library_file_name(name: &str, cpu: usize) -> String {
+    format!("lib{name}_cpu{cpu}.elf")
+}
+
+/// `ulib_to_ucode_version` of every package: the runtime's `CUSTOMOP_LIB_VERSION`,
+/// e.g. `neuroncustomop 0.1.0 (libneuroncustomop 1.21.1.0)`.
+pub fn ucode_version() -> String {
+    let text = CUSTOMOP_LIB_VERSION.strip_suffix(&[0]).unwrap_or(&CUSTOMOP_LIB_VERSION);
+    String::from_utf8_lossy(text).into_owned()
+}
+
+/// Where `cargo sim package <name>` writes: `target/package/<name>/`.
+pub fn package_dir(name: &str) -> PathBuf {
+    toolchain::repo_root().join("target/package").join(name)
+}
+
+/// Why a library could not be packaged.
+#[derive(Debug)]
+pub enum PackageError {
+    /// No `examples/<name>.rs` and no `.c` file in `examples/<name>/`.
+    UnknownExample(String),
+    /// The Rust build failed.
+    Build(BuildError),
+    /// A C build step failed; says which.
+    CBuild(String),
+    /// The loader could not be run to read the registrations.
+    Run(RunError),
+    /// The empty job could not be made.
+    Job(JobError),
+    /// A core's `entry_func` failed (or never reported); the loader's output follows.
+    Entry {
+        /// The core.
+        core: usize,
+        /// Its status, if it reported one.
+        status: Option<u32>,
+        /// The loader's raw output.
+        output: String,
+    },
+    /// Core `core` registered other kernels than core 0.
+    KernelsDiffer {
+        /// The core.
+        core: usize,
+        /// Core 0's kernels.
+        first: Vec<String>,
+        /// This core's.
+        other: Vec<String>,
+    },
+    /// The library registers no kernel.
+    NoKernels,
+    /// The registry refused the library (e.g. more than 254 kernels), or a
+    /// `ucode_lib.json` read back was invalid.
+    UcodeLib(UcodeLibError),
+    /// A package file is missing or not in the package's shape; says which.
+    Malformed(String),
+    /// Reading or writing the package failed.
+    Io(io::Error),
+}
+
+impl fmt::Display for PackageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownExample(name) => {
+                write!(f, "no example named {name}: expected examples/{name}.rs or C sources in examples/{name}/")
+            }
+            Self::Build(e) => e.fmt(f),
+            Self::CBuild(what) => write!(f, "the C build failed: {what}"),
+            Self::Run(e) => write!(f, "reading the registered kernels: {e}"),
+            Self::Job(e) => e.fmt(f),
+            Self::Entry { core, status: Some(status), output } => {
+                write!(f, "core {core}: entry_func returned status {status}\n{output}")
+            }
+            Self::Entry { core, status: None, output } => write!(f, "core {core}: entry_func did not report\n{output}"),
+            Self::KernelsDiffer { core, first, other } => {
+                write!(f, "core {core} registered {other:?}, core 0 {first:?}")
+            }
+            Self::NoKernels => write!(f, "the library registers no kernel"),
+            Self::UcodeLib(e) => write!(f, "ucode_lib.json: {e}"),
+            Self::Malformed(what) => write!(f, "not a package: {what}"),
+            Self::Io(e) => write!(f, "writing the package: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for PackageError {}
+
+impl From<io::Error> for PackageError {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+impl From<UcodeLibError> for PackageError {
+    fn from(e: UcodeLibError) -> Self {
+        Self::UcodeLib(e)
+    }
+}
+
+/// A packaged library: its folder, its 8 images and its `ucode_lib.json`.
+#[derive(Debug, Clone)]
+pub struct Package {
+    /// `target/package/<name>/`.
+    pub dir: PathBuf,
+    /// The packaged images: `images.cores[i]` is `lib<name>_cpu<i>.elf`.
+    pub images: Images,
+    /// What `ucode_lib.json` holds.
+    pub ucode_lib: UcodeLib,
+}
+
+impl Package {
+    /// Reads the package in `dir`: `ucode_lib.json` through the strict reader, and the
+    /// 8 images it names, which must be `lib<name>_cpu<i>.elf` for `cpu_id` i of 8.
+    ///
+    /// # Errors
+    /// [`PackageError::UcodeLib`] for a `ucode_lib.json` the reader rejects,
+    /// [`PackageError::Malformed`] for a library list that is not the 8 images, and
+    /// [`PackageError::Io`] for a missing file.
+    pub fn open(dir: &Path) -> Result<Self, PackageError> {
+        let name =
+            dir.file_name().and_then(|n| n.to_str()).ok_or(PackageError::Malformed(format!("{}", dir.display())))?;
+        let ucode_lib = UcodeLib::from_json(&fs::read_to_string(dir.join("ucode_lib.json"))?)?;
+        if ucode_lib.libraries.len() != CORES {
+            return Err(PackageError::Malformed(format!("{} libraries, not {CORES}", ucode_lib.libraries.len())));
+        }
+        let mut cores = Vec::with_capacity(CORES);
+        for (cpu, library) in ucode_lib.libraries.iter().enumerate() {
+            let expected = library_file_name(name, cpu);
+            if library.library != expected
+                || usize::from(library.cpu_id) != cpu
+                || usize::from(library.total_cpus) != CORES
+            {
+                return Err(PackageError::Malformed(format!(
+                    "library {cpu} is {} for cpu {} of {}, not {expected} for cpu {cpu} of {CORES}",
+                    library.library, library.cpu_id, library.total_cpus
+                )));
+            }
+            let image = dir.join(&library.library);
+            if !image.is_file() {
+                return Err(PackageError::Malformed(format!("{} is missing", image.display())));
+            }
+            cores.push(image);
+        }
+        Ok(Self { dir: dir.to_path_buf(), images: Images { name: name.into(), cores }, ucode_lib })
+    }
+
+    /// The library's name.
+    pub fn name(&self) -> &str {
+        &self.images.name
+    }
+
+    /// The kernels, in FunctionId order (core 0's library; every core has the same).
+    pub fn kernels(&self) -> Vec<&str> {
+        self.ucode_lib.libraries[0].functions.iter().map(|function| function.name.as_str()).collect()
+    }
+
+    /// The FunctionId that selects kernel `name`.
+    pub fn function_id(&self, name: &str) -> Option<FunctionId> {
+        self.ucode_lib
+            .libraries
+            .iter()
+            .flat_map(|library| &library.functions)
+            .find(|f| f.name == name)
+            .map(|f| f.sub_opcode)
+    }
+
+    /// A job for this library on `cores` cores whose name table is `ucode_lib.json`'s:
+    /// FunctionId k of the dispatch words names the kernel `ucode_lib.json` binds to k.
+    ///
+    /// # Errors
+    /// As [`Job::new`].
+    pub fn job(&self, cores: usize) -> Result<Job, JobError> {
+        let mut job = Job::new(&self.images, cores)?;
+        job.names = (0..=u8::MAX)
+            .map_while(FunctionId::new)
+            .map_while(|id| self.ucode_lib.function_name(id).map(str::to_owned))
+            .collect();
+        Ok(job)
+    }
+}
+
+/// Builds example `name`, reads its kernels from the images, and writes
+/// `target/package/<name>/`.
+///
+/// # Errors
+/// Every [`PackageError`] but [`PackageError::Malformed`].
+pub fn package(name: &str) -> Result<Package, PackageError> {
+    let built = build_images(name)?;
+    let kernels = registered_kernels(&built)?;
+    let ucode_lib = ucode_lib(name, &kernels)?;
+    let dir = package_dir(name);
+    fs::create_dir_all(&dir)?;
+    let mut cores = Vec::with_capacity(CORES);
+    for (cpu, image) in built.cores.iter().enumerate() {
+        let packaged = dir.join(library_file_name(name, cpu));
+        write_whole(&packaged, &fs::read(image)?)?;
+        cores.push(packaged);
+    }
+    write_whole(&dir.join("ucode_lib.json"), ucode_lib.to_json()?.as_bytes())?;
+    Ok(Package { dir, images: Images { name: name.into(), cores }, ucode_lib })
+}
+
+/// Writes `path` through a temporary file and a rename, so a reader never sees half.
+fn write_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(format!(".{}.{:?}.partial", std::process::id(), std::thread::current().id()));
+    fs::write(&partial, bytes)?;
+    fs::rename(&partial, path)
+}
+
+/// The `ucode_lib.json` of library `name` with `kernels`, as the compiler's registry
+/// builds it: the 8 per-core files, then one FunctionId per kernel, bound in every file.
+///
+/// # Errors
+/// [`UcodeLibError::TooManyFunctions`] past 254 kernels, and whatever else the
+/// registry refuses (a kernel name twice).
+pub fn ucode_lib(name: &str, kernels: &[String]) -> Result<UcodeLib, UcodeLibError> {
+    let mut registry = UcodeLibRegistry::new();
+    let version = ucode_version();
+    let libraries: Vec<String> = (0..CORES).map(|cpu| library_file_name(name, cpu)).collect();
+    for (cpu, library) in libraries.iter().enumerate() {
+        registry.add_lib_file(library, &version, ISA_VERSION, false, cpu as u8, CORES as u8)?;
+    }
+    for kernel in kernels {
+        let id = registry.allocate_function_id()?;
+        for library in &libraries {
+            registry.add_function(library, kernel, id)?;
+        }
+    }
+    Ok(registry.into_ucode_lib())
+}
+
+/// The kernels the 8 images register, in registration order: the simulated loader
+/// boots them with an empty job and reports what `register_funcs` registered.
+///
+/// # Errors
+/// [`PackageError::Entry`] if a core's `entry_func` fails, [`PackageError::NoKernels`],
+/// [`PackageError::KernelsDiffer`], or the loader could not run.
+pub fn registered_kernels(library: &Images) -> Result<Vec<String>, PackageError> {
+    // No op: the loader reports every core's entry and registrations, then ends.
+    let job = Job::new(library, CORES).map_err(PackageError::Job)?;
+    let report = device::run(library, &job).map_err(PackageError::Run)?;
+    let output = || format!("{}{}", report.outcome.stdout, report.outcome.stderr);
+    let names = |core: usize| report.core(core as u32).kernels.into_iter().map(|k| k.name).collect::<Vec<_>>();
+    for core in 0..CORES {
+        let status = report.core(core as u32).entry_status;
+        if status != Some(0) || !report.done {
+            return Err(PackageError::Entry { core, status, output: output() });
+        }
+    }
+    let first = names(0);
+    if first.is_empty() {
+        return Err(PackageError::NoKernels);
+    }
+    for core in 1..CORES {
+        let other = names(core);
+        if other != first {
+            return Err(PackageError::KernelsDiffer { core, first, other });
+        }
+    }
+    Ok(first)
+}
+
+/// How an example is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// `examples/<name>.rs`: a Rust library image with a `kernels!` table.
+    Rust,
+    /// The `.c` files of `examples/<name>/`, in name order.
+    C(Vec<PathBuf>),
+}
+
+/// How example `name` is written, if it exists.
+pub fn source(repo: &Path, name: &str) -> Option<Source> {
+    let examples = repo.join("examples");
+    if examples.join(format!("{name}.rs")).is_file() {
+        return Some(Source::Rust);
+    }
+    let mut sources: Vec<PathBuf> = fs::read_dir(examples.join(name))
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
+        .collect();
+    sources.sort();
+    (!sources.is_empty()).then_some(Source::C(sources))
+}
+
+/// Builds example `name` into its 8 images (`target/images/<name>/core<i>.elf`).
+///
+/// A C example: each `.c` file is compiled by clang to assembly (`-S`, with the ISA
+/// features of the Rust target) and assembled by llvm-mc: objects LLVM 22 writes
+/// itself misplace their literal pools (llvm issue 190204, docs/toolchain.md), its
+/// assembly does not. The objects are linked with the runtime's `libneuroncustomop.a`
+/// by `linker/link-cores`, with the per-core scripts the runtime's build writes.
+///
+/// # Errors
+/// [`PackageError::UnknownExample`], [`PackageError::Build`] or
+/// [`PackageError::CBuild`].
+pub fn build_images(name: &str) -> Result<Images, PackageError> {
+    let tools = Toolchain::locate().map_err(|e| PackageError::Build(BuildError::Toolchain(e)))?;
+    match source(&tools.repo, name).ok_or_else(|| PackageError::UnknownExample(name.into()))? {
+        Source::Rust => images::build(name).map_err(PackageError::Build),
+        Source::C(sources) => build_c(&tools, name, &sources),
+    }
+}
+
+fn build_c(tools: &Toolchain, name: &str, sources: &[PathBuf]) -> Result<Images, PackageError> {
+    if !Path::new(CLANG).is_file() {
+        return Err(PackageError::CBuild(format!("{CLANG} is missing: install Debian's clang-22 (qemu/setup.sh)")));
+    }
+    let runtime = runtime_archive(tools)?;
+    let work = tools.repo.join("target/c-examples").join(name);
+    fs::create_dir_all(&work)?;
+    let features = target_features(tools)?;
+    let objects =
+        sources.iter().map(|source| compile_c(tools, source, &work, &features)).collect::<Result<Vec<_>, _>>()?;
+    let linked = work.join(format!("{name}.elf"));
+    run(Command::new(tools.repo.join("linker/link-cores"))
+        .args(["--gc-sections", "-z", "noexecstack", "--no-warn-rwx-segments", "-L"])
+        .arg(&runtime.scripts) // before -T: ld looks the script up in the paths given so far
+        .arg("-Tcore0.x")
+        .arg("-o")
+        .arg(&linked)
+        .args(&objects)
+        .arg(&runtime.archive))?;
+    let out = tools.repo.join("target/images").join(name);
+    fs::create_dir_all(&out)?;
+    let mut cores = Vec::with_capacity(CORES);
+    for core in 0..CORES {
+        let mut source = linked.clone().into_os_string();
+        if core != 0 {
+            source.push(format!(".core{core}"));
+        }
+        let image = out.join(format!("core{core}.elf"));
+        write_whole(&image, &fs::read(&source)?)?;
+        cores.push(image);
+    }
+    Ok(Images { name: name.into(), cores })
+}
+
+/// The runtime's static library for the device, and the folder of the linker scripts
+/// its build wrote.
+struct RuntimeArchive {
+    archive: PathBuf,
+    scripts: PathBuf,
+}
+
+/// Builds the runtime library for Xtensa and finds, in cargo's JSON messages, the
+/// `libneuroncustomop.a` it wrote and its build script's output folder (the scripts
+/// `core<i>.x` and the assembled `.S` files, which the archive already holds).
+fn runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
+    // The `device` feature only selects the examples; with it the library is the very
+    // build the Rust examples link, so it is not compiled twice.
+    let output = images::xtensa_cargo(tools)
+        .args(["build", "--release", "--lib", "--features", "device", "--message-format=json-render-diagnostics"])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| PackageError::CBuild(format!("cannot run {}: {e}", toolchain::CARGO)))?;
+    if !output.status.success() {
+        return Err(PackageError::Build(BuildError::Cargo(format!("cargo exited with {}", output.status))));
+    }
+    let (mut archive, mut scripts) = (None, None);
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let is_runtime = message["package_id"].as_str().is_some_and(|id| id.contains("#neuroncustomop@"));
+        match message["reason"].as_str() {
+            Some("compiler-artifact") if is_runtime => {
+                let files = message["filenames"].as_array().into_iter().flatten().filter_map(|f| f.as_str());
+                archive = files.map(PathBuf::from).find(|f| f.extension().is_some_and(|ext| ext == "a")).or(archive);
+            }
+            Some("build-script-executed") if is_runtime => scripts = message["out_dir"].as_str().map(PathBuf::from),
+            _ => {}
+        }
+    }
+    match (archive, scripts) {
+        (Some(archive), Some(scripts)) => Ok(RuntimeArchive { archive, scripts }),
+        _ => Err(PackageError::CBuild("cargo did not report libneuroncustomop.a and its build script's folder".into())),
+    }
+}
+
+/// The ISA features of `.cargo/xtensa-gpsimd-none-elf.json`, so C, Rust and assembly
+/// agree on the core (the windowed ABI among them).
+fn target_features(tools: &Toolchain) -> Result<Vec<String>, PackageError> {
+    let spec = tools.repo.join(".cargo/xtensa-gpsimd-none-elf.json");
+    let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(&spec)?)
+        .map_err(|e| PackageError::CBuild(format!("{}: {e}", spec.display())))?;
+    let features =
+        json["features"].as_str().ok_or_else(|| PackageError::CBuild(format!("{} has no features", spec.display())))?;
+    Ok(features.split(',').map(str::to_owned).collect())
+}
+
+/// `source` to an object in `work`: clang to assembly, llvm-mc to the object.
+fn compile_c(tools: &Toolchain, source: &Path, work: &Path, features: &[String]) -> Result<PathBuf, PackageError> {
+    let stem = source.file_stem().expect("a .c file has a stem").to_string_lossy();
+    let (assembly, object) = (work.join(format!("{stem}.s")), work.join(format!("{stem}.o")));
+    let mut clang = Command::new(CLANG);
+    clang
+        .args(["--target=xtensa-none-elf", "-std=c11", "-Os", "-g", "-Wall", "-Wextra", "-Werror"])
+        .args(["-ffreestanding", "-nostdlibinc", "-ffunction-sections", "-fdata-sections", "-S"])
+        // As rustc does: a frame pointer would make clang write `.cfi_def_cfa a7`, which
+        // llvm-mc 22 cannot parse for Xtensa.
+        .arg("-fomit-frame-pointer")
+        .arg("-I")
+        .arg(tools.repo.join("runtime/include"));
+    for feature in features {
+        clang.args(["-Xclang", "-target-feature", "-Xclang", feature]);
+    }
+    run(clang.arg(source).arg("-o").arg(&assembly))?;
+    run(Command::new(toolchain::LLVM_MC)
+        .args(["-triple=xtensa-none-elf", &format!("-mattr={}", features.join(",")), "-filetype=obj"])
+        .arg(&assembly)
+        .arg("-o")
+        .arg(&object))?;
+    Ok(object)
+}
+
+/// Runs a build step; its diagnostics go to stderr.
+fn run(command: &mut Command) -> Result<(), PackageError> {
+    let status =
+        command.status().map_err(|e| PackageError::CBuild(format!("cannot run {:?}: {e}", command.get_program())))?;
+    if status.success() { Ok(()) } else { Err(PackageError::CBuild(format!("{command:?} exited with {status}"))) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernels(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn every_core_gets_every_kernel_under_one_dense_id() {
+        let lib = ucode_lib("relu", &kernels(&["relu", "relu_tcm", "relu_multicore"])).unwrap();
+        assert_eq!(lib.libraries.len(), CORES);
+        for (cpu, library) in lib.libraries.iter().enumerate() {
+            assert_eq!(library.library, format!("librelu_cpu{cpu}.elf"));
+            assert_eq!((library.cpu_id as usize, library.total_cpus as usize, library.is_builtin), (cpu, CORES, false));
+            assert_eq!(library.ulib_to_ucode_version, ucode_version());
+            assert_eq!(library.ulib_to_isa_version, ISA_VERSION);
+            let bound: Vec<(&str, u8)> =
+                library.functions.iter().map(|f| (f.name.as_str(), f.sub_opcode.get())).collect();
+            assert_eq!(bound, [("relu", 0), ("relu_tcm", 1), ("relu_multicore", 2)]);
+        }
+        assert_eq!(UcodeLib::from_json(&lib.to_json().unwrap()).unwrap(), lib);
+    }
+
+    #[test]
+    fn the_version_is_the_runtimes_text_without_its_nul() {
+        let version = ucode_version();
+        assert!(
+            version.starts_with("neuroncustomop ") && version.ends_with("(libneuroncustomop 1.21.1.0)"),
+            "{version}"
+        );
+    }
+
+    #[test]
+    fn at_most_254_kernels_are_packaged() {
+        let names: Vec<String> = (0..255).map(|i| format!("k{i}")).collect();
+        assert!(ucode_lib("big", &names[..254]).is_ok());
+        assert!(matches!(ucode_lib("big", &names), Err(UcodeLibError::TooManyFunctions)));
+    }
+
+    #[test]
+    fn a_kernel_name_twice_is_refused() {
+        assert!(matches!(
+            ucode_lib("twice", &kernels(&["a", "b", "a"])),
+            Err(UcodeLibError::ConflictingFunctionId { .. } | UcodeLibError::FunctionRebound { .. })
+        ));
+    }
+
+    #[test]
+    fn sources_are_rust_files_or_folders_of_c_files() {
+        let repo = toolchain::repo_root();
+        assert_eq!(source(&repo, "relu"), Some(Source::Rust));
+        assert_eq!(source(&repo, "c_kernel"), Some(Source::C(vec![repo.join("examples/c_kernel/scale.c")])));
+        assert_eq!(source(&repo, "common"), None, "a folder without C files");
+        assert_eq!(source(&repo, "missing"), None);
+    }
+
+    #[test]
+    fn opening_a_package_checks_its_files() {
+        let dir = std::env::temp_dir().join(format!("opflow-open-{}", std::process::id())).join("tiny");
+        fs::create_dir_all(&dir).unwrap();
+        let lib = ucode_lib("tiny", &kernels(&["k"])).unwrap();
+        fs::write(dir.join("ucode_lib.json"), lib.to_json().unwrap()).unwrap();
+        assert!(
+            matches!(Package::open(&dir), Err(PackageError::Malformed(what)) if what.contains("libtiny_cpu0.elf is missing"))
+        );
+        for cpu in 0..CORES {
+            fs::write(dir.join(library_file_name("tiny", cpu)), b"").unwrap();
+        }
+        let package = Package::open(&dir).unwrap();
+        assert_eq!((package.name(), package.kernels()), ("tiny", vec!["k"]));
+        assert_eq!(package.function_id("k"), FunctionId::new(0));
+        assert_eq!(package.function_id("other"), None);
+
+        let renamed = lib.to_json().unwrap().replace("libtiny_cpu3.elf", "libother_cpu3.elf");
+        fs::write(dir.join("ucode_lib.json"), renamed).unwrap();
+        assert!(
+            matches!(Package::open(&dir), Err(PackageError::Malformed(what)) if what.contains("libother_cpu3.elf"))
+        );
+        fs::write(dir.join("ucode_lib.json"), "{}").unwrap();
+        assert!(matches!(Package::open(&dir), Err(PackageError::UcodeLib(_))));
+        fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    }
+}
