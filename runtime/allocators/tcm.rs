@@ -3,14 +3,15 @@
 //!
 //! The pool is a [`Heap`] whose metadata lives in a `static` here, not in the pool, so
 //! all of the pool is handed out: four 4 KiB stream buffers fill 16 KiB exactly. The
-//! loader says where the pool is ([`init_tcm`]: on the simulated machine core i's slice
-//! of dataram, `0x3FFE0000 + i * 16 KiB`); the pull stream empties it at the start of
-//! every op ([`tcm_reset`]).
+//! loader says where the pool is ([`init_tcm`]: `entry_func` puts it at the start of the
+//! dataram scratch the host hands out); the pull stream empties it at the start of
+//! every op ([`tcm_reset`]), which rebuilds the heap only if a block was taken since the
+//! last rebuild: most ops never touch TCM, and a rebuild costs hundreds of instructions.
 
 use super::{GRANULE, Heap, HeapError, HeapStats, metadata_words, with_core_memory, with_memory};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
-use core::ptr;
+use core::ptr::{self, NonNull};
 
 /// The pool size op authors are promised.
 pub const TCM_POOL_SIZE: usize = 16 * 1024;
@@ -54,11 +55,14 @@ pub(super) struct TcmPool {
     base: *mut u8,
     size: usize,
     heap: Heap,
+    /// Whether the heap is exactly what a successful rebuild makes: built without an
+    /// error, and no block taken since.
+    fresh: bool,
 }
 
 impl TcmPool {
     /// No pool: every allocation fails.
-    pub(super) const EMPTY: TcmPool = TcmPool { base: ptr::null_mut(), size: 0, heap: Heap::empty() };
+    pub(super) const EMPTY: TcmPool = TcmPool { base: ptr::null_mut(), size: 0, heap: Heap::empty(), fresh: false };
 
     /// Empties the pool: a new heap over the same region.
     fn rebuild(&mut self) -> Result<(), HeapError> {
@@ -71,7 +75,15 @@ impl TcmPool {
             Err(error) => (Heap::empty(), Err(error)),
         };
         self.heap = heap;
+        self.fresh = result.is_ok();
         result
+    }
+
+    /// Takes a block from the heap, which is then no longer fresh (even if the attempt
+    /// fails: only a heap nothing touched is known to equal a rebuilt one).
+    fn allocate(&mut self, size: usize) -> Result<NonNull<u8>, HeapError> {
+        self.fresh = false;
+        self.heap.allocate(size, GRANULE)
     }
 }
 
@@ -97,14 +109,16 @@ pub unsafe fn init_tcm(base: *mut u8, size: usize) -> Result<(), HeapError> {
 }
 
 /// Frees every TCM block: the start of a new op. Called by the pull stream's setup.
+/// Costs a flag test when no block was taken since the last reset.
 pub fn tcm_reset() {
-    // The region was accepted by `init_tcm`, so rebuilding it again cannot fail.
-    let _ = with_memory(|memory| memory.tcm.rebuild());
+    // The region was accepted by `init_tcm`, so rebuilding it again cannot fail (and if
+    // it was refused, the pool is never fresh: the reset reports the error again).
+    let _ = with_memory(|memory| if memory.tcm.fresh { Ok(()) } else { memory.tcm.rebuild() });
 }
 
 /// Takes `size` bytes (64-byte aligned) from this op's TCM pool; null when it cannot.
 pub fn tcm_alloc(size: usize) -> *mut u8 {
-    with_memory(|memory| memory.tcm.heap.allocate(size, GRANULE)).map_or(ptr::null_mut(), |block| block.as_ptr())
+    with_memory(|memory| memory.tcm.allocate(size)).map_or(ptr::null_mut(), |block| block.as_ptr())
 }
 
 /// Gives back a block from [`tcm_alloc`]; null is a no-op, anything else that is not a

@@ -72,11 +72,16 @@ impl Dtype {
 
     /// Size of one element in bytes.
     pub const fn size(self) -> usize {
+        1 << self.size_log2()
+    }
+
+    /// Base-2 logarithm of [`size`](Self::size): byte lengths are shifts, not multiplies.
+    pub(crate) const fn size_log2(self) -> u32 {
         match self {
-            Dtype::Int8 | Dtype::Uint8 => 1,
-            Dtype::Bfloat16 | Dtype::Float16 | Dtype::Int16 => 2,
-            Dtype::Float32 | Dtype::Int32 => 4,
-            Dtype::Int64 => 8,
+            Dtype::Int8 | Dtype::Uint8 => 0,
+            Dtype::Bfloat16 | Dtype::Float16 | Dtype::Int16 => 1,
+            Dtype::Float32 | Dtype::Int32 => 2,
+            Dtype::Int64 => 3,
         }
     }
 }
@@ -239,6 +244,22 @@ pub struct ArgTensor {
 
 /// Byte offset of the storage union in the descriptor.
 const STORAGE_OFFSET: usize = 24;
+
+/// Descriptor byte offsets of the fields [`ArgTensor::check`] reads as words.
+mod wire {
+    use super::{ArgTensor, HbmStorage, STORAGE_OFFSET, TpbStorage};
+    use core::mem::offset_of;
+
+    pub(super) const TPB_ADDR: usize = STORAGE_OFFSET + offset_of!(TpbStorage, addr);
+    pub(super) const TPB_NUM_ELEM: usize = STORAGE_OFFSET + offset_of!(TpbStorage, num_elem);
+    pub(super) const TPB_NUM_PARTITIONS: usize = STORAGE_OFFSET + offset_of!(TpbStorage, num_partitions);
+    pub(super) const TPB_RESERVED: usize = STORAGE_OFFSET + offset_of!(TpbStorage, reserved0);
+    pub(super) const TPB_NUM_ELEM_PER_BLOCK: usize = STORAGE_OFFSET + offset_of!(TpbStorage, num_elem_per_block);
+    pub(super) const HBM_ADDR: usize = STORAGE_OFFSET + offset_of!(HbmStorage, addr);
+    pub(super) const HBM_NUM_ELEM: usize = STORAGE_OFFSET + offset_of!(HbmStorage, num_elem);
+    pub(super) const HBM_RESERVED: usize = STORAGE_OFFSET + offset_of!(HbmStorage, reserved0);
+    pub(super) const RESERVED1: usize = offset_of!(ArgTensor, reserved1);
+}
 
 /// The vendor's C name for [`ArgTensor`].
 #[allow(non_camel_case_types)]
@@ -432,17 +453,90 @@ impl TensorDesc {
     }
 }
 
-/// Product of `dims`, saturated at `u64::MAX`.
+/// Product of `dims`, saturated at `u64::MAX` (what [`DescriptorError`] reports).
 fn element_count(dims: impl Iterator<Item = u64>) -> u64 {
     dims.fold(1u64, |acc, d| acc.saturating_mul(d))
 }
 
-/// `bytes`, which sit at descriptor offset `offset`, must be zero.
-fn check_reserved(bytes: &[u8], offset: usize) -> Result<(), DescriptorError> {
-    match bytes.iter().position(|&b| b != 0) {
-        Some(i) => Err(DescriptorError::ReservedNonZero { offset: (offset + i) as u8 }),
-        None => Ok(()),
+/// `product * dim`, or `None` above `u32::MAX`: in 16-bit halves, as the core has no
+/// 32x32->64 multiply and a `u64` product is a software `__muldi3` call per dimension.
+#[inline(always)]
+fn mul_dim(product: u32, dim: u16) -> Option<u32> {
+    let dim = u32::from(dim);
+    // Both halves are below 2^16, so neither product overflows.
+    let high = (product >> 16) * dim;
+    let low = (product & 0xFFFF) * dim;
+    if high > 0xFFFF { None } else { (high << 16).checked_add(low) }
+}
+
+/// The product of `dims` if it fits in `u32` (a zero dimension makes it 0 whatever came
+/// before it). A plain loop: at `opt-level = "s"` iterator adapters stay calls.
+#[inline(always)]
+fn shape_product(dims: &[u16]) -> Option<u32> {
+    let mut product = Some(1);
+    let mut i = 0;
+    while i < dims.len() {
+        product = match (product, dims[i]) {
+            (_, 0) => Some(0),
+            (Some(p), dim) => mul_dim(p, dim),
+            (None, _) => None,
+        };
+        i += 1;
     }
+    product
+}
+
+/// For each rank `1..=8`, the bits of the four little-endian shape words that belong to
+/// dimensions at and past the rank (which must be zero). Row 0 is unused.
+const UNUSED_DIM_BITS: [[u32; 4]; MAX_RANK + 1] = {
+    let mut masks = [[0u32; 4]; MAX_RANK + 1];
+    let mut rank = 0;
+    while rank <= MAX_RANK {
+        let mut dim = rank;
+        while dim < MAX_RANK {
+            masks[rank][dim / 2] |= 0xFFFF << (16 * (dim % 2));
+            dim += 1;
+        }
+        rank += 1;
+    }
+    masks
+};
+
+/// [`ArgType::scalar_dtype`] of each raw arg type, as a raw dtype (0, which no dtype
+/// is, for tensors and unknown values). [`ArgTensor::check`] looks it up instead of
+/// matching: LLVM makes that match a jump table, and the Xtensa assembly printer of
+/// LLVM 22 then puts the next function's literal pool after the table, in `.rodata`,
+/// out of `l32r`'s backward reach (the link fails).
+const SCALAR_DTYPES: [u8; 5] = {
+    let mut dtypes = [0; 5];
+    let mut raw = 0;
+    while raw < dtypes.len() {
+        if let Some(arg_type) = ArgType::from_raw(raw as u8)
+            && let Some(dtype) = arg_type.scalar_dtype()
+        {
+            dtypes[raw] = dtype as u8;
+        }
+        raw += 1;
+    }
+    dtypes
+};
+
+/// `ReservedNonZero` for the first non-zero byte of the little-endian `word` (not zero)
+/// found at descriptor offset `offset`.
+#[cold]
+fn reserved_error(word: u32, offset: usize) -> DescriptorError {
+    DescriptorError::ReservedNonZero { offset: (offset + word.trailing_zeros() as usize / 8) as u8 }
+}
+
+/// What [`ArgTensor::check`] decodes from a valid descriptor: all the pull stream needs,
+/// flat, so that it stays in registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Checked {
+    pub(crate) arg_type: ArgType,
+    pub(crate) dtype: Dtype,
+    pub(crate) num_elem: u32,
+    /// The framework address of the first element (SBUF addresses zero-extended).
+    pub(crate) address: u64,
 }
 
 impl ArgTensor {
@@ -467,6 +561,33 @@ impl ArgTensor {
         unsafe { bytes.as_ptr().cast::<ArgTensor>().read_unaligned() }
     }
 
+    /// Copies the descriptor at `src` to `dst`, 12 word loads and stores when both are
+    /// 4-aligned (a 48-byte `read_unaligned` or assignment is a `memcpy` call on the
+    /// device, several times that).
+    ///
+    /// # Safety
+    /// `src` is valid for reads and `dst` for writes of 48 bytes (any alignment); they
+    /// do not overlap.
+    #[inline]
+    pub(crate) unsafe fn copy(src: *const ArgTensor, dst: *mut ArgTensor) {
+        if (src.addr() | dst.addr()).is_multiple_of(4) {
+            let (src, dst) = (src.cast::<u32>(), dst.cast::<u32>());
+            // Unrolled by hand: a loop would be turned back into a `memcpy` call.
+            macro_rules! copy_words {
+                ($($i:literal)*) => {
+                    // SAFETY: word `i < 12` of both 48-byte ranges, 4-aligned (checked);
+                    // any bits are a valid `u32`, and the ranges do not overlap.
+                    $(unsafe { dst.add($i).write(src.add($i).read()) };)*
+                };
+            }
+            copy_words!(0 1 2 3 4 5 6 7 8 9 10 11);
+        } else {
+            // SAFETY: the caller's contract; the unaligned accessors take any alignment,
+            // and any 48 bytes are a valid `ArgTensor`.
+            unsafe { dst.write_unaligned(src.read_unaligned()) };
+        }
+    }
+
     /// The 48 wire bytes.
     pub fn to_bytes(&self) -> [u8; ARG_TENSOR_SIZE] {
         // SAFETY: `ArgTensor` has no padding, so all 48 bytes are initialised; `[u8; 48]`
@@ -477,61 +598,203 @@ impl ArgTensor {
     /// Checks every field (in the order of [`DescriptorError`]'s variants) and decodes
     /// the descriptor. Never panics, whatever the bytes.
     pub fn validate(&self) -> Result<TensorDesc, DescriptorError> {
-        let arg_type = ArgType::from_raw(self.arg_type).ok_or(DescriptorError::UnknownArgType(self.arg_type))?;
-        let dtype = Dtype::from_raw(self.dtype).ok_or(DescriptorError::UnknownDtype(self.dtype))?;
+        let checked = self.check()?;
+        Ok(TensorDesc {
+            arg_type: checked.arg_type,
+            dtype: checked.dtype,
+            rank: self.num_dim,
+            shape: self.shape,
+            num_elem: checked.num_elem,
+            storage: if self.storage_kind == storage_kind::TPB {
+                Storage::Tpb { addr: checked.address as u32 }
+            } else {
+                Storage::Hbm { addr: checked.address }
+            },
+        })
+    }
+
+    /// The 4 bytes at `offset` (a multiple of 4), read as a little-endian word.
+    #[inline(always)]
+    fn word_at(&self, offset: usize) -> u32 {
+        assert!(offset.is_multiple_of(4) && offset < ARG_TENSOR_SIZE);
+        // SAFETY: the word lies inside the 48-byte descriptor (asserted; constant offsets
+        // fold the assertion away), which is 8-aligned, so the word is aligned; every
+        // byte is an initialised integer field (no padding).
+        u32::from_le(unsafe { core::ptr::from_ref(self).cast::<u8>().add(offset).cast::<u32>().read() })
+    }
+
+    /// The bits of the dimensions at and past `rank` (at most 8), which must all be
+    /// zero: four masked words, not a loop over up to seven dimensions.
+    #[inline(always)]
+    fn bits_past_rank(&self, rank: usize) -> u32 {
+        let unused = &UNUSED_DIM_BITS[rank.min(MAX_RANK)];
+        let shape = offset_of!(ArgTensor, shape);
+        (self.word_at(shape) & unused[0])
+            | (self.word_at(shape + 4) & unused[1])
+            | (self.word_at(shape + 8) & unused[2])
+            | (self.word_at(shape + 12) & unused[3])
+    }
+
+    /// The 64-bit address of the HBM storage form.
+    #[inline(always)]
+    fn hbm_address(&self) -> u64 {
+        u64::from(self.word_at(wire::HBM_ADDR)) | u64::from(self.word_at(wire::HBM_ADDR + 4)) << 32
+    }
+
+    /// [`validate`](Self::validate) without building a [`TensorDesc`]: the pull stream's
+    /// check, which runs for every argument of every op. A valid descriptor takes the
+    /// fast path, a few word compares inlined into each pull; anything else goes to the
+    /// ordered checks, which name the first bad field.
+    #[inline(always)]
+    pub(crate) fn check(&self) -> Result<Checked, DescriptorError> {
+        match self.check_fast() {
+            Some(checked) => Ok(checked),
+            None => self.check_in_order(),
+        }
+    }
+
+    /// What [`check_in_order`](Self::check_in_order) returns for a valid descriptor,
+    /// from the same conditions tested in any order, a word at a time; `None` for every
+    /// descriptor it rejects. (Were this ever to refuse a valid one, `check` would still
+    /// accept it, the slow way: the host tests hold the two to the same verdicts.)
+    #[inline(always)]
+    pub(super) fn check_fast(&self) -> Option<Checked> {
+        // Bytes 0..4 at once: dtype 1..=8, arg type 1..=4, an inline shape (0), rank
+        // 1..=8. Less one from the three 1-based bytes, only their low bits may be set; a
+        // zero byte borrows and sets its own high bits, so a wrong byte never passes.
+        let header = self.word_at(0);
+        if header.wrapping_sub(0x0100_0101) & 0xF8FF_FCF8 != 0 {
+            return None;
+        }
+        let arg_type = ArgType::from_raw(self.arg_type)?;
+        let dtype = Dtype::from_raw(self.dtype)?;
+        let rank = self.num_dim as usize;
+        let dims = self.shape.get(..rank)?;
+        let unused_bits = self.bits_past_rank(rank);
+        // The storage kind and three reserved bytes: kind 0 or 1, the rest zero.
+        let kind_word = self.word_at(offset_of!(ArgTensor, storage_kind));
+        let reserved1 = self.word_at(wire::RESERVED1) | self.word_at(wire::RESERVED1 + 4);
+        if unused_bits | reserved1 != 0 || kind_word > u32::from(storage_kind::HBM) {
+            return None;
+        }
+        let (num_elem, address) = if kind_word == u32::from(storage_kind::TPB) {
+            let num_elem = self.word_at(wire::TPB_NUM_ELEM);
+            // `num_partitions` 1 and its three reserved bytes zero: the word is 1.
+            if self.word_at(wire::TPB_NUM_PARTITIONS) != 1 || self.word_at(wire::TPB_NUM_ELEM_PER_BLOCK) != num_elem {
+                return None;
+            }
+            (num_elem, u64::from(self.word_at(wire::TPB_ADDR)))
+        } else {
+            if self.word_at(wire::HBM_RESERVED) != 0 {
+                return None;
+            }
+            (self.word_at(wire::HBM_NUM_ELEM), self.hbm_address())
+        };
+        // A product past `u32::MAX` (possible only before a zero dimension) is left to
+        // the ordered checks. Below 2^16, a product times a dimension cannot overflow.
+        let mut shape_elems: u32 = 1;
+        let mut dim = 0;
+        while dim < dims.len() {
+            shape_elems = if shape_elems >> 16 == 0 {
+                shape_elems * u32::from(dims[dim])
+            } else {
+                mul_dim(shape_elems, dims[dim])?
+            };
+            dim += 1;
+        }
+        if shape_elems != num_elem {
+            return None;
+        }
+        if arg_type != ArgType::Tensor && (num_elem != 1 || self.dtype != SCALAR_DTYPES[arg_type as usize]) {
+            return None;
+        }
+        Some(Checked { arg_type, dtype, num_elem, address })
+    }
+
+    /// Every check, in the order of [`DescriptorError`]'s variants, each a word compare
+    /// on the way through; the error details are worked out only on failure.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn check_in_order(&self) -> Result<Checked, DescriptorError> {
+        use DescriptorError as E;
+        let arg_type = ArgType::from_raw(self.arg_type).ok_or(E::UnknownArgType(self.arg_type))?;
+        let dtype = Dtype::from_raw(self.dtype).ok_or(E::UnknownDtype(self.dtype))?;
         match self.framework_shape_type {
             shape_type::INLINE => {}
-            shape_type::OUT_OF_LINE => return Err(DescriptorError::OutOfLineShape),
-            other => return Err(DescriptorError::UnknownShapeType(other)),
+            shape_type::OUT_OF_LINE => return Err(E::OutOfLineShape),
+            other => return Err(E::UnknownShapeType(other)),
         }
         let rank = self.num_dim as usize;
         if rank == 0 {
-            return Err(DescriptorError::RankZero);
+            return Err(E::RankZero);
         }
         if rank > MAX_RANK {
-            return Err(DescriptorError::RankTooLarge(rank));
+            return Err(E::RankTooLarge(rank));
         }
-        if let Some(i) = self.shape[rank..].iter().position(|&d| d != 0) {
-            return Err(DescriptorError::UnusedDimNonZero { dim: (rank + i) as u8 });
+        if self.bits_past_rank(rank) != 0 {
+            return Err(self.unused_dim_error(rank));
         }
-        let (tpb, hbm) = (self.storage.tpb(), self.storage.hbm());
+        // The storage kind, then three reserved bytes.
+        let kind_word = self.word_at(offset_of!(ArgTensor, storage_kind));
         let is_tpb = match self.storage_kind {
             storage_kind::TPB => true,
             storage_kind::HBM => false,
-            other => return Err(DescriptorError::UnknownStorageKind(other)),
+            other => return Err(E::UnknownStorageKind(other)),
         };
-        check_reserved(&self.reserved0, offset_of!(ArgTensor, reserved0))?;
-        if is_tpb {
-            check_reserved(&tpb.reserved0, STORAGE_OFFSET + offset_of!(TpbStorage, reserved0))?;
-        } else {
-            check_reserved(&hbm.reserved0.to_le_bytes(), STORAGE_OFFSET + offset_of!(HbmStorage, reserved0))?;
+        if kind_word >> 8 != 0 {
+            return Err(reserved_error(kind_word >> 8, offset_of!(ArgTensor, reserved0)));
         }
-        check_reserved(&self.reserved1, offset_of!(ArgTensor, reserved1))?;
+        // For TPB, `num_partitions` shares its word with three reserved bytes.
+        let (num_elem, address, reserved, reserved_at) = if is_tpb {
+            let partitions_word = self.word_at(wire::TPB_NUM_PARTITIONS);
+            let addr = u64::from(self.word_at(wire::TPB_ADDR));
+            (self.word_at(wire::TPB_NUM_ELEM), addr, partitions_word >> 8, wire::TPB_RESERVED)
+        } else {
+            (self.word_at(wire::HBM_NUM_ELEM), self.hbm_address(), self.word_at(wire::HBM_RESERVED), wire::HBM_RESERVED)
+        };
+        if reserved != 0 {
+            return Err(reserved_error(reserved, reserved_at));
+        }
+        let (reserved1_low, reserved1_high) = (self.word_at(wire::RESERVED1), self.word_at(wire::RESERVED1 + 4));
+        if reserved1_low != 0 {
+            return Err(reserved_error(reserved1_low, wire::RESERVED1));
+        }
+        if reserved1_high != 0 {
+            return Err(reserved_error(reserved1_high, wire::RESERVED1 + 4));
+        }
 
-        let (num_elem, storage) = if is_tpb {
-            (tpb.num_elem, Storage::Tpb { addr: tpb.addr })
-        } else {
-            (hbm.num_elem, Storage::Hbm { addr: hbm.addr })
-        };
-        let shape_elems = element_count(self.shape[..rank].iter().map(|&d| u64::from(d)));
-        if shape_elems != u64::from(num_elem) {
-            return Err(DescriptorError::ElementCountMismatch { shape_elems, num_elem });
+        if shape_product(&self.shape[..rank]) != Some(num_elem) {
+            return Err(self.element_count_error(rank, num_elem));
         }
-        if is_tpb && (tpb.num_partitions != 1 || tpb.num_elem_per_block != num_elem) {
-            return Err(DescriptorError::UnsupportedTpbLayout {
-                num_partitions: tpb.num_partitions,
-                num_elem_per_block: tpb.num_elem_per_block,
-            });
+        if is_tpb {
+            let num_partitions = self.word_at(wire::TPB_NUM_PARTITIONS) as u8;
+            let num_elem_per_block = self.word_at(wire::TPB_NUM_ELEM_PER_BLOCK);
+            if num_partitions != 1 || num_elem_per_block != num_elem {
+                return Err(E::UnsupportedTpbLayout { num_partitions, num_elem_per_block });
+            }
         }
-        if let Some(scalar_dtype) = arg_type.scalar_dtype() {
+        if arg_type != ArgType::Tensor {
             if num_elem != 1 {
-                return Err(DescriptorError::ScalarNotSingleElement { num_elem });
+                return Err(E::ScalarNotSingleElement { num_elem });
             }
-            if dtype != scalar_dtype {
-                return Err(DescriptorError::ScalarDtypeMismatch { arg_type, dtype });
+            // A table, not `scalar_dtype`'s match: see `SCALAR_DTYPES`.
+            if self.dtype != SCALAR_DTYPES[arg_type as usize] {
+                return Err(E::ScalarDtypeMismatch { arg_type, dtype });
             }
         }
-        Ok(TensorDesc { arg_type, dtype, rank: rank as u8, shape: self.shape, num_elem, storage })
+        Ok(Checked { arg_type, dtype, num_elem, address })
+    }
+
+    #[cold]
+    fn unused_dim_error(&self, rank: usize) -> DescriptorError {
+        let first = self.shape[rank..].iter().position(|&d| d != 0).unwrap_or(0);
+        DescriptorError::UnusedDimNonZero { dim: (rank + first) as u8 }
+    }
+
+    #[cold]
+    fn element_count_error(&self, rank: usize, num_elem: u32) -> DescriptorError {
+        let shape_elems = element_count(self.shape[..rank].iter().map(|&d| u64::from(d)));
+        DescriptorError::ElementCountMismatch { shape_elems, num_elem }
     }
 
     /// The header and shape of a tensor descriptor; storage left zeroed.

@@ -15,17 +15,22 @@
 use core::cell::Cell;
 
 use super::{
-    ArgError, ArgParser, ArgTensor, ArgType, DescriptorError, Element, KernelError, MAX_ARGS, ScalarKind, Status,
-    TcmBuffer, Tensor, TensorDesc, TensorError,
+    ArgError, ArgParser, ArgTensor, ArgType, Checked, DescriptorError, Element, KernelError, MAX_ARGS, ScalarKind,
+    Status, TcmBuffer, Tensor, TensorError,
 };
 use crate::translate::TranslateError;
+
+/// A framework address to device pointer translation, as `neuron_translate`.
+pub type TranslateFn = fn(u64) -> Result<*mut u8, TranslateError>;
 
 /// The runtime services the pull stream and tensor API use, as function pointers so
 /// host tests can put fakes behind them. [`Platform::DEVICE`] is the real runtime.
 #[derive(Clone, Copy)]
 pub struct Platform {
-    /// Framework address to device pointer (`neuron_translate`).
-    pub translate: fn(u64) -> Result<*mut u8, TranslateError>,
+    /// Framework address to device pointer; `None` is the runtime's own
+    /// ([`crate::translate::translate`], `neuron_translate`). Each tensor costs one call
+    /// that translates its first and last byte, with the runtime's translation inlined.
+    pub translate: Option<TranslateFn>,
     /// A block of the op's TCM pool, or null (`tcm_malloc`).
     pub tcm_alloc: fn(usize) -> *mut u8,
     /// Gives a TCM block back (`tcm_free`).
@@ -40,12 +45,46 @@ impl Platform {
     /// The device runtime: [`crate::translate`], [`crate::allocators::tcm`], and the
     /// fence of [`crate::arch`].
     pub const DEVICE: Platform = Platform {
-        translate: crate::translate::translate,
+        translate: None,
         tcm_alloc: crate::allocators::tcm::tcm_alloc,
         tcm_release: crate::allocators::tcm::tcm_release,
         begin_op: device_begin_op,
         end_op: device_end_op,
     };
+}
+
+/// The device pointer of the `len` bytes (`len > 0`) at framework `address`, if they
+/// all map linearly within one window: the last byte translates, by `translate`
+/// ([`Platform::translate`]), to `len - 1` bytes past the first. Not inlined, so that
+/// the runtime's own translation can be, twice, in here: the pulls are too large for
+/// LLVM to inline it into them at `opt-level = "s"`.
+///
+/// # Errors
+/// [`ArgError::Translate`] when the first byte has no window,
+/// [`ArgError::RangeOutsideWindow`] when the range wraps, runs past the window, or
+/// starts at null.
+#[inline(never)]
+fn translate_range(translate: Option<TranslateFn>, address: u64, len: usize) -> Result<*mut u8, ArgError> {
+    match translate {
+        None => translate_range_with(crate::translate::translate, address, len),
+        Some(translate) => translate_range_with(translate, address, len),
+    }
+}
+
+#[inline(always)]
+fn translate_range_with(translate: TranslateFn, address: u64, len: usize) -> Result<*mut u8, ArgError> {
+    let first = translate(address).map_err(ArgError::Translate)?;
+    let start = first as usize;
+    let end = start.wrapping_add(len);
+    // `len - 1` in `usize` (`len > 0`): a 64-bit subtraction costs a borrow.
+    let last_address = address.wrapping_add(len.wrapping_sub(1) as u64);
+    if first.is_null() || end < start || last_address < address {
+        return Err(ArgError::RangeOutsideWindow);
+    }
+    match translate(last_address) {
+        Ok(last) if last as usize == end - 1 => Ok(first),
+        _ => Err(ArgError::RangeOutsideWindow),
+    }
 }
 
 fn device_begin_op(first_call: bool) {
@@ -61,6 +100,20 @@ fn device_end_op() {
     crate::arch::memw();
     // HOOK(issue 3): the vendor's `fsync`; when the stdout ring needs publishing to the
     // loader, that call goes here. The ring is written in place today.
+}
+
+/// Why the argument of raw type `found` is not what the pull `wanted` (a tensor for
+/// `None`); the two differ.
+#[cold]
+fn type_mismatch(wanted: Option<ScalarKind>, found: u8) -> ArgError {
+    let Some(found) = ArgType::from_raw(found) else {
+        return ArgError::Descriptor(DescriptorError::UnknownArgType(found));
+    };
+    match (wanted, found) {
+        (None, _) => ArgError::ExpectedTensor(found),
+        (Some(kind), ArgType::Tensor) => ArgError::ExpectedScalar(kind),
+        (Some(kind), _) => ArgError::ScalarKindMismatch { wanted: kind, found },
+    }
 }
 
 /// A translated, half-open range of device addresses (`start == end` when empty).
@@ -91,7 +144,7 @@ enum Phase {
 /// A validated, translated argument ready to be consumed.
 struct Resolved {
     index: usize,
-    view: TensorDesc,
+    checked: Checked,
     data: *mut u8,
     range: ByteRange,
 }
@@ -155,15 +208,19 @@ impl Invocation {
 
     /// Records `result`'s status as the last one, and as the invocation's if it is the
     /// invocation's first failure.
+    #[inline(always)]
     fn record<T>(&self, result: Result<T, ArgError>) -> Result<T, ArgError> {
-        let status = match &result {
-            Ok(_) => Status::OK,
-            Err(e) => Status::from(*e),
-        };
-        self.record_status(status);
+        match &result {
+            // The invocation's status stays what it was: OK, or its first failure.
+            Ok(_) => self.last_status.set(Status::OK),
+            Err(e) => {
+                self.reject(*e);
+            }
+        }
         result
     }
 
+    #[inline]
     fn record_status(&self, status: Status) {
         self.last_status.set(status);
         if self.invocation_status.get().is_ok() {
@@ -171,7 +228,9 @@ impl Invocation {
         }
     }
 
-    /// Records `error` as the outcome of a call the C glue refused; returns its status.
+    /// Records `error` as the outcome of a call that failed (or that the C glue
+    /// refused); returns its status.
+    #[cold]
     pub(super) fn reject(&self, error: ArgError) -> Status {
         let status = Status::from(error);
         self.record_status(status);
@@ -184,6 +243,7 @@ impl Invocation {
     }
 
     /// The first failure since `set_invocation` (or OK): what the loader reports.
+    #[inline]
     pub fn invocation_status(&self) -> Status {
         self.invocation_status.get()
     }
@@ -242,22 +302,24 @@ impl Invocation {
         }
         self.check_arg_block()?;
         let extractor = &mut self.parser.extractor;
-        for i in 0..self.num_args as usize {
+        for (i, slot) in extractor.args.iter_mut().enumerate() {
+            if i == self.num_args as usize {
+                break;
+            }
             // SAFETY: `i < num_args <= 10` and `args` is not null (checked), so it is
-            // readable here by `set_invocation`'s contract; any bytes are a valid
-            // `ArgTensor`, and `read_unaligned` accepts any alignment.
-            let desc = unsafe { self.args.add(i).read_unaligned() };
-            extractor.arg_types[i] = desc.arg_type;
-            extractor.args[i] = desc;
+            // readable here by `set_invocation`'s contract; `slot` is the runtime's own.
+            unsafe { ArgTensor::copy(self.args.add(i), slot) };
+            extractor.arg_types[i] = slot.arg_type;
         }
         extractor.num_args = self.num_args;
         self.parser.curr_arg.set(0);
-        self.dst = if self.result.is_null() {
-            ArgTensor::ZEROED
+        if self.result.is_null() {
+            self.dst = ArgTensor::ZEROED;
         } else {
-            // SAFETY: `result` is not null, so readable by `set_invocation`'s contract.
-            unsafe { self.result.read_unaligned() }
-        };
+            // SAFETY: `result` is not null, so readable by `set_invocation`'s contract,
+            // and not the runtime's own `dst`.
+            unsafe { ArgTensor::copy(self.result, &mut self.dst) };
+        }
         self.dst_taken.set(false);
         (self.platform.begin_op)(first_call || !self.initialized);
         self.initialized = true;
@@ -265,57 +327,56 @@ impl Invocation {
         Ok(())
     }
 
+    #[inline(always)]
     fn check_active(&self) -> Result<(), ArgError> {
         if self.phase == Phase::Active { Ok(()) } else { Err(ArgError::NotSetUp) }
     }
 
-    /// Translates the bytes of `view`: the first and last byte must land `len - 1`
-    /// apart, in one window. Empty tensors are not translated (null data).
-    fn translate_range(&self, view: &TensorDesc) -> Result<(*mut u8, ByteRange), ArgError> {
-        let len = view.byte_len();
-        if len == 0 {
+    /// Translates the bytes of a checked descriptor: the first and last byte must land
+    /// `len - 1` apart, in one window. Empty tensors are not translated (null data).
+    #[inline(always)]
+    fn translate_range(&self, checked: &Checked) -> Result<(*mut u8, ByteRange), ArgError> {
+        let num_elem = checked.num_elem as usize;
+        if num_elem == 0 {
             return Ok((core::ptr::null_mut(), ByteRange::EMPTY));
         }
-        let len = usize::try_from(len).ok().filter(|&l| l <= isize::MAX as usize).ok_or(ArgError::TooLarge)?;
-        let translate = self.platform.translate;
-        let first = translate(view.address()).map_err(ArgError::Translate)?;
-        let start = first as usize;
-        let last_addr = view.address().checked_add(len as u64 - 1);
-        let last = last_addr.and_then(|a| translate(a).ok()).map(|p| p as usize);
-        match start.checked_add(len) {
-            Some(end) if !first.is_null() && last == Some(end - 1) => Ok((first, ByteRange { start, end })),
-            _ => Err(ArgError::RangeOutsideWindow),
+        let shift = checked.dtype.size_log2();
+        if num_elem > isize::MAX as usize >> shift {
+            return Err(ArgError::TooLarge);
         }
+        let len = num_elem << shift;
+        let data = translate_range(self.platform.translate, checked.address, len)?;
+        // `translate_range` checked that the range does not wrap.
+        Ok((data, ByteRange { start: data as usize, end: data as usize + len }))
     }
 
     /// Validates and translates the next argument, which must be the scalar `wanted`
     /// (a tensor for `None`), without consuming it.
+    #[inline(always)]
     fn peek(&self, wanted: Option<ScalarKind>) -> Result<Resolved, ArgError> {
         self.check_active()?;
         let index = self.parser.curr_arg.get() as usize;
         let extractor = &self.parser.extractor;
-        if index >= extractor.num_args as usize {
-            return Err(ArgError::NoMoreArgs);
+        let desc = match extractor.args.get(index) {
+            Some(desc) if index < extractor.num_args as usize => desc,
+            _ => return Err(ArgError::NoMoreArgs),
+        };
+        // The descriptor's own type byte (`arg_types[index]` is a copy of it).
+        if desc.arg_type != wanted.map_or(ArgType::Tensor, ScalarKind::arg_type) as u8 {
+            return Err(type_mismatch(wanted, desc.arg_type));
         }
-        let raw = extractor.arg_types[index];
-        let found = ArgType::from_raw(raw).ok_or(ArgError::Descriptor(DescriptorError::UnknownArgType(raw)))?;
-        match (wanted, found) {
-            (None, ArgType::Tensor) => {}
-            (None, _) => return Err(ArgError::ExpectedTensor(found)),
-            (Some(kind), ArgType::Tensor) => return Err(ArgError::ExpectedScalar(kind)),
-            (Some(kind), _) if kind.arg_type() == found => {}
-            (Some(kind), _) => return Err(ArgError::ScalarKindMismatch { wanted: kind, found }),
-        }
-        let view = extractor.args[index].validate()?;
-        let (data, range) = self.translate_range(&view)?;
-        Ok(Resolved { index, view, data, range })
+        let checked = desc.check()?;
+        let (data, range) = self.translate_range(&checked)?;
+        // A scalar is copied out, so it cannot alias the output: no range to remember.
+        let range = if wanted.is_none() { range } else { ByteRange::EMPTY };
+        Ok(Resolved { index, checked, data, range })
     }
 
-    /// Consumes the argument `peek` resolved; a tensor's bytes are remembered for the
-    /// output's aliasing check (a scalar is copied out, so it cannot alias).
+    /// Consumes the argument `peek` resolved; its bytes are remembered for the output's
+    /// aliasing check.
+    #[inline(always)]
     fn consume(&self, resolved: &Resolved) {
-        let range = if resolved.view.arg_type() == ArgType::Tensor { resolved.range } else { ByteRange::EMPTY };
-        self.input_ranges[resolved.index].set(range);
+        self.input_ranges[resolved.index].set(resolved.range);
         self.parser.curr_arg.set(resolved.index as u32 + 1);
     }
 
@@ -334,13 +395,15 @@ impl Invocation {
     }
 
     /// The next argument as scalar `T` of `kind`: its one element, translated and read.
+    #[inline(always)]
     fn next_scalar<T: Element>(&self, kind: ScalarKind) -> Result<T, ArgError> {
         let result = self.peek(Some(kind)).map(|resolved| {
             self.consume(&resolved);
+            let data = resolved.data.cast::<T>();
             // SAFETY: validation made it a one-element tensor of `kind`'s dtype, whose
             // size is `T`'s, and `translate_range` mapped all its bytes to `data`
-            // (non-null: not empty); `read_unaligned` accepts any alignment.
-            unsafe { resolved.data.cast::<T>().read_unaligned() }
+            // (non-null: not empty), aligned or not (an aligned read is one load).
+            unsafe { if data.is_aligned() { data.read() } else { data.read_unaligned() } }
         });
         self.record(result)
     }
@@ -362,7 +425,8 @@ impl Invocation {
     }
 
     /// Validates and translates the output without taking it.
-    fn peek_dst(&self) -> Result<(TensorDesc, *mut u8, ByteRange), ArgError> {
+    #[inline(always)]
+    fn peek_dst(&self) -> Result<(Checked, *mut u8, ByteRange), ArgError> {
         self.check_active()?;
         if self.dst_taken.get() {
             return Err(ArgError::DstAlreadyTaken);
@@ -370,14 +434,15 @@ impl Invocation {
         if self.result.is_null() {
             return Err(ArgError::NoOutput);
         }
-        let view = self.dst.validate()?;
-        if view.arg_type() != ArgType::Tensor {
-            return Err(ArgError::ExpectedTensor(view.arg_type()));
+        let checked = self.dst.check()?;
+        if checked.arg_type != ArgType::Tensor {
+            return Err(ArgError::ExpectedTensor(checked.arg_type));
         }
-        let (data, range) = self.translate_range(&view)?;
-        Ok((view, data, range))
+        let (data, range) = self.translate_range(&checked)?;
+        Ok((checked, data, range))
     }
 
+    #[inline(always)]
     fn take_dst(&self, range: ByteRange) {
         self.dst_taken.set(true);
         self.dst_range.set(range);
@@ -412,13 +477,38 @@ impl Invocation {
         if self.result.is_null() {
             return Err(ArgError::NoOutput);
         }
-        let view = desc.validate()?;
-        if view.arg_type() != ArgType::Tensor {
-            return Err(ArgError::ExpectedTensor(view.arg_type()));
+        let checked = desc.check()?;
+        if checked.arg_type != ArgType::Tensor {
+            return Err(ArgError::ExpectedTensor(checked.arg_type));
         }
-        // SAFETY: `result` is not null, so writable by `set_invocation`'s contract.
-        unsafe { self.result.write_unaligned(*desc) };
+        self.write_result(desc);
         Ok(())
+    }
+
+    /// Writes `desc`, a valid tensor descriptor, to the loader's result descriptor (not
+    /// null). When `desc` is the runtime's copy of the output (what `dst_tensor` and
+    /// [`Args::output`] hand out), its bytes are already there: setup read them from
+    /// there, and only the C glue, which passes a copy, can change either since.
+    #[inline(always)]
+    fn write_result(&self, desc: &ArgTensor) {
+        if !core::ptr::eq(desc, &self.dst) {
+            // SAFETY: `result` is not null, so writable by `set_invocation`'s contract,
+            // and it is not `desc`, which is the runtime's own copy or the caller's.
+            unsafe { ArgTensor::copy(desc, self.result) };
+        }
+    }
+
+    /// The return of a Rust kernel's result: every [`Tensor`] comes from a checked
+    /// tensor descriptor (an argument or the output), so only the output's presence is
+    /// left to check.
+    fn return_checked(&self, desc: &ArgTensor) {
+        let result = if self.result.is_null() {
+            Err(ArgError::NoOutput)
+        } else {
+            self.write_result(desc);
+            Ok(())
+        };
+        let _ = self.record(result);
     }
 
     /// `customop_tensor_data`: the translated address of `desc`'s first element (null
@@ -428,7 +518,7 @@ impl Invocation {
     /// [`ArgError::NotSetUp`], [`ArgError::Descriptor`], [`ArgError::Translate`],
     /// [`ArgError::RangeOutsideWindow`], [`ArgError::TooLarge`].
     pub fn tensor_data(&self, desc: &ArgTensor) -> Result<*mut u8, ArgError> {
-        let result = self.check_active().and_then(|()| self.translate_range(&desc.validate()?)).map(|(data, _)| data);
+        let result = self.check_active().and_then(|()| self.translate_range(&desc.check()?)).map(|(data, _)| data);
         self.record(result)
     }
 
@@ -449,6 +539,7 @@ impl Invocation {
 
     /// Runs a Rust kernel over the pending invocation: setup, the kernel, the return of
     /// its tensor (or its error as the status), cleanup. Returns the invocation status.
+    #[inline]
     pub fn run<K>(&mut self, kernel: K) -> Status
     where
         K: for<'a> FnOnce(&'a Args) -> Result<Tensor<'a>, KernelError>,
@@ -456,10 +547,8 @@ impl Invocation {
         if self.setup(false).is_err() {
             return self.invocation_status();
         }
-        match kernel(Args::new(self)).map(|tensor| *tensor.descriptor()) {
-            Ok(desc) => {
-                let _ = self.return_tensor(&desc);
-            }
+        match kernel(Args::new(self)) {
+            Ok(tensor) => self.return_checked(tensor.descriptor()),
             Err(error) => self.record_status(error.into()),
         }
         self.cleanup()
@@ -497,6 +586,7 @@ impl Default for Invocation {
 pub struct Args(Invocation);
 
 impl Args {
+    #[inline(always)]
     fn new(invocation: &Invocation) -> &Args {
         // SAFETY: `Args` is a `repr(transparent)` wrapper of `Invocation`, so the
         // pointer cast keeps layout and the borrow's lifetime.
@@ -519,24 +609,24 @@ impl Args {
             // SAFETY: `translate_range` mapped all of the tensor's bytes for the
             // invocation (the platform's contract), which `&self` spans; read-only, and
             // the writable output overlaps no input (checked here and in `output`).
-            Ok(unsafe { Tensor::new(desc, resolved.view, resolved.data, false, &inv.platform) })
+            Ok(unsafe { Tensor::new(desc, &resolved.checked, resolved.data, false, &inv.platform) })
         });
         inv.record(result)
     }
 
     /// The next argument as an `int` scalar. Errors as [`Invocation::next_int`].
     pub fn int(&self) -> Result<i32, ArgError> {
-        self.0.next_int()
+        self.0.next_scalar(ScalarKind::Int)
     }
 
     /// The next argument as a `long long` scalar. Errors as [`Invocation::next_int`].
     pub fn longlong(&self) -> Result<i64, ArgError> {
-        self.0.next_longlong()
+        self.0.next_scalar(ScalarKind::LongLong)
     }
 
     /// The next argument as a `float` scalar. Errors as [`Invocation::next_int`].
     pub fn float(&self) -> Result<f32, ArgError> {
-        self.0.next_float()
+        self.0.next_scalar(ScalarKind::Float)
     }
 
     /// The pre-shaped output, writable; once per invocation, at any point in the pulls.
@@ -546,7 +636,7 @@ impl Args {
     /// overlaps an input tensor already pulled.
     pub fn output(&self) -> Result<Tensor<'_>, ArgError> {
         let inv = &self.0;
-        let result = inv.peek_dst().and_then(|(view, data, range)| {
+        let result = inv.peek_dst().and_then(|(checked, data, range)| {
             let pulled = inv.parser.curr_arg.get() as usize;
             if inv.input_ranges[..pulled].iter().any(|r| r.get().overlaps(range)) {
                 return Err(ArgError::OutputAliasesInput);
@@ -554,7 +644,7 @@ impl Args {
             inv.take_dst(range);
             // SAFETY: as in `tensor`; writable, taken once per invocation (`dst_taken`),
             // and overlapping no input pulled before or after (checked both ways).
-            Ok(unsafe { Tensor::new(&inv.dst, view, data, true, &inv.platform) })
+            Ok(unsafe { Tensor::new(&inv.dst, &checked, data, true, &inv.platform) })
         });
         inv.record(result)
     }

@@ -48,6 +48,7 @@
 //! ```
 
 use core::ffi::c_void;
+use core::mem::MaybeUninit;
 use core::ptr;
 
 use crate::global::CoreLocal;
@@ -60,7 +61,7 @@ mod tensor;
 
 pub use descriptor::*;
 pub use element::{Bf16, Element, F16};
-pub use invocation::{Args, Invocation, Platform};
+pub use invocation::{Args, Invocation, Platform, TranslateFn};
 pub use status::{ArgError, KernelError, Status, TensorError};
 pub use tensor::{ReadStream, STREAM_BUFFER_BYTES, Strides, TcmBuffer, Tensor, WriteStream};
 
@@ -81,6 +82,22 @@ where
     K: for<'a> FnOnce(&'a Args) -> Result<Tensor<'a>, KernelError>,
 {
     SESSION.with(|invocation| invocation.run(kernel))
+}
+
+/// Copies the descriptor a C kernel passed into `copy` (so that no reference into the
+/// kernel's memory, which may be the runtime's own output copy, outlives the call);
+/// `None` for null.
+///
+/// # Safety
+/// `tensor` is null or valid for reads of one descriptor (any alignment).
+unsafe fn copy_descriptor(tensor: *const ArgTensor, copy: &mut MaybeUninit<ArgTensor>) -> Option<&ArgTensor> {
+    if tensor.is_null() {
+        return None;
+    }
+    // SAFETY: `tensor` is readable (contract), `copy` is writable and a distinct local.
+    unsafe { ArgTensor::copy(tensor, copy.as_mut_ptr()) };
+    // SAFETY: all 48 bytes were just written, and any bytes are a valid `ArgTensor`.
+    Some(unsafe { copy.assume_init_ref() })
 }
 
 fn status_of(result: Result<(), ArgError>) -> u32 {
@@ -154,10 +171,11 @@ pub extern "C" fn get_dst_tensor() -> *const ArgTensor {
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_return_tensor(tensor: *const ArgTensor) -> u32 {
+    let mut desc = MaybeUninit::uninit();
     // SAFETY: forwarded from this function's contract.
-    let desc = (!tensor.is_null()).then(|| unsafe { tensor.read_unaligned() });
+    let desc = unsafe { copy_descriptor(tensor, &mut desc) };
     SESSION.with(|invocation| match desc {
-        Some(desc) => status_of(invocation.return_tensor(&desc)),
+        Some(desc) => status_of(invocation.return_tensor(desc)),
         None => invocation.reject(ArgError::NullPointer).0,
     })
 }
@@ -169,10 +187,11 @@ pub unsafe extern "C" fn customop_return_tensor(tensor: *const ArgTensor) -> u32
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_data(tensor: *const ArgTensor) -> *mut c_void {
+    let mut desc = MaybeUninit::uninit();
     // SAFETY: forwarded from this function's contract.
-    let desc = (!tensor.is_null()).then(|| unsafe { tensor.read_unaligned() });
+    let desc = unsafe { copy_descriptor(tensor, &mut desc) };
     SESSION.with(|invocation| match desc {
-        Some(desc) => invocation.tensor_data(&desc).map_or(ptr::null_mut(), |data| data.cast()),
+        Some(desc) => invocation.tensor_data(desc).map_or(ptr::null_mut(), |data| data.cast()),
         None => {
             invocation.reject(ArgError::NullPointer);
             ptr::null_mut()

@@ -4,7 +4,7 @@
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use super::{ArgTensor, Dtype, Element, MAX_RANK, Platform, TensorDesc, TensorError};
+use super::{ArgTensor, Checked, Dtype, Element, MAX_RANK, Platform, TensorError};
 use crate::data_transfer;
 
 /// Size of the TCM buffer each stream accessor takes from the op's pool.
@@ -44,10 +44,12 @@ pub const STREAM_BUFFER_BYTES: usize = 4096;
 /// }
 /// ```
 pub struct Tensor<'a> {
+    /// The checked descriptor (the runtime's copy): the shape is read from it.
     desc: &'a ArgTensor,
-    view: TensorDesc,
     /// Translated address of element 0; null when the tensor has no elements.
     data: *mut u8,
+    num_elem: u32,
+    dtype: Dtype,
     writable: bool,
     platform: &'a Platform,
 }
@@ -67,37 +69,40 @@ impl core::ops::Deref for Strides {
 }
 
 impl<'a> Tensor<'a> {
-    /// A view over `view`'s elements at the translated `data`.
+    /// A view over the elements of `desc` (which `checked` describes) at the translated
+    /// `data`.
     ///
     /// # Safety
-    /// Unless the tensor is empty, `data` is valid for `view.byte_len()` bytes of reads
-    /// (and writes if `writable`) for `'a`, and no Rust reference to those bytes exists
-    /// except through views that are themselves read-only when this one is writable.
+    /// `checked` is what `desc.check()` returned. Unless the tensor is empty, `data` is
+    /// valid for its bytes (elements times dtype size) of reads (and writes if
+    /// `writable`) for `'a`, and no Rust reference to those bytes exists except through
+    /// views that are themselves read-only when this one is writable.
+    #[inline(always)]
     pub(super) unsafe fn new(
         desc: &'a ArgTensor,
-        view: TensorDesc,
+        checked: &Checked,
         data: *mut u8,
         writable: bool,
         platform: &'a Platform,
     ) -> Self {
-        Tensor { desc, view, data, writable, platform }
+        Tensor { desc, data, num_elem: checked.num_elem, dtype: checked.dtype, writable, platform }
     }
 
     /// Element type.
     pub fn dtype(&self) -> Dtype {
-        self.view.dtype()
+        self.dtype
     }
     /// Number of dimensions, `1..=8`.
     pub fn rank(&self) -> usize {
-        self.view.rank()
+        self.desc.num_dim as usize
     }
     /// The dimensions, outermost first.
     pub fn shape(&self) -> &[u16] {
-        self.view.shape()
+        &self.desc.shape[..self.rank()]
     }
     /// Number of elements.
     pub fn numel(&self) -> usize {
-        self.view.num_elem() as usize
+        self.num_elem as usize
     }
     /// Element strides of the contiguous row-major layout (the last is 1).
     pub fn strides(&self) -> Strides {

@@ -81,7 +81,7 @@ fn fake_end_op() {
 }
 
 const FAKE_PLATFORM: Platform = Platform {
-    translate: fake_translate,
+    translate: Some(fake_translate),
     tcm_alloc: fake_tcm_alloc,
     tcm_release: fake_tcm_release,
     begin_op: fake_begin_op,
@@ -235,9 +235,15 @@ fn model_validate(b: &[u8; 48]) -> Result<(), DescriptorError> {
     Ok(())
 }
 
-/// Checks `validate` against the model, and a valid view against the raw bytes.
+/// Checks `validate` against the model, a valid view against the raw bytes, and the
+/// pull stream's fast path against the ordered checks: whatever it accepts, they accept
+/// with the same result.
 fn check_against_model(bytes: &[u8; 48]) -> Result<(), TestCaseError> {
-    let result = ArgTensor::from_bytes(bytes).validate();
+    let desc = ArgTensor::from_bytes(bytes);
+    if let Some(fast) = desc.check_fast() {
+        prop_assert_eq!(Ok(fast), desc.check_in_order());
+    }
+    let result = desc.validate();
     prop_assert_eq!(result.map(drop), model_validate(bytes));
     if let Ok(view) = result {
         prop_assert_eq!(view.dtype() as u8, bytes[0]);
@@ -336,6 +342,17 @@ fn encoders_produce_valid_descriptors() {
     }
     // An empty tensor (a zero dimension) is valid.
     assert_eq!(ArgTensor::hbm_tensor(Dtype::Int8, &[4, 0], 0).unwrap().validate().unwrap().num_elem(), 0);
+}
+
+#[test]
+fn a_product_past_u32_before_a_zero_dimension_is_still_valid() {
+    // 65535^3 overflows the fast path's u32 product; the ordered checks accept it.
+    let d = ArgTensor::hbm_tensor(Dtype::Int8, &[65535, 65535, 65535, 0], 0x40).unwrap();
+    assert_eq!(d.check_fast(), None);
+    assert_eq!(d.validate().map(|v| v.num_elem()), Ok(0));
+    let mut bad = d;
+    bad.storage = StorageDesc { hbm: HbmStorage { addr: 0x40, num_elem: 1, reserved0: 0 } };
+    assert_eq!(bad.validate(), Err(DescriptorError::ElementCountMismatch { shape_elems: 0, num_elem: 1 }));
 }
 
 #[test]
@@ -516,6 +533,7 @@ proptest! {
     #[test]
     fn one_mutated_field_gives_its_exact_error(desc in valid_descriptor(), m in mutation()) {
         prop_assert!(desc.validate().is_ok());
+        prop_assert!(desc.check_fast().is_some(), "a valid descriptor missed the fast path");
         if let Some((bad, expected)) = apply(&desc, &m) {
             prop_assert_eq!(bad.validate(), Err(expected));
             prop_assert_eq!(model_validate(&bad.to_bytes()), Err(expected));
