@@ -30,6 +30,7 @@ pub mod vector;
 use crate::start_exit::{copy_overlapping, memcpy};
 use core::ffi::{c_int, c_void};
 use core::fmt;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// `neuron_memcpy`'s backend: the C enum `NeuronMemcpyMethod` of the vendor's DWARF,
 /// `{ C_MEMCPY = 0, VEC_MEMCPY = 1, DMA = 2, MAX_METHODS = 3 }`.
@@ -104,20 +105,37 @@ pub fn backend(method: NeuronMemcpyMethod) -> Backend {
     BACKENDS[method as usize]
 }
 
-crate::global::core_local_state! {
-    /// Runs `f` on this core's active method.
-    ///
-    /// One word per core. A `CoreLocal` rather than an atomic: each core has its own
-    /// image and so its own copy, no other core ever reads it, and runtime entry points
-    /// run one at a time on a core, so there is nothing to synchronise; the `CoreLocal`
-    /// adds only its re-entry check.
-    fn with_active_method: NeuronMemcpyMethod = NeuronMemcpyMethod::DEFAULT;
+/// This core's active method, as its number: one word per image, so per core. An
+/// atomic only because a `static` must be `Sync`: no other core ever reads this copy,
+/// and a relaxed load is a plain `l32i` on the hot path of every `neuron_memcpy`.
+#[cfg(target_os = "none")]
+static ACTIVE: AtomicU32 = AtomicU32::new(NeuronMemcpyMethod::DEFAULT as u32);
+
+/// Runs `f` on this core's active-method word.
+#[cfg(target_os = "none")]
+#[inline(always)]
+fn with_active_method<R>(f: impl FnOnce(&AtomicU32) -> R) -> R {
+    f(&ACTIVE)
+}
+
+// On the host, test threads stand in for cores: each has its own word.
+#[cfg(not(target_os = "none"))]
+std::thread_local! {
+    static ACTIVE: AtomicU32 = const { AtomicU32::new(NeuronMemcpyMethod::DEFAULT as u32) };
+}
+
+/// Runs `f` on this core's active-method word: on the host, this thread's.
+#[cfg(not(target_os = "none"))]
+fn with_active_method<R>(f: impl FnOnce(&AtomicU32) -> R) -> R {
+    ACTIVE.with(f)
 }
 
 /// This core's active method.
 #[inline]
 pub fn active_method() -> NeuronMemcpyMethod {
-    with_active_method(|active| *active)
+    // Only `set_method` stores, and only valid methods.
+    with_active_method(|active| NeuronMemcpyMethod::try_from(active.load(Ordering::Relaxed)))
+        .unwrap_or(NeuronMemcpyMethod::DEFAULT)
 }
 
 /// Makes method number `method` the active one and returns the previous method.
@@ -135,7 +153,8 @@ pub fn active_method() -> NeuronMemcpyMethod {
 /// ```
 pub fn set_method(method: u32) -> Result<NeuronMemcpyMethod, InvalidMethod> {
     let method = NeuronMemcpyMethod::try_from(method)?;
-    Ok(with_active_method(|active| core::mem::replace(active, method)))
+    let previous = with_active_method(|active| active.swap(method as u32, Ordering::Relaxed));
+    Ok(NeuronMemcpyMethod::try_from(previous).unwrap_or(NeuronMemcpyMethod::DEFAULT))
 }
 
 /// Whether `[a, a + len)` and `[b, b + len)` share a byte.
