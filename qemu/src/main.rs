@@ -233,10 +233,16 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
 /// Every test: host unit tests of all crates, then the QEMU tests (which build images).
 fn test() -> Result<ExitCode, String> {
     setup()?;
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let cargo_tests = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(repo_root())
         .args(["test", "--workspace"])
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
-    Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    if !cargo_tests.success() {
+        return Ok(ExitCode::FAILURE);
+    }
+    // Then every fuzz target for a few seconds (qemu/fuzz/run.sh; longer runs on request).
+    let fuzz = repo_root().join("qemu/fuzz/run.sh");
+    let fuzzing = Command::new("bash").arg(&fuzz).status().map_err(|e| format!("cannot run {}: {e}", fuzz.display()))?;
+    Ok(if fuzzing.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

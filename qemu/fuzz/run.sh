@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of qemu/fuzz for a bounded time, or a bounded number of
+# executions, and fails if any target finds an input that breaks its checks.
+#
+#   qemu/fuzz/run.sh                 each target for 6 s (all seven: about 45 s, after the build)
+#   qemu/fuzz/run.sh 60              each target for 60 s
+#   qemu/fuzz/run.sh --runs 10000000 each target for 10 M executions (the long mode)
+#   qemu/fuzz/run.sh 30 heap wire    only these targets
+#
+# Prints one line per target with its execution count, then exactly
+# `fuzz: N passed, M failed`; exits non-zero when a target fails or cannot run.
+#
+# Environment:
+#   FUZZ_TOOLCHAIN   rustup toolchain to build with (default: rustup's default, stable).
+#                    cargo fuzz needs unstable flags (-Zsanitizer=address); on a stable
+#                    toolchain they are enabled with RUSTC_BOOTSTRAP=1, which this script
+#                    sets, so no nightly is needed.
+#   FUZZ_SANITIZER   address (default) or none. Without ASan the targets run 2-3x faster;
+#                    the checks against the models stay, only memory errors that do not
+#                    change a checked value go unseen. Use its own CARGO_TARGET_DIR.
+#   FUZZ_MAX_LEN     libFuzzer's -max_len (default 4096): the longest input, so the
+#                    longest operation sequence, a run tries.
+#   CARGO_TARGET_DIR build directory (default: <repo>/target/fuzz). The working corpus of
+#                    each target is kept in it (corpus/<target>), so later runs on the same
+#                    machine start from what earlier ones found; qemu/fuzz/seeds/<target> is
+#                    read as a seed corpus. A failing input is written to
+#                    qemu/fuzz/artifacts/<target>/.
+set -euo pipefail
+
+fuzz_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$fuzz_dir/../.." && pwd)
+targets_all=(handoff descriptor pull_stream translate heap wire ucode_lib)
+cargo_fuzz_version=0.13.2
+
+limit=(-max_total_time=6)
+mode="6 s"
+if [[ ${1:-} == --runs ]]; then
+    [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "usage: $0 [seconds | --runs N] [target...]" >&2; exit 2; }
+    limit=(-runs="$2")
+    mode="$2 runs"
+    shift 2
+elif [[ ${1:-} =~ ^[0-9]+$ ]]; then
+    limit=(-max_total_time="$1")
+    mode="$1 s"
+    shift
+fi
+targets=("$@")
+((${#targets[@]})) || targets=("${targets_all[@]}")
+for target in "${targets[@]}"; do
+    [[ " ${targets_all[*]} " == *" $target "* ]] || { echo "fuzz: unknown target $target (${targets_all[*]})" >&2; exit 2; }
+done
+
+toolchain=()
+if [[ -n ${FUZZ_TOOLCHAIN:-} ]]; then
+    toolchain=("+$FUZZ_TOOLCHAIN")
+fi
+if ! rustc_version=$(rustc "${toolchain[@]}" --version 2>&1); then
+    echo "fuzz: no usable Rust toolchain ${FUZZ_TOOLCHAIN:-(rustup default)}: $rustc_version" >&2
+    echo "fuzz: installed toolchains: $(rustup toolchain list 2>&1 | tr '\n' ' ')" >&2
+    exit 1
+fi
+# cargo fuzz passes -Zsanitizer and other unstable flags: a stable rustc accepts them
+# with RUSTC_BOOTSTRAP=1 (a nightly ignores the variable).
+export RUSTC_BOOTSTRAP=1
+
+if ! cargo "${toolchain[@]}" fuzz --version >/dev/null 2>&1; then
+    echo "fuzz: installing cargo-fuzz $cargo_fuzz_version from crates.io" >&2
+    cargo "${toolchain[@]}" install --locked --version "$cargo_fuzz_version" cargo-fuzz >&2
+fi
+
+target_dir=${CARGO_TARGET_DIR:-$repo/target/fuzz}
+sanitizer=${FUZZ_SANITIZER:-address}
+echo "fuzz: $rustc_version, sanitizer $sanitizer, ${#targets[@]} targets, $mode each" >&2
+mkdir -p "$target_dir"
+build_log=$target_dir/fuzz-build.log
+if ! (cd "$repo/qemu" && cargo "${toolchain[@]}" fuzz build --fuzz-dir "$fuzz_dir" --target-dir "$target_dir" \
+    --sanitizer "$sanitizer") >"$build_log" 2>&1; then
+    grep -E '^error' -A12 "$build_log" | head -40 >&2
+    echo "fuzz: the targets do not build (log: $build_log)" >&2
+    echo "fuzz: 0 passed, ${#targets[@]} failed"
+    exit 1
+fi
+host=$(rustc "${toolchain[@]}" -vV | sed -n 's/^host: //p')
+bin_dir=$target_dir/$host/release
+
+passed=0
+failed=0
+log_dir=$target_dir/fuzz-logs
+mkdir -p "$log_dir"
+for target in "${targets[@]}"; do
+    corpus=$target_dir/corpus/$target
+    artifacts=$fuzz_dir/artifacts/$target
+    mkdir -p "$corpus" "$artifacts"
+    seeds=()
+    [[ -d $fuzz_dir/seeds/$target ]] && seeds=("$fuzz_dir/seeds/$target")
+    log=$log_dir/$target.log
+    start=$(date +%s%N)
+    if [[ ! -x $bin_dir/$target ]]; then
+        echo "fuzz $target: FAILED, not built ($bin_dir/$target missing)"
+        failed=$((failed + 1))
+        continue
+    fi
+    set +e
+    "$bin_dir/$target" "${limit[@]}" -max_len="${FUZZ_MAX_LEN:-4096}" -print_final_stats=1 -timeout=10 -rss_limit_mb=4096 \
+        -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" >"$log" 2>&1
+    status=$?
+    set -e
+    millis=$((($(date +%s%N) - start) / 1000000))
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    corpus_size=$(find "$corpus" -type f | wc -l)
+    if ((status == 0)); then
+        printf 'fuzz %-12s ok: %s executions in %d.%d s, corpus %s\n' "$target" "${runs:-?}" \
+            $((millis / 1000)) $((millis % 1000 / 100)) "$corpus_size"
+        passed=$((passed + 1))
+    else
+        printf 'fuzz %-12s FAILED (exit %s) after %s executions; input in %s, log %s:\n' \
+            "$target" "$status" "${runs:-?}" "$artifacts" "$log"
+        grep -E 'panicked at|ERROR: AddressSanitizer|ERROR: libFuzzer|SUMMARY' -A3 "$log" | head -20 | sed 's/^/    /'
+        failed=$((failed + 1))
+    fi
+done
+echo "fuzz: $passed passed, $failed failed"
+((failed == 0))
