@@ -3,25 +3,13 @@
 //! test builds its firmware program (Debian's toolchain, see docs/toolchain.md) and
 //! boots it on one core.
 
-use neuroncustomop_sim::images;
-use neuroncustomop_sim::machine::{Boot, Outcome};
+use neuroncustomop_sim::machine::Outcome;
 use std::collections::HashMap;
 
-fn boot(program: &str, count_instructions: bool) -> Outcome {
-    let built = images::build(program).unwrap_or_else(|e| panic!("building {program}: {e}"));
-    let mut boot = Boot::new(built.cores[..1].to_vec());
-    boot.count_instructions = count_instructions;
-    let outcome = boot.run().expect("QEMU runs");
-    assert!(!outcome.timed_out, "{program} hung:\n{}\n{}", outcome.stdout, outcome.stderr);
-    outcome
-}
+mod common;
+use common::{boot, field};
 
-/// `key=value` from a line of guest output.
-fn field<'a>(line: &'a str, key: &str) -> &'a str {
-    line.split_whitespace()
-        .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
-        .unwrap_or_else(|| panic!("no {key}= in {line:?}"))
-}
+
 
 fn number(line: &str, key: &str) -> u64 {
     field(line, key).parse().unwrap_or_else(|_| panic!("{key}= is not a number in {line:?}"))
@@ -38,7 +26,7 @@ fn line<'a>(outcome: &'a Outcome, prefix: &str) -> &'a str {
 
 #[test]
 fn every_backend_copies_every_length_and_alignment_and_the_method_rules_hold() {
-    let outcome = boot("memcpy_check", false);
+    let outcome = boot("memcpy_check", 1, false);
     assert_eq!(outcome.code(), Some(0), "{}{}", outcome.stdout, outcome.stderr);
     let summary = line(&outcome, "memcpy_check ");
     // 0..=257 and the program's 5 large lengths, 16 alignment pairs, 3 methods; then
@@ -72,7 +60,7 @@ fn net_per_byte_x1000(outcome: &Outcome) -> HashMap<(String, String, u64), u64> 
 
 #[test]
 fn the_vector_backend_is_near_one_load_and_one_store_per_word() {
-    let outcome = boot("bench_memcpy", true);
+    let outcome = boot("bench_memcpy", 1, true);
     assert_eq!(outcome.code(), Some(0), "{}{}", outcome.stdout, outcome.stderr);
     let net = net_per_byte_x1000(&outcome);
     let at = |name: &str, alignment: &str, len: u64| {
@@ -99,7 +87,7 @@ fn the_vector_backend_is_near_one_load_and_one_store_per_word() {
 
 #[test]
 fn a_deep_recursion_runs_on_the_hbm_stack_and_overflows_are_reported() {
-    let outcome = boot("stack_check", false);
+    let outcome = boot("stack_check", 1, false);
     assert_eq!(outcome.code(), Some(0), "{}{}", outcome.stdout, outcome.stderr);
     let deep = line(&outcome, "stack deep ");
     assert!(number(deep, "used") > 100 * 1024, "{deep}");

@@ -4,26 +4,15 @@
 
 use neuroncustomop_sim::elf;
 use neuroncustomop_sim::images::{self, CORES};
-use neuroncustomop_sim::machine::{Boot, Outcome};
+use neuroncustomop_sim::machine::Outcome;
+
+mod common;
+use common::{boot, field};
 
 const CORE_IMAGE_BASE: u32 = 0x8400_0000;
 const IMAGE_SIZE: u32 = 0x20_0000;
 
-fn boot(program: &str, cores: usize, count_instructions: bool) -> Outcome {
-    let built = images::build(program).unwrap_or_else(|e| panic!("building {program}: {e}"));
-    let mut boot = Boot::new(built.cores[..cores].to_vec());
-    boot.count_instructions = count_instructions;
-    let outcome = boot.run().expect("QEMU runs");
-    assert!(!outcome.timed_out, "{program} hung:\n{}\n{}", outcome.stdout, outcome.stderr);
-    outcome
-}
 
-/// `key=value` from a line of guest output.
-fn field<'a>(line: &'a str, key: &str) -> &'a str {
-    line.split_whitespace()
-        .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
-        .unwrap_or_else(|| panic!("no {key}= in {line:?}"))
-}
 
 fn hex(value: &str) -> u32 {
     u32::from_str_radix(value.trim_start_matches("0x"), 16).unwrap_or_else(|_| panic!("not hex: {value}"))
