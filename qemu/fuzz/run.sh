@@ -55,7 +55,7 @@ if [[ -n ${FUZZ_TOOLCHAIN:-} ]]; then
     toolchain=("+$FUZZ_TOOLCHAIN")
 fi
 if ! rustc_version=$(rustc "${toolchain[@]}" --version 2>&1); then
-    echo "fuzz: no usable Rust toolchain ${FUZZ_TOOLCHAIN:-(rustup default)}: $rustc_version" >&2
+    echo "fuzz: no usable Rust toolchain ${FUZZ_TOOLCHAIN:-(rustup default)}: ${rustc_version%%$'\n'*}" >&2
     echo "fuzz: installed toolchains: $(rustup toolchain list 2>&1 | tr '\n' ' ')" >&2
     exit 1
 fi
