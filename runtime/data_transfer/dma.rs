@@ -20,7 +20,8 @@
 use crate::arch::{get_cycle_count, memw};
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
-use core::ptr::{read_volatile, write_volatile};
+use core::ptr::write_volatile;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 /// Where the SoC's DMA queues live; `get_dma_queue`'s offsets are relative to it.
 pub const DMA_QUEUE_WINDOW: usize = 0x7E00_0000;
@@ -37,7 +38,9 @@ pub const DESCRIPTOR_VALID: u32 = 1 << 0;
 pub const DESCRIPTOR_DONE: u32 = 1 << 1;
 
 /// The head of one queue. The core writes `produced`, the engine `completed`; both
-/// count transfers since boot and wrap at 2³².
+/// count transfers since boot and wrap at 2³². Both are accessed as atomics (release
+/// to publish, acquire to observe): plain `s32i`/`l32i` plus the `memw` the core issues
+/// anyway, and race-free in Rust's model when the engine is a thread (host tests).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DmaQueueHeader {
@@ -161,7 +164,7 @@ impl Queues {
         let mut left = len;
         while left > 0 {
             // SAFETY: the queues are this core's (`new`'s contract).
-            let first = unsafe { read_volatile(&raw const (*self.m2s).produced) };
+            let first = unsafe { AtomicU32::from_ptr(&raw mut (*self.m2s).produced) }.load(Ordering::Relaxed);
             let mut queued = 0;
             while left > 0 && queued < QUEUE_SLOTS {
                 let step = left.min(MAX_TRANSFER);
@@ -181,7 +184,7 @@ impl Queues {
             memw();
             for header in [self.m2s, self.s2m] {
                 // SAFETY: as above.
-                unsafe { write_volatile(&raw mut (*header).produced, produced) };
+                unsafe { AtomicU32::from_ptr(&raw mut (*header).produced) }.store(produced, Ordering::Release);
             }
             memw();
             self.wait(produced)?;
@@ -196,7 +199,7 @@ impl Queues {
             // SAFETY: as in `copy`; the engine writes `completed`, the core only reads it.
             let done = [self.m2s, self.s2m]
                 .iter()
-                .all(|&header| unsafe { read_volatile(&raw const (*header).completed) } == produced);
+                .all(|&header| unsafe { AtomicU32::from_ptr(&raw mut (*header).completed) }.load(Ordering::Acquire) == produced);
             if done {
                 memw();
                 return Ok(());

@@ -1,6 +1,7 @@
 //! The queue protocol against a stand-in engine on another thread.
 
 use super::*;
+use core::ptr::read_volatile;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::vec::Vec;
@@ -66,7 +67,7 @@ fn serve(base: SendPtr, data: SendPtr, mode: Engine, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         // SAFETY: the window outlives this thread; the core writes `produced` and the
         // descriptors before it, with fences between.
-        let produced = unsafe { read_volatile(&raw const (*m2s).produced) };
+        let produced = unsafe { std::sync::atomic::AtomicU32::from_ptr(&raw mut (*m2s).produced) }.load(Ordering::Acquire);
         std::sync::atomic::fence(Ordering::SeqCst);
         if produced == seen || mode == Engine::Stuck {
             std::hint::spin_loop();
@@ -93,7 +94,7 @@ fn serve(base: SendPtr, data: SendPtr, mode: Engine, stop: &AtomicBool) {
         std::sync::atomic::fence(Ordering::SeqCst);
         for queue in [m2s, s2m] {
             // SAFETY: as above.
-            unsafe { write_volatile(&raw mut (*queue).completed, produced) };
+            unsafe { std::sync::atomic::AtomicU32::from_ptr(&raw mut (*queue).completed) }.store(produced, Ordering::Release);
         }
         seen = produced;
     }
