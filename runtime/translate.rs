@@ -125,6 +125,15 @@ impl TranslateError {
 /// The status `neuron_translate_status` reports after a call that succeeded.
 pub const TRANSLATE_OK: i32 = 0;
 
+/// Why [`translate_range`] has no device pointer for a range of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeError {
+    /// The first byte is in no window ([`TranslateError::Miss`]).
+    Miss,
+    /// The bytes run past the end of the window their first byte is in.
+    OutsideWindow,
+}
+
 /// A validated record in the form the hot path wants: the 64-bit mask and match value
 /// as 32-bit halves, so the 32-bit core tests the low half and branches at once.
 #[derive(Debug, Clone, Copy)]
@@ -135,11 +144,14 @@ struct Window {
     ptr_high: u32,
     /// Device window start minus `ptr`, modulo the pointer width.
     delta: usize,
+    /// The window's size minus one (`!mask`): the offset of its last byte. Fits a
+    /// pointer, as `configure` checked the whole device window does.
+    last_offset: usize,
 }
 
 impl Window {
     /// Matches nothing: `ptr` has a bit outside `mask`, which `configure` never accepts.
-    const UNUSED: Window = Window { mask_low: 0, ptr_low: 1, mask_high: 0, ptr_high: 0, delta: 0 };
+    const UNUSED: Window = Window { mask_low: 0, ptr_low: 1, mask_high: 0, ptr_high: 0, delta: 0, last_offset: 0 };
 
     /// `(addr & mask) == ptr`.
     #[inline(always)]
@@ -174,6 +186,7 @@ impl Window {
             mask_high: (record.mask >> 32) as u32,
             ptr_high: (record.ptr >> 32) as u32,
             delta: (first as usize).wrapping_sub(record.ptr as usize),
+            last_offset: offsets as usize,
         })
     }
 }
@@ -246,12 +259,9 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
     checked
 }
 
-/// Translates `framework_addr` through the regions the loader configured for this op.
-///
-/// # Errors
-/// [`TranslateError::Miss`] when no region matches.
-#[inline]
-pub fn translate(framework_addr: u64) -> Result<*mut u8, TranslateError> {
+/// The first configured window that `framework_addr` matches.
+#[inline(always)]
+fn find(framework_addr: u64) -> Option<Window> {
     // SAFETY: only `configure` and `record_status` write the TLB, never while this shared
     // borrow is live (module docs).
     let [first, second, third, fourth, fifth] = unsafe { &(*tlb()).windows };
@@ -267,9 +277,49 @@ pub fn translate(framework_addr: u64) -> Result<*mut u8, TranslateError> {
     } else if fifth.matches(framework_addr) {
         fifth
     } else {
-        return Err(TranslateError::Miss);
+        return None;
     };
+    Some(*window)
+}
+
+/// Translates `framework_addr` through the regions the loader configured for this op.
+///
+/// # Errors
+/// [`TranslateError::Miss`] when no region matches.
+#[inline]
+pub fn translate(framework_addr: u64) -> Result<*mut u8, TranslateError> {
+    let window = find(framework_addr).ok_or(TranslateError::Miss)?;
     // Truncating the address is exact: `configure` checked the device window fits.
+    Ok((framework_addr as usize).wrapping_add(window.delta) as *mut u8)
+}
+
+/// Translates the `len` bytes at `framework_addr` (`len` 0 counts as 1): the device
+/// pointer of the first, when all of them lie in the window the first byte matches, so
+/// they are contiguous device memory from there. A tensor's bytes are one such range:
+/// one window lookup and one compare, where translating the first and the last byte
+/// would be two lookups.
+///
+/// ```
+/// use neuroncustomop::translate::{RangeError, TranslateRecord, configure, translate_range};
+/// configure(&[TranslateRecord::window(0x7f00_0000_0000, 0x1000, 0x8000_0000)]).unwrap();
+/// assert_eq!(translate_range(0x7f00_0000_0f00, 0x100).unwrap() as usize, 0x8000_0f00);
+/// assert_eq!(translate_range(0x7f00_0000_0f00, 0x101), Err(RangeError::OutsideWindow));
+/// assert_eq!(translate_range(0x7f00_0000_1000, 1), Err(RangeError::Miss));
+/// ```
+///
+/// # Errors
+/// [`RangeError::Miss`] when the first byte matches no region,
+/// [`RangeError::OutsideWindow`] when the last byte is past the end of its window.
+#[inline]
+pub fn translate_range(framework_addr: u64, len: usize) -> Result<*mut u8, RangeError> {
+    let window = find(framework_addr).ok_or(RangeError::Miss)?;
+    // The first byte's offset in the window: the offset bits fit a pointer (see
+    // `last_offset`), so truncating the address first is exact.
+    let offset = framework_addr as usize & window.last_offset;
+    if len.saturating_sub(1) > window.last_offset - offset {
+        return Err(RangeError::OutsideWindow);
+    }
+    // As in `translate`; the device window is not at 0, so neither is this.
     Ok((framework_addr as usize).wrapping_add(window.delta) as *mut u8)
 }
 
@@ -407,7 +457,39 @@ mod tests {
         probes
     }
 
+    /// The reference for ranges: the first byte's record, and every byte up to the last
+    /// inside that record's window.
+    fn reference_range(records: &[TranslateRecord], core: u32, addr: u64, len: u64) -> Result<u128, RangeError> {
+        let record = records.iter().find(|record| addr & record.mask == record.ptr).ok_or(RangeError::Miss)?;
+        let last = u128::from(addr) + u128::from(len.max(1)) - 1;
+        if last > u128::from(record.ptr | !record.mask) {
+            return Err(RangeError::OutsideWindow);
+        }
+        Ok(reference(records, core, addr).expect("the record matches"))
+    }
+
     proptest! {
+        #[test]
+        fn translate_range_matches_reference(
+            records in proptest::collection::vec(record(), 1..=5),
+            core in 0u32..8,
+            lens in proptest::collection::vec(prop_oneof![0u64..=64, any::<u32>().prop_map(u64::from)], 6),
+        ) {
+            prop_assume!(configure_for_core(&records, core).is_ok());
+            for addr in probes(&records, &[]) {
+                for &len in &lens {
+                    // Lengths that end exactly at the window's last byte, and one past it.
+                    let to_end = (addr | !records[0].mask).wrapping_sub(addr).wrapping_add(1);
+                    for len in [len, to_end, to_end.wrapping_add(1)] {
+                        let Ok(len_usize) = usize::try_from(len) else { continue };
+                        let expected = reference_range(&records, core, addr, len);
+                        let got = translate_range(addr, len_usize).map(|device| device as usize as u128);
+                        prop_assert_eq!(got, expected, "addr {:#x} len {:#x}", addr, len);
+                    }
+                }
+            }
+        }
+
         #[test]
         fn translate_matches_reference(
             records in proptest::collection::vec(record(), 0..=6),
@@ -504,6 +586,23 @@ mod tests {
             assert!(neuron_translate(0x2004).is_null());
             assert_eq!(neuron_translate_configure(core::ptr::null(), 0), TRANSLATE_OK);
         }
+    }
+
+    #[test]
+    fn range_edges_hit_and_miss() {
+        let narrow = TranslateRecord::window(0x8000, 0x100, 0x10_0000);
+        let wide = TranslateRecord::window(0x0, 0x1_0000, 0x20_0000);
+        configure(&[narrow, wide]).unwrap();
+        assert_eq!(translate_range(0x8000, 0x100), Ok(0x10_0000 as *mut u8));
+        assert_eq!(translate_range(0x80ff, 1), Ok(0x10_00ff as *mut u8));
+        assert_eq!(translate_range(0x80ff, 0), Ok(0x10_00ff as *mut u8)); // 0 counts as 1
+        // Starts in the narrow window (first match) and runs out of it, even though the
+        // wide window holds every byte: a tensor's bytes are in one window.
+        assert_eq!(translate_range(0x8000, 0x101), Err(RangeError::OutsideWindow));
+        assert_eq!(translate_range(0x7f00, 0x1000), Ok(0x20_7f00 as *mut u8));
+        assert_eq!(translate_range(0xffff, 2), Err(RangeError::OutsideWindow));
+        assert_eq!(translate_range(0x1_0000, 1), Err(RangeError::Miss));
+        assert_eq!(translate_range(0, usize::MAX), Err(RangeError::OutsideWindow));
     }
 
     #[test]
