@@ -16,20 +16,24 @@
 use core::cell::{Cell, UnsafeCell};
 use core::sync::atomic::{AtomicU32, Ordering};
 
-/// The current borrow epoch: a borrow tagged with an older one is abandoned.
-static EPOCH: AtomicU32 = AtomicU32::new(0);
+/// The tag a borrow taken now carries (the current epoch): never 0, which means "not
+/// borrowed". A borrow tagged with an older one is abandoned.
+static EPOCH: AtomicU32 = AtomicU32::new(1);
 
 /// Ends every `CoreLocal` borrow on this core: for when the host starts a new op, and
 /// any borrow still recorded belongs to a kernel whose stack it discarded.
 pub fn abandon_borrows() {
-    EPOCH.fetch_add(1, Ordering::Relaxed);
+    let tag = EPOCH.load(Ordering::Relaxed);
+    // After 2^32 - 1 ops the tags repeat: a borrow abandoned that long ago would block
+    // again, which takes that many ops each abandoning one, never in practice.
+    EPOCH.store(tag.checked_add(1).unwrap_or(1), Ordering::Relaxed);
 }
 
-/// The tag a borrow taken now carries: never 0, which means "not borrowed". Inlined:
-/// every `CoreLocal::with` pays for it, on hot paths such as `neuron_memcpy`.
+/// The tag a borrow taken now carries. Inlined: every `CoreLocal::with` pays for it, on
+/// hot paths such as `neuron_memcpy`; one load.
 #[inline(always)]
 fn borrow_tag() -> u32 {
-    (EPOCH.load(Ordering::Relaxed) & 0x7FFF_FFFF) + 1
+    EPOCH.load(Ordering::Relaxed)
 }
 
 /// A value owned by the one execution context of this core. See the module invariant.
