@@ -379,12 +379,18 @@ impl fmt::Display for DescriptorError {
                 f,
                 "SBUF layout of {num_partitions} partitions x {num_elem_per_block} elements is not contiguous"
             ),
-            Self::ScalarNotSingleElement { num_elem } => write!(f, "scalar with {num_elem} elements"),
+            Self::ScalarNotSingleElement { num_elem } => {
+                write!(f, "scalar with {num_elem} elements")
+            }
             Self::ScalarDtypeMismatch { arg_type, dtype } => {
                 write!(f, "{arg_type:?} scalar with dtype {dtype:?}")
             }
-            Self::DimTooLarge { dim, value } => write!(f, "dimension {dim} is {value}, above {MAX_DIM}"),
-            Self::TooManyElements { shape_elems } => write!(f, "{shape_elems} elements do not fit in u32"),
+            Self::DimTooLarge { dim, value } => {
+                write!(f, "dimension {dim} is {value}, above {MAX_DIM}")
+            }
+            Self::TooManyElements { shape_elems } => {
+                write!(f, "{shape_elems} elements do not fit in u32")
+            }
         }
     }
 }
@@ -502,13 +508,11 @@ const UNUSED_DIM_BITS: [[u32; 4]; MAX_RANK + 1] = {
     masks
 };
 
-/// [`ArgType::scalar_dtype`] of each raw arg type, as a raw dtype (0, which no dtype
-/// is, for tensors and unknown values). [`ArgTensor::check`] looks it up instead of
-/// matching: LLVM makes that match a jump table, and the Xtensa assembly printer of
-/// LLVM 22 then puts the next function's literal pool after the table, in `.rodata`,
-/// out of `l32r`'s backward reach (the link fails).
-const SCALAR_DTYPES: [u8; 5] = {
-    let mut dtypes = [0; 5];
+/// [`ArgType::scalar_dtype`] of each raw arg type below 8, as a raw dtype (0, which no
+/// dtype is, for tensors and unknown values): a load, where the match is a jump table.
+/// Eight entries, so that any three bits index it without a bounds check.
+const SCALAR_DTYPES: [u8; 8] = {
+    let mut dtypes = [0; 8];
     let mut raw = 0;
     while raw < dtypes.len() {
         if let Some(arg_type) = ArgType::from_raw(raw as u8)
@@ -659,6 +663,59 @@ impl ArgTensor {
     /// accept it, the slow way: the host tests hold the two to the same verdicts.)
     #[inline(always)]
     pub(super) fn check_fast(&self) -> Option<Checked> {
+        match self.check_common() {
+            Some(checked) => Some(checked),
+            None => self.check_any(),
+        }
+    }
+
+    /// [`check_fast`](Self::check_fast) for the common case, an HBM tensor or scalar of
+    /// rank 1 or 2, in a dozen straight-line word tests; `None` for anything else,
+    /// valid or not, which [`check_any`](Self::check_any) decides.
+    #[inline(always)]
+    pub(super) fn check_common(&self) -> Option<Checked> {
+        // Bytes 0..4 at once: dtype 1..=8, arg type 1..=4, an inline shape (0), rank
+        // 1..=8. Less one from the three 1-based bytes, only their low bits may be set; a
+        // zero byte borrows and sets its own high bits, so a wrong byte never passes.
+        let header = self.word_at(0);
+        let rank = header >> 24;
+        let shape = offset_of!(ArgTensor, shape);
+        if header.wrapping_sub(0x0100_0101) & 0xF8FF_FCF8 != 0
+            || rank > 2
+            // Storage kind HBM, and its three reserved bytes zero.
+            || self.word_at(offset_of!(ArgTensor, storage_kind)) != u32::from(storage_kind::HBM)
+        {
+            return None;
+        }
+        let dims = self.word_at(shape);
+        // Rank 1: the second dimension must be zero; rank 2: 16 x 16 bits, no overflow.
+        let (unused, shape_elems) =
+            if rank == 1 { (dims >> 16, dims & 0xFFFF) } else { (0, (dims & 0xFFFF) * (dims >> 16)) };
+        let zero = unused
+            | self.word_at(shape + 4)
+            | self.word_at(shape + 8)
+            | self.word_at(shape + 12)
+            | self.word_at(wire::HBM_RESERVED)
+            | self.word_at(wire::RESERVED1)
+            | self.word_at(wire::RESERVED1 + 4);
+        let num_elem = self.word_at(wire::HBM_NUM_ELEM);
+        let (raw_type, raw_dtype) = ((header >> 8) as u8, header as u8);
+        let scalar_ok = raw_type == ArgType::Tensor as u8
+            || (num_elem == 1 && raw_dtype == SCALAR_DTYPES[usize::from(raw_type & 7)]);
+        if zero != 0 || shape_elems != num_elem || !scalar_ok {
+            return None;
+        }
+        Some(Checked {
+            arg_type: ArgType::from_raw(raw_type)?,
+            dtype: Dtype::from_raw(raw_dtype)?,
+            num_elem,
+            address: self.hbm_address(),
+        })
+    }
+
+    /// [`check_fast`](Self::check_fast) for any descriptor: every storage form and rank.
+    #[inline(never)]
+    pub(super) fn check_any(&self) -> Option<Checked> {
         // Bytes 0..4 at once: dtype 1..=8, arg type 1..=4, an inline shape (0), rank
         // 1..=8. Less one from the three 1-based bytes, only their low bits may be set; a
         // zero byte borrows and sets its own high bits, so a wrong byte never passes.

@@ -5,31 +5,45 @@
 //!
 //! ```text
 //! loader:  set_invocation(args, n, result)          -> Pending
-//! kernel:  setup(first_call)                        -> Active (descriptors copied)
+//! kernel:  setup(first_call)                        -> Active (descriptors copied,
+//!                                                      checked and translated)
 //!          next_tensor / next_int / next_longlong / next_float / dst_tensor ...
 //!          return_tensor(t)                         (writes *result)
 //!          cleanup()                                -> Idle  (memw + sync)
 //! loader:  invocation_status()                      first error of the invocation
 //! ```
+//!
+//! # Resolved once, handed out in order
+//! `setup` does each argument's work once, in one loop: it copies the descriptor into
+//! the [`ArgParser`], checks it, translates its bytes, and keeps the result as a
+//! [`Ready`] slot; the output is copied and resolved the same way. A pull then compares the
+//! slot's type with the one it wants and hands the slot out: a handful of
+//! instructions. Whatever setup could not make ready (a malformed descriptor, an
+//! address outside every window), and every pull that is not plainly valid (wrong
+//! type, past the end, before setup, an output overlapping an input), takes the slow
+//! path, which runs the checks in their documented order to name the error; so errors
+//! are reported by the pull that meets them, exactly as if nothing had been resolved
+//! early. Translation uses the windows configured when setup ran (the loader
+//! configures them before the op).
 
 use core::cell::Cell;
 
 use super::{
-    ArgError, ArgParser, ArgTensor, ArgType, Checked, DescriptorError, Element, KernelError, MAX_ARGS, ScalarKind,
-    Status, TcmBuffer, Tensor, TensorError,
+    ArgError, ArgParser, ArgTensor, ArgType, Checked, DescriptorError, Dtype, Element, KernelError, MAX_ARGS,
+    ScalarKind, Status, TcmBuffer, Tensor, TensorError,
 };
-use crate::translate::TranslateError;
+use crate::translate::{RangeError, TranslateError};
 
-/// A framework address to device pointer translation, as `neuron_translate`.
-pub type TranslateFn = fn(u64) -> Result<*mut u8, TranslateError>;
+/// The device pointer of the first of `len` bytes at a framework address, when all of
+/// them lie in one translate window, as [`crate::translate::translate_range`].
+pub type TranslateFn = fn(u64, usize) -> Result<*mut u8, RangeError>;
 
 /// The runtime services the pull stream and tensor API use, as function pointers so
 /// host tests can put fakes behind them. [`Platform::DEVICE`] is the real runtime.
 #[derive(Clone, Copy)]
 pub struct Platform {
-    /// Framework address to device pointer; `None` is the runtime's own
-    /// ([`crate::translate::translate`], `neuron_translate`). Each tensor costs one call
-    /// that translates its first and last byte, with the runtime's translation inlined.
+    /// Framework address range to device pointer; `None` is the runtime's own
+    /// ([`crate::translate::translate_range`], inlined into setup's loop).
     pub translate: Option<TranslateFn>,
     /// A block of the op's TCM pool, or null (`tcm_malloc`).
     pub tcm_alloc: fn(usize) -> *mut u8,
@@ -51,39 +65,33 @@ impl Platform {
         begin_op: device_begin_op,
         end_op: device_end_op,
     };
-}
 
-/// The device pointer of the `len` bytes (`len > 0`) at framework `address`, if they
-/// all map linearly within one window: the last byte translates, by `translate`
-/// ([`Platform::translate`]), to `len - 1` bytes past the first. Not inlined, so that
-/// the runtime's own translation can be, twice, in here: the pulls are too large for
-/// LLVM to inline it into them at `opt-level = "s"`.
-///
-/// # Errors
-/// [`ArgError::Translate`] when the first byte has no window,
-/// [`ArgError::RangeOutsideWindow`] when the range wraps, runs past the window, or
-/// starts at null.
-#[inline(never)]
-fn translate_range(translate: Option<TranslateFn>, address: u64, len: usize) -> Result<*mut u8, ArgError> {
-    match translate {
-        None => translate_range_with(crate::translate::translate, address, len),
-        Some(translate) => translate_range_with(translate, address, len),
-    }
-}
-
-#[inline(always)]
-fn translate_range_with(translate: TranslateFn, address: u64, len: usize) -> Result<*mut u8, ArgError> {
-    let first = translate(address).map_err(ArgError::Translate)?;
-    let start = first as usize;
-    let end = start.wrapping_add(len);
-    // `len - 1` in `usize` (`len > 0`): a 64-bit subtraction costs a borrow.
-    let last_address = address.wrapping_add(len.wrapping_sub(1) as u64);
-    if first.is_null() || end < start || last_address < address {
-        return Err(ArgError::RangeOutsideWindow);
-    }
-    match translate(last_address) {
-        Ok(last) if last as usize == end - 1 => Ok(first),
-        _ => Err(ArgError::RangeOutsideWindow),
+    /// The device pointer of the elements `checked` describes (null when there are
+    /// none, which are not translated).
+    ///
+    /// # Errors
+    /// [`ArgError::TooLarge`] when the byte length overflows a pointer,
+    /// [`ArgError::Translate`] when the first byte has no window,
+    /// [`ArgError::RangeOutsideWindow`] when the bytes run past it.
+    #[inline(always)]
+    fn translate(&self, checked: &Checked) -> Result<*mut u8, ArgError> {
+        let num_elem = checked.num_elem as usize;
+        if num_elem == 0 {
+            return Ok(core::ptr::null_mut());
+        }
+        let shift = checked.dtype.size_log2();
+        if num_elem > isize::MAX as usize >> shift {
+            return Err(ArgError::TooLarge);
+        }
+        let len = num_elem << shift;
+        let translated = match self.translate {
+            None => crate::translate::translate_range(checked.address, len),
+            Some(translate) => translate(checked.address, len),
+        };
+        translated.map_err(|error| match error {
+            RangeError::Miss => ArgError::Translate(TranslateError::Miss),
+            RangeError::OutsideWindow => ArgError::RangeOutsideWindow,
+        })
     }
 }
 
@@ -104,7 +112,6 @@ fn device_end_op() {
 
 /// Why the argument of raw type `found` is not what the pull `wanted` (a tensor for
 /// `None`); the two differ.
-#[cold]
 fn type_mismatch(wanted: Option<ScalarKind>, found: u8) -> ArgError {
     let Some(found) = ArgType::from_raw(found) else {
         return ArgError::Descriptor(DescriptorError::UnknownArgType(found));
@@ -116,19 +123,108 @@ fn type_mismatch(wanted: Option<ScalarKind>, found: u8) -> ArgError {
     }
 }
 
-/// A translated, half-open range of device addresses (`start == end` when empty).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct ByteRange {
-    start: usize,
-    end: usize,
+/// The raw [`ArgType`] a pull for `wanted` (a tensor for `None`) accepts.
+#[inline(always)]
+const fn raw_type(wanted: Option<ScalarKind>) -> u8 {
+    match wanted {
+        None => ArgType::Tensor as u8,
+        Some(kind) => kind.arg_type() as u8,
+    }
 }
 
-impl ByteRange {
-    const EMPTY: ByteRange = ByteRange { start: 0, end: 0 };
+/// An argument (or the output) as setup resolved it: checked and translated, ready to
+/// hand out. 12 bytes on the device.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+struct Ready {
+    /// Device address of element 0; null when there are no elements.
+    data: *mut u8,
+    num_elem: u32,
+    /// The raw [`ArgType`] it is ready as, or [`Ready::NOT_READY`]: setup could not
+    /// resolve it, or it was taken (the output) or must not be handed out as it is (an
+    /// input overlapping the output taken): the slow path says why.
+    arg_type: u8,
+    dtype: Dtype,
+}
 
-    fn overlaps(self, other: ByteRange) -> bool {
-        self.start < other.end && other.start < self.end
+impl Ready {
+    /// No arg type is 0, so no pull matches it.
+    const NOT_READY: u8 = 0;
+    const NONE: Ready =
+        Ready { arg_type: Ready::NOT_READY, dtype: Dtype::Uint8, num_elem: 0, data: core::ptr::null_mut() };
+
+    /// Checks and translates `desc`: ready as its arg type, or not ready (the slow path
+    /// names the error when a pull meets it). A scalar is ready only at an address
+    /// aligned for it, so that a pull reads it with one load. The common descriptor
+    /// ([`ArgTensor::check_common`]) is decided here, in registers; any other by
+    /// `resolve_any`.
+    #[inline(always)]
+    fn resolve(desc: &ArgTensor, platform: &Platform) -> Ready {
+        match desc.check_common() {
+            Some(checked) => Ready::translated(&checked, platform),
+            None => Ready::resolve_any(desc, platform),
+        }
     }
+
+    #[inline(never)]
+    fn resolve_any(desc: &ArgTensor, platform: &Platform) -> Ready {
+        match desc.check_any() {
+            Some(checked) => Ready::translated(&checked, platform),
+            None => Ready::NONE,
+        }
+    }
+
+    /// The descriptor `checked` describes, translated: ready, or not.
+    #[inline(always)]
+    fn translated(checked: &Checked, platform: &Platform) -> Ready {
+        match platform.translate(checked) {
+            Ok(data) if checked.arg_type == ArgType::Tensor || data.addr() & (checked.dtype.size() - 1) == 0 => {
+                Ready::of(checked, data)
+            }
+            _ => Ready::NONE,
+        }
+    }
+
+    /// Copies the descriptor at `src` into `copy`, and resolves it into `ready`. Not
+    /// inlined: setup's loop calls it once per argument, and a call costs less than the
+    /// registers the loop would spill around an inlined check and translation.
+    ///
+    /// # Safety
+    /// `src` is valid for reads of one descriptor (any alignment) and is not `copy`.
+    #[inline(never)]
+    unsafe fn load(src: *const ArgTensor, copy: &mut ArgTensor, ready: &Cell<Ready>, platform: &Platform) {
+        // SAFETY: the caller's contract; `copy` is a distinct, writable descriptor.
+        unsafe { ArgTensor::copy(src, copy) };
+        ready.set(Ready::resolve(copy, platform));
+    }
+
+    #[inline(always)]
+    fn of(checked: &Checked, data: *mut u8) -> Ready {
+        Ready { arg_type: checked.arg_type as u8, dtype: checked.dtype, num_elem: checked.num_elem, data }
+    }
+
+    /// Whether the bytes of two ready tensors overlap (empty ones overlap nothing).
+    #[inline(always)]
+    fn overlaps(&self, other: &Ready) -> bool {
+        let (start, other_start) = (self.data as usize, other.data as usize);
+        // Cannot overflow: `translate` checked each length fits and each range is
+        // inside one device window.
+        let end = start + ((self.num_elem as usize) << self.dtype.size_log2());
+        let other_end = other_start + ((other.num_elem as usize) << other.dtype.size_log2());
+        start < other_end && other_start < end
+    }
+}
+
+/// `data.read_unaligned()`, kept out of line: a scalar setup made ready is aligned, and
+/// LLVM would otherwise read every scalar byte by byte.
+///
+/// # Safety
+/// As [`core::ptr::read_unaligned`].
+#[cold]
+#[inline(never)]
+unsafe fn read_unaligned<T>(data: *const T) -> T {
+    // SAFETY: the caller's contract.
+    unsafe { data.read_unaligned() }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -141,35 +237,39 @@ enum Phase {
     Active,
 }
 
-/// A validated, translated argument ready to be consumed.
-struct Resolved {
-    index: usize,
-    checked: Checked,
-    data: *mut u8,
-    range: ByteRange,
-}
-
 /// One core's pull-stream state: the loader's argument block, the [`ArgParser`] the
-/// kernel drains, the output, and the statuses. The C ABI keeps one in a `CoreLocal`;
-/// Rust kernels see it as [`Args`].
+/// kernel drains, what setup resolved, and the statuses. The C ABI keeps one in a
+/// `CoreLocal`; Rust kernels see it as [`Args`].
 ///
 /// Every call records its status ([`last_status`](Self::last_status)); the first
 /// failure since `set_invocation` is the invocation's status, which the loader reads.
+///
+/// `repr(C)`, in this order: what the pulls touch first, within the byte and halfword
+/// loads' short offset range, and the 512-byte parser last.
+#[repr(C)]
 pub struct Invocation {
-    platform: Platform,
+    /// Arguments a pull may take from `ready`: `num_args` while active, else 0.
+    pullable: u32,
+    last_status: Cell<Status>,
+    invocation_status: Cell<Status>,
+    /// What setup resolved for the output; not ready once taken.
+    dst: Cell<Ready>,
+    dst_taken: Cell<bool>,
     phase: Phase,
+    initialized: bool,
+    /// The output as a Rust kernel took it, a writable view that no input handed out
+    /// may overlap; `Ready::NONE` (empty, overlapping nothing) before that, and for C
+    /// kernels, which may work in place.
+    output_view: Cell<Ready>,
+    /// What setup resolved for each argument, by index.
+    ready: [Cell<Ready>; MAX_ARGS],
     args: *const ArgTensor,
     num_args: u32,
     result: *mut ArgTensor,
+    platform: Platform,
+    /// The runtime's copy of the output descriptor, made by setup.
+    dst_desc: ArgTensor,
     parser: ArgParser,
-    dst: ArgTensor,
-    dst_taken: Cell<bool>,
-    dst_range: Cell<ByteRange>,
-    /// Translated range of each pulled argument (empty for scalars), by index.
-    input_ranges: [Cell<ByteRange>; MAX_ARGS],
-    last_status: Cell<Status>,
-    invocation_status: Cell<Status>,
-    initialized: bool,
 }
 
 impl Invocation {
@@ -183,23 +283,25 @@ impl Invocation {
     /// An idle invocation over `platform`.
     ///
     /// # Safety
-    /// `translate` maps linearly within each window: when the first and last byte of a
-    /// range translate to `p` and `p + len - 1`, the whole range is device memory valid
-    /// for reads and writes until `end_op`, owned by no Rust object. `tcm_alloc(n)`
-    /// returns null or `n` writable bytes owned by the caller until `tcm_release` or the
-    /// next `begin_op`, and never memory that `translate` maps.
+    /// When `translate` gives `p` for `len` bytes, those bytes are device memory at
+    /// `p .. p + len`, valid for reads and writes until `end_op`, owned by no Rust
+    /// object. `tcm_alloc(n)` returns null or `n` writable bytes owned by the caller
+    /// until `tcm_release` or the next `begin_op`, and never memory that `translate`
+    /// maps.
     pub const unsafe fn with_platform(platform: Platform) -> Self {
         Invocation {
             platform,
+            dst_desc: ArgTensor::ZEROED,
             phase: Phase::Idle,
             args: core::ptr::null(),
             num_args: 0,
             result: core::ptr::null_mut(),
             parser: ArgParser::new(),
-            dst: ArgTensor::ZEROED,
+            ready: [const { Cell::new(Ready::NONE) }; MAX_ARGS],
+            pullable: 0,
+            dst: Cell::new(Ready::NONE),
             dst_taken: Cell::new(false),
-            dst_range: Cell::new(ByteRange::EMPTY),
-            input_ranges: [const { Cell::new(ByteRange::EMPTY) }; MAX_ARGS],
+            output_view: Cell::new(Ready::NONE),
             last_status: Cell::new(Status::OK),
             invocation_status: Cell::new(Status::OK),
             initialized: false,
@@ -257,8 +359,10 @@ impl Invocation {
     /// # Safety
     /// If `num_args <= 10` and `args` is not null, `args` is valid for reads of
     /// `num_args` descriptors; if `result` is not null, it is valid for reads and writes
-    /// of one descriptor; both until `cleanup` or the next `set_invocation`.
+    /// of one descriptor (any alignment); both until `cleanup` or the next
+    /// `set_invocation`.
     pub unsafe fn set_invocation(&mut self, args: *const ArgTensor, num_args: u32, result: *mut ArgTensor) -> Status {
+        self.close();
         self.phase = Phase::Pending;
         self.args = args;
         self.num_args = num_args;
@@ -282,13 +386,21 @@ impl Invocation {
         Ok(())
     }
 
-    /// `customop_setup`: copies the pending descriptors into the parser, resets the
+    /// Closes every fast path: nothing is handed out until the next setup.
+    fn close(&mut self) {
+        self.pullable = 0;
+        self.dst.set(Ready::NONE);
+    }
+
+    /// `customop_setup`: copies the pending descriptors into the parser, checks and
+    /// translates each argument and the output once (see the module docs), resets the
     /// per-op state (argument index, output, TCM pool) and, on `first_call` or the very
     /// first setup, runs the one-time set-up.
     ///
     /// # Errors
     /// [`ArgError::AlreadySetUp`], [`ArgError::NoInvocation`],
-    /// [`ArgError::TooManyArgs`], [`ArgError::NullPointer`].
+    /// [`ArgError::TooManyArgs`], [`ArgError::NullPointer`]. A malformed argument is
+    /// not an error here: the pull that meets it reports it.
     pub fn setup(&mut self, first_call: bool) -> Result<(), ArgError> {
         let result = self.try_setup(first_call);
         self.record(result)
@@ -301,26 +413,32 @@ impl Invocation {
             Phase::Pending => {}
         }
         self.check_arg_block()?;
+        if self.result.is_null() {
+            self.dst_desc = ArgTensor::ZEROED;
+            self.dst.set(Ready::NONE);
+        } else {
+            // SAFETY: `result` is not null, so readable by `set_invocation`'s contract,
+            // and not the runtime's own `dst_desc`.
+            unsafe { Ready::load(self.result, &mut self.dst_desc, &self.dst, &self.platform) };
+        }
+        let num_args = self.num_args as usize;
         let extractor = &mut self.parser.extractor;
-        for (i, slot) in extractor.args.iter_mut().enumerate() {
-            if i == self.num_args as usize {
-                break;
-            }
+        let mut i = 0;
+        // A counted loop, not an iterator: at most 10 rounds, and each is the whole
+        // per-argument cost of a dispatch.
+        while i < num_args {
+            let slot = &mut extractor.args[i];
             // SAFETY: `i < num_args <= 10` and `args` is not null (checked), so it is
             // readable here by `set_invocation`'s contract; `slot` is the runtime's own.
-            unsafe { ArgTensor::copy(self.args.add(i), slot) };
+            unsafe { Ready::load(self.args.add(i), slot, &self.ready[i], &self.platform) };
             extractor.arg_types[i] = slot.arg_type;
+            i += 1;
         }
         extractor.num_args = self.num_args;
         self.parser.curr_arg.set(0);
-        if self.result.is_null() {
-            self.dst = ArgTensor::ZEROED;
-        } else {
-            // SAFETY: `result` is not null, so readable by `set_invocation`'s contract,
-            // and not the runtime's own `dst`.
-            unsafe { ArgTensor::copy(self.result, &mut self.dst) };
-        }
+        self.pullable = self.num_args;
         self.dst_taken.set(false);
+        self.output_view.set(Ready::NONE);
         (self.platform.begin_op)(first_call || !self.initialized);
         self.initialized = true;
         self.phase = Phase::Active;
@@ -332,28 +450,46 @@ impl Invocation {
         if self.phase == Phase::Active { Ok(()) } else { Err(ArgError::NotSetUp) }
     }
 
-    /// Translates the bytes of a checked descriptor: the first and last byte must land
-    /// `len - 1` apart, in one window. Empty tensors are not translated (null data).
+    /// Takes the next argument, which must be the scalar `wanted` (a tensor for
+    /// `None`): its index, whose `ready` slot holds what setup resolved. Records the
+    /// status.
     #[inline(always)]
-    fn translate_range(&self, checked: &Checked) -> Result<(*mut u8, ByteRange), ArgError> {
-        let num_elem = checked.num_elem as usize;
-        if num_elem == 0 {
-            return Ok((core::ptr::null_mut(), ByteRange::EMPTY));
+    fn pull(&self, wanted: Option<ScalarKind>) -> Result<usize, ArgError> {
+        let index = self.parser.curr_arg.get() as usize;
+        if index < self.pullable as usize
+            && let Some(slot) = self.ready.get(index)
+            && slot.get().arg_type == raw_type(wanted)
+            && !self.overlaps_output_view(&slot.get())
+        {
+            self.parser.curr_arg.set(index as u32 + 1);
+            self.last_status.set(Status::OK);
+            return Ok(index);
         }
-        let shift = checked.dtype.size_log2();
-        if num_elem > isize::MAX as usize >> shift {
-            return Err(ArgError::TooLarge);
-        }
-        let len = num_elem << shift;
-        let data = translate_range(self.platform.translate, checked.address, len)?;
-        // `translate_range` checked that the range does not wrap.
-        Ok((data, ByteRange { start: data as usize, end: data as usize + len }))
+        self.pull_slow(wanted)
     }
 
-    /// Validates and translates the next argument, which must be the scalar `wanted`
-    /// (a tensor for `None`), without consuming it.
+    /// The pull the fast path declined: every check in order, so the error is the one
+    /// the documented order names; on success (which the fast path never declines,
+    /// the host tests check) it pulls as the fast path does.
+    #[cold]
+    #[inline(never)]
+    fn pull_slow(&self, wanted: Option<ScalarKind>) -> Result<usize, ArgError> {
+        let result = self.resolve_next(wanted).map(|(index, ready)| {
+            self.ready[index].set(ready);
+            self.parser.curr_arg.set(index as u32 + 1);
+            index
+        });
+        self.record(result)
+    }
+
+    /// Argument `index` as [`pull`](Self::pull) handed it out: its descriptor and
+    /// what setup resolved.
     #[inline(always)]
-    fn peek(&self, wanted: Option<ScalarKind>) -> Result<Resolved, ArgError> {
+    fn pulled(&self, index: usize) -> (&ArgTensor, Ready) {
+        (&self.parser.extractor.args[index], self.ready[index].get())
+    }
+
+    fn resolve_next(&self, wanted: Option<ScalarKind>) -> Result<(usize, Ready), ArgError> {
         self.check_active()?;
         let index = self.parser.curr_arg.get() as usize;
         let extractor = &self.parser.extractor;
@@ -362,22 +498,33 @@ impl Invocation {
             _ => return Err(ArgError::NoMoreArgs),
         };
         // The descriptor's own type byte (`arg_types[index]` is a copy of it).
-        if desc.arg_type != wanted.map_or(ArgType::Tensor, ScalarKind::arg_type) as u8 {
+        if desc.arg_type != raw_type(wanted) {
             return Err(type_mismatch(wanted, desc.arg_type));
         }
         let checked = desc.check()?;
-        let (data, range) = self.translate_range(&checked)?;
-        // A scalar is copied out, so it cannot alias the output: no range to remember.
-        let range = if wanted.is_none() { range } else { ByteRange::EMPTY };
-        Ok(Resolved { index, checked, data, range })
+        let data = self.platform.translate(&checked)?;
+        let ready = Ready::of(&checked, data);
+        if self.overlaps_output_view(&ready) {
+            return Err(ArgError::OutputAliasesInput);
+        }
+        Ok((index, ready))
     }
 
-    /// Consumes the argument `peek` resolved; its bytes are remembered for the output's
-    /// aliasing check.
+    /// Whether `ready` overlaps the output a Rust kernel took (never, before it did).
     #[inline(always)]
-    fn consume(&self, resolved: &Resolved) {
-        self.input_ranges[resolved.index].set(resolved.range);
-        self.parser.curr_arg.set(resolved.index as u32 + 1);
+    fn overlaps_output_view(&self, ready: &Ready) -> bool {
+        let view = self.output_view.get();
+        view.num_elem != 0 && ready.arg_type == ArgType::Tensor as u8 && ready.overlaps(&view)
+    }
+
+    /// Whether `output` overlaps a tensor argument already pulled.
+    #[inline(always)]
+    fn overlaps_pulled(&self, output: &Ready) -> bool {
+        let pulled = self.parser.curr_arg.get() as usize;
+        self.ready.iter().take(pulled).any(|slot| {
+            let input = slot.get();
+            input.arg_type == ArgType::Tensor as u8 && input.overlaps(output)
+        })
     }
 
     /// `customop_next_tensor`: the next argument, which must be a tensor.
@@ -385,27 +532,26 @@ impl Invocation {
     /// # Errors
     /// [`ArgError::NotSetUp`], [`ArgError::NoMoreArgs`], [`ArgError::ExpectedTensor`],
     /// [`ArgError::Descriptor`], [`ArgError::Translate`],
-    /// [`ArgError::RangeOutsideWindow`], [`ArgError::TooLarge`].
+    /// [`ArgError::RangeOutsideWindow`], [`ArgError::TooLarge`]. (C kernels may work in
+    /// place: the input may overlap the output.)
     pub fn next_tensor(&self) -> Result<&ArgTensor, ArgError> {
-        let result = self.peek(None).map(|resolved| {
-            self.consume(&resolved);
-            &self.parser.extractor.args[resolved.index]
-        });
-        self.record(result)
+        self.pull(None).map(|index| self.pulled(index).0)
     }
 
-    /// The next argument as scalar `T` of `kind`: its one element, translated and read.
+    /// The next argument as scalar `T` of `kind`: its one element, read.
     #[inline(always)]
     fn next_scalar<T: Element>(&self, kind: ScalarKind) -> Result<T, ArgError> {
-        let result = self.peek(Some(kind)).map(|resolved| {
-            self.consume(&resolved);
-            let data = resolved.data.cast::<T>();
-            // SAFETY: validation made it a one-element tensor of `kind`'s dtype, whose
-            // size is `T`'s, and `translate_range` mapped all its bytes to `data`
-            // (non-null: not empty), aligned or not (an aligned read is one load).
-            unsafe { if data.is_aligned() { data.read() } else { data.read_unaligned() } }
-        });
-        self.record(result)
+        let index = self.pull(Some(kind))?;
+        let data = self.pulled(index).1.data.cast::<T>();
+        if data.is_aligned() {
+            // SAFETY: a scalar of `kind`, whose dtype's size is `T`'s: one element (not
+            // empty, so `data` is not null), all of whose bytes `translate` mapped to
+            // `data`; aligned (checked).
+            Ok(unsafe { data.read() })
+        } else {
+            // SAFETY: as above, any alignment.
+            Ok(unsafe { read_unaligned(data) })
+        }
     }
 
     /// `customop_next_int`. Errors as [`next_tensor`](Self::next_tensor), with
@@ -424,9 +570,39 @@ impl Invocation {
         self.next_scalar(ScalarKind::Float)
     }
 
-    /// Validates and translates the output without taking it.
+    /// Takes the output: its descriptor (the runtime's copy) and what setup resolved. `exclusive`: the output becomes a writable Rust view, so no input
+    /// handed out before or after may overlap it. Records the status.
     #[inline(always)]
-    fn peek_dst(&self) -> Result<(Checked, *mut u8, ByteRange), ArgError> {
+    fn take_output(&self, exclusive: bool) -> Result<(&ArgTensor, Ready), ArgError> {
+        let dst = self.dst.get();
+        if dst.arg_type == ArgType::Tensor as u8 && !(exclusive && self.overlaps_pulled(&dst)) {
+            if exclusive {
+                self.output_view.set(dst);
+            }
+            self.dst.set(Ready::NONE);
+            self.dst_taken.set(true);
+            self.last_status.set(Status::OK);
+            return Ok((&self.dst_desc, dst));
+        }
+        self.take_output_slow(exclusive)
+    }
+
+    /// The output the fast path declined: every check in order (see `pull_slow`).
+    #[cold]
+    #[inline(never)]
+    fn take_output_slow(&self, exclusive: bool) -> Result<(&ArgTensor, Ready), ArgError> {
+        let result = self.resolve_output(exclusive).map(|ready| {
+            if exclusive {
+                self.output_view.set(ready);
+            }
+            self.dst.set(Ready::NONE);
+            self.dst_taken.set(true);
+            (&self.dst_desc, ready)
+        });
+        self.record(result)
+    }
+
+    fn resolve_output(&self, exclusive: bool) -> Result<Ready, ArgError> {
         self.check_active()?;
         if self.dst_taken.get() {
             return Err(ArgError::DstAlreadyTaken);
@@ -434,18 +610,16 @@ impl Invocation {
         if self.result.is_null() {
             return Err(ArgError::NoOutput);
         }
-        let checked = self.dst.check()?;
+        let checked = self.dst_desc.check()?;
         if checked.arg_type != ArgType::Tensor {
             return Err(ArgError::ExpectedTensor(checked.arg_type));
         }
-        let (data, range) = self.translate_range(&checked)?;
-        Ok((checked, data, range))
-    }
-
-    #[inline(always)]
-    fn take_dst(&self, range: ByteRange) {
-        self.dst_taken.set(true);
-        self.dst_range.set(range);
+        let data = self.platform.translate(&checked)?;
+        let ready = Ready::of(&checked, data);
+        if exclusive && self.overlaps_pulled(&ready) {
+            return Err(ArgError::OutputAliasesInput);
+        }
+        Ok(ready)
     }
 
     /// `get_dst_tensor`: the pre-shaped output, once per invocation.
@@ -454,11 +628,7 @@ impl Invocation {
     /// [`ArgError::NotSetUp`], [`ArgError::DstAlreadyTaken`], [`ArgError::NoOutput`],
     /// then as [`next_tensor`](Self::next_tensor).
     pub fn dst_tensor(&self) -> Result<&ArgTensor, ArgError> {
-        let result = self.peek_dst().map(|(_, _, range)| {
-            self.take_dst(range);
-            &self.dst
-        });
-        self.record(result)
+        self.take_output(false).map(|(desc, _)| desc)
     }
 
     /// `customop_return_tensor`: writes `desc` (which must be a valid tensor
@@ -491,7 +661,7 @@ impl Invocation {
     /// there, and only the C glue, which passes a copy, can change either since.
     #[inline(always)]
     fn write_result(&self, desc: &ArgTensor) {
-        if !core::ptr::eq(desc, &self.dst) {
+        if !core::ptr::eq(desc, &self.dst_desc) {
             // SAFETY: `result` is not null, so writable by `set_invocation`'s contract,
             // and it is not `desc`, which is the runtime's own copy or the caller's.
             unsafe { ArgTensor::copy(desc, self.result) };
@@ -518,7 +688,7 @@ impl Invocation {
     /// [`ArgError::NotSetUp`], [`ArgError::Descriptor`], [`ArgError::Translate`],
     /// [`ArgError::RangeOutsideWindow`], [`ArgError::TooLarge`].
     pub fn tensor_data(&self, desc: &ArgTensor) -> Result<*mut u8, ArgError> {
-        let result = self.check_active().and_then(|()| self.translate_range(&desc.check()?)).map(|(data, _)| data);
+        let result = self.check_active().and_then(|()| self.platform.translate(&desc.check()?));
         self.record(result)
     }
 
@@ -529,6 +699,7 @@ impl Invocation {
         let result = self.check_active();
         if result.is_ok() {
             (self.platform.end_op)();
+            self.close();
             self.phase = Phase::Idle;
             self.args = core::ptr::null();
             self.result = core::ptr::null_mut();
@@ -600,18 +771,11 @@ impl Args {
     /// overlaps the output already taken.
     pub fn tensor(&self) -> Result<Tensor<'_>, ArgError> {
         let inv = &self.0;
-        let result = inv.peek(None).and_then(|resolved| {
-            if inv.dst_taken.get() && resolved.range.overlaps(inv.dst_range.get()) {
-                return Err(ArgError::OutputAliasesInput);
-            }
-            inv.consume(&resolved);
-            let desc = &inv.parser.extractor.args[resolved.index];
-            // SAFETY: `translate_range` mapped all of the tensor's bytes for the
-            // invocation (the platform's contract), which `&self` spans; read-only, and
-            // the writable output overlaps no input (checked here and in `output`).
-            Ok(unsafe { Tensor::new(desc, &resolved.checked, resolved.data, false, &inv.platform) })
-        });
-        inv.record(result)
+        let (desc, ready) = inv.pulled(inv.pull(None)?);
+        // SAFETY: setup translated all of the tensor's bytes for the invocation (the
+        // platform's contract), which `&self` spans; read-only, and the writable output
+        // overlaps no input handed out (`output_view`, checked both ways).
+        Ok(unsafe { Tensor::new(desc, ready.dtype, ready.num_elem, ready.data, false, &inv.platform) })
     }
 
     /// The next argument as an `int` scalar. Errors as [`Invocation::next_int`].
@@ -636,17 +800,10 @@ impl Args {
     /// overlaps an input tensor already pulled.
     pub fn output(&self) -> Result<Tensor<'_>, ArgError> {
         let inv = &self.0;
-        let result = inv.peek_dst().and_then(|(checked, data, range)| {
-            let pulled = inv.parser.curr_arg.get() as usize;
-            if inv.input_ranges[..pulled].iter().any(|r| r.get().overlaps(range)) {
-                return Err(ArgError::OutputAliasesInput);
-            }
-            inv.take_dst(range);
-            // SAFETY: as in `tensor`; writable, taken once per invocation (`dst_taken`),
-            // and overlapping no input pulled before or after (checked both ways).
-            Ok(unsafe { Tensor::new(&inv.dst, &checked, data, true, &inv.platform) })
-        });
-        inv.record(result)
+        let (desc, ready) = inv.take_output(true)?;
+        // SAFETY: as in `tensor`; writable, taken once per invocation, and overlapping
+        // no input pulled before or after (`output_view`).
+        Ok(unsafe { Tensor::new(desc, ready.dtype, ready.num_elem, ready.data, true, &inv.platform) })
     }
 
     /// Arguments not yet pulled.

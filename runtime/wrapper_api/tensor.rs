@@ -4,7 +4,7 @@
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 
-use super::{ArgTensor, Checked, Dtype, Element, MAX_RANK, Platform, TensorError};
+use super::{ArgTensor, Dtype, Element, MAX_RANK, Platform, TensorError};
 use crate::data_transfer;
 
 /// Size of the TCM buffer each stream accessor takes from the op's pool.
@@ -69,23 +69,25 @@ impl core::ops::Deref for Strides {
 }
 
 impl<'a> Tensor<'a> {
-    /// A view over the elements of `desc` (which `checked` describes) at the translated
-    /// `data`.
+    /// A view over the `num_elem` elements of `dtype` that `desc` describes, at the
+    /// translated `data`.
     ///
     /// # Safety
-    /// `checked` is what `desc.check()` returned. Unless the tensor is empty, `data` is
-    /// valid for its bytes (elements times dtype size) of reads (and writes if
-    /// `writable`) for `'a`, and no Rust reference to those bytes exists except through
-    /// views that are themselves read-only when this one is writable.
+    /// `desc` is a checked tensor descriptor of `dtype` and `num_elem` elements. Unless
+    /// the tensor is empty, `data` is valid for its bytes (elements times dtype size) of
+    /// reads (and writes if `writable`) for `'a`, and no Rust reference to those bytes
+    /// exists except through views that are themselves read-only when this one is
+    /// writable.
     #[inline(always)]
     pub(super) unsafe fn new(
         desc: &'a ArgTensor,
-        checked: &Checked,
+        dtype: Dtype,
+        num_elem: u32,
         data: *mut u8,
         writable: bool,
         platform: &'a Platform,
     ) -> Self {
-        Tensor { desc, data, num_elem: checked.num_elem, dtype: checked.dtype, writable, platform }
+        Tensor { desc, data, num_elem, dtype, writable, platform }
     }
 
     /// Element type.
@@ -181,7 +183,9 @@ impl<'a> Tensor<'a> {
     /// `data` as an aligned `T` pointer; `None` for an empty tensor.
     fn typed_data<T: Element>(&self) -> Result<Option<NonNull<T>>, TensorError> {
         self.check_dtype::<T>()?;
-        let Some(data) = NonNull::new(self.data.cast::<T>()) else { return Ok(None) };
+        let Some(data) = NonNull::new(self.data.cast::<T>()) else {
+            return Ok(None);
+        };
         if !(data.as_ptr() as usize).is_multiple_of(align_of::<T>()) {
             return Err(TensorError::Misaligned);
         }

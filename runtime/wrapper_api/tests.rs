@@ -3,7 +3,7 @@
 //! 16 KiB TCM pool tracks every block.
 
 use super::*;
-use crate::translate::TranslateError;
+use crate::translate::{RangeError, TranslateError};
 use proptest::prelude::*;
 use std::boxed::Box;
 use std::cell::RefCell;
@@ -39,15 +39,20 @@ std::thread_local! {
 
 const TCM_POOL: usize = 16 * 1024;
 
-fn fake_translate(addr: u64) -> Result<*mut u8, TranslateError> {
+/// The window holding `addr`, as `translate_range` sees it: the bytes must all be in it.
+fn fake_translate(addr: u64, len: usize) -> Result<*mut u8, RangeError> {
     FAKE.with_borrow_mut(|fake| {
         for w in &mut fake.windows {
             if addr >= w.base && addr - w.base < w.len as u64 {
+                let offset = (addr - w.base) as usize;
+                if len.max(1) > w.len - offset {
+                    return Err(RangeError::OutsideWindow);
+                }
                 // SAFETY (test): inside the window's buffer.
-                return Ok(unsafe { w.words.as_mut_ptr().cast::<u8>().add(w.skew + (addr - w.base) as usize) });
+                return Ok(unsafe { w.words.as_mut_ptr().cast::<u8>().add(w.skew + offset) });
             }
         }
-        Err(TranslateError::Miss)
+        Err(RangeError::Miss)
     })
 }
 
@@ -979,7 +984,9 @@ impl Model {
         if self.phase != ModelPhase::Active {
             return Status::NOT_SET_UP;
         }
-        let Some(spec) = self.specs.get(self.next) else { return Status::NO_MORE_ARGS };
+        let Some(spec) = self.specs.get(self.next) else {
+            return Status::NO_MORE_ARGS;
+        };
         let status = expected_pull(spec, kind);
         if status.is_ok() {
             self.next += 1;

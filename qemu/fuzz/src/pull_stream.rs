@@ -19,7 +19,7 @@
 use core::cell::RefCell;
 
 use arbitrary::{Arbitrary, Unstructured};
-use neuroncustomop::translate::TranslateError;
+use neuroncustomop::translate::RangeError;
 use neuroncustomop::wrapper_api::{
     ARG_TENSOR_SIZE, ArgError, ArgTensor, ArgType, Invocation, KernelError, MAX_ARGS, Platform, ScalarKind, Status,
     Tensor,
@@ -57,8 +57,12 @@ fn window_of(addr: u64) -> Option<(usize, usize)> {
     WINDOW_BASES.iter().position(|&base| addr >= base && addr - base < WINDOW_LEN as u64).map(|w| (w, (addr - WINDOW_BASES[w]) as usize))
 }
 
-fn fake_translate(addr: u64) -> Result<*mut u8, TranslateError> {
-    let (window, offset) = window_of(addr).ok_or(TranslateError::Miss)?;
+/// `translate_range` over the three windows: the bytes must all lie in one.
+fn fake_translate(addr: u64, len: usize) -> Result<*mut u8, RangeError> {
+    let (window, offset) = window_of(addr).ok_or(RangeError::Miss)?;
+    if len.max(1) > WINDOW_LEN - offset {
+        return Err(RangeError::OutsideWindow);
+    }
     Ok(FAKE.with_borrow_mut(|fake| fake.windows[window].as_mut_ptr().cast::<u8>().wrapping_add(offset)))
 }
 
