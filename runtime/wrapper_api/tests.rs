@@ -1420,3 +1420,23 @@ fn c_abi_reports_null_or_zero_and_a_status() {
     assert_eq!(customop_invocation_status(), Status::TOO_MANY_ARGS.0);
     assert_eq!(run_kernel(|args| Ok(args.output()?)), Status::TOO_MANY_ARGS);
 }
+
+/// Found by the `pull_stream` fuzz target in a version that resolved the output in
+/// place: a `return_tensor` before `get_dst_tensor` changed what it handed out. The
+/// output is the pre-shaped descriptor setup copied, whatever is returned meanwhile.
+#[test]
+fn get_dst_tensor_after_a_return_still_hands_out_the_pre_shaped_output() {
+    let mut fake = Fake::new();
+    let x = fake.tensor(&[4], &[1.0f32, 2.0, 3.0, 4.0]);
+    let out = fake.tensor(&[2, 2], &[0.0f32; 4]);
+    let mut result = out;
+    let args = [x];
+    let mut inv = fake.invocation();
+    hand_off(&mut inv, &args, &mut result);
+    inv.setup(false).unwrap();
+    inv.return_tensor(&x).unwrap();
+    assert_eq!(result.to_bytes(), x.to_bytes(), "the return reached the loader");
+    let dst = inv.dst_tensor().expect("the output");
+    assert_eq!(dst.to_bytes(), out.to_bytes());
+    assert_eq!(inv.cleanup(), Status::OK);
+}
