@@ -12,13 +12,17 @@
 //! - after an accepted set, every probe translates to the first matching record's
 //!   device address (core-rebased when per-core); after a refused one, every probe
 //!   misses (fail closed);
-//! - `neuron_translate` returns null exactly on a miss and sets the status to match.
+//! - `neuron_translate` returns null exactly on a miss and sets the status to match;
+//! - `translate_range` of each probe, for lengths the fuzzer picks and the lengths that
+//!   end at and one past the matched window's last byte, gives the first byte's device
+//!   address exactly when every byte lies in the first byte's window, `Miss` when there
+//!   is none, and `OutsideWindow` otherwise.
 
 use arbitrary::{Arbitrary, Unstructured};
 use neuroncustomop::arch::set_prid_for_test;
 use neuroncustomop::translate::{
-    TRANSLATE_OK, TRANSLATE_PER_CORE, TRANSLATE_REGIONS, TranslateError, TranslateRecord, configure,
-    neuron_translate, neuron_translate_configure, neuron_translate_status, translate,
+    RangeError, TRANSLATE_OK, TRANSLATE_PER_CORE, TRANSLATE_REGIONS, TranslateError, TranslateRecord, configure,
+    neuron_translate, neuron_translate_configure, neuron_translate_status, translate, translate_range,
 };
 
 use crate::ensure_eq;
@@ -84,6 +88,7 @@ struct Case {
     records: Vec<RecordSpec>,
     hand_over: HandOver,
     probes: Vec<u64>,
+    lengths: Vec<u32>,
 }
 
 /// Which record set `configure` must accept, from the documented rules: at most five
@@ -120,6 +125,16 @@ fn model_translate(records: &[TranslateRecord], core: u32, addr: u64) -> Option<
     let record = records.iter().find(|record| addr & record.mask == record.ptr)?;
     let per_core = if record.flags & TRANSLATE_PER_CORE != 0 { u128::from(core) * u128::from(record.core_stride) } else { 0 };
     Some(u128::from(record.device_base) + per_core + u128::from(addr - record.ptr))
+}
+
+/// The device address of the `len` bytes at `addr` (0 counts as 1): the first byte's,
+/// when the last byte is inside the record the first one matches.
+fn model_translate_range(records: &[TranslateRecord], core: u32, addr: u64, len: u64) -> Result<u128, RangeError> {
+    let record = records.iter().find(|record| addr & record.mask == record.ptr).ok_or(RangeError::Miss)?;
+    if u128::from(addr) + u128::from(len.max(1)) - 1 > u128::from(record.ptr | !record.mask) {
+        return Err(RangeError::OutsideWindow);
+    }
+    Ok(model_translate(records, core, addr).expect("the record matches"))
 }
 
 /// The whole target.
@@ -183,6 +198,16 @@ pub fn check(data: &[u8]) {
         ensure_eq!((!device.is_null()).then_some(device as usize as u128), expected, "neuron_translate({addr:#x})");
         let status = if expected.is_some() { TRANSLATE_OK } else { TranslateError::Miss.code() };
         ensure_eq!(neuron_translate_status(), status, "status after neuron_translate");
+
+        let window_end = in_force.iter().find(|record| addr & record.mask == record.ptr).map(|record| record.ptr | !record.mask);
+        let to_end = window_end.map(|last| last - addr + 1);
+        let lengths = case.lengths.iter().map(|&len| u64::from(len)).chain(to_end).chain(to_end.map(|len| len + 1));
+        for len in lengths {
+            let Ok(len_usize) = usize::try_from(len) else { continue };
+            let expected = model_translate_range(in_force, core, addr, len);
+            let got = translate_range(addr, len_usize).map(|device| device as usize as u128);
+            ensure_eq!(got, expected, "translate_range({addr:#x}, {len:#x})");
+        }
     }
 }
 
