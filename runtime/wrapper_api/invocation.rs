@@ -16,8 +16,8 @@
 //! # Resolved once, handed out in order
 //! `setup` does each argument's work once, in one loop: it copies the descriptor into
 //! the [`ArgParser`], checks it, translates its bytes, and keeps the result as a
-//! [`Ready`] slot; the output is copied and resolved the same way. A pull then compares the
-//! slot's type with the one it wants and hands the slot out: a handful of
+//! [`Ready`] slot; the output is copied and resolved the same way. A pull then
+//! compares the slot's type with the one it wants and hands the slot out: a handful of
 //! instructions. Whatever setup could not make ready (a malformed descriptor, an
 //! address outside every window), and every pull that is not plainly valid (wrong
 //! type, past the end, before setup, an output overlapping an input), takes the slow
@@ -141,8 +141,7 @@ struct Ready {
     data: *mut u8,
     num_elem: u32,
     /// The raw [`ArgType`] it is ready as, or [`Ready::NOT_READY`]: setup could not
-    /// resolve it, or it was taken (the output) or must not be handed out as it is (an
-    /// input overlapping the output taken): the slow path says why.
+    /// resolve it, or (the output) it was taken. The slow path says why.
     arg_type: u8,
     dtype: Dtype,
 }
