@@ -1338,6 +1338,10 @@ fn stream_round_trip<T: Element>(values: &[T], f: impl Fn(T) -> T, close: bool) 
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "Miri ICE (rust-lang/miri#5185, mixed-size atomic stores in weak-memory emulation); passes with -Zmiri-disable-weak-memory-emulation"
+)]
 fn streams_round_trip_more_than_one_buffer() {
     stream_round_trip(&(0..10_000).map(|i| i as f32 * 0.5).collect::<Vec<_>>(), |v| -v, true);
     stream_round_trip(&(0..9_001).map(|i| i as i8).collect::<Vec<_>>(), |v| v.wrapping_add(1), true);
