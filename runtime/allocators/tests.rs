@@ -525,7 +525,7 @@ proptest! {
 }
 
 proptest! {
-    // Under Miri one short sequence on a 512 KiB heap (four tree levels instead of five):
+    // Under Miri one short sequence on a 512 KiB heap (one tree level fewer than 2 MiB):
     // one case of up to 15 operations on the 2 MiB heap ran for 14 minutes there.
     #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 1 } else { 192 }))]
 
