@@ -469,6 +469,9 @@ mod tests {
     }
 
     proptest! {
+        // Miri interprets about 1000x slower: a few cases there, the full count natively.
+        #![proptest_config(if cfg!(miri) { ProptestConfig::with_cases(8) } else { ProptestConfig::default() })]
+
         #[test]
         fn translate_range_matches_reference(
             records in proptest::collection::vec(record(), 1..=5),

@@ -126,7 +126,7 @@ impl Queues {
     /// Both queues are memory only this core and the engine use, valid for
     /// [`QUEUE_BYTES`] each and 4-byte aligned, for as long as the value is used.
     pub unsafe fn new(window: usize, m2s_offset: u32, s2m_offset: u32) -> Result<Self, DmaError> {
-        if m2s_offset.abs_diff(s2m_offset) < QUEUE_BYTES as u32 || m2s_offset % 4 != 0 || s2m_offset % 4 != 0 {
+        if m2s_offset.abs_diff(s2m_offset) < QUEUE_BYTES as u32 || !m2s_offset.is_multiple_of(4) || !s2m_offset.is_multiple_of(4) {
             return Err(DmaError::NotConfigured);
         }
         let queue = |offset: u32| (window + offset as usize) as *mut DmaQueueHeader;

@@ -513,7 +513,8 @@ fn each_malformed_field_has_its_own_error() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2048))]
+    // Miri interprets about 1000x slower: a few cases there, the full count natively.
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 16 } else { 2048 }))]
 
     #[test]
     fn random_bytes_match_the_model(bytes in proptest::array::uniform32(any::<u8>()), tail in proptest::array::uniform16(any::<u8>())) {
@@ -1070,7 +1071,8 @@ fn build_args(fake: &mut Fake, specs: &[Spec], eleven: bool) -> Vec<ArgTensor> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    // Miri interprets about 1000x slower: a few cases there, the full count natively.
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 512 }))]
 
     #[test]
     fn random_call_orders_follow_the_model(ops in proptest::collection::vec(op(), 1..40)) {
@@ -1264,7 +1266,8 @@ fn empty_tensors_have_no_data_and_need_no_translation() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    // Miri interprets about 1000x slower: a few cases there, the full count natively.
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
 
     #[test]
     fn tcm_accessor_copies_exactly_the_checked_range(
@@ -1342,6 +1345,10 @@ fn stream_round_trip<T: Element>(values: &[T], f: impl Fn(T) -> T, close: bool) 
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "Miri ICE (rust-lang/miri#5185, mixed-size atomic stores in weak-memory emulation); passes with -Zmiri-disable-weak-memory-emulation"
+)]
 fn streams_round_trip_more_than_one_buffer() {
     stream_round_trip(&(0..10_000).map(|i| i as f32 * 0.5).collect::<Vec<_>>(), |v| -v, true);
     stream_round_trip(&(0..9_001).map(|i| i as i8).collect::<Vec<_>>(), |v| v.wrapping_add(1), true);
