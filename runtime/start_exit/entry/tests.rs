@@ -289,6 +289,10 @@ fn an_empty_table_bootstraps_and_registers_nothing() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "registers 32,767 kernels: unfinished after 23 min under Miri; the registration loop is the one every other entry test runs with a few kernels"
+)]
 fn count_gate_accepts_0x7fff_and_refuses_0x8000_and_up() {
     let table = FakeTable::numbered(0x7FFF);
     let status = run_entry(&FakeHost::new(), &table, &mut FakeRuntime::default());
