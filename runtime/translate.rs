@@ -136,7 +136,7 @@ pub enum RangeError {
 
 /// A validated record in the form the hot path wants: the 64-bit mask and match value
 /// as 32-bit halves, so the 32-bit core tests the low half and branches at once.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Window {
     mask_low: u32,
     ptr_low: u32,
@@ -197,6 +197,9 @@ struct Tlb {
     windows: [Window; TRANSLATE_REGIONS],
     /// [`TRANSLATE_OK`] or the code of the last failed C call.
     status: c_int,
+    /// How many times `windows` changed: equal generations, equal translations
+    /// (what lets setup reuse a previous op's resolved arguments). 64 bits never wrap.
+    generation: u64,
 }
 
 /// The TLB's cell; see "State and soundness" in the module docs.
@@ -208,7 +211,11 @@ unsafe impl Sync for TlbCell {}
 
 impl TlbCell {
     const fn new() -> TlbCell {
-        TlbCell(UnsafeCell::new(Tlb { windows: [Window::UNUSED; TRANSLATE_REGIONS], status: TRANSLATE_OK }))
+        TlbCell(UnsafeCell::new(Tlb {
+            windows: [Window::UNUSED; TRANSLATE_REGIONS],
+            status: TRANSLATE_OK,
+            generation: 0,
+        }))
     }
 }
 
@@ -254,9 +261,24 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
     };
     let windows = if checked.is_ok() { windows } else { [Window::UNUSED; TRANSLATE_REGIONS] };
     // SAFETY: no reference into the TLB is live (module docs: one context per core and
-    // `translate` does not call `configure`), so this write is exclusive.
-    unsafe { (*tlb()).windows = windows };
+    // `translate` does not call `configure`), so these writes are exclusive.
+    let tlb = unsafe { &mut *tlb() };
+    // A loader that configures the same windows before every op keeps the generation,
+    // and with it the argument resolutions setup may reuse.
+    if tlb.windows != windows {
+        tlb.windows = windows;
+        tlb.generation += 1;
+    }
     checked
+}
+
+/// This core's configuration generation: it changes whenever [`configure`] changes the
+/// windows, so between two equal readings every translation gives the same answer.
+#[inline(always)]
+pub(crate) fn generation() -> u64 {
+    // SAFETY: a plain read of this core's TLB; only `configure` writes the field, never
+    // while this runs (module docs).
+    unsafe { (*tlb()).generation }
 }
 
 /// The first configured window that `framework_addr` matches.
@@ -518,6 +540,25 @@ mod tests {
         assert_eq!(translate(0x0_ffff_ffff), Err(TranslateError::Miss));
         assert_eq!(translate(0x1_0000_1000), Err(TranslateError::Miss));
         assert_eq!(translate(0x0_0000_0000), Err(TranslateError::Miss)); // same low bits, other high word
+    }
+
+    #[test]
+    fn the_generation_changes_exactly_when_the_windows_do() {
+        let one = TranslateRecord::window(0x1_0000_0000, 0x1000, 0x4000_0000);
+        let other = TranslateRecord::window(0x2_0000_0000, 0x1000, 0x4000_0000);
+        configure(&[one]).unwrap();
+        let start = generation();
+        configure(&[one]).unwrap();
+        assert_eq!(generation(), start, "the same windows again");
+        configure(&[one, other]).unwrap();
+        assert_eq!(generation(), start + 1);
+        configure(&[one, other]).unwrap();
+        configure(&[other, one]).unwrap();
+        assert_eq!(generation(), start + 2, "the order decides which window wins");
+        assert!(configure(&[TranslateRecord { mask: 1, ..one }]).is_err());
+        assert_eq!(generation(), start + 3, "a refused configuration leaves no window");
+        assert!(configure(&[TranslateRecord { mask: 1, ..other }]).is_err());
+        assert_eq!(generation(), start + 3, "still none");
     }
 
     #[test]
