@@ -592,6 +592,28 @@ impl ArgTensor {
         }
     }
 
+    /// Whether the descriptor at `src` has the same 48 bytes as `self`, compared word by
+    /// word; `false` when `src` is not 4-aligned (the caller then copies it afresh,
+    /// which is always correct, only slower).
+    ///
+    /// # Safety
+    /// `src` is valid for reads of 48 bytes.
+    #[inline(always)]
+    pub(crate) unsafe fn is_copy_of(&self, src: *const ArgTensor) -> bool {
+        if !src.addr().is_multiple_of(4) {
+            return false;
+        }
+        let (src, copy) = (src.cast::<u32>(), core::ptr::from_ref(self).cast::<u32>());
+        macro_rules! same_words {
+            ($($i:literal)*) => {
+                // SAFETY: word `i < 12` of both 48-byte ranges, 4-aligned (checked, and
+                // `ArgTensor` is 8-aligned); any bits are a valid `u32`.
+                true $(&& unsafe { src.add($i).read() == copy.add($i).read() })*
+            };
+        }
+        same_words!(0 1 2 3 4 5 6 7 8 9 10 11)
+    }
+
     /// The 48 wire bytes.
     pub fn to_bytes(&self) -> [u8; ARG_TENSOR_SIZE] {
         // SAFETY: `ArgTensor` has no padding, so all 48 bytes are initialised; `[u8; 48]`

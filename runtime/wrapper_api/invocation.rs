@@ -25,6 +25,15 @@
 //! are reported by the pull that meets them, exactly as if nothing had been resolved
 //! early. Translation uses the windows configured when setup ran (the loader
 //! configures them before the op).
+//!
+//! # Reused when unchanged
+//! A kernel is mostly dispatched again with the same arguments (the same instruction,
+//! the next inference). Setup therefore first compares the incoming descriptors with
+//! the copies it already holds: when every one has the same bytes, translation was not
+//! reconfigured since (`crate::translate::generation`), and no copy was handed to C as
+//! a pointer since (C may write through it), the previous resolutions stand and there
+//! is nothing to copy, check or translate: 12 word compares per descriptor. Otherwise
+//! each descriptor that differs is copied and resolved again, and the others kept.
 
 use core::cell::Cell;
 
@@ -152,49 +161,62 @@ impl Ready {
     const NONE: Ready =
         Ready { arg_type: Ready::NOT_READY, dtype: Dtype::Uint8, num_elem: 0, data: core::ptr::null_mut() };
 
-    /// Checks and translates `desc`: ready as its arg type, or not ready (the slow path
-    /// names the error when a pull meets it). A scalar is ready only at an address
-    /// aligned for it, so that a pull reads it with one load. The common descriptor
-    /// ([`ArgTensor::check_common`]) is decided here, in registers; any other by
-    /// `resolve_any`.
+    /// Checks and translates `desc` into `ready`: ready as its arg type, or not ready
+    /// (the slow path names the error when a pull meets it). A scalar is ready only at
+    /// an address aligned for it, so that a pull reads it with one load. The common
+    /// descriptor ([`ArgTensor::check_common`]) is decided here, in registers; any other
+    /// by `resolve_any`. Each outcome is stored where it is decided: a `Ready` value
+    /// merged from several paths would go through the stack.
     #[inline(always)]
-    fn resolve(desc: &ArgTensor, platform: &Platform) -> Ready {
+    fn resolve(desc: &ArgTensor, platform: &Platform, ready: &Cell<Ready>) {
         match desc.check_common() {
-            Some(checked) => Ready::translated(&checked, platform),
-            None => Ready::resolve_any(desc, platform),
+            Some(checked) => Ready::translate(&checked, platform, ready),
+            None => Ready::resolve_any(desc, platform, ready),
         }
     }
 
     #[inline(never)]
-    fn resolve_any(desc: &ArgTensor, platform: &Platform) -> Ready {
+    fn resolve_any(desc: &ArgTensor, platform: &Platform, ready: &Cell<Ready>) {
         match desc.check_any() {
-            Some(checked) => Ready::translated(&checked, platform),
-            None => Ready::NONE,
+            Some(checked) => Ready::translate(&checked, platform, ready),
+            None => ready.set(Ready::NONE),
         }
     }
 
-    /// The descriptor `checked` describes, translated: ready, or not.
+    /// Translates the descriptor `checked` describes into `ready`: ready, or not.
     #[inline(always)]
-    fn translated(checked: &Checked, platform: &Platform) -> Ready {
+    fn translate(checked: &Checked, platform: &Platform, ready: &Cell<Ready>) {
         match platform.translate(checked) {
             Ok(data) if checked.arg_type == ArgType::Tensor || data.addr() & (checked.dtype.size() - 1) == 0 => {
-                Ready::of(checked, data)
+                ready.set(Ready::of(checked, data));
             }
-            _ => Ready::NONE,
+            _ => ready.set(Ready::NONE),
         }
     }
 
-    /// Copies the descriptor at `src` into `copy`, and resolves it into `ready`. Not
-    /// inlined: setup's loop calls it once per argument, and a call costs less than the
-    /// registers the loop would spill around an inlined check and translation.
+    /// Makes `copy` a copy of the descriptor at `src` and `ready` its resolution:
+    /// when `reuse` (`ready` is the resolution of `copy` under the current translation)
+    /// and the bytes are the same, there is nothing to do; otherwise copies and
+    /// resolves. Returns whether it resolved.
     ///
     /// # Safety
     /// `src` is valid for reads of one descriptor (any alignment) and is not `copy`.
-    #[inline(never)]
-    unsafe fn load(src: *const ArgTensor, copy: &mut ArgTensor, ready: &Cell<Ready>, platform: &Platform) {
+    #[inline(always)]
+    unsafe fn refresh(
+        src: *const ArgTensor,
+        copy: &mut ArgTensor,
+        ready: &Cell<Ready>,
+        platform: &Platform,
+        reuse: bool,
+    ) -> bool {
+        // SAFETY: the caller's contract.
+        if reuse && unsafe { copy.is_copy_of(src) } {
+            return false;
+        }
         // SAFETY: the caller's contract; `copy` is a distinct, writable descriptor.
         unsafe { ArgTensor::copy(src, copy) };
-        ready.set(Ready::resolve(copy, platform));
+        Ready::resolve(copy, platform, ready);
+        true
     }
 
     #[inline(always)]
@@ -202,15 +224,19 @@ impl Ready {
         Ready { arg_type: checked.arg_type as u8, dtype: checked.dtype, num_elem: checked.num_elem, data }
     }
 
-    /// Whether the bytes of two ready tensors overlap (empty ones overlap nothing).
+    /// Whether this is a tensor whose bytes overlap those of `output` (an empty one, or
+    /// a not-ready output, overlaps nothing).
     #[inline(always)]
-    fn overlaps(&self, other: &Ready) -> bool {
-        let (start, other_start) = (self.data as usize, other.data as usize);
+    fn overlaps_output(&self, output: &Ready) -> bool {
+        if self.arg_type != ArgType::Tensor as u8 {
+            return false;
+        }
+        let (start, output_start) = (self.data as usize, output.data as usize);
         // Cannot overflow: `translate` checked each length fits and each range is
         // inside one device window.
         let end = start + ((self.num_elem as usize) << self.dtype.size_log2());
-        let other_end = other_start + ((other.num_elem as usize) << other.dtype.size_log2());
-        start < other_end && other_start < end
+        let output_end = output_start + ((output.num_elem as usize) << output.dtype.size_log2());
+        start < output_end && output_start < end
     }
 }
 
@@ -251,25 +277,48 @@ pub struct Invocation {
     pullable: u32,
     last_status: Cell<Status>,
     invocation_status: Cell<Status>,
-    /// What setup resolved for the output; not ready once taken.
-    dst: Cell<Ready>,
+    /// The output was taken (or there is no active invocation): `dst_resolved` is not
+    /// handed out again.
     dst_taken: Cell<bool>,
     phase: Phase,
     initialized: bool,
-    /// The output as a Rust kernel took it, a writable view that no input handed out
-    /// may overlap; `Ready::NONE` (empty, overlapping nothing) before that, and for C
-    /// kernels, which may work in place.
-    output_view: Cell<Ready>,
-    /// What setup resolved for each argument, by index.
+    /// Bit `i`: argument `i` is a tensor overlapping the output a Rust kernel took, a
+    /// writable view no input handed out may overlap: `output_overlaps` once a Rust
+    /// kernel took the output, 0 before that and for C kernels (they may work in place).
+    aliasing: Cell<u16>,
+    /// What setup resolved for each argument, by index: the resolution of
+    /// `parser.extractor.args[i]` under the translate generation `resolved_generation`
+    /// when it is ready (see `reusable`).
     ready: [Cell<Ready>; MAX_ARGS],
     args: *const ArgTensor,
     num_args: u32,
     result: *mut ArgTensor,
     platform: Platform,
+    /// Bit `i` (`OUTPUT_BIT` for the output): `ready[i]` (`dst_resolved`) is still the
+    /// resolution of the runtime's copy, which nobody outside the runtime has had a
+    /// pointer to since. Setup reuses such a resolution when the incoming descriptor
+    /// has the same bytes as the copy and translation has not been reconfigured.
+    reusable: Cell<u16>,
+    /// Bit `i`: `ready[i]` is a tensor overlapping `dst_resolved`; kept by setup for
+    /// every slot whose `reusable` bit is set (the others are resolved again, and this
+    /// recomputed, before a pull can reach them).
+    output_overlaps: u16,
+    /// The lowest bit set in `output_overlaps`, 16 when none.
+    first_overlap: u8,
+    /// The translate generation (`crate::translate::generation`) `ready` and
+    /// `dst_resolved` were resolved under.
+    resolved_generation: u64,
+    /// The resolution of `dst_desc`, as `ready` is of the arguments.
+    dst_resolved: Cell<Ready>,
     /// The runtime's copy of the output descriptor, made by setup.
     dst_desc: ArgTensor,
     parser: ArgParser,
 }
+
+/// The `reusable` bit of the output (bits `0..MAX_ARGS` are the arguments').
+const OUTPUT_BIT: u16 = 1 << MAX_ARGS;
+
+const _: () = assert!(MAX_ARGS < 16, "`reusable` has a bit per argument and one for the output");
 
 impl Invocation {
     /// An idle invocation over the device runtime.
@@ -298,9 +347,13 @@ impl Invocation {
             parser: ArgParser::new(),
             ready: [const { Cell::new(Ready::NONE) }; MAX_ARGS],
             pullable: 0,
-            dst: Cell::new(Ready::NONE),
-            dst_taken: Cell::new(false),
-            output_view: Cell::new(Ready::NONE),
+            dst_taken: Cell::new(true),
+            aliasing: Cell::new(0),
+            reusable: Cell::new(0),
+            output_overlaps: 0,
+            first_overlap: 16,
+            resolved_generation: 0,
+            dst_resolved: Cell::new(Ready::NONE),
             last_status: Cell::new(Status::OK),
             invocation_status: Cell::new(Status::OK),
             initialized: false,
@@ -388,7 +441,7 @@ impl Invocation {
     /// Closes every fast path: nothing is handed out until the next setup.
     fn close(&mut self) {
         self.pullable = 0;
-        self.dst.set(Ready::NONE);
+        self.dst_taken.set(true);
     }
 
     /// `customop_setup`: copies the pending descriptors into the parser, checks and
@@ -412,36 +465,129 @@ impl Invocation {
             Phase::Pending => {}
         }
         self.check_arg_block()?;
-        if self.result.is_null() {
-            self.dst_desc = ArgTensor::ZEROED;
-            self.dst.set(Ready::NONE);
-        } else {
-            // SAFETY: `result` is not null, so readable by `set_invocation`'s contract,
-            // and not the runtime's own `dst_desc`.
-            unsafe { Ready::load(self.result, &mut self.dst_desc, &self.dst, &self.platform) };
-        }
-        let num_args = self.num_args as usize;
-        let extractor = &mut self.parser.extractor;
-        let mut i = 0;
-        // A counted loop, not an iterator: at most 10 rounds, and each is the whole
-        // per-argument cost of a dispatch.
-        while i < num_args {
-            let slot = &mut extractor.args[i];
-            // SAFETY: `i < num_args <= 10` and `args` is not null (checked), so it is
-            // readable here by `set_invocation`'s contract; `slot` is the runtime's own.
-            unsafe { Ready::load(self.args.add(i), slot, &self.ready[i], &self.platform) };
-            extractor.arg_types[i] = slot.arg_type;
-            i += 1;
-        }
-        extractor.num_args = self.num_args;
+        // SAFETY: `check_arg_block` passed, so `set_invocation`'s contract makes the
+        // pending descriptors readable.
+        unsafe { self.prepare() };
+        self.parser.extractor.num_args = self.num_args;
         self.parser.curr_arg.set(0);
         self.pullable = self.num_args;
         self.dst_taken.set(false);
-        self.output_view.set(Ready::NONE);
+        self.aliasing.set(0);
         (self.platform.begin_op)(first_call || !self.initialized);
         self.initialized = true;
         self.phase = Phase::Active;
         Ok(())
+    }
+
+    /// Makes `dst_desc` and `parser.extractor.args` copies of the pending output and
+    /// arguments, and `dst_resolved` and `ready` their resolutions. When all of them
+    /// are, byte for byte, the runtime's copies already, each resolution is reusable and
+    /// translation has not changed, there is nothing to copy, check or translate (a
+    /// kernel dispatched again with the same arguments): 12 word compares each.
+    ///
+    /// # Safety
+    /// The pending descriptors are readable (`set_invocation`'s contract, with
+    /// `check_arg_block` passed).
+    #[inline(never)]
+    unsafe fn prepare(&mut self) {
+        let generation = crate::translate::generation();
+        let num_args = self.num_args as usize;
+        let wanted = ((1u32 << num_args) - 1) as u16 | OUTPUT_BIT;
+        let reusable = generation == self.resolved_generation && self.reusable.get() & wanted == wanted;
+        // SAFETY: the caller's contract; `result` is not null here.
+        if !reusable || self.result.is_null() || !unsafe { self.dst_desc.is_copy_of(self.result) } {
+            // SAFETY: the caller's contract.
+            return unsafe { self.resolve(generation) };
+        }
+        let mut src = self.args;
+        for copy in self.parser.extractor.args.iter().take(num_args) {
+            // SAFETY: the caller's contract: `src` is one of the `num_args` pending
+            // descriptors (`args` is not null when there are any), and the last `add`
+            // is one past them.
+            unsafe {
+                if !copy.is_copy_of(src) {
+                    return self.resolve(generation);
+                }
+                src = src.add(1);
+            }
+        }
+    }
+
+    /// Copies and resolves the pending output and arguments, except those whose copies
+    /// the same bytes and whose resolutions are still reusable under `generation`.
+    ///
+    /// # Safety
+    /// As [`prepare`](Self::prepare).
+    #[inline(never)]
+    unsafe fn resolve(&mut self, generation: u64) {
+        let reusable = if generation == self.resolved_generation { self.reusable.get() } else { 0 };
+        let num_args = (self.num_args as usize).min(MAX_ARGS);
+        let mut resolved_anew = if self.result.is_null() {
+            self.dst_desc = ArgTensor::ZEROED;
+            self.dst_resolved.set(Ready::NONE);
+            (self.output_overlaps, self.first_overlap) = (0, 16);
+            false
+        } else {
+            // SAFETY: `result` is not null, so readable by the caller's contract.
+            unsafe { self.refresh_output(reusable & OUTPUT_BIT != 0) }
+        };
+        for i in 0..num_args {
+            // SAFETY: `i < num_args`: the caller's contract.
+            resolved_anew |= unsafe { self.refresh_arg(i, reusable & (1 << i) != 0) };
+        }
+        let output_bit = if self.result.is_null() { 0 } else { OUTPUT_BIT };
+        let mut reusable = reusable | ((1u32 << num_args) - 1) as u16 | output_bit;
+        if resolved_anew {
+            self.output_overlaps = self.tensors_overlapping();
+            self.first_overlap = self.output_overlaps.trailing_zeros() as u8;
+            // `output_overlaps` covers this op's arguments: a later op with more must
+            // resolve the others again, which recomputes it.
+            reusable &= ((1u32 << num_args) - 1) as u16 | OUTPUT_BIT;
+        }
+        self.reusable.set(reusable);
+        self.resolved_generation = generation;
+    }
+
+    /// [`Ready::refresh`] of the output.
+    ///
+    /// # Safety
+    /// `result` is not null, and readable (`set_invocation`'s contract).
+    #[inline(never)]
+    unsafe fn refresh_output(&mut self, reuse: bool) -> bool {
+        // SAFETY: the caller's contract; `result` is not the runtime's `dst_desc`.
+        unsafe { Ready::refresh(self.result, &mut self.dst_desc, &self.dst_resolved, &self.platform, reuse) }
+    }
+
+    /// [`Ready::refresh`] of argument `i`, and its `arg_types` byte. Out of line, so
+    /// that `resolve`'s loop keeps its few values in the registers a call preserves.
+    ///
+    /// # Safety
+    /// `i < num_args`, and the arguments are readable (`set_invocation`'s contract).
+    #[inline(never)]
+    unsafe fn refresh_arg(&mut self, i: usize, reuse: bool) -> bool {
+        let extractor = &mut self.parser.extractor;
+        let (Some(copy), Some(ready)) = (extractor.args.get_mut(i), self.ready.get(i)) else {
+            return false;
+        };
+        // SAFETY: the caller's contract; `copy` is the runtime's own.
+        let resolved = unsafe { Ready::refresh(self.args.add(i), copy, ready, &self.platform, reuse) };
+        if resolved {
+            extractor.arg_types[i] = copy.arg_type;
+        }
+        resolved
+    }
+
+    /// The bits of this op's arguments that are ready tensors overlapping the output.
+    #[inline(never)]
+    fn tensors_overlapping(&self) -> u16 {
+        let output = self.dst_resolved.get();
+        let mut bits = 0;
+        for (i, slot) in self.ready.iter().enumerate().take(self.num_args as usize) {
+            if slot.get().overlaps_output(&output) {
+                bits |= 1 << i;
+            }
+        }
+        bits
     }
 
     #[inline(always)]
@@ -458,7 +604,8 @@ impl Invocation {
         if index < self.pullable as usize
             && let Some(slot) = self.ready.get(index)
             && slot.get().arg_type == raw_type(wanted)
-            && !self.overlaps_output_view(&slot.get())
+            // Only tensors can overlap the output (`output_overlaps`).
+            && (wanted.is_some() || self.aliasing.get() & (1 << index) == 0)
         {
             self.parser.curr_arg.set(index as u32 + 1);
             self.last_status.set(Status::OK);
@@ -503,27 +650,16 @@ impl Invocation {
         let checked = desc.check()?;
         let data = self.platform.translate(&checked)?;
         let ready = Ready::of(&checked, data);
-        if self.overlaps_output_view(&ready) {
+        if self.aliasing.get() & (1 << index) != 0 {
             return Err(ArgError::OutputAliasesInput);
         }
         Ok((index, ready))
     }
 
-    /// Whether `ready` overlaps the output a Rust kernel took (never, before it did).
+    /// Whether a tensor already pulled overlaps the output.
     #[inline(always)]
-    fn overlaps_output_view(&self, ready: &Ready) -> bool {
-        let view = self.output_view.get();
-        view.num_elem != 0 && ready.arg_type == ArgType::Tensor as u8 && ready.overlaps(&view)
-    }
-
-    /// Whether `output` overlaps a tensor argument already pulled.
-    #[inline(always)]
-    fn overlaps_pulled(&self, output: &Ready) -> bool {
-        let pulled = self.parser.curr_arg.get() as usize;
-        self.ready.iter().take(pulled).any(|slot| {
-            let input = slot.get();
-            input.arg_type == ArgType::Tensor as u8 && input.overlaps(output)
-        })
+    fn output_overlaps_pulled(&self) -> bool {
+        u32::from(self.first_overlap) < self.parser.curr_arg.get()
     }
 
     /// `customop_next_tensor`: the next argument, which must be a tensor.
@@ -533,8 +669,13 @@ impl Invocation {
     /// [`ArgError::Descriptor`], [`ArgError::Translate`],
     /// [`ArgError::RangeOutsideWindow`], [`ArgError::TooLarge`]. (C kernels may work in
     /// place: the input may overlap the output.)
+    ///
+    /// The descriptor is the runtime's copy, which C can write through the pointer the C
+    /// glue makes of it: the next setup resolves this argument afresh.
     pub fn next_tensor(&self) -> Result<&ArgTensor, ArgError> {
-        self.pull(None).map(|index| self.pulled(index).0)
+        let index = self.pull(None)?;
+        self.reusable.set(self.reusable.get() & !(1 << index));
+        Ok(self.pulled(index).0)
     }
 
     /// The next argument as scalar `T` of `kind`: its one element, read.
@@ -569,19 +710,21 @@ impl Invocation {
         self.next_scalar(ScalarKind::Float)
     }
 
-    /// Takes the output: its descriptor (the runtime's copy) and what setup resolved. `exclusive`: the output becomes a writable Rust view, so no input
-    /// handed out before or after may overlap it. Records the status.
+    /// Takes the output, whose descriptor is `dst_desc` (the runtime's copy) and
+    /// resolution `dst_resolved`. `exclusive`: the output becomes a writable Rust view,
+    /// so no input handed out before or after may overlap it. Records the status.
     #[inline(always)]
-    fn take_output(&self, exclusive: bool) -> Result<(&ArgTensor, Ready), ArgError> {
-        let dst = self.dst.get();
-        if dst.arg_type == ArgType::Tensor as u8 && !(exclusive && self.overlaps_pulled(&dst)) {
+    fn take_output(&self, exclusive: bool) -> Result<(), ArgError> {
+        if !self.dst_taken.get()
+            && self.dst_resolved.get().arg_type == ArgType::Tensor as u8
+            && !(exclusive && self.output_overlaps_pulled())
+        {
             if exclusive {
-                self.output_view.set(dst);
+                self.aliasing.set(self.output_overlaps);
             }
-            self.dst.set(Ready::NONE);
             self.dst_taken.set(true);
             self.last_status.set(Status::OK);
-            return Ok((&self.dst_desc, dst));
+            return Ok(());
         }
         self.take_output_slow(exclusive)
     }
@@ -589,14 +732,12 @@ impl Invocation {
     /// The output the fast path declined: every check in order (see `pull_slow`).
     #[cold]
     #[inline(never)]
-    fn take_output_slow(&self, exclusive: bool) -> Result<(&ArgTensor, Ready), ArgError> {
-        let result = self.resolve_output(exclusive).map(|ready| {
+    fn take_output_slow(&self, exclusive: bool) -> Result<(), ArgError> {
+        let result = self.resolve_output(exclusive).map(|_| {
             if exclusive {
-                self.output_view.set(ready);
+                self.aliasing.set(self.output_overlaps);
             }
-            self.dst.set(Ready::NONE);
             self.dst_taken.set(true);
-            (&self.dst_desc, ready)
         });
         self.record(result)
     }
@@ -615,7 +756,7 @@ impl Invocation {
         }
         let data = self.platform.translate(&checked)?;
         let ready = Ready::of(&checked, data);
-        if exclusive && self.overlaps_pulled(&ready) {
+        if exclusive && self.output_overlaps_pulled() {
             return Err(ArgError::OutputAliasesInput);
         }
         Ok(ready)
@@ -626,8 +767,13 @@ impl Invocation {
     /// # Errors
     /// [`ArgError::NotSetUp`], [`ArgError::DstAlreadyTaken`], [`ArgError::NoOutput`],
     /// then as [`next_tensor`](Self::next_tensor).
+    ///
+    /// As with [`next_tensor`](Self::next_tensor), the next setup resolves the output
+    /// afresh.
     pub fn dst_tensor(&self) -> Result<&ArgTensor, ArgError> {
-        self.take_output(false).map(|(desc, _)| desc)
+        self.take_output(false)?;
+        self.reusable.set(self.reusable.get() & !OUTPUT_BIT);
+        Ok(&self.dst_desc)
     }
 
     /// `customop_return_tensor`: writes `desc` (which must be a valid tensor
@@ -773,7 +919,7 @@ impl Args {
         let (desc, ready) = inv.pulled(inv.pull(None)?);
         // SAFETY: setup translated all of the tensor's bytes for the invocation (the
         // platform's contract), which `&self` spans; read-only, and the writable output
-        // overlaps no input handed out (`output_view`, checked both ways).
+        // overlaps no input handed out (`aliasing`, `output_overlaps`: checked both ways).
         Ok(unsafe { Tensor::new(desc, ready.dtype, ready.num_elem, ready.data, false, &inv.platform) })
     }
 
@@ -799,9 +945,10 @@ impl Args {
     /// overlaps an input tensor already pulled.
     pub fn output(&self) -> Result<Tensor<'_>, ArgError> {
         let inv = &self.0;
-        let (desc, ready) = inv.take_output(true)?;
+        inv.take_output(true)?;
+        let (desc, ready) = (&inv.dst_desc, inv.dst_resolved.get());
         // SAFETY: as in `tensor`; writable, taken once per invocation, and overlapping
-        // no input pulled before or after (`output_view`).
+        // no input pulled before or after (`output_overlaps`, `aliasing`).
         Ok(unsafe { Tensor::new(desc, ready.dtype, ready.num_elem, ready.data, true, &inv.platform) })
     }
 

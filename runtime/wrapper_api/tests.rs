@@ -31,6 +31,8 @@ struct FakeState {
     /// `first_call` of every `begin_op`, and the live TCM blocks at that moment.
     begin_ops: Vec<(bool, usize)>,
     end_ops: usize,
+    /// Calls of `fake_translate`: what setup resolved rather than reused.
+    translations: usize,
 }
 
 std::thread_local! {
@@ -42,6 +44,7 @@ const TCM_POOL: usize = 16 * 1024;
 /// The window holding `addr`, as `translate_range` sees it: the bytes must all be in it.
 fn fake_translate(addr: u64, len: usize) -> Result<*mut u8, RangeError> {
     FAKE.with_borrow_mut(|fake| {
+        fake.translations += 1;
         for w in &mut fake.windows {
             if addr >= w.base && addr - w.base < w.len as u64 {
                 let offset = (addr - w.base) as usize;
@@ -1446,4 +1449,318 @@ fn get_dst_tensor_after_a_return_still_hands_out_the_pre_shaped_output() {
     let dst = inv.dst_tensor().expect("the output");
     assert_eq!(dst.to_bytes(), out.to_bytes());
     assert_eq!(inv.cleanup(), Status::OK);
+}
+
+// ------------------------------------------------------------ resolution reuse --
+
+fn translations() -> usize {
+    FAKE.with_borrow(|fake| fake.translations)
+}
+
+/// A Rust kernel over (tensor x, int k, float alpha): out[i] = x[i] * alpha + k.
+fn scale_add(args: &Args) -> Result<Tensor<'_>, KernelError> {
+    let x = args.tensor()?;
+    let k = args.int()?;
+    let alpha = args.float()?;
+    let mut out = args.output()?;
+    for (o, v) in out.as_mut_slice::<f32>()?.iter_mut().zip(x.as_slice::<f32>()?) {
+        *o = v * alpha + k as f32;
+    }
+    Ok(out)
+}
+
+#[test]
+fn setup_reuses_what_it_resolved_for_unchanged_arguments_only() {
+    let mut fake = Fake::new();
+    let x = fake.tensor(&[4], &[1.0f32, 2.0, 3.0, 4.0]);
+    let k = fake.scalar(ScalarKind::Int, 10i32);
+    let half = fake.scalar(ScalarKind::Float, 0.5f32);
+    let double = fake.scalar(ScalarKind::Float, 2.0f32);
+    let (out, host) = fake.output_f32(&[4]);
+    let mut inv = fake.invocation();
+    let mut dispatch = |args: Vec<ArgTensor>, expected: [f32; 4], translated: usize| {
+        let mut result = out;
+        let before = translations();
+        hand_off(&mut inv, &args, &mut result);
+        assert_eq!(inv.run(scale_add), Status::OK);
+        assert_eq!(read_host(host, 4), expected);
+        assert_eq!(translations() - before, translated, "translations of {args:?}");
+    };
+    dispatch(vec![x, k, half], [10.5, 11.0, 11.5, 12.0], 4);
+    // The same bytes in a new block: nothing to translate.
+    dispatch(vec![x, k, half], [10.5, 11.0, 11.5, 12.0], 0);
+    // One argument changed: that one.
+    dispatch(vec![x, k, double], [12.0, 14.0, 16.0, 18.0], 1);
+    dispatch(vec![x, k, double], [12.0, 14.0, 16.0, 18.0], 0);
+
+    // A descriptor block at an odd address is copied and resolved afresh.
+    let args = [x, k, half];
+    let mut bytes = vec![0u8; 1 + size_of_val(&args)];
+    for (i, arg) in args.iter().enumerate() {
+        bytes[1 + i * 48..][..48].copy_from_slice(&arg.to_bytes());
+    }
+    let mut result = out;
+    let before = translations();
+    // SAFETY (test): three descriptors at `bytes + 1`, live to the end; any alignment.
+    unsafe { inv.set_invocation(bytes[1..].as_ptr().cast(), 3, &mut result) };
+    assert_eq!(inv.run(scale_add), Status::OK);
+    assert_eq!(read_host(host, 4), [10.5, 11.0, 11.5, 12.0]);
+    assert_eq!(translations() - before, 3, "the output's own block is aligned: reused");
+}
+
+#[test]
+fn descriptors_handed_to_c_are_resolved_afresh_next_time() {
+    let mut fake = Fake::new();
+    let x = fake.tensor(&[4], &[1.0f32, 2.0, 3.0, 4.0]);
+    let y = fake.tensor(&[4], &[5.0f32, 6.0, 7.0, 8.0]);
+    let k = fake.scalar(ScalarKind::Int, 1i32);
+    let (out, _) = fake.output_f32(&[4]);
+    let args = [x, k];
+    let mut inv = fake.invocation();
+    let mut result = out;
+    hand_off(&mut inv, &args, &mut result);
+    inv.setup(false).unwrap();
+    let handed = core::ptr::from_ref(inv.next_tensor().unwrap()).cast_mut();
+    // C may write through the pointer it was given: make the copy describe `y`.
+    // SAFETY (test): the runtime's copy, live until the next setup.
+    unsafe { handed.write(y) };
+    assert_eq!(inv.next_int(), Ok(1));
+    inv.dst_tensor().unwrap();
+    assert_eq!(inv.cleanup(), Status::OK);
+
+    // The loader now passes `y`, the bytes the copy holds: its old resolution (of `x`)
+    // must not be reused, nor the output's.
+    let args = [y, k];
+    let before = translations();
+    hand_off(&mut inv, &args, &mut result);
+    assert_eq!(
+        inv.run(|args| {
+            assert_eq!(args.tensor()?.as_slice::<f32>()?, [5.0, 6.0, 7.0, 8.0]);
+            assert_eq!(args.int()?, 1);
+            Ok(args.output()?)
+        }),
+        Status::OK
+    );
+    assert_eq!(translations() - before, 2, "the tensor and the output");
+}
+
+#[test]
+fn output_overlaps_are_tracked_across_ops_with_fewer_arguments() {
+    let mut fake = Fake::new();
+    let a = fake.tensor(&[4], &[1.0f32; 4]);
+    let k = fake.scalar(ScalarKind::Int, 3i32);
+    let b = fake.tensor(&[4], &[2.0f32; 4]);
+    let (apart, _) = fake.output_f32(&[4]);
+    let over_b = b;
+    fn three(args: &Args) -> Result<Tensor<'_>, KernelError> {
+        args.tensor()?;
+        args.int()?;
+        args.tensor()?;
+        Ok(args.output()?)
+    }
+    fn one(args: &Args) -> Result<Tensor<'_>, KernelError> {
+        args.tensor()?;
+        Ok(args.output()?)
+    }
+    let mut inv = fake.invocation();
+    let mut result = apart;
+    hand_off(&mut inv, &[a, k, b], &mut result);
+    assert_eq!(inv.run(three), Status::OK);
+    // One argument, and an output over `b`'s bytes (which this op does not pass).
+    result = over_b;
+    hand_off(&mut inv, &[a], &mut result);
+    assert_eq!(inv.run(one), Status::OK);
+    // `b` again, unchanged since the first op, with that output: they overlap.
+    hand_off(&mut inv, &[a, k, b], &mut result);
+    assert_eq!(inv.run(three), Status::OUTPUT_ALIASES_INPUT);
+}
+
+/// Host memory behind two real translate windows, and three ways to map them.
+struct Windows {
+    buffers: [Vec<u64>; 3],
+}
+
+const WINDOW_A: u64 = 0x20_0000_0000;
+const WINDOW_B: u64 = 0x20_0000_1000;
+const WINDOW_SIZE: usize = 4096;
+
+impl Windows {
+    /// Three 4 KiB buffers, each word `buffer << 32 | index`, so that a moved window
+    /// reads different values.
+    fn new() -> Windows {
+        Windows {
+            buffers: core::array::from_fn(|b| (0..WINDOW_SIZE as u64 / 8).map(|i| (b as u64) << 32 | i).collect()),
+        }
+    }
+
+    /// Layout 0: A on buffer 0, B on buffer 1; 1: A moved to buffer 2; 2: B unmapped.
+    fn configure(&self, layout: u8) {
+        let window = |base, buffer: usize| {
+            TranslateRecord::window(base, WINDOW_SIZE as u64, self.buffers[buffer].as_ptr() as u64)
+        };
+        let records = match layout % 3 {
+            0 => vec![window(WINDOW_A, 0), window(WINDOW_B, 1)],
+            1 => vec![window(WINDOW_A, 2), window(WINDOW_B, 1)],
+            _ => vec![window(WINDOW_A, 0)],
+        };
+        crate::translate::configure(&records).unwrap();
+    }
+}
+
+use crate::translate::TranslateRecord;
+
+/// The runtime's own translate (governed by `translate::configure`) over the fake TCM.
+const REAL_TRANSLATE: Platform = Platform { translate: None, ..FAKE_PLATFORM };
+
+/// The arguments the reuse property draws from: tensors and scalars in windows A and B
+/// (two of them overlapping), a malformed one and an unmapped one.
+fn argument_pool() -> [ArgTensor; 9] {
+    let tensor = |dtype, shape: &[u32], addr| ArgTensor::hbm_tensor(dtype, shape, addr).unwrap();
+    [
+        tensor(Dtype::Float32, &[4], WINDOW_A),
+        tensor(Dtype::Float32, &[2, 4], WINDOW_A + 64),
+        ArgTensor::hbm_scalar(ScalarKind::Int, WINDOW_A + 256),
+        ArgTensor::hbm_scalar(ScalarKind::Float, WINDOW_A + 260),
+        ArgTensor::hbm_scalar(ScalarKind::LongLong, WINDOW_A + 264),
+        tensor(Dtype::Int16, &[3], WINDOW_B),
+        ArgTensor { dtype: 0, ..tensor(Dtype::Int8, &[4], WINDOW_A) },
+        tensor(Dtype::Int8, &[5], 0x77),
+        tensor(Dtype::Float32, &[4], WINDOW_B + 4),
+    ]
+}
+
+/// The outputs the reuse property draws from: apart from every argument, over two of
+/// window B's tensors, over most of window A.
+fn output_pool() -> [ArgTensor; 3] {
+    let tensor = |shape: &[u32], addr| ArgTensor::hbm_tensor(Dtype::Float32, shape, addr).unwrap();
+    [tensor(&[4], WINDOW_B + 512), tensor(&[4], WINDOW_B), tensor(&[64], WINDOW_A)]
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Pull {
+    Tensor,
+    Int,
+    LongLong,
+    Float,
+    Output,
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    /// The loader configures layout `n` of [`Windows`].
+    Configure(u8),
+    /// A dispatch of pool arguments `args` and pool output `output`; a Rust kernel or
+    /// C calls make `pulls`; a C kernel writes pool argument `scribble` through the
+    /// first tensor pointer it gets.
+    Dispatch { args: Vec<usize>, output: Option<usize>, rust: bool, pulls: Vec<Pull>, scribble: Option<usize> },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let pull =
+        prop_oneof![Just(Pull::Tensor), Just(Pull::Int), Just(Pull::LongLong), Just(Pull::Float), Just(Pull::Output)];
+    prop_oneof![
+        1 => (0u8..3).prop_map(Step::Configure),
+        6 => (
+            proptest::collection::vec(0usize..9, 0..5),
+            proptest::option::weighted(0.9, 0usize..3),
+            any::<bool>(),
+            proptest::collection::vec(pull, 0..7),
+            proptest::option::weighted(0.3, 0usize..9),
+        )
+            .prop_map(|(args, output, rust, pulls, scribble)| Step::Dispatch { args, output, rust, pulls, scribble }),
+    ]
+}
+
+/// What one pull gave: the device bytes and shape of a tensor, a scalar's bits, or the
+/// failure.
+type Seen = Result<(usize, usize, u64), Status>;
+
+/// Runs a dispatch step on `inv`: everything its pulls saw, the invocation status and
+/// the result descriptor's bytes after it.
+fn dispatch(inv: &mut Invocation, step: &Step) -> (Vec<Seen>, Status, [u8; 48]) {
+    let Step::Dispatch { args, output, rust, pulls, scribble } = step else { unreachable!() };
+    let pool = argument_pool();
+    let args: Vec<ArgTensor> = args.iter().map(|&i| pool[i]).collect();
+    let mut result = output.map(|i| output_pool()[i]);
+    let result_ptr = result.as_mut().map_or(core::ptr::null_mut(), core::ptr::from_mut);
+    // SAFETY (test): `args` and `result` live until the end of this function.
+    unsafe { inv.set_invocation(args.as_ptr(), args.len() as u32, result_ptr) };
+    let mut seen = Vec::new();
+    let status = if *rust {
+        inv.run(|args| {
+            let mut taken = None;
+            for pull in pulls {
+                let tensor = match pull {
+                    Pull::Tensor => args.tensor(),
+                    Pull::Output => args.output(),
+                    scalar => {
+                        let bits = match scalar {
+                            Pull::Int => args.int().map(|v| v as u64),
+                            Pull::LongLong => args.longlong().map(|v| v as u64),
+                            _ => args.float().map(|v| u64::from(v.to_bits())),
+                        };
+                        seen.push(bits.map(|bits| (0, 0, bits)).map_err(Status::from));
+                        continue;
+                    }
+                };
+                seen.push(tensor.as_ref().map(|t| (t.data_ptr() as usize, t.numel(), 0)).map_err(|&e| e.into()));
+                if let (Pull::Output, Ok(out)) = (pull, tensor) {
+                    taken = Some(out);
+                }
+            }
+            taken.ok_or(KernelError::Op(1))
+        })
+    } else {
+        let mut scribble = *scribble;
+        if inv.setup(false).is_ok() {
+            for pull in pulls {
+                let got = match pull {
+                    Pull::Tensor => inv.next_tensor().map(|desc| {
+                        let data = inv.tensor_data(desc).map_or(0, |p| p as usize);
+                        if let Some(i) = scribble.take() {
+                            // SAFETY (test): the runtime's copy, which C may write.
+                            unsafe { core::ptr::from_ref(desc).cast_mut().write(pool[i]) };
+                        }
+                        (data, 0, 0)
+                    }),
+                    Pull::Int => inv.next_int().map(|v| (0, 0, v as u64)),
+                    Pull::LongLong => inv.next_longlong().map(|v| (0, 0, v as u64)),
+                    Pull::Float => inv.next_float().map(|v| (0, 0, u64::from(v.to_bits()))),
+                    Pull::Output => inv
+                        .dst_tensor()
+                        .map(|desc| (0, 0, u64::from_le_bytes(desc.to_bytes()[..8].try_into().unwrap()))),
+                };
+                seen.push(got.map_err(Status::from));
+            }
+        }
+        inv.cleanup()
+    };
+    (seen, status, result.map_or([0; 48], |r| r.to_bytes()))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
+
+    /// Reuse is invisible: an invocation that has run earlier ops behaves, op for op,
+    /// as a new one, whatever the ops, the arguments, the C writes through the
+    /// pointers it hands out and the reconfigurations of translation in between.
+    #[test]
+    fn reused_resolutions_are_never_stale(steps in proptest::collection::vec(step(), 1..24)) {
+        let _fake = Fake::new();
+        let windows = Windows::new();
+        windows.configure(0);
+        // SAFETY (test): the real translate maps the windows onto `windows`' buffers,
+        // live to the end; TCM blocks are separate host buffers.
+        let mut inv = unsafe { Invocation::with_platform(REAL_TRANSLATE) };
+        for step in &steps {
+            match step {
+                Step::Configure(layout) => windows.configure(*layout),
+                Step::Dispatch { .. } => {
+                    // SAFETY (test): as above.
+                    let mut fresh = unsafe { Invocation::with_platform(REAL_TRANSLATE) };
+                    prop_assert_eq!(dispatch(&mut inv, step), dispatch(&mut fresh, step), "{:?}", step);
+                }
+            }
+        }
+    }
 }

@@ -4,7 +4,8 @@
 //! translate maps three windows of framework addresses onto host buffers.
 //!
 //! Input: a sequence of calls: hand-offs (0 to 10 descriptors, or a lie about the
-//! count, or a null array; an output or none), setups, pulls of each kind, the output,
+//! count, or a null array; an output or none), the last hand-off again (the same bytes
+//! in a new block, or one argument replaced: what setup may reuse), setups, pulls of each kind, the output,
 //! returns, `tensor_data`, cleanups, and Rust kernels run through `Invocation::run`
 //! that pull, take the output, and return it or fail. Descriptors point anywhere: inside
 //! a window (including the SBUF one), across a window's end, off the top of the
@@ -202,6 +203,9 @@ enum Op {
     Cleanup,
     /// A Rust kernel: these pulls, then its output returned (`None`) or `Op(code)`.
     Run { ops: Vec<RustOp>, fail: Option<u16> },
+    /// The last hand-off again, in a new block: the same bytes (setup may reuse what it
+    /// resolved), or with argument `index` (modulo the count) replaced by `spec`.
+    Again { replace: Option<(u8, ArgSpec)> },
 }
 
 /// A translated host range, half-open; empty for empty tensors and scalars.
@@ -598,9 +602,19 @@ pub fn check(data: &[u8]) {
         end_ops: 0,
     };
     let mut buffers = Buffers { arg_blocks: Vec::new(), results: Vec::new() };
+    let mut last_hand_off = None;
     for op in &ops {
         match op {
             Op::HandOff { args, claim, output } => {
+                hand_off(&mut inv, &mut model, &mut buffers, args, *claim, output);
+                last_hand_off = Some((args.clone(), *claim, output.clone()));
+            }
+            Op::Again { replace } => {
+                let Some((args, claim, output)) = &mut last_hand_off else { continue };
+                if let (Some((index, spec)), false) = (replace, args.is_empty()) {
+                    let count = args.len().min(MAX_ARGS);
+                    args[usize::from(*index) % count] = spec.clone();
+                }
                 hand_off(&mut inv, &mut model, &mut buffers, args, *claim, output);
             }
             Op::Setup(first_call) => {

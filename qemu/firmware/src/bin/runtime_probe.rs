@@ -204,7 +204,8 @@ fn kernel_named(name: &CStr) -> Option<extern "C" fn()> {
 /// descriptors are a (tensor, int, float) argument list and an output. After its own
 /// cleanup, for each kernel of [`TIMED`] this kernel plays the loader `repetitions`
 /// times in a row, `customop_set_invocation` then the kernel, between two CCOUNT reads,
-/// and prints `LOOP <kernel> <ticks> <status of the last invocation>`.
+/// and prints `LOOP <kernel> <ticks> <status of the last invocation>`; then the same for
+/// `empty` and `dispatch3` with new arguments each time, as `LOOP <kernel>/new ...`.
 #[unsafe(no_mangle)]
 extern "C" fn dispatch_loop() {
     const BLOCK: usize = 4 * ARG_TENSOR_SIZE;
@@ -236,6 +237,32 @@ extern "C" fn dispatch_loop() {
         let ticks = get_cycle_count().wrapping_sub(start);
         println!("LOOP {} {ticks} {}", name.to_str().unwrap_or("?"), customop_invocation_status());
     }
+    // New arguments every time: the same op over the same data, alternately described
+    // by the rank-1 descriptors and by rank-2 ones, so setup copies, checks and
+    // translates every descriptor of every dispatch.
+    let (other_inputs, mut other_output) = (inputs.map(reshaped), reshaped(output));
+    for name in [c"empty", c"dispatch3"] {
+        let Some(kernel) = kernel_named(name) else { continue };
+        let start = get_cycle_count();
+        for _ in 0..repetitions / 2 {
+            // SAFETY: the argument sets and outputs outlive the kernel's runs.
+            unsafe { customop_set_invocation(inputs.as_ptr(), inputs.len() as u32, &mut output) };
+            kernel();
+            // SAFETY: as above.
+            unsafe { customop_set_invocation(other_inputs.as_ptr(), other_inputs.len() as u32, &mut other_output) };
+            kernel();
+        }
+        let ticks = get_cycle_count().wrapping_sub(start);
+        println!("LOOP {}/new {ticks} {}", name.to_str().unwrap_or("?"), customop_invocation_status());
+    }
+}
+
+/// A rank-1 descriptor of `n` elements as rank 2: `[n / 4, 4]`, or `[n, 1]`.
+fn reshaped(mut desc: ArgTensor) -> ArgTensor {
+    let n = desc.shape[0];
+    (desc.shape[0], desc.shape[1]) = if n % 4 == 0 { (n / 4, 4) } else { (n, 1) };
+    desc.num_dim = 2;
+    desc
 }
 
 neuroncustomop::kernels! {
