@@ -240,6 +240,8 @@ uint32_t customop_invocation_status(void);
 uint32_t customop_last_status(void);
 
 uint32_t customop_setup(bool first_call);
+/* The next tensor argument, and the output (once): the runtime's checked copies, valid
+   until the next customop_setup; NULL on failure (see customop_last_status). */
 const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* customop_next_tensor(void);
 int32_t customop_next_int(void);
 int64_t customop_next_longlong(void);

@@ -30,12 +30,13 @@
 //! A kernel is mostly dispatched again with the same arguments (the same instruction,
 //! the next inference). Setup therefore first compares the incoming descriptors with
 //! the copies it already holds: when every one has the same bytes, translation was not
-//! reconfigured since (`crate::translate::generation`), and no copy was handed to C as
-//! a pointer since (C may write through it), the previous resolutions stand and there
-//! is nothing to copy, check or translate: 12 word compares per descriptor. Otherwise
-//! each descriptor that differs is copied and resolved again, and the others kept.
+//! reconfigured since (`crate::translate::generation`), the previous resolutions stand
+//! and there is nothing to copy, check or translate: 12 word compares per descriptor.
+//! Otherwise each descriptor that differs is copied and resolved again, and the others
+//! kept. Nothing outside the runtime can change its copies: C kernels are handed copies
+//! of them (they may write through the pointers), Rust kernels read-only views.
 
-use core::cell::Cell;
+use core::cell::{Cell, UnsafeCell};
 
 use super::{
     ArgError, ArgParser, ArgTensor, ArgType, Checked, DescriptorError, Dtype, Element, KernelError, MAX_ARGS,
@@ -294,11 +295,12 @@ pub struct Invocation {
     num_args: u32,
     result: *mut ArgTensor,
     platform: Platform,
-    /// Bit `i` (`OUTPUT_BIT` for the output): `ready[i]` (`dst_resolved`) is still the
-    /// resolution of the runtime's copy, which nobody outside the runtime has had a
-    /// pointer to since. Setup reuses such a resolution when the incoming descriptor
-    /// has the same bytes as the copy and translation has not been reconfigured.
-    reusable: Cell<u16>,
+    /// Bit `i` (`OUTPUT_BIT` for the output): `ready[i]` (`dst_resolved`) is the
+    /// resolution of the runtime's copy under `resolved_generation`. Setup reuses such a
+    /// resolution when the incoming descriptor has the same bytes as the copy and
+    /// translation has not been reconfigured. (Nothing outside the runtime can change
+    /// a copy: C is handed `handed`, Rust read-only views.)
+    reusable: u16,
     /// Bit `i`: `ready[i]` is a tensor overlapping `dst_resolved`; kept by setup for
     /// every slot whose `reusable` bit is set (the others are resolved again, and this
     /// recomputed, before a pull can reach them).
@@ -313,6 +315,10 @@ pub struct Invocation {
     /// The runtime's copy of the output descriptor, made by setup.
     dst_desc: ArgTensor,
     parser: ArgParser,
+    /// What C kernels are handed: a copy of argument `i` (of the output at `MAX_ARGS`)
+    /// made when it is pulled, so that a C kernel writing through its pointer changes
+    /// nothing setup may reuse. Each is written once per invocation (see `hand_out`).
+    handed: [UnsafeCell<ArgTensor>; MAX_ARGS + 1],
 }
 
 /// The `reusable` bit of the output (bits `0..MAX_ARGS` are the arguments').
@@ -349,7 +355,8 @@ impl Invocation {
             pullable: 0,
             dst_taken: Cell::new(true),
             aliasing: Cell::new(0),
-            reusable: Cell::new(0),
+            reusable: 0,
+            handed: [const { UnsafeCell::new(ArgTensor::ZEROED) }; MAX_ARGS + 1],
             output_overlaps: 0,
             first_overlap: 16,
             resolved_generation: 0,
@@ -493,7 +500,7 @@ impl Invocation {
         let generation = crate::translate::generation();
         let num_args = self.num_args as usize;
         let wanted = ((1u32 << num_args) - 1) as u16 | OUTPUT_BIT;
-        let reusable = generation == self.resolved_generation && self.reusable.get() & wanted == wanted;
+        let reusable = generation == self.resolved_generation && self.reusable & wanted == wanted;
         // SAFETY: the caller's contract; `result` is not null here.
         if !reusable || self.result.is_null() || !unsafe { self.dst_desc.is_copy_of(self.result) } {
             // SAFETY: the caller's contract.
@@ -520,7 +527,7 @@ impl Invocation {
     /// As [`prepare`](Self::prepare).
     #[inline(never)]
     unsafe fn resolve(&mut self, generation: u64) {
-        let reusable = if generation == self.resolved_generation { self.reusable.get() } else { 0 };
+        let reusable = if generation == self.resolved_generation { self.reusable } else { 0 };
         let num_args = (self.num_args as usize).min(MAX_ARGS);
         let mut resolved_anew = if self.result.is_null() {
             self.dst_desc = ArgTensor::ZEROED;
@@ -544,7 +551,7 @@ impl Invocation {
             // resolve the others again, which recomputes it.
             reusable &= ((1u32 << num_args) - 1) as u16 | OUTPUT_BIT;
         }
-        self.reusable.set(reusable);
+        self.reusable = reusable;
         self.resolved_generation = generation;
     }
 
@@ -670,12 +677,25 @@ impl Invocation {
     /// [`ArgError::RangeOutsideWindow`], [`ArgError::TooLarge`]. (C kernels may work in
     /// place: the input may overlap the output.)
     ///
-    /// The descriptor is the runtime's copy, which C can write through the pointer the C
-    /// glue makes of it: the next setup resolves this argument afresh.
+    /// The descriptor is a copy of the runtime's, which C may write through the pointer
+    /// the C glue makes of it; valid until the next setup.
     pub fn next_tensor(&self) -> Result<&ArgTensor, ArgError> {
         let index = self.pull(None)?;
-        self.reusable.set(self.reusable.get() & !(1 << index));
-        Ok(self.pulled(index).0)
+        Ok(self.hand_out(index, self.pulled(index).0))
+    }
+
+    /// Copies `desc` into `handed[slot]` and returns the copy.
+    #[inline(always)]
+    fn hand_out(&self, slot: usize, desc: &ArgTensor) -> &ArgTensor {
+        let handed = self.handed[slot].get();
+        // SAFETY: `handed[slot]` is written here only, once per invocation (argument
+        // `slot` is pulled once, the output taken once), and every reference to it
+        // borrows `self`, which `set_invocation` and `setup` take mutably: no reference
+        // to it is live while it is written. `desc` is the runtime's copy, not it.
+        unsafe {
+            ArgTensor::copy(desc, handed);
+            &*handed
+        }
     }
 
     /// The next argument as scalar `T` of `kind`: its one element, read.
@@ -768,12 +788,10 @@ impl Invocation {
     /// [`ArgError::NotSetUp`], [`ArgError::DstAlreadyTaken`], [`ArgError::NoOutput`],
     /// then as [`next_tensor`](Self::next_tensor).
     ///
-    /// As with [`next_tensor`](Self::next_tensor), the next setup resolves the output
-    /// afresh.
+    /// As with [`next_tensor`](Self::next_tensor), the descriptor is a copy.
     pub fn dst_tensor(&self) -> Result<&ArgTensor, ArgError> {
         self.take_output(false)?;
-        self.reusable.set(self.reusable.get() & !OUTPUT_BIT);
-        Ok(&self.dst_desc)
+        Ok(self.hand_out(MAX_ARGS, &self.dst_desc))
     }
 
     /// `customop_return_tensor`: writes `desc` (which must be a valid tensor

@@ -133,7 +133,7 @@ pub extern "C" fn customop_setup(first_call: bool) -> u32 {
 }
 
 /// C ABI `customop_next_tensor`: the next argument's descriptor (validated and
-/// translatable; valid until `customop_cleanup`), or null.
+/// translatable; a copy, valid until the next `customop_setup`), or null.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn customop_next_tensor() -> *const ArgTensor {
     SESSION.with(|invocation| invocation.next_tensor().map_or(ptr::null(), ptr::from_ref))
@@ -157,8 +157,8 @@ pub extern "C" fn customop_next_float() -> f32 {
     SESSION.with(|invocation| invocation.next_float().unwrap_or(0.0))
 }
 
-/// C ABI `get_dst_tensor`: the pre-shaped output descriptor (once per invocation), or
-/// null.
+/// C ABI `get_dst_tensor`: the pre-shaped output descriptor (once per invocation; a
+/// copy, valid until the next `customop_setup`), or null.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn get_dst_tensor() -> *const ArgTensor {
     SESSION.with(|invocation| invocation.dst_tensor().map_or(ptr::null(), ptr::from_ref))

@@ -1509,39 +1509,44 @@ fn setup_reuses_what_it_resolved_for_unchanged_arguments_only() {
 }
 
 #[test]
-fn descriptors_handed_to_c_are_resolved_afresh_next_time() {
+fn c_writes_through_handed_descriptors_change_nothing_setup_reuses() {
     let mut fake = Fake::new();
     let x = fake.tensor(&[4], &[1.0f32, 2.0, 3.0, 4.0]);
     let y = fake.tensor(&[4], &[5.0f32, 6.0, 7.0, 8.0]);
     let k = fake.scalar(ScalarKind::Int, 1i32);
     let (out, _) = fake.output_f32(&[4]);
-    let args = [x, k];
+    let (other_out, _) = fake.output_f32(&[4]);
     let mut inv = fake.invocation();
     let mut result = out;
-    hand_off(&mut inv, &args, &mut result);
+    hand_off(&mut inv, &[x, k], &mut result);
     inv.setup(false).unwrap();
+    // C may write through the pointers it is given: make them describe `y` and
+    // `other_out`.
     let handed = core::ptr::from_ref(inv.next_tensor().unwrap()).cast_mut();
-    // C may write through the pointer it was given: make the copy describe `y`.
-    // SAFETY (test): the runtime's copy, live until the next setup.
+    // SAFETY (test): a descriptor the runtime handed out, live until the next setup.
     unsafe { handed.write(y) };
     assert_eq!(inv.next_int(), Ok(1));
-    inv.dst_tensor().unwrap();
+    let handed_dst = core::ptr::from_ref(inv.dst_tensor().unwrap()).cast_mut();
+    // SAFETY (test): as above.
+    unsafe { handed_dst.write(other_out) };
     assert_eq!(inv.cleanup(), Status::OK);
 
-    // The loader now passes `y`, the bytes the copy holds: its old resolution (of `x`)
-    // must not be reused, nor the output's.
-    let args = [y, k];
-    let before = translations();
-    hand_off(&mut inv, &args, &mut result);
-    assert_eq!(
-        inv.run(|args| {
-            assert_eq!(args.tensor()?.as_slice::<f32>()?, [5.0, 6.0, 7.0, 8.0]);
+    let mut dispatch = |args: [ArgTensor; 2], output: ArgTensor, data: [f32; 4], translated: usize| {
+        let mut result = output;
+        let before = translations();
+        hand_off(&mut inv, &args, &mut result);
+        let status = inv.run(|args| {
+            assert_eq!(args.tensor()?.as_slice::<f32>()?, data);
             assert_eq!(args.int()?, 1);
             Ok(args.output()?)
-        }),
-        Status::OK
-    );
-    assert_eq!(translations() - before, 2, "the tensor and the output");
+        });
+        assert_eq!(status, Status::OK);
+        assert_eq!(translations() - before, translated);
+    };
+    // The loader passes what it passed before: nothing the runtime holds was changed.
+    dispatch([x, k], out, [1.0, 2.0, 3.0, 4.0], 0);
+    // And what C wrote, which the runtime resolves as new arguments.
+    dispatch([y, k], other_out, [5.0, 6.0, 7.0, 8.0], 2);
 }
 
 #[test]
