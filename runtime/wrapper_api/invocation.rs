@@ -680,22 +680,32 @@ impl Invocation {
     /// The descriptor is a copy of the runtime's, which C may write through the pointer
     /// the C glue makes of it; valid until the next setup.
     pub fn next_tensor(&self) -> Result<&ArgTensor, ArgError> {
+        // SAFETY: a handed-out copy, written only before it is handed out (`hand_out`)
+        // and through the pointer by C, which has none for this slot in this
+        // invocation; it stays until `setup` or `set_invocation`, which take `self`
+        // mutably, so not while this borrow lives.
+        self.next_tensor_for_c().map(|handed| unsafe { &*handed })
+    }
+
+    /// [`next_tensor`](Self::next_tensor) for the C glue: a pointer C may write
+    /// through.
+    pub(super) fn next_tensor_for_c(&self) -> Result<*mut ArgTensor, ArgError> {
         let index = self.pull(None)?;
         Ok(self.hand_out(index, self.pulled(index).0))
     }
 
-    /// Copies `desc` into `handed[slot]` and returns the copy.
+    /// Copies `desc` into `handed[slot]`; returns the copy, as a pointer a C kernel may
+    /// write through.
     #[inline(always)]
-    fn hand_out(&self, slot: usize, desc: &ArgTensor) -> &ArgTensor {
+    fn hand_out(&self, slot: usize, desc: &ArgTensor) -> *mut ArgTensor {
         let handed = self.handed[slot].get();
-        // SAFETY: `handed[slot]` is written here only, once per invocation (argument
-        // `slot` is pulled once, the output taken once), and every reference to it
-        // borrows `self`, which `set_invocation` and `setup` take mutably: no reference
-        // to it is live while it is written. `desc` is the runtime's copy, not it.
-        unsafe {
-            ArgTensor::copy(desc, handed);
-            &*handed
-        }
+        // SAFETY: `handed[slot]` is written here once per invocation (argument `slot` is
+        // pulled once, the output taken once), before anything has a pointer to it in
+        // this invocation; references to it borrow `self`, which `set_invocation` and
+        // `setup` take mutably, so none from an earlier invocation is live. `desc` is
+        // the runtime's copy, not it.
+        unsafe { ArgTensor::copy(desc, handed) };
+        handed
     }
 
     /// The next argument as scalar `T` of `kind`: its one element, read.
@@ -790,6 +800,12 @@ impl Invocation {
     ///
     /// As with [`next_tensor`](Self::next_tensor), the descriptor is a copy.
     pub fn dst_tensor(&self) -> Result<&ArgTensor, ArgError> {
+        // SAFETY: as in `next_tensor`.
+        self.dst_tensor_for_c().map(|handed| unsafe { &*handed })
+    }
+
+    /// [`dst_tensor`](Self::dst_tensor) for the C glue: a pointer C may write through.
+    pub(super) fn dst_tensor_for_c(&self) -> Result<*mut ArgTensor, ArgError> {
         self.take_output(false)?;
         Ok(self.hand_out(MAX_ARGS, &self.dst_desc))
     }

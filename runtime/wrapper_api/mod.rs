@@ -136,7 +136,7 @@ pub extern "C" fn customop_setup(first_call: bool) -> u32 {
 /// translatable; a copy, valid until the next `customop_setup`), or null.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn customop_next_tensor() -> *const ArgTensor {
-    SESSION.with(|invocation| invocation.next_tensor().map_or(ptr::null(), ptr::from_ref))
+    SESSION.with(|invocation| invocation.next_tensor_for_c().map_or(ptr::null(), |handed| handed.cast_const()))
 }
 
 /// C ABI `customop_next_int`: the next argument as `int`, or 0 (check the status).
@@ -161,7 +161,7 @@ pub extern "C" fn customop_next_float() -> f32 {
 /// copy, valid until the next `customop_setup`), or null.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn get_dst_tensor() -> *const ArgTensor {
-    SESSION.with(|invocation| invocation.dst_tensor().map_or(ptr::null(), ptr::from_ref))
+    SESSION.with(|invocation| invocation.dst_tensor_for_c().map_or(ptr::null(), |handed| handed.cast_const()))
 }
 
 /// C ABI `customop_return_tensor`: writes `*tensor` to the loader's result descriptor.

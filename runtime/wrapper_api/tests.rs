@@ -1522,11 +1522,11 @@ fn c_writes_through_handed_descriptors_change_nothing_setup_reuses() {
     inv.setup(false).unwrap();
     // C may write through the pointers it is given: make them describe `y` and
     // `other_out`.
-    let handed = core::ptr::from_ref(inv.next_tensor().unwrap()).cast_mut();
+    let handed = inv.next_tensor_for_c().unwrap();
     // SAFETY (test): a descriptor the runtime handed out, live until the next setup.
     unsafe { handed.write(y) };
     assert_eq!(inv.next_int(), Ok(1));
-    let handed_dst = core::ptr::from_ref(inv.dst_tensor().unwrap()).cast_mut();
+    let handed_dst = inv.dst_tensor_for_c().unwrap();
     // SAFETY (test): as above.
     unsafe { handed_dst.write(other_out) };
     assert_eq!(inv.cleanup(), Status::OK);
@@ -1720,11 +1720,13 @@ fn dispatch(inv: &mut Invocation, step: &Step) -> (Vec<Seen>, Status, [u8; 48]) 
         if inv.setup(false).is_ok() {
             for pull in pulls {
                 let got = match pull {
-                    Pull::Tensor => inv.next_tensor().map(|desc| {
-                        let data = inv.tensor_data(desc).map_or(0, |p| p as usize);
+                    Pull::Tensor => inv.next_tensor_for_c().map(|handed| {
+                        // SAFETY (test): a handed-out descriptor, live until the next
+                        // setup, which C may write.
+                        let data = inv.tensor_data(unsafe { &*handed }).map_or(0, |p| p as usize);
                         if let Some(i) = scribble.take() {
-                            // SAFETY (test): the runtime's copy, which C may write.
-                            unsafe { core::ptr::from_ref(desc).cast_mut().write(pool[i]) };
+                            // SAFETY (test): as above.
+                            unsafe { handed.write(pool[i]) };
                         }
                         (data, 0, 0)
                     }),
