@@ -1518,7 +1518,8 @@ fn c_writes_through_handed_descriptors_change_nothing_setup_reuses() {
     let (other_out, _) = fake.output_f32(&[4]);
     let mut inv = fake.invocation();
     let mut result = out;
-    hand_off(&mut inv, &[x, k], &mut result);
+    let first_args = [x, k];
+    hand_off(&mut inv, &first_args, &mut result);
     inv.setup(false).unwrap();
     // C may write through the pointers it is given: make them describe `y` and
     // `other_out`.
@@ -1569,14 +1570,15 @@ fn output_overlaps_are_tracked_across_ops_with_fewer_arguments() {
     }
     let mut inv = fake.invocation();
     let mut result = apart;
-    hand_off(&mut inv, &[a, k, b], &mut result);
+    let (three_args, one_arg) = ([a, k, b], [a]);
+    hand_off(&mut inv, &three_args, &mut result);
     assert_eq!(inv.run(three), Status::OK);
     // One argument, and an output over `b`'s bytes (which this op does not pass).
     result = over_b;
-    hand_off(&mut inv, &[a], &mut result);
+    hand_off(&mut inv, &one_arg, &mut result);
     assert_eq!(inv.run(one), Status::OK);
     // `b` again, unchanged since the first op, with that output: they overlap.
-    hand_off(&mut inv, &[a, k, b], &mut result);
+    hand_off(&mut inv, &three_args, &mut result);
     assert_eq!(inv.run(three), Status::OUTPUT_ALIASES_INPUT);
 }
 
