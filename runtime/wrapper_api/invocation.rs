@@ -53,7 +53,8 @@ pub type TranslateFn = fn(u64, usize) -> Result<*mut u8, RangeError>;
 #[derive(Clone, Copy)]
 pub struct Platform {
     /// Framework address range to device pointer; `None` is the runtime's own
-    /// ([`crate::translate::translate_range`], inlined into setup's loop).
+    /// ([`crate::translate::translate_range`], inlined into setup's loop). A fake
+    /// must answer as the runtime's does: the same until the windows change.
     pub translate: Option<TranslateFn>,
     /// A block of the op's TCM pool, or null (`tcm_malloc`).
     pub tcm_alloc: fn(usize) -> *mut u8,
@@ -271,7 +272,7 @@ enum Phase {
 /// failure since `set_invocation` is the invocation's status, which the loader reads.
 ///
 /// `repr(C)`, in this order: what the pulls touch first, within the byte and halfword
-/// loads' short offset range, and the 512-byte parser last.
+/// loads' short offset range, and the 512-byte parser and the copies handed to C last.
 #[repr(C)]
 pub struct Invocation {
     /// Arguments a pull may take from `ready`: `num_args` while active, else 0.
@@ -338,8 +339,10 @@ impl Invocation {
     ///
     /// # Safety
     /// When `translate` gives `p` for `len` bytes, those bytes are device memory at
-    /// `p .. p + len`, valid for reads and writes until `end_op`, owned by no Rust
-    /// object. `tcm_alloc(n)` returns null or `n` writable bytes owned by the caller
+    /// `p .. p + len`, owned by no Rust object, valid for reads and writes, and
+    /// `translate` gives the same answer, for as long as
+    /// [`crate::translate::configure`] leaves the windows unchanged (setup reuses a
+    /// translation in later ops until then). `tcm_alloc(n)` returns null or `n` writable bytes owned by the caller
     /// until `tcm_release` or the next `begin_op`, and never memory that `translate`
     /// maps.
     pub const unsafe fn with_platform(platform: Platform) -> Self {

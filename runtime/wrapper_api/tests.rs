@@ -109,8 +109,10 @@ impl Fake {
     }
 
     fn invocation(&self) -> Invocation {
-        // SAFETY (test): the fake translate maps windows of live host buffers linearly,
-        // and TCM blocks are separate host buffers.
+        // SAFETY (test): the fake translate maps windows of live host buffers linearly
+        // and never unmaps or moves one during the test (windows are only added, which
+        // turns misses into hits, and a pull that meets a miss resolves it again); TCM
+        // blocks are separate host buffers.
         unsafe { Invocation::with_platform(FAKE_PLATFORM) }
     }
 

@@ -581,7 +581,7 @@ pub fn check(data: &[u8]) {
         fake.end_ops = 0;
     });
     // SAFETY: the fake translate maps each window linearly onto its own live host
-    // buffer; the TCM pool hands out nothing.
+    // buffer, the same for the whole run; the TCM pool hands out nothing.
     let mut inv = unsafe { Invocation::with_platform(PLATFORM) };
     let mut model = Model {
         phase: Phase::Idle,
