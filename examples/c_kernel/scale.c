@@ -2,14 +2,17 @@
  * scale: out[i] = x[i] * factor over an f32 tensor, written in C against the runtime's
  * C header and linked with libneuroncustomop.a (`cargo sim package c_kernel`).
  *
- * Arguments, in order: the tensor x, the float factor, and the int element count n
- * (the C header has no element-count accessor yet, so the caller passes it; it must
- * not exceed the tensors' element count). The output has x's shape.
+ * Arguments, in order: the f32 tensor x and the float factor. The output is an f32
+ * tensor with as many elements as x; anything else fails with status 0x10001
+ * (customop_tensor_dtype and customop_tensor_numel read a descriptor's shape).
  *
  * Two kernels: `scale` on one core, and `scale_multicore`, where every core scales its
  * own slice (core i takes [i * share, (i + 1) * share), the last core the remainder).
  */
 #include <neuroncustomop.h>
+
+/* The failure code for tensors that do not fit (status 0x10001, as the Rust examples'). */
+#define SHAPE_MISMATCH 1
 
 /* Pulls the arguments, scales the elements this core owns, and returns the output.
  * Every failure stays in the invocation status, which customop_cleanup() returns and
@@ -18,13 +21,15 @@ static void scale_share(uint32_t core, uint32_t cores) {
     customop_setup(false);
     const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *x = customop_next_tensor();
     float factor = customop_next_float();
-    int32_t n = customop_next_int();
     const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *out = get_dst_tensor();
     if (x != NULL && out != NULL) {
+        uint32_t count = customop_tensor_numel(x);
         const float *src = customop_tensor_data(x);
         float *dst = customop_tensor_data(out);
-        if (src != NULL && dst != NULL && n > 0) {
-            uint32_t count = (uint32_t)n;
+        if (customop_tensor_dtype(x) != NEURON_ISA_TPB_DTYPE_FLOAT32 ||
+            customop_tensor_dtype(out) != NEURON_ISA_TPB_DTYPE_FLOAT32 || customop_tensor_numel(out) != count) {
+            customop_fail(SHAPE_MISMATCH);
+        } else if (src != NULL && dst != NULL) { /* NULL: empty, or a status already set */
             uint32_t share = count / cores;
             uint32_t begin = core * share;
             uint32_t end = core + 1 == cores ? count : begin + share;

@@ -168,8 +168,6 @@ pub enum Arg {
     },
     /// A C `float` scalar.
     Float(f32),
-    /// A C `int` scalar.
-    Int(i32),
 }
 
 impl Arg {
@@ -177,7 +175,7 @@ impl Arg {
     pub fn values(&self) -> Option<&[f32]> {
         match self {
             Arg::Tensor { values, .. } => Some(values),
-            Arg::Float(_) | Arg::Int(_) => None,
+            Arg::Float(_) => None,
         }
     }
 }
@@ -249,10 +247,9 @@ impl Function {
             Kernel::Scale => {
                 let x = rng.uniform_values(numel);
                 let factor = rng.uniform(-4.0, 4.0);
-                let n = i32::try_from(numel).map_err(|_| format!("{numel} elements do not fit the int argument n"))?;
                 Case {
                     expected: scale(&x, factor),
-                    inputs: vec![tensor(x), Arg::Float(factor), Arg::Int(n)],
+                    inputs: vec![tensor(x), Arg::Float(factor)],
                     output_shape: shape.to_vec(),
                 }
             }
@@ -484,7 +481,6 @@ pub fn stage(job: &mut Job, case: &Case) -> Result<Staged, CaseError> {
                 ArgTensor::hbm_tensor(Dtype::Float32, &dims(shape), framework).map_err(CaseError::Descriptor)?
             }
             Arg::Float(value) => ArgTensor::hbm_scalar(ScalarKind::Float, place(job, value.to_le_bytes().to_vec()).0),
-            Arg::Int(value) => ArgTensor::hbm_scalar(ScalarKind::Int, place(job, value.to_le_bytes().to_vec()).0),
         };
         inputs.push(descriptor.to_bytes());
     }
@@ -668,8 +664,7 @@ mod tests {
 
         let c_scale = find("c_kernel").unwrap().function("scale").unwrap();
         let case = c_scale.case(&[2, 3], None, 9).unwrap();
-        let (Arg::Float(factor), Arg::Int(n)) = (&case.inputs[1], &case.inputs[2]) else { panic!("{case:?}") };
-        assert_eq!(*n, 6);
+        let [_, Arg::Float(factor)] = &case.inputs[..] else { panic!("{case:?}") };
         assert_eq!(case.expected, scale(case.inputs[0].values().unwrap(), *factor));
     }
 

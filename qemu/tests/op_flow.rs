@@ -186,6 +186,14 @@ fn kernels_refuse_shapes_that_do_not_fit_with_a_clear_status() {
     let run = run_cases(&package("vector_add"), &[("vector_add", &added)], 1, false).expect("QEMU runs");
     assert_eq!(run.statuses(0), [SHAPE_MISMATCH_STATUS], "mismatched input shapes");
 
+    // The C kernel reads the shapes with customop_tensor_numel and reports the same
+    // status with customop_fail.
+    let mut scaled = case("c_kernel", "scale", &[10], None, 21);
+    scaled.output_shape = vec![9];
+    scaled.expected.truncate(9);
+    let run = run_cases(&package("c_kernel"), &[("scale", &scaled)], 1, false).expect("QEMU runs");
+    assert_eq!(run.statuses(0), [SHAPE_MISMATCH_STATUS], "the C kernel's output of another size");
+
     let mut sorted = case("sort", "sort_ascending", &[2, 10], None, 18);
     sorted.output_shape = vec![2, 9];
     sorted.expected.truncate(18);

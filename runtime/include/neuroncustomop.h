@@ -231,6 +231,18 @@ int32_t switch_stack_or_call_wrapper(void (*fn)(void*), void* arg, uint32_t stac
 /* The 48-byte on-wire tensor descriptor (layout: docs/abi, wrapper_api). */
 typedef struct NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR;
 
+/* NEURON_ISA_TPB_DTYPE: a tensor's element type (customop_tensor_dtype). */
+enum {
+    NEURON_ISA_TPB_DTYPE_FLOAT32 = 1,
+    NEURON_ISA_TPB_DTYPE_BFLOAT16 = 2,
+    NEURON_ISA_TPB_DTYPE_FLOAT16 = 3,
+    NEURON_ISA_TPB_DTYPE_INT32 = 4,
+    NEURON_ISA_TPB_DTYPE_INT8 = 5,
+    NEURON_ISA_TPB_DTYPE_INT64 = 6,
+    NEURON_ISA_TPB_DTYPE_INT16 = 7,
+    NEURON_ISA_TPB_DTYPE_UINT8 = 8
+};
+
 /* Called by the loader before each kernel: its arguments and its output. */
 uint32_t customop_set_invocation(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* args, uint32_t num_args,
                                  NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* result);
@@ -249,7 +261,16 @@ float customop_next_float(void);
 const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* get_dst_tensor(void);
 /* The device pointer of a tensor's first element (translated); NULL on failure. */
 void* customop_tensor_data(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor);
+/* A tensor's shape, from its descriptor (validated: 0 and a status if it is not valid).
+   numel: the element count; dtype: a NEURON_ISA_TPB_DTYPE value (above); rank: 1 to 8;
+   dim: dimension `index`, outermost first, 0 at and past the rank. */
+uint32_t customop_tensor_numel(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor);
+uint32_t customop_tensor_dtype(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor);
+uint32_t customop_tensor_rank(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor);
+uint32_t customop_tensor_dim(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor, uint32_t index);
 uint32_t customop_return_tensor(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor);
+/* The kernel's own failure: status 0x10000 + code (the invocation's, if the first). */
+uint32_t customop_fail(uint16_t code);
 uint32_t customop_cleanup(void);
 
 #ifdef __cplusplus

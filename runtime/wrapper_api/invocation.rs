@@ -40,7 +40,7 @@ use core::cell::{Cell, UnsafeCell};
 
 use super::{
     ArgError, ArgParser, ArgTensor, ArgType, Checked, DescriptorError, Dtype, Element, KernelError, MAX_ARGS,
-    ScalarKind, Status, TcmBuffer, Tensor, TensorError,
+    ScalarKind, Status, TcmBuffer, Tensor, TensorDesc, TensorError,
 };
 use crate::translate::{RangeError, TranslateError};
 
@@ -874,6 +874,24 @@ impl Invocation {
         self.record(result)
     }
 
+    /// Records a kernel's own failure (`customop_fail` for C kernels, the `Err` of a
+    /// Rust kernel): the last status, and the invocation's if it is the first failure.
+    /// Returns the status.
+    pub fn fail(&self, error: KernelError) -> Status {
+        let status = Status::from(error);
+        self.record_status(status);
+        status
+    }
+
+    /// The validated form of `desc`, for the C shape accessors (`customop_tensor_numel`
+    /// and the others). Records the status; needs no active invocation.
+    ///
+    /// # Errors
+    /// [`ArgError::Descriptor`].
+    pub fn describe(&self, desc: &ArgTensor) -> Result<TensorDesc, ArgError> {
+        self.record(desc.validate().map_err(ArgError::Descriptor))
+    }
+
     /// `customop_cleanup`: fences every write (`end_op`) and ends the invocation.
     /// Returns the invocation's status (`NOT_SET_UP` if cleanup came without setup and
     /// nothing failed before).
@@ -902,7 +920,9 @@ impl Invocation {
         }
         match kernel(Args::new(self)) {
             Ok(tensor) => self.return_checked(tensor.descriptor()),
-            Err(error) => self.record_status(error.into()),
+            Err(error) => {
+                self.fail(error);
+            }
         }
         self.cleanup()
     }

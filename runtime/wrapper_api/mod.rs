@@ -4,7 +4,8 @@
 //! - [`ArgTensor`] is the 48-byte wire descriptor; [`ArgExtractor`] / [`ArgParser`] hold
 //!   one invocation's arguments (`docs/abi/descriptors.md` has every byte).
 //! - [`Invocation`] is the pull stream's state machine; the C ABI below drives one per
-//!   core, kept in a [`CoreLocal`].
+//!   core, kept in a [`CoreLocal`](crate::global::CoreLocal) (one per test thread on
+//!   the host).
 //! - Rust kernels take [`Args`] and return a [`Tensor`]; [`run_kernel`] drives setup,
 //!   the return and cleanup around them:
 //!
@@ -51,8 +52,6 @@ use core::ffi::c_void;
 use core::mem::MaybeUninit;
 use core::ptr;
 
-use crate::global::CoreLocal;
-
 mod descriptor;
 mod element;
 mod invocation;
@@ -68,8 +67,11 @@ pub use tensor::{ReadStream, STREAM_BUFFER_BYTES, Strides, TcmBuffer, Tensor, Wr
 #[cfg(test)]
 mod tests;
 
-/// This core's invocation: one per core, one invocation at a time.
-static SESSION: CoreLocal<Invocation> = CoreLocal::new(Invocation::new());
+crate::global::core_local_state! {
+    /// Runs `f` on this core's invocation: one per core, one invocation at a time (on
+    /// the host, one per test thread).
+    fn with_session: Invocation = Invocation::new();
+}
 
 /// Runs a Rust kernel on this core's pending invocation: `customop_setup`, the kernel,
 /// `customop_return_tensor` of its result (or its error as the status), and
@@ -81,7 +83,7 @@ pub fn run_kernel<K>(kernel: K) -> Status
 where
     K: for<'a> FnOnce(&'a Args) -> Result<Tensor<'a>, KernelError>,
 {
-    SESSION.with(|invocation| invocation.run(kernel))
+    with_session(|invocation| invocation.run(kernel))
 }
 
 /// Copies the descriptor a C kernel passed into `copy` (so that no reference into the
@@ -121,7 +123,7 @@ fn status_of(result: Result<(), ArgError>) -> u32 {
 pub unsafe extern "C" fn customop_set_invocation(args: *const ArgTensor, num_args: u32, result: *mut ArgTensor) -> u32 {
     crate::global::abandon_borrows();
     // SAFETY: forwarded from this function's contract.
-    SESSION.with(|invocation| unsafe { invocation.set_invocation(args, num_args, result) }).0
+    with_session(|invocation| unsafe { invocation.set_invocation(args, num_args, result) }).0
 }
 
 /// C ABI `customop_setup`: copies the arguments the loader passed and resets the per-op
@@ -129,39 +131,39 @@ pub unsafe extern "C" fn customop_set_invocation(args: *const ArgTensor, num_arg
 /// Returns a status.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn customop_setup(first_call: bool) -> u32 {
-    SESSION.with(|invocation| status_of(invocation.setup(first_call)))
+    with_session(|invocation| status_of(invocation.setup(first_call)))
 }
 
 /// C ABI `customop_next_tensor`: the next argument's descriptor (validated and
 /// translatable; a copy, valid until the next `customop_setup`), or null.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn customop_next_tensor() -> *const ArgTensor {
-    SESSION.with(|invocation| invocation.next_tensor_for_c().map_or(ptr::null(), |handed| handed.cast_const()))
+    with_session(|invocation| invocation.next_tensor_for_c().map_or(ptr::null(), |handed| handed.cast_const()))
 }
 
 /// C ABI `customop_next_int`: the next argument as `int`, or 0 (check the status).
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn customop_next_int() -> i32 {
-    SESSION.with(|invocation| invocation.next_int().unwrap_or(0))
+    with_session(|invocation| invocation.next_int().unwrap_or(0))
 }
 
 /// C ABI `customop_next_longlong`: the next argument as `long long`, or 0.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn customop_next_longlong() -> i64 {
-    SESSION.with(|invocation| invocation.next_longlong().unwrap_or(0))
+    with_session(|invocation| invocation.next_longlong().unwrap_or(0))
 }
 
 /// C ABI `customop_next_float`: the next argument as `float`, or 0.0.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn customop_next_float() -> f32 {
-    SESSION.with(|invocation| invocation.next_float().unwrap_or(0.0))
+    with_session(|invocation| invocation.next_float().unwrap_or(0.0))
 }
 
 /// C ABI `get_dst_tensor`: the pre-shaped output descriptor (once per invocation; a
 /// copy, valid until the next `customop_setup`), or null.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn get_dst_tensor() -> *const ArgTensor {
-    SESSION.with(|invocation| invocation.dst_tensor_for_c().map_or(ptr::null(), |handed| handed.cast_const()))
+    with_session(|invocation| invocation.dst_tensor_for_c().map_or(ptr::null(), |handed| handed.cast_const()))
 }
 
 /// C ABI `customop_return_tensor`: writes `*tensor` to the loader's result descriptor.
@@ -174,7 +176,7 @@ pub unsafe extern "C" fn customop_return_tensor(tensor: *const ArgTensor) -> u32
     let mut desc = MaybeUninit::uninit();
     // SAFETY: forwarded from this function's contract.
     let desc = unsafe { copy_descriptor(tensor, &mut desc) };
-    SESSION.with(|invocation| match desc {
+    with_session(|invocation| match desc {
         Some(desc) => status_of(invocation.return_tensor(desc)),
         None => invocation.reject(ArgError::NullPointer).0,
     })
@@ -190,7 +192,7 @@ pub unsafe extern "C" fn customop_tensor_data(tensor: *const ArgTensor) -> *mut 
     let mut desc = MaybeUninit::uninit();
     // SAFETY: forwarded from this function's contract.
     let desc = unsafe { copy_descriptor(tensor, &mut desc) };
-    SESSION.with(|invocation| match desc {
+    with_session(|invocation| match desc {
         Some(desc) => invocation.tensor_data(desc).map_or(ptr::null_mut(), |data| data.cast()),
         None => {
             invocation.reject(ArgError::NullPointer);
@@ -199,22 +201,91 @@ pub unsafe extern "C" fn customop_tensor_data(tensor: *const ArgTensor) -> *mut 
     })
 }
 
+/// `Invocation::describe` of the descriptor C passed (null: `NULL_POINTER`).
+///
+/// # Safety
+/// `tensor` is null or valid for reads of one descriptor (any alignment).
+unsafe fn described(tensor: *const ArgTensor) -> Option<TensorDesc> {
+    let mut desc = MaybeUninit::uninit();
+    // SAFETY: forwarded from this function's contract.
+    let desc = unsafe { copy_descriptor(tensor, &mut desc) };
+    with_session(|invocation| match desc {
+        Some(desc) => invocation.describe(desc).ok(),
+        None => {
+            invocation.reject(ArgError::NullPointer);
+            None
+        }
+    })
+}
+
+/// C ABI `customop_tensor_numel`: a tensor's element count (0 for an empty tensor, or
+/// on error: check the status).
+///
+/// # Safety
+/// `tensor` is null or valid for reads of one descriptor (any alignment).
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub unsafe extern "C" fn customop_tensor_numel(tensor: *const ArgTensor) -> u32 {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { described(tensor) }.map_or(0, |desc| desc.num_elem())
+}
+
+/// C ABI `customop_tensor_dtype`: a tensor's `NEURON_ISA_TPB_DTYPE` (0, which no dtype
+/// is, on error).
+///
+/// # Safety
+/// `tensor` is null or valid for reads of one descriptor (any alignment).
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub unsafe extern "C" fn customop_tensor_dtype(tensor: *const ArgTensor) -> u32 {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { described(tensor) }.map_or(0, |desc| desc.dtype() as u32)
+}
+
+/// C ABI `customop_tensor_rank`: a tensor's number of dimensions, 1 to 8 (0 on error).
+///
+/// # Safety
+/// `tensor` is null or valid for reads of one descriptor (any alignment).
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub unsafe extern "C" fn customop_tensor_rank(tensor: *const ArgTensor) -> u32 {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { described(tensor) }.map_or(0, |desc| desc.rank() as u32)
+}
+
+/// C ABI `customop_tensor_dim`: dimension `index` of a tensor, outermost first (0 at
+/// and past the rank, and on error).
+///
+/// # Safety
+/// `tensor` is null or valid for reads of one descriptor (any alignment).
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub unsafe extern "C" fn customop_tensor_dim(tensor: *const ArgTensor, index: u32) -> u32 {
+    // SAFETY: forwarded from this function's contract.
+    let desc = unsafe { described(tensor) };
+    desc.and_then(|desc| desc.shape().get(index as usize).copied()).map_or(0, u32::from)
+}
+
+/// C ABI `customop_fail`: the kernel's own failure, reported as `0x1_0000 + code` (as a
+/// Rust kernel's `KernelError::Op(code)`); the invocation's status if it is its first
+/// failure. Returns that status.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn customop_fail(code: u16) -> u32 {
+    with_session(|invocation| invocation.fail(KernelError::Op(code)).0)
+}
+
 /// C ABI `customop_cleanup`: write fence and sync, end of the invocation. Returns the
 /// invocation status (its first failure, or `OK`).
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn customop_cleanup() -> u32 {
-    SESSION.with(|invocation| invocation.cleanup()).0
+    with_session(|invocation| invocation.cleanup()).0
 }
 
 /// C ABI: the status of the most recent `customop_*` call on this core.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn customop_last_status() -> u32 {
-    SESSION.with(|invocation| invocation.last_status()).0
+    with_session(|invocation| invocation.last_status()).0
 }
 
 /// C ABI, for the loader after the kernel returns: the first failure of the invocation
 /// (since `customop_set_invocation`), or `OK`.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn customop_invocation_status() -> u32 {
-    SESSION.with(|invocation| invocation.invocation_status()).0
+    with_session(|invocation| invocation.invocation_status()).0
 }

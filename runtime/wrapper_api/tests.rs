@@ -1407,9 +1407,8 @@ fn four_streams_fill_the_tcm_pool() {
 
 // ------------------------------------------------------------------- C glue --
 
-/// The only test that touches this thread's view of the global `SESSION` (it is a
-/// process-wide static on the host): failure paths that never reach the device
-/// platform, so no other module's state is involved.
+/// Failure paths of the C glue (this test thread's invocation, which is the device's
+/// per-core one on the host) that never reach the device platform.
 #[test]
 fn c_abi_reports_null_or_zero_and_a_status() {
     let args = [ArgTensor::hbm_scalar(ScalarKind::Int, 0); 11];
@@ -1431,6 +1430,53 @@ fn c_abi_reports_null_or_zero_and_a_status() {
     assert_eq!(customop_cleanup(), Status::TOO_MANY_ARGS.0);
     assert_eq!(customop_invocation_status(), Status::TOO_MANY_ARGS.0);
     assert_eq!(run_kernel(|args| Ok(args.output()?)), Status::TOO_MANY_ARGS);
+}
+
+#[test]
+fn c_shape_accessors_read_valid_descriptors_and_report_the_rest() {
+    let desc = ArgTensor::hbm_tensor(Dtype::Int16, &[3, 0, 7], 0x1000).unwrap();
+    let scalar = ArgTensor::hbm_scalar(ScalarKind::Float, 0x2000);
+    // SAFETY (test): every pointer is null or a live descriptor.
+    unsafe {
+        assert_eq!(customop_tensor_numel(&desc), 0, "a valid empty tensor");
+        assert_eq!(customop_last_status(), Status::OK.0);
+        assert_eq!(customop_tensor_dtype(&desc), Dtype::Int16 as u32);
+        assert_eq!(customop_tensor_rank(&desc), 3);
+        let dims: Vec<u32> = (0..5).map(|i| customop_tensor_dim(&desc, i)).collect();
+        assert_eq!(dims, [3, 0, 7, 0, 0]);
+        assert_eq!(customop_tensor_dim(&desc, u32::MAX), 0);
+        assert_eq!(customop_last_status(), Status::OK.0);
+        assert_eq!(
+            (customop_tensor_numel(&scalar), customop_tensor_dtype(&scalar), customop_tensor_rank(&scalar)),
+            (1, Dtype::Float32 as u32, 1)
+        );
+
+        let bad = ArgTensor { num_dim: 9, ..desc };
+        assert_eq!(customop_tensor_numel(&bad), 0);
+        assert_eq!(customop_last_status(), Status::RANK_TOO_LARGE.0);
+        assert_eq!((customop_tensor_dtype(&bad), customop_tensor_rank(&bad), customop_tensor_dim(&bad, 0)), (0, 0, 0));
+        assert_eq!(customop_tensor_rank(core::ptr::null()), 0);
+        assert_eq!(customop_last_status(), Status::NULL_POINTER.0);
+        // Any alignment: the descriptor at an odd address.
+        let mut bytes = [0u8; 49];
+        bytes[1..].copy_from_slice(&desc.to_bytes());
+        assert_eq!(customop_tensor_dim(bytes[1..].as_ptr().cast(), 2), 7);
+    }
+}
+
+#[test]
+fn customop_fail_reports_the_kernels_own_code_as_a_rust_kernel_would() {
+    let args = [ArgTensor::hbm_scalar(ScalarKind::Int, 0)];
+    let mut result = ArgTensor::ZEROED;
+    // SAFETY (test): one readable descriptor and one writable one.
+    unsafe { customop_set_invocation(args.as_ptr(), 1, &mut result) };
+    assert_eq!(customop_fail(7), Status::KERNEL_BASE + 7);
+    assert_eq!(customop_fail(9), Status::KERNEL_BASE + 9);
+    assert_eq!(customop_last_status(), Status::KERNEL_BASE + 9);
+    assert_eq!(customop_invocation_status(), Status::KERNEL_BASE + 7, "the first failure stays");
+    // SAFETY (test): as above.
+    unsafe { customop_set_invocation(args.as_ptr(), 1, &mut result) };
+    assert_eq!(run_kernel(|_| Err(KernelError::Op(7))), Status(Status::KERNEL_BASE + 7));
 }
 
 /// Found by the `pull_stream` fuzz target in a version that resolved the output in
