@@ -86,20 +86,32 @@ where
     with_session(|invocation| invocation.run(kernel))
 }
 
-/// Copies the descriptor a C kernel passed into `copy` (so that no reference into the
-/// kernel's memory, which may be the runtime's own output copy, outlives the call);
-/// `None` for null.
+/// Runs `f` on this core's invocation and a copy of the descriptor a C kernel passed
+/// (so that no reference into the kernel's memory, which may be a descriptor the
+/// runtime handed out, outlives the call). For null, records `NULL_POINTER` and gives
+/// `None`.
 ///
 /// # Safety
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
-unsafe fn copy_descriptor(tensor: *const ArgTensor, copy: &mut MaybeUninit<ArgTensor>) -> Option<&ArgTensor> {
-    if tensor.is_null() {
-        return None;
-    }
-    // SAFETY: `tensor` is readable (contract), `copy` is writable and a distinct local.
-    unsafe { ArgTensor::copy(tensor, copy.as_mut_ptr()) };
-    // SAFETY: all 48 bytes were just written, and any bytes are a valid `ArgTensor`.
-    Some(unsafe { copy.assume_init_ref() })
+unsafe fn with_descriptor<R>(tensor: *const ArgTensor, f: impl FnOnce(&mut Invocation, &ArgTensor) -> R) -> Option<R> {
+    let mut copy = MaybeUninit::uninit();
+    let desc = if tensor.is_null() {
+        None
+    } else {
+        // SAFETY: `tensor` is readable (contract); `copy` is writable and a distinct
+        // local; all 48 bytes are then written, and any bytes are a valid `ArgTensor`.
+        unsafe {
+            ArgTensor::copy(tensor, copy.as_mut_ptr());
+            Some(copy.assume_init_ref())
+        }
+    };
+    with_session(|invocation| match desc {
+        Some(desc) => Some(f(invocation, desc)),
+        None => {
+            invocation.reject(ArgError::NullPointer);
+            None
+        }
+    })
 }
 
 fn status_of(result: Result<(), ArgError>) -> u32 {
@@ -173,13 +185,9 @@ pub extern "C" fn get_dst_tensor() -> *const ArgTensor {
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_return_tensor(tensor: *const ArgTensor) -> u32 {
-    let mut desc = MaybeUninit::uninit();
     // SAFETY: forwarded from this function's contract.
-    let desc = unsafe { copy_descriptor(tensor, &mut desc) };
-    with_session(|invocation| match desc {
-        Some(desc) => status_of(invocation.return_tensor(desc)),
-        None => invocation.reject(ArgError::NullPointer).0,
-    })
+    let status = unsafe { with_descriptor(tensor, |invocation, desc| status_of(invocation.return_tensor(desc))) };
+    status.unwrap_or(Status::NULL_POINTER.0)
 }
 
 /// C ABI `customop_tensor_data`: the translated device address of a tensor's first
@@ -189,16 +197,9 @@ pub unsafe extern "C" fn customop_return_tensor(tensor: *const ArgTensor) -> u32
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_data(tensor: *const ArgTensor) -> *mut c_void {
-    let mut desc = MaybeUninit::uninit();
     // SAFETY: forwarded from this function's contract.
-    let desc = unsafe { copy_descriptor(tensor, &mut desc) };
-    with_session(|invocation| match desc {
-        Some(desc) => invocation.tensor_data(desc).map_or(ptr::null_mut(), |data| data.cast()),
-        None => {
-            invocation.reject(ArgError::NullPointer);
-            ptr::null_mut()
-        }
-    })
+    let data = unsafe { with_descriptor(tensor, |invocation, desc| invocation.tensor_data(desc).ok()) };
+    data.flatten().map_or(ptr::null_mut(), |data| data.cast())
 }
 
 /// `Invocation::describe` of the descriptor C passed (null: `NULL_POINTER`).
@@ -206,16 +207,8 @@ pub unsafe extern "C" fn customop_tensor_data(tensor: *const ArgTensor) -> *mut 
 /// # Safety
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
 unsafe fn described(tensor: *const ArgTensor) -> Option<TensorDesc> {
-    let mut desc = MaybeUninit::uninit();
     // SAFETY: forwarded from this function's contract.
-    let desc = unsafe { copy_descriptor(tensor, &mut desc) };
-    with_session(|invocation| match desc {
-        Some(desc) => invocation.describe(desc).ok(),
-        None => {
-            invocation.reject(ArgError::NullPointer);
-            None
-        }
-    })
+    unsafe { with_descriptor(tensor, |invocation, desc| invocation.describe(desc).ok()) }.flatten()
 }
 
 /// C ABI `customop_tensor_numel`: a tensor's element count (0 for an empty tensor, or
