@@ -2,7 +2,7 @@
 //!
 //! An image links whichever implementation it is given (see `linker/neuroncustomop.x`):
 //! on the device nothing overrides them and the defaults below apply; a test image can
-//! link its own, e.g. semihosting under QEMU (`qemu/board`). The runtime calls only
+//! link its own, e.g. semihosting under QEMU (`qemu/firmware/src/board.rs`). The runtime calls only
 //! these names, so it cannot tell which it got.
 
 unsafe extern "C" {

@@ -4,7 +4,7 @@
  * A library image is normally entered through entry_func by the device's loader, which
  * has already set the core up; _start is for images that boot the core themselves.
  * It puts the core in the state the windowed ABI needs, zeroes .bss, and calls
- * __neuron_start (runtime/arch/xtensa/mod.rs), which never returns.
+ * __neuron_start (runtime/arch/xtensa/fault.rs), which never returns.
  */
 
     .section .text._start, "ax"

@@ -12,7 +12,7 @@
  *   0x3C0           double exception vector
  *
  * An exception is fatal here: the core reports EXCCAUSE, EPC1 and EXCVADDR through
- * __neuron_fault (runtime/arch/xtensa/mod.rs), which never returns. To be able to call
+ * __neuron_fault (runtime/arch/xtensa/fault.rs), which never returns. To be able to call
  * that windowed Rust function whatever state the faulting code left, the path discards
  * every other live register window, switches to its own stack and clears PS.EXCM.
  */
