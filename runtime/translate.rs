@@ -381,9 +381,9 @@ pub unsafe extern "C" fn neuron_translate_configure(records: *const TranslateRec
     let result = match (records.is_null(), count) {
         (_, 0) => configure(&[]),
         (true, _) => configure(&[]).and(Err(TranslateError::NullRecords)),
-        // SAFETY: the caller makes `records` valid for `count` records; the count is
-        // checked against the table size before the slice is formed.
         (false, count) if count as usize <= TRANSLATE_REGIONS => {
+            // SAFETY: the caller makes `records` valid for `count` records; the count is
+            // checked against the table size before the slice is formed.
             configure(unsafe { core::slice::from_raw_parts(records, count as usize) })
         }
         (false, _) => configure(&[]).and(Err(TranslateError::TooManyRecords)),

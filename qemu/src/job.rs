@@ -37,7 +37,12 @@ const LIBRARY_SYMBOLS: [&str; 7] = [
 #[derive(Debug)]
 pub enum JobError {
     /// A library image lacks a symbol the loader calls.
-    MissingSymbol { core: usize, symbol: &'static str },
+    MissingSymbol {
+        /// The core whose image lacks it.
+        core: usize,
+        /// The symbol's name.
+        symbol: &'static str,
+    },
     /// An image is not ELF.
     Elf(elf::ElfError),
     /// The image could not be read.

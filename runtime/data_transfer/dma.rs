@@ -140,7 +140,7 @@ impl Queues {
 
     /// Descriptor `slot` of the queue at `header`.
     fn descriptor(header: *mut DmaQueueHeader, slot: u32) -> *mut DmaDescriptor {
-        // SAFETY (of the arithmetic): `slot < QUEUE_SLOTS`, inside the queue's bytes.
+        // SAFETY: (the arithmetic) `slot < QUEUE_SLOTS`, inside the queue's bytes.
         unsafe { header.add(1).cast::<DmaDescriptor>().add(slot as usize) }
     }
 

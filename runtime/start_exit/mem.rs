@@ -101,7 +101,7 @@ pub unsafe fn copy_forward(dst: *mut u8, src: *const u8, len: usize) {
             done += 1;
         }
         let words = (len - done) / WORD;
-        // SAFETY (pointer arithmetic): `done + words * WORD <= len`, inside both ranges.
+        // SAFETY: (pointer arithmetic) `done + words * WORD <= len`, inside both ranges.
         let (mut to, mut from) = unsafe { (dst.add(done).cast::<usize>(), src.add(done).cast::<usize>()) };
         // Four words per iteration (the loop's own three instructions amortised), then
         // one at a time. In both loops: whole words left in both ranges, both aligned
@@ -146,7 +146,7 @@ pub unsafe fn copy_backward(dst: *mut u8, src: *const u8, len: usize) {
     // `left` bytes, [0, left), remain to be copied.
     let mut left = len;
     if co_aligned(dst, src) {
-        // SAFETY (pointer arithmetic): one past the end of the range, in bounds.
+        // SAFETY: (pointer arithmetic) one past the end of the range, in bounds.
         let tail = unsafe { dst.add(len) }.addr() % WORD;
         let stop = left - tail.min(left);
         while left > stop {

@@ -51,7 +51,7 @@ fn fake_translate(addr: u64, len: usize) -> Result<*mut u8, RangeError> {
                 if len.max(1) > w.len - offset {
                     return Err(RangeError::OutsideWindow);
                 }
-                // SAFETY (test): inside the window's buffer.
+                // SAFETY: inside the window's buffer.
                 return Ok(unsafe { w.words.as_mut_ptr().cast::<u8>().add(w.skew + offset) });
             }
         }
@@ -109,7 +109,7 @@ impl Fake {
     }
 
     fn invocation(&self) -> Invocation {
-        // SAFETY (test): the fake translate maps windows of live host buffers linearly
+        // SAFETY: the fake translate maps windows of live host buffers linearly
         // and never unmaps or moves one during the test (windows are only added, which
         // turns misses into hits, and a pull that meets a miss resolves it again); TCM
         // blocks are separate host buffers.
@@ -120,7 +120,7 @@ impl Fake {
     /// host buffer; returns the host address of `base`.
     fn map_at(&mut self, base: u64, len: usize, skew: usize) -> *mut u8 {
         let mut words = vec![0u64; (len + skew).div_ceil(8).max(1)];
-        // SAFETY (test): skew is inside the buffer.
+        // SAFETY: skew is inside the buffer.
         let host = unsafe { words.as_mut_ptr().cast::<u8>().add(skew) };
         FAKE.with_borrow_mut(|fake| fake.windows.push(Window { base, words, skew, len }));
         host
@@ -135,14 +135,14 @@ impl Fake {
 
     fn tensor<T: Element>(&mut self, shape: &[u32], values: &[T]) -> ArgTensor {
         let (addr, host) = self.alloc(size_of_val(values));
-        // SAFETY (test): the window holds `values`.
+        // SAFETY: the window holds `values`.
         unsafe { core::ptr::copy_nonoverlapping(values.as_ptr().cast::<u8>(), host, size_of_val(values)) };
         ArgTensor::hbm_tensor(T::DTYPE, shape, addr).unwrap()
     }
 
     fn scalar<T: Element>(&mut self, kind: ScalarKind, value: T) -> ArgTensor {
         let (addr, host) = self.alloc(size_of::<T>());
-        // SAFETY (test): the window holds one `T`.
+        // SAFETY: the window holds one `T`.
         unsafe { host.cast::<T>().write_unaligned(value) };
         ArgTensor::hbm_scalar(kind, addr)
     }
@@ -160,13 +160,13 @@ impl Fake {
 }
 
 fn read_host<T: Copy>(host: *const T, n: usize) -> Vec<T> {
-    // SAFETY (test): `host` is a live window of at least `n` elements.
+    // SAFETY: `host` is a live window of at least `n` elements.
     (0..n).map(|i| unsafe { host.add(i).read_unaligned() }).collect()
 }
 
 /// Hands `args` and `result` to `inv` as the loader would.
 fn hand_off(inv: &mut Invocation, args: &[ArgTensor], result: &mut ArgTensor) -> Status {
-    // SAFETY (test): both point at live descriptors for the whole test.
+    // SAFETY: both point at live descriptors for the whole test.
     unsafe { inv.set_invocation(args.as_ptr(), args.len() as u32, result) }
 }
 
@@ -732,7 +732,7 @@ fn too_many_args_fail_at_hand_off_and_at_setup() {
     for i in 0..10 {
         assert_eq!(inv.next_int(), Ok(i));
     }
-    // SAFETY (test): a null pointer with arguments is what is being rejected.
+    // SAFETY: a null pointer with arguments is what is being rejected.
     assert_eq!(unsafe { inv.set_invocation(core::ptr::null(), 2, &mut result) }, Status::NULL_POINTER);
     assert_eq!(inv.setup(false), Err(ArgError::NullPointer));
 }
@@ -806,7 +806,7 @@ fn the_output_is_taken_once_and_needs_a_result_descriptor() {
     let mut fake = Fake::new();
     let args = [fake.scalar(ScalarKind::Float, 1.0f32)];
     let mut inv = fake.invocation();
-    // SAFETY (test): `args` outlives the invocation; no result descriptor.
+    // SAFETY: `args` outlives the invocation; no result descriptor.
     unsafe { inv.set_invocation(args.as_ptr(), 1, core::ptr::null_mut()) };
     inv.setup(false).unwrap();
     assert_eq!(inv.dst_tensor(), Err(ArgError::NoOutput));
@@ -1104,7 +1104,7 @@ proptest! {
                     } else {
                         core::ptr::null_mut()
                     };
-                    // SAFETY (test): `args` and `result` live until the end of the case.
+                    // SAFETY: `args` and `result` live until the end of the case.
                     unsafe { inv.set_invocation(args.as_ptr(), args.len() as u32, result) }
                 }
                 Op::Setup(first) => inv.setup(*first).map_or_else(Status::from, |()| Status::OK),
@@ -1231,7 +1231,7 @@ fn misaligned_device_data_is_refused_for_slices_but_copies_work() {
     let mut fake = Fake::new();
     let host = fake.map_at(0x5000, 16, 1);
     let values = [1.5f32, -2.0, 3.25, 4.0];
-    // SAFETY (test): the window holds 16 bytes at `host`.
+    // SAFETY: the window holds 16 bytes at `host`.
     unsafe { core::ptr::copy_nonoverlapping(values.as_ptr().cast::<u8>(), host, 16) };
     let args = [ArgTensor::hbm_tensor(Dtype::Float32, &[4], 0x5000).unwrap()];
     let mut result = ArgTensor::ZEROED;
@@ -1413,14 +1413,14 @@ fn four_streams_fill_the_tcm_pool() {
 fn c_abi_reports_null_or_zero_and_a_status() {
     let args = [ArgTensor::hbm_scalar(ScalarKind::Int, 0); 11];
     let mut result = ArgTensor::ZEROED;
-    // SAFETY (test): 11 readable descriptors and one writable one.
+    // SAFETY: 11 readable descriptors and one writable one.
     assert_eq!(unsafe { customop_set_invocation(args.as_ptr(), 11, &mut result) }, Status::TOO_MANY_ARGS.0);
     assert_eq!(customop_setup(false), Status::TOO_MANY_ARGS.0);
     assert!(customop_next_tensor().is_null());
     assert_eq!(customop_last_status(), Status::NOT_SET_UP.0);
     assert_eq!((customop_next_int(), customop_next_longlong(), customop_next_float()), (0, 0, 0.0));
     assert!(get_dst_tensor().is_null());
-    // SAFETY (test): null is allowed; `args[0]` is a readable descriptor.
+    // SAFETY: null is allowed; `args[0]` is a readable descriptor.
     unsafe {
         assert_eq!(customop_return_tensor(core::ptr::null()), Status::NULL_POINTER.0);
         assert_eq!(customop_return_tensor(&args[0]), Status::NOT_SET_UP.0);
@@ -1436,7 +1436,7 @@ fn c_abi_reports_null_or_zero_and_a_status() {
 fn c_shape_accessors_read_valid_descriptors_and_report_the_rest() {
     let desc = ArgTensor::hbm_tensor(Dtype::Int16, &[3, 0, 7], 0x1000).unwrap();
     let scalar = ArgTensor::hbm_scalar(ScalarKind::Float, 0x2000);
-    // SAFETY (test): every pointer is null or a live descriptor.
+    // SAFETY: every pointer is null or a live descriptor.
     unsafe {
         assert_eq!(customop_tensor_numel(&desc), 0, "a valid empty tensor");
         assert_eq!(customop_last_status(), Status::OK.0);
@@ -1468,13 +1468,13 @@ fn c_shape_accessors_read_valid_descriptors_and_report_the_rest() {
 fn customop_fail_reports_the_kernels_own_code_as_a_rust_kernel_would() {
     let args = [ArgTensor::hbm_scalar(ScalarKind::Int, 0)];
     let mut result = ArgTensor::ZEROED;
-    // SAFETY (test): one readable descriptor and one writable one.
+    // SAFETY: one readable descriptor and one writable one.
     unsafe { customop_set_invocation(args.as_ptr(), 1, &mut result) };
     assert_eq!(customop_fail(7), Status::KERNEL_BASE + 7);
     assert_eq!(customop_fail(9), Status::KERNEL_BASE + 9);
     assert_eq!(customop_last_status(), Status::KERNEL_BASE + 9);
     assert_eq!(customop_invocation_status(), Status::KERNEL_BASE + 7, "the first failure stays");
-    // SAFETY (test): as above.
+    // SAFETY: as above.
     unsafe { customop_set_invocation(args.as_ptr(), 1, &mut result) };
     assert_eq!(run_kernel(|_| Err(KernelError::Op(7))), Status(Status::KERNEL_BASE + 7));
 }
@@ -1549,7 +1549,7 @@ fn setup_reuses_what_it_resolved_for_unchanged_arguments_only() {
     }
     let mut result = out;
     let before = translations();
-    // SAFETY (test): three descriptors at `bytes + 1`, live to the end; any alignment.
+    // SAFETY: three descriptors at `bytes + 1`, live to the end; any alignment.
     unsafe { inv.set_invocation(bytes[1..].as_ptr().cast(), 3, &mut result) };
     assert_eq!(inv.run(scale_add), Status::OK);
     assert_eq!(read_host(host, 4), [10.5, 11.0, 11.5, 12.0]);
@@ -1572,11 +1572,11 @@ fn c_writes_through_handed_descriptors_change_nothing_setup_reuses() {
     // C may write through the pointers it is given: make them describe `y` and
     // `other_out`.
     let handed = inv.next_tensor_for_c().unwrap();
-    // SAFETY (test): a descriptor the runtime handed out, live until the next setup.
+    // SAFETY: a descriptor the runtime handed out, live until the next setup.
     unsafe { handed.write(y) };
     assert_eq!(inv.next_int(), Ok(1));
     let handed_dst = inv.dst_tensor_for_c().unwrap();
-    // SAFETY (test): as above.
+    // SAFETY: as above.
     unsafe { handed_dst.write(other_out) };
     assert_eq!(inv.cleanup(), Status::OK);
 
@@ -1738,7 +1738,7 @@ fn dispatch(inv: &mut Invocation, step: &Step) -> (Vec<Seen>, Status, [u8; 48]) 
     let args: Vec<ArgTensor> = args.iter().map(|&i| pool[i]).collect();
     let mut result = output.map(|i| output_pool()[i]);
     let result_ptr = result.as_mut().map_or(core::ptr::null_mut(), core::ptr::from_mut);
-    // SAFETY (test): `args` and `result` live until the end of this function.
+    // SAFETY: `args` and `result` live until the end of this function.
     unsafe { inv.set_invocation(args.as_ptr(), args.len() as u32, result_ptr) };
     let mut seen = Vec::new();
     let status = if *rust {
@@ -1771,11 +1771,11 @@ fn dispatch(inv: &mut Invocation, step: &Step) -> (Vec<Seen>, Status, [u8; 48]) 
             for pull in pulls {
                 let got = match pull {
                     Pull::Tensor => inv.next_tensor_for_c().map(|handed| {
-                        // SAFETY (test): a handed-out descriptor, live until the next
+                        // SAFETY: a handed-out descriptor, live until the next
                         // setup, which C may write.
                         let data = inv.tensor_data(unsafe { &*handed }).map_or(0, |p| p as usize);
                         if let Some(i) = scribble.take() {
-                            // SAFETY (test): as above.
+                            // SAFETY: as above.
                             unsafe { handed.write(pool[i]) };
                         }
                         (data, 0, 0)
@@ -1806,14 +1806,14 @@ proptest! {
         let _fake = Fake::new();
         let windows = Windows::new();
         windows.configure(0);
-        // SAFETY (test): the real translate maps the windows onto `windows`' buffers,
+        // SAFETY: the real translate maps the windows onto `windows`' buffers,
         // live to the end; TCM blocks are separate host buffers.
         let mut inv = unsafe { Invocation::with_platform(REAL_TRANSLATE) };
         for step in &steps {
             match step {
                 Step::Configure(layout) => windows.configure(*layout),
                 Step::Dispatch { .. } => {
-                    // SAFETY (test): as above.
+                    // SAFETY: as above.
                     let mut fresh = unsafe { Invocation::with_platform(REAL_TRANSLATE) };
                     prop_assert_eq!(dispatch(&mut inv, step), dispatch(&mut fresh, step), "{:?}", step);
                 }

@@ -34,7 +34,6 @@
 //! assert_eq!(op.inputs(), &[input]);
 //! ```
 #![no_std]
-#![warn(missing_docs)]
 
 mod decode;
 mod encode;

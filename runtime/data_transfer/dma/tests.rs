@@ -104,8 +104,8 @@ fn serve(base: SendPtr, data: SendPtr, mode: Engine, stop: &AtomicBool) {
 fn overlapping_or_unset_queues_are_not_configured() {
     let mut window = std::vec![0u32; 1024];
     let base = window.as_mut_ptr() as usize;
-    // SAFETY: the window is valid for both (rejected) queues.
     for (m2s, s2m) in [(0, 0), (0, 16), (64, 0)] {
+        // SAFETY: the window is valid for both (rejected) queues.
         assert_eq!(unsafe { Queues::new(base, m2s, s2m) }.err(), Some(DmaError::NotConfigured));
     }
 }

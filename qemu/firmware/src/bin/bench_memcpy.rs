@@ -53,7 +53,7 @@ fn measure(name: &str, len: usize, src_offset: usize, copy: impl Fn(*mut u8, *co
     let alignment = if src_offset == 0 { "aligned" } else { "misaligned" };
     let repetitions = (BYTES_PER_MEASUREMENT / len.max(1)).max(MIN_REPETITIONS) as u32;
     let per_copy_x100 = bench::measure(bench_name(name, alignment, len).as_str(), repetitions, || {
-        // SAFETY (of the pointer arithmetic): `src_offset + len <= MAX_LENGTH + 3` bytes
+        // SAFETY: (pointer arithmetic) `src_offset + len <= MAX_LENGTH + 3` bytes
         // fit in both buffers, which are distinct statics.
         copy(black_box(dst), black_box(unsafe { src.add(src_offset) }), black_box(len))
     });
