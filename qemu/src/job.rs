@@ -226,3 +226,14 @@ pub fn translate_record(start: u64, size: u64, device_base: u64, flags: u32, cor
     record[28..32].copy_from_slice(&core_stride.to_le_bytes());
     record
 }
+
+// The offsets `translate_record` writes are those of the runtime's `TranslateRecord`,
+// which the loader hands `neuron_translate_configure` in place.
+const _: () = {
+    use neuroncustomop::translate::TranslateRecord;
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<TranslateRecord>() == TRANSLATE_RECORD_LEN);
+    assert!(offset_of!(TranslateRecord, ptr) == 0 && offset_of!(TranslateRecord, mask) == 8);
+    assert!(offset_of!(TranslateRecord, device_base) == 16 && offset_of!(TranslateRecord, flags) == 24);
+    assert!(offset_of!(TranslateRecord, core_stride) == 28);
+};

@@ -327,6 +327,25 @@ const OUTPUT_BIT: u16 = 1 << MAX_ARGS;
 
 const _: () = assert!(MAX_ARGS < 16, "`reusable` has a bit per argument and one for the output");
 
+// The layout claims above, on the 32-bit device: `Ready` is 12 bytes, and the fields the
+// pulls read sit within the reach of Xtensa's short-offset loads (`l8ui` 0..=255,
+// `l16ui` 0..=510, `l32i` 0..=1020 bytes from the base register).
+#[cfg(target_pointer_width = "32")]
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    const L8UI_REACH: usize = 255;
+    const L16UI_REACH: usize = 510;
+    const L32I_REACH: usize = 1020;
+    assert!(size_of::<Ready>() == 12);
+    assert!(offset_of!(Invocation, dst_taken) <= L8UI_REACH);
+    assert!(offset_of!(Invocation, first_overlap) <= L8UI_REACH);
+    assert!(offset_of!(Invocation, aliasing) <= L16UI_REACH);
+    assert!(offset_of!(Invocation, reusable) <= L16UI_REACH);
+    assert!(offset_of!(Invocation, output_overlaps) <= L16UI_REACH);
+    assert!(offset_of!(Invocation, ready) + size_of::<[Ready; MAX_ARGS]>() - 4 <= L32I_REACH);
+    assert!(offset_of!(Invocation, dst_resolved) + size_of::<Ready>() - 4 <= L32I_REACH);
+};
+
 impl Invocation {
     /// An idle invocation over the device runtime.
     pub const fn new() -> Self {

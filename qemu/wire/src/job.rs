@@ -7,7 +7,7 @@
 //!
 //! | offset | what |
 //! |---|---|
-//! | 0 | [`JobHeader`] (400 bytes) |
+//! | 0 | [`JobHeader`] (436 bytes) |
 //! | `ops_offset` | the ops: 0x85/0x86 dispatch-word chains, back to back |
 //! | `names_offset` | FunctionId k's NUL-terminated kernel name at `+ k * NAME_LEN` |
 //! | `dumps_offset` | per op, an [`OutputDump`]: the bytes the loader prints after it |
@@ -135,16 +135,41 @@ pub struct JobHeader {
     pub libraries: [LibrarySymbols; CORES],
 }
 
+// The loader reads the job block in place with these types and the host writes it
+// word by word (`to_bytes`), so the whole layout is pinned: a field added, moved or
+// resized fails the build instead of shifting every later field between the two.
 const _: () = {
     assert!(size_of::<LibrarySymbols>() == 28);
+    assert!(offset_of!(LibrarySymbols, entry_func) == 0);
+    assert!(offset_of!(LibrarySymbols, register_funcs) == 4);
+    assert!(offset_of!(LibrarySymbols, set_invocation) == 8);
+    assert!(offset_of!(LibrarySymbols, invocation_status) == 12);
+    assert!(offset_of!(LibrarySymbols, translate_configure) == 16);
+    assert!(offset_of!(LibrarySymbols, stdout_ring) == 20);
+    assert!(offset_of!(LibrarySymbols, set_memcpy_method) == 24);
+
     assert!(size_of::<OutputDump>() == 8);
+    assert!(offset_of!(OutputDump, address) == 0);
+    assert!(offset_of!(OutputDump, len) == 4);
+
+    assert!(size_of::<JobHeader>() == 436);
+    assert!(offset_of!(JobHeader, magic) == 0);
+    assert!(offset_of!(JobHeader, cores) == 4);
+    assert!(offset_of!(JobHeader, handoff_size) == 8);
+    assert!(offset_of!(JobHeader, fail_registration_at) == 12);
+    assert!(offset_of!(JobHeader, ops_offset) == 16);
+    assert!(offset_of!(JobHeader, ops_len) == 20);
+    assert!(offset_of!(JobHeader, names_offset) == 24);
+    assert!(offset_of!(JobHeader, names_count) == 28);
+    assert!(offset_of!(JobHeader, dumps_offset) == 32);
     assert!(offset_of!(JobHeader, translate_count) == 36);
     assert!(offset_of!(JobHeader, dma_mode) == 40);
     assert!(offset_of!(JobHeader, faults) == 44);
     assert!(offset_of!(JobHeader, memcpy_method) == 48);
     assert!(offset_of!(JobHeader, translate) == 52);
+    assert!(offset_of!(JobHeader, libraries) == 52 + TRANSLATE_REGIONS * TRANSLATE_RECORD_LEN);
     assert!(offset_of!(JobHeader, libraries) == 212);
-    assert!(size_of::<JobHeader>() == 436);
+    assert!(size_of::<DmaMode>() == 4);
 };
 
 impl JobHeader {
