@@ -22,9 +22,10 @@ const CORES: u32 = 8;
 /// What a library image keeps even if its own code never calls it: the loader's ways
 /// in (entry, registration, handing over an op's arguments and reading its status,
 /// configuring translation, selecting the memcpy backend) and the stdout ring the
-/// loader drains.
+/// loader drains; and the mark that makes the contract check for a kernel table.
 const LIBRARY_ROOTS: &str = "EXTERN(entry_func register_funcs customop_set_invocation customop_invocation_status \
-                             neuron_translate_configure neuron_stdout_ring neuron_set_memcpy_method)\n";
+                             neuron_translate_configure neuron_stdout_ring neuron_set_memcpy_method)\n\
+                             __neuron_library_image = 1;\n";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
