@@ -45,5 +45,7 @@ pub mod global;
 pub mod multicore;
 pub mod stack_switch;
 pub mod start_exit;
+#[cfg(all(any(test, feature = "test-models"), not(target_os = "none")))]
+pub mod test_models;
 pub mod translate;
 pub mod wrapper_api;

@@ -396,43 +396,9 @@ pub unsafe extern "C" fn neuron_translate_configure(records: *const TranslateRec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_models::translate as reference;
     use proptest::prelude::*;
     use std::vec::Vec;
-
-    /// The reference: the record list searched in order with exact (u128) arithmetic.
-    fn reference(records: &[TranslateRecord], core: u32, addr: u64) -> Option<u128> {
-        let record = records.iter().find(|record| addr & record.mask == record.ptr)?;
-        let per_core =
-            if record.flags & TRANSLATE_PER_CORE != 0 { u128::from(core) * u128::from(record.core_stride) } else { 0 };
-        Some(u128::from(record.device_base) + per_core + u128::from(addr - record.ptr))
-    }
-
-    /// The reference's view of which record set `configure` must accept.
-    fn reference_accepts(records: &[TranslateRecord], core: u32) -> Result<(), TranslateError> {
-        if records.len() > TRANSLATE_REGIONS {
-            return Err(TranslateError::TooManyRecords);
-        }
-        for record in records {
-            if record.mask.leading_ones() + record.mask.trailing_zeros() != 64 && record.mask != 0 {
-                return Err(TranslateError::MaskNotContiguous);
-            }
-            if record.ptr & !record.mask != 0 {
-                return Err(TranslateError::PtrOutsideMask);
-            }
-            let per_core = record.flags == TRANSLATE_PER_CORE;
-            let plain = record.flags == 0 && record.core_stride == 0;
-            if !per_core && !plain {
-                return Err(TranslateError::InvalidFlags);
-            }
-            let first = u128::from(record.device_base)
-                + if per_core { u128::from(core) * u128::from(record.core_stride) } else { 0 };
-            let last = first + u128::from(!record.mask);
-            if first == 0 || last > usize::MAX as u128 {
-                return Err(TranslateError::WindowOutOfRange);
-            }
-        }
-        Ok(())
-    }
 
     /// Mostly valid records: a power-of-two window at an aligned address, sometimes
     /// per-core, sometimes with one field broken.
@@ -450,14 +416,7 @@ mod tests {
             },
         );
         let broken = (valid.clone(), 0..6u32, any::<u64>()).prop_map(|(mut record, field, noise)| {
-            match field {
-                0 => record.mask ^= 1 << (noise % 64),
-                1 => record.ptr |= !record.mask & noise,
-                2 => record.flags = noise as u32,
-                3 => record.core_stride = noise as u32,
-                4 => record.device_base = noise,
-                _ => record.device_base = u64::MAX - (noise % 4096),
-            }
+            reference::break_field(&mut record, field, noise);
             record
         });
         prop_oneof![6 => valid, 1 => broken]
@@ -479,17 +438,6 @@ mod tests {
         probes
     }
 
-    /// The reference for ranges: the first byte's record, and every byte up to the last
-    /// inside that record's window.
-    fn reference_range(records: &[TranslateRecord], core: u32, addr: u64, len: u64) -> Result<u128, RangeError> {
-        let record = records.iter().find(|record| addr & record.mask == record.ptr).ok_or(RangeError::Miss)?;
-        let last = u128::from(addr) + u128::from(len.max(1)) - 1;
-        if last > u128::from(record.ptr | !record.mask) {
-            return Err(RangeError::OutsideWindow);
-        }
-        Ok(reference(records, core, addr).expect("the record matches"))
-    }
-
     proptest! {
         // Miri interprets about 1000x slower: a few cases there, the full count natively.
         #![proptest_config(if cfg!(miri) { ProptestConfig::with_cases(8) } else { ProptestConfig::default() })]
@@ -507,7 +455,7 @@ mod tests {
                     let to_end = (addr | !records[0].mask).wrapping_sub(addr).wrapping_add(1);
                     for len in [len, to_end, to_end.wrapping_add(1)] {
                         let Ok(len_usize) = usize::try_from(len) else { continue };
-                        let expected = reference_range(&records, core, addr, len);
+                        let expected = reference::translate_range(&records, core, addr, len);
                         let got = translate_range(addr, len_usize).map(|device| device as usize as u128);
                         prop_assert_eq!(got, expected, "addr {:#x} len {:#x}", addr, len);
                     }
@@ -522,9 +470,9 @@ mod tests {
             random in proptest::collection::vec(any::<u64>(), 8),
         ) {
             let accepted = configure_for_core(&records, core);
-            prop_assert_eq!(accepted, reference_accepts(&records, core));
+            prop_assert_eq!(accepted, reference::accepts(&records, core));
             for addr in probes(&records, &random) {
-                let expected = if accepted.is_ok() { reference(&records, core, addr) } else { None };
+                let expected = if accepted.is_ok() { reference::translate(&records, core, addr) } else { None };
                 let got = translate(addr).map(|device| device as usize as u128).ok();
                 prop_assert_eq!(got, expected, "addr {:#x}", addr);
             }

@@ -81,9 +81,13 @@ fn link(case: &str, origin: u32, length: u32, sources: &[&str]) -> (bool, String
 const ORIGIN: u32 = 0x8400_0000;
 const WINDOW: u32 = 0x20_0000;
 
+/// The smallest image the contract accepts: a vector table, an entry point, a kernel
+/// table.
+const IMAGE: [&str; 3] = ["vectors", "start", "kernel_table"];
+
 #[test]
 fn the_smallest_image_links() {
-    let (linked, messages) = link("smallest", ORIGIN, WINDOW, &["image"]);
+    let (linked, messages) = link("smallest", ORIGIN, WINDOW, &IMAGE);
     assert!(linked, "{messages}");
     assert!(!messages.contains("ERROR") && !messages.contains("BUG"), "{messages}");
 }
@@ -92,19 +96,20 @@ fn the_smallest_image_links() {
 /// message that names the culprit.
 #[test]
 fn each_broken_rule_fails_the_link_with_its_message() {
-    let cases: [(&str, u32, u32, &[&str], &str); 9] = [
-        ("stack_too_small", ORIGIN, WINDOW, &["image", "stack_too_small"], "ERROR(neuroncustomop): _stack_size is below the 1 KiB minimum"),
-        ("stack_misaligned", ORIGIN, WINDOW, &["image", "stack_misaligned"], "ERROR(neuroncustomop): _stack_size is not a multiple of 16"),
-        ("too_big", ORIGIN, WINDOW, &["image", "too_big"], "ERROR(neuroncustomop): code, data and the stack do not fit in the 2 MiB core window"),
-        ("unplaced_section", ORIGIN, WINDOW, &["image", "unplaced_section"], "ERROR(neuroncustomop): an input section this linker script does not place"),
-        ("no_kernel_table", ORIGIN, WINDOW, &["no_kernel_table"], "ERROR(neuroncustomop): this library image has no kernel table"),
-        ("second_vector_table", ORIGIN, WINDOW, &["second_vector_table", "image"], "ERROR(neuroncustomop): the vector table is not at the start of the image"),
-        ("short_vector_table", ORIGIN, WINDOW, &["short_vector_table"], "BUG(neuroncustomop): the vector table is shorter than"),
-        ("origin_misaligned", ORIGIN + 0x100, WINDOW, &["image"], "BUG(neuroncustomop): the image does not start on a 1 KiB boundary"),
-        ("window_not_2_mib", ORIGIN, WINDOW / 2, &["image"], "BUG(neuroncustomop): the image window is not 2 MiB"),
+    let with = |extra: &'static str| [&IMAGE[..], &[extra]].concat();
+    let cases: [(&str, u32, u32, Vec<&str>, &str); 9] = [
+        ("stack_too_small", ORIGIN, WINDOW, with("stack_too_small"), "ERROR(neuroncustomop): _stack_size is below the 1 KiB minimum"),
+        ("stack_misaligned", ORIGIN, WINDOW, with("stack_misaligned"), "ERROR(neuroncustomop): _stack_size is not a multiple of 16"),
+        ("too_big", ORIGIN, WINDOW, with("too_big"), "ERROR(neuroncustomop): code, data and the stack do not fit in the 2 MiB core window"),
+        ("unplaced_section", ORIGIN, WINDOW, with("unplaced_section"), "ERROR(neuroncustomop): an input section this linker script does not place"),
+        ("no_kernel_table", ORIGIN, WINDOW, vec!["vectors", "start"], "ERROR(neuroncustomop): this library image has no kernel table"),
+        ("second_vector_table", ORIGIN, WINDOW, [&["second_vector_table"], &IMAGE[..]].concat(), "ERROR(neuroncustomop): the vector table is not at the start of the image"),
+        ("short_vector_table", ORIGIN, WINDOW, vec!["short_vector_table", "start", "kernel_table"], "BUG(neuroncustomop): the vector table is shorter than"),
+        ("origin_misaligned", ORIGIN + 0x100, WINDOW, IMAGE.to_vec(), "BUG(neuroncustomop): the image does not start on a 1 KiB boundary"),
+        ("window_not_2_mib", ORIGIN, WINDOW / 2, IMAGE.to_vec(), "BUG(neuroncustomop): the image window is not 2 MiB"),
     ];
     for (case, origin, length, sources, message) in cases {
-        let (linked, messages) = link(case, origin, length, sources);
+        let (linked, messages) = link(case, origin, length, &sources);
         assert!(!linked, "{case}: linked, but must not");
         assert!(messages.contains(message), "{case}: expected {message:?}, got:\n{messages}");
     }

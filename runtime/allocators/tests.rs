@@ -9,6 +9,7 @@ use super::tcm::{
     TCM_POOL_MAX, TCM_POOL_SIZE, init_tcm, tcm_alloc, tcm_free, tcm_malloc, tcm_release, tcm_reset, tcm_stats,
 };
 use super::*;
+use crate::test_models::heap::Granules;
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::c_void;
 use proptest::prelude::*;
@@ -301,64 +302,11 @@ fn external_metadata_leaves_the_whole_arena_usable() {
 
 // ---------------------------------------------------------------- Heap: against a model
 
-/// The reference: one flag per granule and the live blocks, searched the slow way.
+/// The reference (`crate::test_models::heap`), and the live blocks.
 struct Model {
-    used: Vec<bool>,
+    granules: Granules,
     /// (block start, granules, fill byte)
     live: Vec<(usize, usize, u8)>,
-}
-
-impl Model {
-    fn new(granules: usize) -> Model {
-        Model { used: std::vec![false; granules], live: Vec::new() }
-    }
-
-    /// The first granule of the lowest run of `count` free granules.
-    fn lowest_run(&self, count: usize) -> Option<usize> {
-        let mut run = 0;
-        for (granule, &used) in self.used.iter().enumerate() {
-            run = if used { 0 } else { run + 1 };
-            if run == count {
-                return Some(granule + 1 - count);
-            }
-        }
-        None
-    }
-
-    /// Where the heap must put `size` bytes at `align` (arena at `base`), if anywhere:
-    /// in the lowest free run of `size + align - 64` bytes, at its low end if the run
-    /// reaches the arena's end (the top block), else at its high end.
-    fn place(&self, base: usize, size: usize, align: usize) -> Option<usize> {
-        let count = size.div_ceil(GRANULE).max(1);
-        let align_granules = (align / GRANULE).max(1);
-        let run = self.lowest_run(count + align_granules - 1)?;
-        let run_end = run + self.used[run..].iter().position(|&used| used).unwrap_or(self.used.len() - run);
-        let address = if run_end == self.used.len() {
-            (base + run * GRANULE).next_multiple_of(align)
-        } else {
-            let last_fit = base + (run_end - count) * GRANULE;
-            last_fit - last_fit % align
-        };
-        Some((address - base) / GRANULE)
-    }
-
-    fn set(&mut self, first: usize, count: usize, used: bool) {
-        self.used[first..first + count].fill(used);
-    }
-
-    fn free_runs(&self) -> (usize, usize) {
-        let (mut runs, mut longest, mut run) = (0, 0, 0);
-        for &used in &self.used {
-            if used {
-                run = 0;
-            } else {
-                run += 1;
-                runs += usize::from(run == 1);
-                longest = longest.max(run);
-            }
-        }
-        (runs, longest)
-    }
 }
 
 #[derive(Debug, Clone)]
@@ -407,7 +355,7 @@ fn run_against_model(region_size: usize, ops: &[Op]) {
     let region = Region::new(region_size);
     let mut heap = region.heap();
     let base = heap.arena_start() as usize;
-    let mut model = Model::new(heap.arena_bytes() / GRANULE);
+    let mut model = Model { granules: Granules::new(heap.arena_bytes() / GRANULE), live: Vec::new() };
     let mut stale: Vec<usize> = Vec::new();
     let mut next_fill = 1u8;
     let mut fill_new = |heap: &Heap, first: usize, count: usize| {
@@ -419,7 +367,7 @@ fn run_against_model(region_size: usize, ops: &[Op]) {
         let before = summary(&heap);
         match *op {
             Op::Allocate { size, align } => {
-                let expected = model.place(base, size, align);
+                let expected = model.granules.place(base, size, align).ok();
                 let count = size.div_ceil(GRANULE).max(1);
                 match heap.allocate(size, align) {
                     Ok(block) => {
@@ -427,7 +375,7 @@ fn run_against_model(region_size: usize, ops: &[Op]) {
                         assert_eq!(Some(first), expected, "not first fit: {op:?}");
                         assert_eq!(addr(block) % align.max(GRANULE), 0);
                         assert_eq!(heap.block_size(block.as_ptr()), Ok(count * GRANULE));
-                        model.set(first, count, true);
+                        model.granules.set(first, count, true);
                         let fill = fill_new(&heap, first, count);
                         model.live.push((first, count, fill));
                     }
@@ -441,25 +389,23 @@ fn run_against_model(region_size: usize, ops: &[Op]) {
                 let (first, count, fill) = model.live.swap_remove(pick % model.live.len());
                 check_block(&heap, (first, count, fill));
                 assert_eq!(heap.free(granule(&heap, first)), Ok(count * GRANULE));
-                model.set(first, count, false);
+                model.granules.set(first, count, false);
                 stale.push(first);
             }
             Op::Reallocate { pick, size } if !model.live.is_empty() => {
                 let index = pick % model.live.len();
                 let (first, count, fill) = model.live[index];
                 let new_count = size.div_ceil(GRANULE).max(1);
-                let in_place = new_count <= count
-                    || (first + new_count <= model.used.len()
-                        && !model.used[first + count..first + new_count].contains(&true));
-                let expected = if in_place { Some(first) } else { model.place(base, size, GRANULE) };
+                let in_place = model.granules.resizes_in_place(first, count, new_count);
+                let expected = if in_place { Some(first) } else { model.granules.place(base, size, GRANULE).ok() };
                 match heap.reallocate(granule(&heap, first), size, GRANULE) {
                     Ok(block) => {
                         let new_first = (addr(block) - base) / GRANULE;
                         assert_eq!(Some(new_first), expected, "{op:?}");
                         let kept = block_bytes(&heap, new_first, count.min(new_count));
                         assert!(kept.iter().all(|&byte| byte == fill), "contents lost by {op:?}");
-                        model.set(first, count, false);
-                        model.set(new_first, new_count, true);
+                        model.granules.set(first, count, false);
+                        model.granules.set(new_first, new_count, true);
                         let fill = fill_new(&heap, new_first, new_count);
                         model.live[index] = (new_first, new_count, fill);
                         if new_first != first {
@@ -500,8 +446,7 @@ fn run_against_model(region_size: usize, ops: &[Op]) {
             }
             _ => {}
         }
-        let (runs, longest) = model.free_runs();
-        let free = model.used.iter().filter(|&&used| !used).count();
+        let (free, runs, longest) = model.granules.free_summary();
         assert_eq!(summary(&heap), (free * GRANULE, runs, longest * GRANULE, model.live.len()), "after {op:?}");
     }
     for block in model.live.drain(..) {

@@ -3,98 +3,16 @@
 //! 16 KiB TCM pool tracks every block.
 
 use super::*;
-use crate::translate::{RangeError, TranslateError};
+use crate::test_models::descriptor::{self as descriptor_model, le16, le32, le64};
+use crate::test_models::platform;
+use crate::translate::TranslateError;
 use proptest::prelude::*;
 use std::boxed::Box;
-use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::vec;
 use std::vec::Vec;
 
 // ---------------------------------------------------------------- fake platform --
-
-/// One translate window: framework `base .. base + len` onto host `words`, starting
-/// `skew` bytes into them (to make misaligned device addresses).
-struct Window {
-    base: u64,
-    words: Vec<u64>,
-    skew: usize,
-    len: usize,
-}
-
-#[derive(Default)]
-struct FakeState {
-    windows: Vec<Window>,
-    /// Live TCM blocks: address -> (backing store, size).
-    tcm: BTreeMap<usize, (Vec<u64>, usize)>,
-    tcm_allocs: usize,
-    /// `first_call` of every `begin_op`, and the live TCM blocks at that moment.
-    begin_ops: Vec<(bool, usize)>,
-    end_ops: usize,
-    /// Calls of `fake_translate`: what setup resolved rather than reused.
-    translations: usize,
-}
-
-std::thread_local! {
-    static FAKE: RefCell<FakeState> = RefCell::new(FakeState::default());
-}
-
-const TCM_POOL: usize = 16 * 1024;
-
-/// The window holding `addr`, as `translate_range` sees it: the bytes must all be in it.
-fn fake_translate(addr: u64, len: usize) -> Result<*mut u8, RangeError> {
-    FAKE.with_borrow_mut(|fake| {
-        fake.translations += 1;
-        for w in &mut fake.windows {
-            if addr >= w.base && addr - w.base < w.len as u64 {
-                let offset = (addr - w.base) as usize;
-                if len.max(1) > w.len - offset {
-                    return Err(RangeError::OutsideWindow);
-                }
-                // SAFETY: inside the window's buffer.
-                return Ok(unsafe { w.words.as_mut_ptr().cast::<u8>().add(w.skew + offset) });
-            }
-        }
-        Err(RangeError::Miss)
-    })
-}
-
-fn fake_tcm_alloc(size: usize) -> *mut u8 {
-    FAKE.with_borrow_mut(|fake| {
-        let live: usize = fake.tcm.values().map(|(_, size)| size).sum();
-        if live + size > TCM_POOL {
-            return core::ptr::null_mut();
-        }
-        let mut words = vec![0xA5A5_A5A5_A5A5_A5A5u64; size.div_ceil(8).max(1)];
-        let ptr = words.as_mut_ptr().cast::<u8>();
-        fake.tcm.insert(ptr as usize, (words, size));
-        fake.tcm_allocs += 1;
-        ptr
-    })
-}
-
-fn fake_tcm_release(ptr: *mut u8) {
-    FAKE.with_borrow_mut(|fake| assert!(fake.tcm.remove(&(ptr as usize)).is_some(), "release of a non-live TCM block"));
-}
-
-fn fake_begin_op(first_call: bool) {
-    FAKE.with_borrow_mut(|fake| {
-        let live = fake.tcm.len();
-        fake.begin_ops.push((first_call, live));
-    });
-}
-
-fn fake_end_op() {
-    FAKE.with_borrow_mut(|fake| fake.end_ops += 1);
-}
-
-const FAKE_PLATFORM: Platform = Platform {
-    translate: Some(fake_translate),
-    tcm_alloc: fake_tcm_alloc,
-    tcm_release: fake_tcm_release,
-    begin_op: fake_begin_op,
-    end_op: fake_end_op,
-};
+// `crate::test_models::platform`: translate over host windows, a TCM pool, call logs.
 
 /// The fake device of one test (its state is thread-local; tests run on their own
 /// threads).
@@ -104,7 +22,7 @@ struct Fake {
 
 impl Fake {
     fn new() -> Fake {
-        FAKE.with_borrow_mut(|fake| *fake = FakeState::default());
+        platform::reset();
         Fake { next_base: 0x10_0000_0000 }
     }
 
@@ -113,17 +31,13 @@ impl Fake {
         // and never unmaps or moves one during the test (windows are only added, which
         // turns misses into hits, and a pull that meets a miss resolves it again); TCM
         // blocks are separate host buffers.
-        unsafe { Invocation::with_platform(FAKE_PLATFORM) }
+        unsafe { Invocation::with_platform(platform::PLATFORM) }
     }
 
     /// Maps `len` bytes at framework address `base`, `skew` bytes into an 8-aligned
     /// host buffer; returns the host address of `base`.
     fn map_at(&mut self, base: u64, len: usize, skew: usize) -> *mut u8 {
-        let mut words = vec![0u64; (len + skew).div_ceil(8).max(1)];
-        // SAFETY: skew is inside the buffer.
-        let host = unsafe { words.as_mut_ptr().cast::<u8>().add(skew) };
-        FAKE.with_borrow_mut(|fake| fake.windows.push(Window { base, words, skew, len }));
-        host
+        platform::with(|fake| fake.map_at(base, len, skew))
     }
 
     /// A fresh window of `len` bytes; returns (framework address, host address).
@@ -155,7 +69,7 @@ impl Fake {
     }
 
     fn live_tcm_blocks(&self) -> usize {
-        FAKE.with_borrow(|fake| fake.tcm.len())
+        platform::with(|fake| fake.tcm.len())
     }
 }
 
@@ -172,79 +86,6 @@ fn hand_off(inv: &mut Invocation, args: &[ArgTensor], result: &mut ArgTensor) ->
 
 // ------------------------------------------------------------- descriptor model --
 
-fn le16(b: &[u8; 48], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-fn le32(b: &[u8; 48], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
-}
-fn le64(b: &[u8; 48], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
-}
-
-/// The reference validator, written from `docs/abi/descriptors.md` over raw byte
-/// offsets (not the Rust struct).
-fn model_validate(b: &[u8; 48]) -> Result<(), DescriptorError> {
-    use DescriptorError as E;
-    let arg_type = b[1];
-    if !(1..=4).contains(&arg_type) {
-        return Err(E::UnknownArgType(arg_type));
-    }
-    if !(1..=8).contains(&b[0]) {
-        return Err(E::UnknownDtype(b[0]));
-    }
-    match b[2] {
-        0 => {}
-        1 => return Err(E::OutOfLineShape),
-        v => return Err(E::UnknownShapeType(v)),
-    }
-    let rank = b[3] as usize;
-    if rank == 0 {
-        return Err(E::RankZero);
-    }
-    if rank > 8 {
-        return Err(E::RankTooLarge(rank));
-    }
-    for dim in rank..8 {
-        if le16(b, 8 + 2 * dim) != 0 {
-            return Err(E::UnusedDimNonZero { dim: dim as u8 });
-        }
-    }
-    let tpb = match b[4] {
-        0 => true,
-        1 => false,
-        v => return Err(E::UnknownStorageKind(v)),
-    };
-    let storage_reserved = if tpb { 33..36 } else { 36..40 };
-    for offset in (5..8).chain(storage_reserved).chain(40..48) {
-        if b[offset] != 0 {
-            return Err(E::ReservedNonZero { offset: offset as u8 });
-        }
-    }
-    let num_elem = if tpb { le32(b, 28) } else { le32(b, 32) };
-    let product: u128 = (0..rank).map(|d| u128::from(le16(b, 8 + 2 * d))).product();
-    if product != u128::from(num_elem) {
-        let shape_elems = u64::try_from(product).unwrap_or(u64::MAX);
-        return Err(E::ElementCountMismatch { shape_elems, num_elem });
-    }
-    if tpb && (b[32] != 1 || le32(b, 36) != num_elem) {
-        return Err(E::UnsupportedTpbLayout { num_partitions: b[32], num_elem_per_block: le32(b, 36) });
-    }
-    if arg_type != 1 {
-        if num_elem != 1 {
-            return Err(E::ScalarNotSingleElement { num_elem });
-        }
-        let want = [0, 0, 4, 6, 1][arg_type as usize];
-        if b[0] != want {
-            return Err(E::ScalarDtypeMismatch {
-                arg_type: ArgType::from_raw(arg_type).unwrap(),
-                dtype: Dtype::from_raw(b[0]).unwrap(),
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Checks `validate` against the model, a valid view against the raw bytes, and the
 /// pull stream's fast path against the ordered checks: whatever it accepts, they accept
 /// with the same result.
@@ -254,7 +95,7 @@ fn check_against_model(bytes: &[u8; 48]) -> Result<(), TestCaseError> {
         prop_assert_eq!(Ok(fast), desc.check_in_order());
     }
     let result = desc.validate();
-    prop_assert_eq!(result.map(drop), model_validate(bytes));
+    prop_assert_eq!(result.map(drop), descriptor_model::validate(bytes).map(drop));
     if let Ok(view) = result {
         prop_assert_eq!(view.dtype() as u8, bytes[0]);
         prop_assert_eq!(view.arg_type() as u8, bytes[1]);
@@ -547,7 +388,7 @@ proptest! {
         prop_assert!(desc.check_fast().is_some(), "a valid descriptor missed the fast path");
         if let Some((bad, expected)) = apply(&desc, &m) {
             prop_assert_eq!(bad.validate(), Err(expected));
-            prop_assert_eq!(model_validate(&bad.to_bytes()), Err(expected));
+            prop_assert_eq!(descriptor_model::validate(&bad.to_bytes()).map(drop), Err(expected));
         }
     }
 }
@@ -605,11 +446,11 @@ fn rust_kernel_gets_tensor_int_float_tensor_in_order() {
     assert_eq!(inv.run(axpy_plus_k), Status::OK);
     assert_eq!(read_host(op.out, 6), axpy_reference(&op));
     assert_eq!(op.result, pre_shaped, "the returned output is the pre-shaped descriptor");
-    FAKE.with_borrow(|fake| assert_eq!((fake.begin_ops.as_slice(), fake.end_ops), (&[(true, 0)][..], 1)));
+    platform::with(|fake| assert_eq!((fake.begin_ops.as_slice(), fake.end_ops), (&[(true, 0)][..], 1)));
     // A second invocation is not the first call; the same arguments give the same result.
     assert_eq!(hand_off(&mut inv, &op.args, &mut op.result), Status::OK);
     assert_eq!(inv.run(axpy_plus_k), Status::OK);
-    FAKE.with_borrow(|fake| assert_eq!((fake.begin_ops.as_slice(), fake.end_ops), (&[(true, 0), (false, 0)][..], 2)));
+    platform::with(|fake| assert_eq!((fake.begin_ops.as_slice(), fake.end_ops), (&[(true, 0), (false, 0)][..], 2)));
 }
 
 #[test]
@@ -709,7 +550,7 @@ fn state_errors_each_have_their_error() {
     assert_eq!(inv.cleanup(), Status::NOT_SET_UP);
     assert_eq!(inv.last_status(), Status::NOT_SET_UP, "cleanup twice");
     assert_eq!(inv.setup(false), Err(ArgError::NoInvocation), "cleanup consumed the invocation");
-    FAKE.with_borrow(|fake| assert_eq!(fake.end_ops, 1));
+    platform::with(|fake| assert_eq!(fake.end_ops, 1));
 }
 
 #[test]
@@ -859,7 +700,7 @@ fn kernel_results_and_errors_reach_the_loader() {
         Ok(x)
     });
     assert_eq!(status, Status::DTYPE_MISMATCH);
-    FAKE.with_borrow(|fake| assert_eq!(fake.end_ops, 3, "cleanup ran after every kernel"));
+    platform::with(|fake| assert_eq!(fake.end_ops, 3, "cleanup ran after every kernel"));
 }
 
 #[test]
@@ -1346,7 +1187,7 @@ fn stream_round_trip<T: Element>(values: &[T], f: impl Fn(T) -> T, close: bool) 
     assert_eq!(status, Status::OK);
     assert_eq!(out, expected);
     assert_eq!(fake.live_tcm_blocks(), 0, "stream buffers released");
-    FAKE.with_borrow(|state| assert_eq!(state.tcm_allocs, 2));
+    platform::with(|state| assert_eq!(state.tcm_allocs, 2));
 }
 
 #[test]
@@ -1502,7 +1343,7 @@ fn get_dst_tensor_after_a_return_still_hands_out_the_pre_shaped_output() {
 // ------------------------------------------------------------ resolution reuse --
 
 fn translations() -> usize {
-    FAKE.with_borrow(|fake| fake.translations)
+    platform::with(|fake| fake.translations)
 }
 
 /// A Rust kernel over (tensor x, int k, float alpha): out[i] = x[i] * alpha + k.
@@ -1665,7 +1506,7 @@ impl Windows {
 use crate::translate::TranslateRecord;
 
 /// The runtime's own translate (governed by `translate::configure`) over the fake TCM.
-const REAL_TRANSLATE: Platform = Platform { translate: None, ..FAKE_PLATFORM };
+const REAL_TRANSLATE: Platform = Platform { translate: None, ..platform::PLATFORM };
 
 /// The arguments the reuse property draws from: tensors and scalars in windows A and B
 /// (two of them overlapping), a malformed one and an unmapped one.

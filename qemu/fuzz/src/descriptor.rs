@@ -18,95 +18,13 @@ use arbitrary::{Arbitrary, Unstructured};
 use neuroncustomop::wrapper_api::{
     ARG_TENSOR_SIZE, ArgTensor, ArgType, DescriptorError, Dtype, MAX_RANK, ScalarKind, Status, Storage,
 };
+use neuroncustomop::test_models::descriptor::{Accepted, Bytes, validate as validate_model};
 
 use crate::ensure_eq;
-
-type Bytes = [u8; ARG_TENSOR_SIZE];
-
-fn le16(b: &Bytes, at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-
-fn le32(b: &Bytes, at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn le64(b: &Bytes, at: usize) -> u64 {
-    u64::from(le32(b, at)) | u64::from(le32(b, at + 4)) << 32
-}
 
 /// Element size of raw dtype `raw` (1..=8), from the table in §1.1.
 fn dtype_size(raw: u8) -> u64 {
     [4, 2, 2, 4, 1, 8, 2, 1][usize::from(raw - 1)]
-}
-
-/// What the model reads from an accepted descriptor.
-#[derive(Debug, PartialEq)]
-struct Accepted {
-    arg_type: u8,
-    dtype: u8,
-    shape: Vec<u16>,
-    num_elem: u32,
-    tpb: bool,
-    address: u64,
-}
-
-/// The reference validator: §1.4's checks, in order, over raw byte offsets.
-fn model_validate(b: &Bytes) -> Result<Accepted, DescriptorError> {
-    use DescriptorError as E;
-    let (dtype, arg_type, shape_type, rank, kind) = (b[0], b[1], b[2], usize::from(b[3]), b[4]);
-    if !(1..=4).contains(&arg_type) {
-        return Err(E::UnknownArgType(arg_type));
-    }
-    if !(1..=8).contains(&dtype) {
-        return Err(E::UnknownDtype(dtype));
-    }
-    match shape_type {
-        0 => {}
-        1 => return Err(E::OutOfLineShape),
-        other => return Err(E::UnknownShapeType(other)),
-    }
-    if rank == 0 {
-        return Err(E::RankZero);
-    }
-    if rank > 8 {
-        return Err(E::RankTooLarge(rank));
-    }
-    if let Some(dim) = (rank..8).find(|&dim| le16(b, 8 + 2 * dim) != 0) {
-        return Err(E::UnusedDimNonZero { dim: dim as u8 });
-    }
-    let tpb = match kind {
-        0 => true,
-        1 => false,
-        other => return Err(E::UnknownStorageKind(other)),
-    };
-    let live_reserved = if tpb { 33..36 } else { 36..40 };
-    if let Some(offset) = (5..8).chain(live_reserved).chain(40..48).find(|&at| b[at] != 0) {
-        return Err(E::ReservedNonZero { offset: offset as u8 });
-    }
-    let num_elem = if tpb { le32(b, 28) } else { le32(b, 32) };
-    let shape: Vec<u16> = (0..rank).map(|dim| le16(b, 8 + 2 * dim)).collect();
-    let shape_elems = shape.iter().fold(1u128, |acc, &d| acc * u128::from(d)).min(u128::from(u64::MAX)) as u64;
-    if shape_elems != u64::from(num_elem) {
-        return Err(E::ElementCountMismatch { shape_elems, num_elem });
-    }
-    if tpb && (b[32] != 1 || le32(b, 36) != num_elem) {
-        return Err(E::UnsupportedTpbLayout { num_partitions: b[32], num_elem_per_block: le32(b, 36) });
-    }
-    if arg_type != 1 {
-        if num_elem != 1 {
-            return Err(E::ScalarNotSingleElement { num_elem });
-        }
-        // INT: INT32, LONGLONG: INT64, FLOAT: FLOAT32 (§1.2).
-        let wanted = [4, 6, 1][usize::from(arg_type - 2)];
-        if dtype != wanted {
-            let arg_type = ArgType::from_raw(arg_type).expect("1..=4");
-            let dtype = Dtype::from_raw(dtype).expect("1..=8");
-            return Err(E::ScalarDtypeMismatch { arg_type, dtype });
-        }
-    }
-    let address = if tpb { u64::from(le32(b, 24)) } else { le64(b, 24) };
-    Ok(Accepted { arg_type, dtype, shape, num_elem, tpb, address })
 }
 
 /// The status §1.4 documents for each error.
@@ -141,7 +59,7 @@ pub fn check_bytes(bytes: &Bytes) -> bool {
     let desc = ArgTensor::from_bytes(bytes);
     ensure_eq!(desc.to_bytes(), *bytes, "from_bytes/to_bytes round trip");
     let got = desc.validate();
-    match (&got, model_validate(bytes)) {
+    match (&got, validate_model(bytes)) {
         (Err(error), Err(expected)) => {
             ensure_eq!(*error, expected, "validate's error");
             check_error_reporting(error);
@@ -269,9 +187,7 @@ mod tests {
 
     #[test]
     fn pseudo_random_inputs_pass() {
-        for input in crate::smoke::inputs(20_000, 96) {
-            check(&input);
-        }
+        crate::smoke::check_inputs(check, 20_000, 96);
     }
 
     #[test]
@@ -280,6 +196,6 @@ mod tests {
         assert!(check_bytes(&desc.to_bytes()));
         let mut bytes = desc.to_bytes();
         bytes[3] = 0;
-        assert_eq!(model_validate(&bytes), Err(DescriptorError::RankZero));
+        assert_eq!(validate_model(&bytes), Err(DescriptorError::RankZero));
     }
 }

@@ -441,8 +441,6 @@ mod tests {
 
     #[test]
     fn pseudo_random_inputs_pass() {
-        for input in crate::smoke::inputs(20_000, 256) {
-            check(&input);
-        }
+        crate::smoke::check_inputs(check, 20_000, 256);
     }
 }

@@ -21,6 +21,7 @@ use std::alloc::{Layout, alloc_zeroed, dealloc};
 
 use arbitrary::{Arbitrary, Unstructured};
 use neuroncustomop::allocators::{GRANULE, Heap, HeapError, metadata_words};
+use neuroncustomop::test_models::heap::Granules;
 
 use crate::ensure_eq;
 
@@ -98,65 +99,10 @@ struct Live {
     fill: u8,
 }
 
-/// The reference: one flag per granule, searched the slow way.
+/// The reference (`neuroncustomop::test_models::heap`), and the live blocks.
 struct Model {
-    used: Vec<bool>,
+    granules: Granules,
     live: Vec<Live>,
-}
-
-impl Model {
-    /// The first granule of the lowest free run of at least `count` granules.
-    fn lowest_run(&self, count: usize) -> Option<usize> {
-        let mut run = 0;
-        for (granule, &used) in self.used.iter().enumerate() {
-            run = if used { 0 } else { run + 1 };
-            if run == count {
-                return Some(granule + 1 - count);
-            }
-        }
-        None
-    }
-
-    /// Where `allocate(size, align)` must put the block (arena at `base`), or its error.
-    fn place(&self, base: usize, size: usize, align: usize) -> Result<usize, HeapError> {
-        if !align.is_power_of_two() {
-            return Err(HeapError::InvalidAlignment);
-        }
-        if size > isize::MAX as usize {
-            return Err(HeapError::SizeOverflow);
-        }
-        let count = size.div_ceil(GRANULE).max(1);
-        let search = count + (align / GRANULE).max(1) - 1;
-        let run = self.lowest_run(search).ok_or(HeapError::OutOfMemory)?;
-        let run_end = run + self.used[run..].iter().position(|&used| used).unwrap_or(self.used.len() - run);
-        let address = if run_end == self.used.len() {
-            (base + run * GRANULE).next_multiple_of(align)
-        } else {
-            let last_fit = base + (run_end - count) * GRANULE;
-            last_fit - last_fit % align
-        };
-        Ok((address - base) / GRANULE)
-    }
-
-    fn set(&mut self, first: usize, count: usize, used: bool) {
-        self.used[first..first + count].fill(used);
-    }
-
-    /// (free granules, free runs, longest free run).
-    fn free_summary(&self) -> (usize, usize, usize) {
-        let (mut free, mut runs, mut longest, mut run) = (0, 0, 0, 0);
-        for &used in &self.used {
-            if used {
-                run = 0;
-            } else {
-                free += 1;
-                run += 1;
-                runs += usize::from(run == 1);
-                longest = longest.max(run);
-            }
-        }
-        (free, runs, longest)
-    }
 }
 
 /// The heap's observable state, which a refused operation must leave as it was.
@@ -206,7 +152,7 @@ impl Run {
 
     /// An allocation's outcome against the model's placement.
     fn allocated(&mut self, got: Result<core::ptr::NonNull<u8>, HeapError>, size: usize, align: usize, zeroed: bool) {
-        let expected = self.model.place(self.base, size, align);
+        let expected = self.model.granules.place(self.base, size, align);
         match got {
             Ok(block) => {
                 let first = (block.as_ptr() as usize - self.base) / GRANULE;
@@ -217,7 +163,7 @@ impl Run {
                 if zeroed {
                     assert!(block_bytes(&self.heap, first, count)[..size].iter().all(|&b| b == 0), "calloc not zeroed");
                 }
-                self.model.set(first, count, true);
+                self.model.granules.set(first, count, true);
                 let live = self.fill_new(first, count, align.max(GRANULE));
                 self.model.live.push(live);
             }
@@ -245,7 +191,7 @@ impl Run {
                 let block = self.model.live.swap_remove(index);
                 check_contents(&self.heap, &block);
                 ensure_eq!(self.heap.free(granule(&self.heap, block.first)), Ok(block.count * GRANULE), "free");
-                self.model.set(block.first, block.count, false);
+                self.model.granules.set(block.first, block.count, false);
                 self.stale.push(block.first);
             }
             Op::Reallocate { pick, size } => {
@@ -278,7 +224,7 @@ impl Run {
                 assert!(!self.heap.owns(outside as *const u8), "owns a foreign pointer");
             }
         }
-        let (free, runs, longest) = self.model.free_summary();
+        let (free, runs, longest) = self.model.granules.free_summary();
         let expected = (free * GRANULE, runs, longest * GRANULE, self.model.live.len());
         let now = summary(&self.heap);
         ensure_eq!(now, expected, "heap summary after {op:?} (before: {before:?})");
@@ -293,17 +239,15 @@ impl Run {
             return;
         }
         let new_count = size.div_ceil(GRANULE).max(1);
-        let end = block.first + new_count;
-        let in_place = new_count <= block.count
-            || (end <= self.model.used.len() && !self.model.used[block.first + block.count..end].contains(&true));
-        let expected = if in_place { Ok(block.first) } else { self.model.place(self.base, size, block.align) };
+        let in_place = self.model.granules.resizes_in_place(block.first, block.count, new_count);
+        let expected = if in_place { Ok(block.first) } else { self.model.granules.place(self.base, size, block.align) };
         match got {
             Ok(moved) => {
                 let first = (moved.as_ptr() as usize - self.base) / GRANULE;
                 ensure_eq!(Ok(first), expected, "realloc's granule");
                 check_contents(&self.heap, &Live { first, count: block.count.min(new_count), ..block });
-                self.model.set(block.first, block.count, false);
-                self.model.set(first, new_count, true);
+                self.model.granules.set(block.first, block.count, false);
+                self.model.granules.set(first, new_count, true);
                 if first != block.first {
                     self.stale.push(block.first);
                 }
@@ -373,7 +317,7 @@ pub fn check(data: &[u8]) {
     assert!(base >= region_start && base + heap.arena_bytes() <= region_start + size, "arena outside the region");
     let granules = heap.arena_bytes() / GRANULE;
     ensure_eq!(summary(&heap), (heap.arena_bytes(), 1, heap.arena_bytes(), 0), "a new heap");
-    let mut run = Run { heap, model: Model { used: vec![false; granules], live: Vec::new() }, base, stale: Vec::new(), fill: 0 };
+    let mut run = Run { heap, model: Model { granules: Granules::new(granules), live: Vec::new() }, base, stale: Vec::new(), fill: 0 };
     for op in &case.ops {
         run.step(op);
     }
@@ -391,19 +335,6 @@ mod tests {
 
     #[test]
     fn pseudo_random_inputs_pass() {
-        for input in crate::smoke::inputs(3_000, 512) {
-            check(&input);
-        }
-    }
-
-    #[test]
-    fn the_model_places_like_first_fit() {
-        let mut model = Model { used: vec![false; 8], live: Vec::new() };
-        model.set(2, 1, true);
-        // The hole at 0..2 is indexed (a live block follows): the high end is taken.
-        assert_eq!(model.place(0, 64, 64), Ok(1));
-        // Three granules only fit in the top block, from its low end.
-        assert_eq!(model.place(0, 192, 64), Ok(3));
-        assert_eq!(model.place(0, 64, 3), Err(HeapError::InvalidAlignment));
+        crate::smoke::check_inputs(check, 3_000, 512);
     }
 }

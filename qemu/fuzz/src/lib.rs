@@ -57,4 +57,11 @@ mod smoke {
             (0..len).map(|_| next() as u8).collect()
         })
     }
+
+    /// Hands a target's `check` `count` pseudo-random inputs of up to `max_len` bytes.
+    pub(crate) fn check_inputs(check: fn(&[u8]), count: usize, max_len: usize) {
+        for input in inputs(count, max_len) {
+            check(&input);
+        }
+    }
 }

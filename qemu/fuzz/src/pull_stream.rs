@@ -17,14 +17,12 @@
 //! Rust kernels, that an output overlapping a pulled input (or the reverse) is refused.
 //! Descriptor validation itself is `descriptor`'s business: the model asks `validate`.
 
-use core::cell::RefCell;
-
 use arbitrary::{Arbitrary, Unstructured};
-use neuroncustomop::translate::RangeError;
 use neuroncustomop::wrapper_api::{
-    ARG_TENSOR_SIZE, ArgError, ArgTensor, ArgType, Invocation, KernelError, MAX_ARGS, Platform, ScalarKind, Status,
+    ARG_TENSOR_SIZE, ArgError, ArgTensor, ArgType, Invocation, KernelError, MAX_ARGS, ScalarKind, Status,
     Tensor,
 };
+use neuroncustomop::test_models::platform::{self, Window};
 
 use crate::ensure_eq;
 
@@ -39,57 +37,15 @@ fn pattern(window: usize, offset: usize) -> u8 {
     ((offset * 31 + window * 101) % 251) as u8
 }
 
-struct Fake {
-    windows: Vec<Vec<u64>>,
-    begin_ops: Vec<bool>,
-    end_ops: usize,
-}
-
-std::thread_local! {
-    static FAKE: RefCell<Fake> = const { RefCell::new(Fake { windows: Vec::new(), begin_ops: Vec::new(), end_ops: 0 }) };
-}
-
+/// The host address of window `window` (mapped by `check`, skew 0).
 fn host_base(window: usize) -> usize {
-    FAKE.with_borrow(|fake| fake.windows[window].as_ptr() as usize)
+    platform::with(|fake| fake.windows[window].words.as_ptr() as usize)
 }
 
 /// The window holding framework address `addr`, and the offset in it.
 fn window_of(addr: u64) -> Option<(usize, usize)> {
     WINDOW_BASES.iter().position(|&base| addr >= base && addr - base < WINDOW_LEN as u64).map(|w| (w, (addr - WINDOW_BASES[w]) as usize))
 }
-
-/// `translate_range` over the three windows: the bytes must all lie in one.
-fn fake_translate(addr: u64, len: usize) -> Result<*mut u8, RangeError> {
-    let (window, offset) = window_of(addr).ok_or(RangeError::Miss)?;
-    if len.max(1) > WINDOW_LEN - offset {
-        return Err(RangeError::OutsideWindow);
-    }
-    Ok(FAKE.with_borrow_mut(|fake| fake.windows[window].as_mut_ptr().cast::<u8>().wrapping_add(offset)))
-}
-
-fn fake_tcm_alloc(_: usize) -> *mut u8 {
-    core::ptr::null_mut()
-}
-
-fn fake_tcm_release(_: *mut u8) {
-    panic!("released a TCM block that was never handed out");
-}
-
-fn fake_begin_op(first_call: bool) {
-    FAKE.with_borrow_mut(|fake| fake.begin_ops.push(first_call));
-}
-
-fn fake_end_op() {
-    FAKE.with_borrow_mut(|fake| fake.end_ops += 1);
-}
-
-const PLATFORM: Platform = Platform {
-    translate: Some(fake_translate),
-    tcm_alloc: fake_tcm_alloc,
-    tcm_release: fake_tcm_release,
-    begin_op: fake_begin_op,
-    end_op: fake_end_op,
-};
 
 /// Where a descriptor points.
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -567,22 +523,22 @@ fn hand_off(inv: &mut Invocation, model: &mut Model, buffers: &mut Buffers, args
 /// The whole target.
 pub fn check(data: &[u8]) {
     let Ok(ops) = Vec::<Op>::arbitrary(&mut Unstructured::new(data)) else { return };
-    FAKE.with_borrow_mut(|fake| {
+    platform::with(|fake| {
         // Nothing writes to the windows (kernels here only pull), so they are made once.
         if fake.windows.is_empty() {
-            fake.windows = (0..WINDOW_BASES.len())
-                .map(|w| {
-                    let bytes: Vec<u8> = (0..WINDOW_LEN).map(|i| pattern(w, i)).collect();
-                    bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
-                })
-                .collect();
+            for (w, &base) in WINDOW_BASES.iter().enumerate() {
+                let bytes: Vec<u8> = (0..WINDOW_LEN).map(|i| pattern(w, i)).collect();
+                let words = bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect();
+                fake.windows.push(Window { base, words, skew: 0, len: WINDOW_LEN });
+            }
         }
         fake.begin_ops.clear();
         fake.end_ops = 0;
     });
     // SAFETY: the fake translate maps each window linearly onto its own live host
-    // buffer, the same for the whole run; the TCM pool hands out nothing.
-    let mut inv = unsafe { Invocation::with_platform(PLATFORM) };
+    // buffer, the same for the whole run (windows are never removed); TCM blocks are
+    // host buffers of their own.
+    let mut inv = unsafe { Invocation::with_platform(platform::PLATFORM) };
     let mut model = Model {
         phase: Phase::Idle,
         args: Vec::new(),
@@ -663,8 +619,9 @@ pub fn check(data: &[u8]) {
         if model.has_output {
             ensure_eq!(result, model.result.map(|r| r.to_bytes()), "the loader's result descriptor after {op:?}");
         }
-        FAKE.with_borrow(|fake| {
-            ensure_eq!(fake.begin_ops, model.begin_ops, "begin_op calls");
+        platform::with(|fake| {
+            let begin_ops: Vec<bool> = fake.begin_ops.iter().map(|&(first_call, _)| first_call).collect();
+            ensure_eq!(begin_ops, model.begin_ops, "begin_op calls");
             ensure_eq!(fake.end_ops, model.end_ops, "end_op calls");
         });
     }
@@ -676,8 +633,6 @@ mod tests {
 
     #[test]
     fn pseudo_random_inputs_pass() {
-        for input in crate::smoke::inputs(20_000, 512) {
-            check(&input);
-        }
+        crate::smoke::check_inputs(check, 20_000, 512);
     }
 }

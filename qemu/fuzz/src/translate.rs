@@ -21,9 +21,11 @@
 use arbitrary::{Arbitrary, Unstructured};
 use neuroncustomop::arch::set_prid_for_test;
 use neuroncustomop::translate::{
-    RangeError, TRANSLATE_OK, TRANSLATE_PER_CORE, TRANSLATE_REGIONS, TranslateError, TranslateRecord, configure,
+    TRANSLATE_OK, TRANSLATE_PER_CORE, TRANSLATE_REGIONS, TranslateError, TranslateRecord, configure,
     neuron_translate, neuron_translate_configure, neuron_translate_status, translate, translate_range,
 };
+
+use neuroncustomop::test_models::translate as reference;
 
 use crate::ensure_eq;
 
@@ -50,14 +52,7 @@ impl RecordSpec {
                     core_stride: per_core.unwrap_or(0),
                 };
                 if let Some((field, noise)) = broken {
-                    match field % 6 {
-                        0 => record.mask ^= 1 << (noise % 64),
-                        1 => record.ptr |= !record.mask & noise,
-                        2 => record.flags = noise as u32,
-                        3 => record.core_stride = noise as u32,
-                        4 => record.device_base = noise,
-                        _ => record.device_base = u64::MAX - (noise % 4096),
-                    }
+                    reference::break_field(&mut record, u32::from(field), noise);
                 }
                 record
             }
@@ -91,52 +86,6 @@ struct Case {
     lengths: Vec<u32>,
 }
 
-/// Which record set `configure` must accept, from the documented rules: at most five
-/// records, each with a mask that is a run of high ones, `ptr` inside the mask, flags 0
-/// or per-core (a stride only when per-core), and a device window for this core that
-/// neither starts at 0 nor leaves the address space.
-fn model_accepts(records: &[TranslateRecord], core: u32) -> Result<(), TranslateError> {
-    if records.len() > TRANSLATE_REGIONS {
-        return Err(TranslateError::TooManyRecords);
-    }
-    for record in records {
-        if record.mask != 0 && record.mask.leading_ones() + record.mask.trailing_zeros() != 64 {
-            return Err(TranslateError::MaskNotContiguous);
-        }
-        if record.ptr & !record.mask != 0 {
-            return Err(TranslateError::PtrOutsideMask);
-        }
-        let per_core = record.flags == TRANSLATE_PER_CORE;
-        if !(per_core || record.flags == 0 && record.core_stride == 0) {
-            return Err(TranslateError::InvalidFlags);
-        }
-        let first = u128::from(record.device_base)
-            + if per_core { u128::from(core) * u128::from(record.core_stride) } else { 0 };
-        let last = first + u128::from(!record.mask);
-        if first == 0 || last > usize::MAX as u128 {
-            return Err(TranslateError::WindowOutOfRange);
-        }
-    }
-    Ok(())
-}
-
-/// The device address of `addr`: the first record that matches, exactly.
-fn model_translate(records: &[TranslateRecord], core: u32, addr: u64) -> Option<u128> {
-    let record = records.iter().find(|record| addr & record.mask == record.ptr)?;
-    let per_core = if record.flags & TRANSLATE_PER_CORE != 0 { u128::from(core) * u128::from(record.core_stride) } else { 0 };
-    Some(u128::from(record.device_base) + per_core + u128::from(addr - record.ptr))
-}
-
-/// The device address of the `len` bytes at `addr` (0 counts as 1): the first byte's,
-/// when the last byte is inside the record the first one matches.
-fn model_translate_range(records: &[TranslateRecord], core: u32, addr: u64, len: u64) -> Result<u128, RangeError> {
-    let record = records.iter().find(|record| addr & record.mask == record.ptr).ok_or(RangeError::Miss)?;
-    if u128::from(addr) + u128::from(len.max(1)) - 1 > u128::from(record.ptr | !record.mask) {
-        return Err(RangeError::OutsideWindow);
-    }
-    Ok(model_translate(records, core, addr).expect("the record matches"))
-}
-
 /// The whole target.
 pub fn check(data: &[u8]) {
     let Ok(case) = Case::arbitrary(&mut Unstructured::new(data)) else { return };
@@ -145,12 +94,12 @@ pub fn check(data: &[u8]) {
     let records: Vec<TranslateRecord> = case.records.iter().map(RecordSpec::record).collect();
 
     let (accepted, expected) = match case.hand_over {
-        HandOver::Rust => (configure(&records), model_accepts(&records, core)),
+        HandOver::Rust => (configure(&records), reference::accepts(&records, core)),
         HandOver::C => {
             // SAFETY: `records` holds `records.len()` records (the count fits: it came
             // from a Vec the fuzzer built from fewer bytes than u32::MAX).
             let status = unsafe { neuron_translate_configure(records.as_ptr(), records.len() as u32) };
-            let expected = model_accepts(&records, core);
+            let expected = reference::accepts(&records, core);
             ensure_eq!(status, expected.map_or_else(TranslateError::code, |()| TRANSLATE_OK), "C status");
             (expected, expected)
         }
@@ -188,7 +137,7 @@ pub fn check(data: &[u8]) {
         [record.ptr, last, record.ptr.wrapping_sub(1), last.wrapping_add(1), record.ptr | (!record.mask >> 1)]
     });
     for addr in case.probes.iter().copied().chain(edges) {
-        let expected = model_translate(in_force, core, addr);
+        let expected = reference::translate(in_force, core, addr);
         let got = translate(addr).map(|device| device as usize as u128);
         ensure_eq!(got.ok(), expected, "translate({addr:#x})");
         if let Err(error) = got {
@@ -204,7 +153,7 @@ pub fn check(data: &[u8]) {
         let lengths = case.lengths.iter().map(|&len| u64::from(len)).chain(to_end).chain(to_end.map(|len| len + 1));
         for len in lengths {
             let Ok(len_usize) = usize::try_from(len) else { continue };
-            let expected = model_translate_range(in_force, core, addr, len);
+            let expected = reference::translate_range(in_force, core, addr, len);
             let got = translate_range(addr, len_usize).map(|device| device as usize as u128);
             ensure_eq!(got, expected, "translate_range({addr:#x}, {len:#x})");
         }
@@ -217,9 +166,7 @@ mod tests {
 
     #[test]
     fn pseudo_random_inputs_pass() {
-        for input in crate::smoke::inputs(20_000, 256) {
-            check(&input);
-        }
+        crate::smoke::check_inputs(check, 20_000, 256);
     }
 
     #[test]
@@ -229,8 +176,8 @@ mod tests {
             core_stride: 0x100,
             ..TranslateRecord::window(0x1000, 0x100, 0x8000)
         };
-        assert_eq!(model_accepts(&[record], 3), Ok(()));
-        assert_eq!(model_translate(&[record], 3, 0x1010), Some(0x8000 + 0x300 + 0x10));
-        assert_eq!(model_translate(&[record], 3, 0x1100), None);
+        assert_eq!(reference::accepts(&[record], 3), Ok(()));
+        assert_eq!(reference::translate(&[record], 3, 0x1010), Some(0x8000 + 0x300 + 0x10));
+        assert_eq!(reference::translate(&[record], 3, 0x1100), None);
     }
 }

@@ -298,9 +298,7 @@ mod tests {
 
     #[test]
     fn pseudo_random_inputs_pass() {
-        for input in crate::smoke::inputs(5_000, 512) {
-            check(&input);
-        }
+        crate::smoke::check_inputs(check, 5_000, 512);
     }
 
     #[test]

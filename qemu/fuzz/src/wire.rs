@@ -216,9 +216,7 @@ mod tests {
 
     #[test]
     fn pseudo_random_inputs_pass() {
-        for input in crate::smoke::inputs(20_000, 1024) {
-            check(&input);
-        }
+        crate::smoke::check_inputs(check, 20_000, 1024);
     }
 
     #[test]
