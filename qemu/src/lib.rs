@@ -9,7 +9,8 @@
 //! - [`elf`]: the little of ELF the checks need;
 //! - [`ucode_lib`]: the `ucode_lib.json` library package description;
 //! - [`package`]: packaging a library (8 images and `ucode_lib.json`);
-//! - [`examples`]: the examples' inputs and host references.
+//! - [`examples`]: the examples' inputs and host references;
+//! - [`symbolize`]: device faults as function names, source lines and backtraces.
 pub mod device;
 pub mod elf;
 pub mod examples;
@@ -17,5 +18,6 @@ pub mod images;
 pub mod job;
 pub mod machine;
 pub mod package;
+pub mod symbolize;
 pub mod toolchain;
 pub mod ucode_lib;
