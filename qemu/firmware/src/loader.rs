@@ -336,6 +336,7 @@ fn drain_stdout(ring: u32, core: u32, op: u32) {
 pub fn run() -> i32 {
     // Kernels run on this image's stack: a runaway recursion stops at its bottom.
     neuroncustomop::arch::arm_stack_limit();
+    board::guard_null_page();
     let core = prid();
     if core == 0 {
         board::start_all_cores();
