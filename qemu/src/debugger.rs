@@ -6,8 +6,7 @@
 //! core there. What works with which debugger is in docs/simulation.md ("Debugger"):
 //! QEMU's stub answers the GDB remote protocol (registers, memory, breakpoints,
 //! stepping); Debian's `gdb-multiarch` reads the images' symbols and lines but cannot
-//! attach, because its one built-in Xtensa configuration expects another register
-//! layout.
+//! attach: it has no Xtensa support, and takes the images for i386.
 //!
 //! ```
 //! use neuroncustomop_sim::debugger::GdbOptions;
