@@ -195,6 +195,18 @@ impl Symbolizer {
         places
     }
 
+    /// One PC in words: the author's function and line if the PC has one, else the
+    /// innermost function (`fault_probe::spins (qemu/firmware/src/bin/fault_probe.rs:88)`);
+    /// for a report that holds only a PC, such as a kernel stopped for running past its
+    /// instruction budget.
+    pub fn describe(&self, pc: u32) -> String {
+        let places = self.places(pc);
+        match places.iter().find(|place| place.is_authors()).or(places.first()) {
+            Some(place) => format!("{} ({})", place.function, place.source()),
+            None => format!("{pc:#010x} (in no image)"),
+        }
+    }
+
     fn relative(&self, file: &str) -> String {
         Path::new(file).strip_prefix(&self.repo).map_or_else(|_| file.to_string(), |p| p.display().to_string())
     }

@@ -156,6 +156,28 @@ fn an_abort_and_a_panic_are_named_with_their_kernel_and_line() {
 }
 
 #[test]
+fn a_pc_alone_is_described_by_its_function_and_line() {
+    // What a report holding only a PC gets (an infinite loop stopped by the budget).
+    let library = images::build("fault_probe").expect("build fault_probe");
+    let symbols = Symbolizer::new(&library.cores[..1]).expect("the image's DWARF");
+    let spins = neuroncustomop_sim::elf::symbol(&std::fs::read(&library.cores[0]).unwrap(), "spins").unwrap().expect("spins");
+    let described = symbols.describe(spins);
+    let line = probe_line("extern \"C\" fn spins()");
+    assert_eq!(described, format!("spins (qemu/firmware/src/bin/fault_probe.rs:{line})"));
+    assert_eq!(symbols.describe(0x1000), "0x00001000 (in no image)");
+}
+
+#[test]
+fn statuses_print_as_hex_and_name_and_stops_with_the_runtimes_names() {
+    assert_eq!(device::describe_status("68"), "0x44 TCM_EXHAUSTED");
+    assert_eq!(device::describe_status("65543"), "0x10007 Op(7)");
+    assert_eq!(device::describe_status("0"), "0x0 OK");
+    assert_eq!(device::describe_status("exception(4)"), "exception(4) EXIT_STACK_OVERFLOW");
+    assert_eq!(device::describe_status("exit(101)"), "exit(101) EXIT_PANIC");
+    assert_eq!(device::describe_status("unknown-kernel"), "unknown-kernel");
+}
+
+#[test]
 fn scratch_callbacks_that_hand_out_nothing_fail_entry_with_no_scratch() {
     let library = images::build("fault_probe").expect("build fault_probe");
     for fault in [FAULT_NULL_DATA_SCRATCH, FAULT_EMPTY_HBM_SCRATCH] {

@@ -1,7 +1,8 @@
 //! A library image of kernels that stop without returning, for the fault-injection
 //! tests (`qemu/tests/faults.rs`): a panic, a panic while panicking, `abort`, `exit(7)`,
-//! a load from an address no memory answers, a load through a null pointer, and an
-//! infinite recursion; and `copy`, which shows the next op still runs.
+//! a load from an address no memory answers, a load through a null pointer, an
+//! infinite recursion and an infinite loop (for the loader's instruction budget); and
+//! `copy`, which shows the next op still runs.
 #![no_std]
 #![no_main]
 
@@ -81,4 +82,12 @@ extern "C" fn recurses() {
     println!("never returns: {}", depth_first(black_box(0)));
 }
 
-neuroncustomop::kernels! { fn copy, fn panics, double_panics, aborts, exits, faults, reads_null, recurses }
+#[unsafe(no_mangle)]
+extern "C" fn spins() {
+    let mut turns = 0u32;
+    loop {
+        turns = black_box(turns.wrapping_add(1));
+    }
+}
+
+neuroncustomop::kernels! { fn copy, fn panics, double_panics, aborts, exits, faults, reads_null, recurses, spins }
