@@ -264,6 +264,12 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
     let outcome = boot.run().map_err(|e| format!("cannot run QEMU: {e}"))?;
     print!("{}", outcome.stdout);
     eprint!("{}", outcome.stderr);
+    // A fault of the image's own code, as the author reads it (docs/simulation.md).
+    let faults = symbolize::FaultLine::all(&format!("{}{}", outcome.stdout, outcome.stderr));
+    if !faults.is_empty() {
+        let symbols = Symbolizer::new(&built.cores[..cores]).map_err(|e| e.to_string())?;
+        faults.iter().for_each(|fault| eprint!("{}", symbols.report(fault, &format!("program `{name}`"))));
+    }
     match outcome.code() {
         Some(code) => Ok(ExitCode::from(u8::try_from(code).unwrap_or(255))),
         None => Err(format!("{name} did not finish within {:?}", boot.timeout)),

@@ -15,7 +15,7 @@
 //! let symbols = Symbolizer::new(&["target/images/fault_probe/core0.elf".into()])?;
 //! let line = "FAULT core=0 kind=exception cause=28 pc=0x840012a4 vaddr=0x00000000 depth=1 frames=0x840012a4";
 //! let fault = FaultLine::parse(line).expect("a FAULT line");
-//! println!("{}", symbols.report(&fault, "reads_null"));
+//! println!("{}", symbols.report(&fault, "kernel `reads_null`"));
 //! # Ok::<(), neuroncustomop_sim::symbolize::SymbolizeError>(())
 //! ```
 
@@ -218,11 +218,12 @@ impl Symbolizer {
         fault.frames.iter().enumerate().map(lookup).collect()
     }
 
-    /// The report an author reads: one screen, naming the kernel, the source line
-    /// that is theirs, and the backtrace (repeated frames folded).
-    pub fn report(&self, fault: &FaultLine, kernel: &str) -> String {
+    /// The report an author reads: one screen, naming what ran (`` kernel `relu` ``,
+    /// `` program `bad_access` ``), the source line that is the author's, and the
+    /// backtrace (repeated frames folded).
+    pub fn report(&self, fault: &FaultLine, what_ran: &str) -> String {
         let frames = self.frame_places(fault);
-        let mut text = format!("{} in kernel `{kernel}` on core {}\n", fault.what(), fault.core);
+        let mut text = format!("{} in {what_ran} on core {}\n", fault.what(), fault.core);
         let authors = frames.iter().flat_map(|(_, places)| places).find(|place| place.is_authors());
         if let Some(place) = authors {
             let _ = writeln!(text, "  at {} ({})", place.function, place.source());
@@ -307,7 +308,7 @@ pub fn explain(report: &Report, symbols: &Symbolizer) -> Vec<String> {
                 None => None,
             };
             if let Some(fault) = fault {
-                reports.push(format!("op {index}: {}", symbols.report(&fault, &op.function)));
+                reports.push(format!("op {index}: {}", symbols.report(&fault, &format!("kernel `{}`", op.function))));
             }
         }
     }

@@ -123,7 +123,7 @@ static __neuron_fault_record: FaultRecord = FaultRecord {
 };
 
 /// Which vector reported the fault (the kind the vectors store).
-const FAULT_KINDS: [&str; 4] = ["user exception", "kernel exception", "double exception", "stack overflow"];
+const FAULT_KINDS: [&str; 4] = ["user", "kernel", "double", "stack overflow"];
 const KIND_STACK_OVERFLOW: u32 = 3;
 
 /// The PCs of a backtrace: [`MAX_FRAMES`] at most, and how many frames there were.
