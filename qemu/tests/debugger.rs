@@ -29,10 +29,7 @@ impl Remote {
                     stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
                     return Remote(stream);
                 }
-                Err(e) if Instant::now() < deadline => {
-                    let _ = e;
-                    std::thread::sleep(Duration::from_millis(50));
-                }
+                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
                 Err(e) => panic!("QEMU's gdbstub never listened on {port}: {e}"),
             }
         }
