@@ -1,6 +1,7 @@
 //! The simulated device: the loader firmware and a library on the cores, a job in RAM,
 //! and what the loader reported, parsed.
 
+use crate::debugger::GdbOptions;
 use crate::images::{self, BuildError, Images};
 use crate::job::{Job, JobError};
 use crate::machine::{Boot, Outcome};
@@ -82,6 +83,22 @@ pub struct OpReport {
     pub instructions: Option<u64>,
 }
 
+/// A loader status word as every printer shows it: an invocation status as hex plus
+/// name (`0x44 TCM_EXHAUSTED`, `0x10007 Op(7)`: `Status`'s `Display`), a stop as the
+/// loader said it (`abort`, `exit(101)`, `exception(4)`), with the runtime's name for
+/// the exception codes.
+pub fn describe_status(word: &str) -> String {
+    match word.parse::<u32>() {
+        Ok(code) => neuroncustomop::wrapper_api::Status(code).to_string(),
+        Err(_) => match word {
+            "exception(3)" => "exception(3) EXIT_EXCEPTION".into(),
+            "exception(4)" => "exception(4) EXIT_STACK_OVERFLOW".into(),
+            "exit(101)" => "exit(101) EXIT_PANIC".into(),
+            other => other.into(),
+        },
+    }
+}
+
 impl OpReport {
     /// The numeric invocation status, if the kernel ran.
     pub fn status_code(&self) -> Option<u32> {
@@ -112,16 +129,22 @@ impl Report {
 /// Boots the loader on `job.header.cores` cores next to `library`, and the DMA engine
 /// on the core after them, with `job` in RAM.
 pub fn run(library: &Images, job: &Job) -> Result<Report, RunError> {
-    boot(library, job, false)
+    boot(library, job, false, None)
+}
+
+/// As [`run`], halted at the start with QEMU's gdbstub listening ([`GdbOptions`]), and
+/// no wall limit: it returns when the debugger lets the simulation finish.
+pub fn run_under_gdb(library: &Images, job: &Job, gdb: GdbOptions) -> Result<Report, RunError> {
+    boot(library, job, false, Some(gdb))
 }
 
 /// As [`run`], under `-icount shift=0,sleep=off` ([`Boot::count_instructions`]), so every
 /// [`OpReport::instructions`] is a guest instruction count (to within 25).
 pub fn run_counting_instructions(library: &Images, job: &Job) -> Result<Report, RunError> {
-    boot(library, job, true)
+    boot(library, job, true, None)
 }
 
-fn boot(library: &Images, job: &Job, count_instructions: bool) -> Result<Report, RunError> {
+fn boot(library: &Images, job: &Job, count_instructions: bool, gdb: Option<GdbOptions>) -> Result<Report, RunError> {
     let loader = images::build("loader").map_err(RunError::Build)?;
     let engine = images::build("dma_engine").map_err(RunError::Build)?;
     let cores = job.header.cores as usize;
@@ -132,6 +155,7 @@ fn boot(library: &Images, job: &Job, count_instructions: bool) -> Result<Report,
     let mut boot = Boot::new(loader.cores[..cores].iter().chain(&engine.cores[..1]).cloned().collect());
     boot.elf_data = library.cores[..cores].to_vec();
     boot.count_instructions = count_instructions;
+    boot.gdb = gdb;
     boot.data.push((job_file, Job::ADDRESS));
     for (index, (address, bytes)) in job.data.iter().enumerate() {
         let file = dir.join(format!("data{index}.bin"));

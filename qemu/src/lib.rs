@@ -5,11 +5,14 @@
 //! - [`toolchain`]: where the Xtensa tools are, and what to do when they are missing;
 //! - [`images`]: building the 8 per-core images of an example or firmware program;
 //! - [`machine`]: booting images under `qemu-system-xtensa`;
+//! - [`debugger`]: starting QEMU's gdbstub, halted, for a debugger to attach;
 //! - [`job`] and [`device`]: the simulated loader's job, and what it reports;
 //! - [`elf`]: the little of ELF the checks need;
 //! - [`ucode_lib`]: the `ucode_lib.json` library package description;
 //! - [`package`]: packaging a library (8 images and `ucode_lib.json`);
-//! - [`examples`]: the examples' inputs and host references.
+//! - [`examples`]: the examples' inputs and host references;
+//! - [`symbolize`]: device faults as function names, source lines and backtraces.
+pub mod debugger;
 pub mod device;
 pub mod elf;
 pub mod examples;
@@ -17,5 +20,6 @@ pub mod images;
 pub mod job;
 pub mod machine;
 pub mod package;
+pub mod symbolize;
 pub mod toolchain;
 pub mod ucode_lib;

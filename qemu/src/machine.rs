@@ -6,6 +6,7 @@
 //! holds the images at their production addresses under the MMU's reset-time identity
 //! map, and semihosting carries their output and exit status.
 
+use crate::debugger::GdbOptions;
 use crate::toolchain::QEMU;
 use std::io::{self, Read};
 use std::path::PathBuf;
@@ -26,7 +27,10 @@ pub struct Boot {
     /// clock of one tick per 25 guest instructions (see `qemu/firmware/src/bench.rs`).
     pub count_instructions: bool,
     /// Kill QEMU after this long: a hung guest fails instead of hanging the caller.
+    /// Not applied under a debugger ([`Boot::gdb`]).
     pub timeout: Duration,
+    /// Start halted with QEMU's gdbstub listening (`run … --gdb`).
+    pub gdb: Option<GdbOptions>,
 }
 
 /// What a boot produced.
@@ -52,7 +56,7 @@ impl Outcome {
 impl Boot {
     /// Boots `images`, one per core, with a generous timeout.
     pub fn new(images: Vec<PathBuf>) -> Self {
-        Self { images, elf_data: Vec::new(), data: Vec::new(), count_instructions: false, timeout: Duration::from_secs(120) }
+        Self { images, elf_data: Vec::new(), data: Vec::new(), count_instructions: false, timeout: Duration::from_secs(120), gdb: None }
     }
 
     /// The full QEMU command line.
@@ -63,6 +67,9 @@ impl Boot {
             .args(["-semihosting", "-display", "none", "-monitor", "none", "-serial", "none", "-nographic"]);
         if self.count_instructions {
             qemu.args(["-icount", "shift=0,sleep=off"]);
+        }
+        if let Some(gdb) = &self.gdb {
+            qemu.args(gdb.qemu_args());
         }
         for (core, image) in self.images.iter().enumerate() {
             qemu.arg("-device").arg(format!("loader,file={},cpu-num={core}", image.display()));
@@ -86,7 +93,7 @@ impl Boot {
             if let Some(status) = child.try_wait()? {
                 break (status, false);
             }
-            if Instant::now() >= deadline {
+            if self.gdb.is_none() && Instant::now() >= deadline {
                 child.kill()?;
                 break (child.wait()?, true);
             }

@@ -13,9 +13,11 @@
 //!     --repeat R                       run the op R times in one job (default 3): every output is
 //!                                      checked, and each core's count is its fewest instructions
 //!     --memcpy c|vector|dma            the op's neuron_memcpy backend (default vector: see below)
+//!     --gdb                            start halted under QEMU's gdbstub (port 1234), print how to attach
 //! cargo sim run <program> [options]    build a firmware program, boot it; exits with the guest's status
 //!     --cores N                        boot the images of cores 0..N (default 1)
 //!     --count-instructions             -icount shift=0,sleep=off (deterministic CCOUNT)
+//!     --gdb                            start halted under QEMU's gdbstub (port 1234), print how to attach
 //! cargo sim test                       setup, then every test: host unit tests and QEMU tests
 //! ```
 //!
@@ -29,17 +31,21 @@
 //! A firmware program is a program of the simulation (`qemu/firmware/src/bin/<name>.rs`).
 
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
+use neuroncustomop_sim::debugger::GdbOptions;
+use neuroncustomop_sim::device;
 use neuroncustomop_sim::examples::{self, Cores, Example, Function};
 use neuroncustomop_sim::images::{self, CORES};
+use neuroncustomop_sim::job::Job;
 use neuroncustomop_sim::machine::Boot;
 use neuroncustomop_sim::package::{self, Package};
+use neuroncustomop_sim::symbolize::{self, Symbolizer};
 use neuroncustomop_sim::toolchain::repo_root;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 const USAGE: &str = "usage: cargo sim <setup | build <program> | package <example> \
                      | run <example> [--function NAME] [--elements N] [--cores N] [--k K] [--seed S] \
-                       [--repeat R] [--memcpy c|vector|dma] | run <program> [--cores N] [--count-instructions] | test>";
+                       [--repeat R] [--memcpy c|vector|dma] [--gdb] | run <program> [--cores N] [--count-instructions] [--gdb] | test>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -91,12 +97,14 @@ struct OpRequest {
     seed: u64,
     repeat: usize,
     memcpy: NeuronMemcpyMethod,
+    gdb: Option<GdbOptions>,
 }
 
 fn parse_op_request(example: &'static Example, args: &[String]) -> Result<OpRequest, String> {
     let mut function = example.default_function();
     let (mut elements, mut cores, mut k, mut seed, mut repeat, mut memcpy) =
         (examples::DEFAULT_ELEMENTS, None, None, 1, 3, NeuronMemcpyMethod::VecMemcpy);
+    let mut gdb = None;
     let mut rest = args.iter();
     while let Some(option) = rest.next() {
         let mut value = || rest.next().ok_or(format!("{option} needs a value; {USAGE}"));
@@ -120,6 +128,7 @@ fn parse_op_request(example: &'static Example, args: &[String]) -> Result<OpRequ
             "--k" => k = Some(number(value()?)?),
             "--seed" => seed = number(value()?)? as u64,
             "--repeat" => repeat = number(value()?)?.max(1),
+            "--gdb" => gdb = Some(GdbOptions::default()),
             "--memcpy" => {
                 memcpy = match value()?.as_str() {
                     "c" => NeuronMemcpyMethod::CMemcpy,
@@ -138,7 +147,7 @@ fn parse_op_request(example: &'static Example, args: &[String]) -> Result<OpRequ
             function.name
         ));
     }
-    Ok(OpRequest { function, elements, cores, k, seed, repeat, memcpy })
+    Ok(OpRequest { function, elements, cores, k, seed, repeat, memcpy, gdb })
 }
 
 /// `run <example>`: package, run the op under QEMU, check it, report.
@@ -153,6 +162,9 @@ fn run_example(example: &'static Example, args: &[String]) -> Result<ExitCode, S
     let ops = vec![(function.name, &case); request.repeat];
     let mut job = examples::job_for(&packaged, &ops, request.cores).map_err(|e| e.to_string())?;
     job.header.memcpy_method = request.memcpy as u32;
+    if let Some(gdb) = request.gdb {
+        return debug_example(&packaged, &job, function.name, gdb);
+    }
     let run = examples::run_job(&packaged, &job, true).map_err(|e| e.to_string())?;
     let cores = if request.cores == 1 { "1 core".to_string() } else { format!("{} cores", request.cores) };
     let memcpy = request.memcpy.name();
@@ -179,7 +191,8 @@ fn run_example(example: &'static Example, args: &[String]) -> Result<ExitCode, S
     let failure = (0..request.repeat).find_map(|op| {
         if !run.succeeded(op, request.cores) {
             let finished = if run.report.done { "" } else { ", the loader did not finish" };
-            Some(format!("FAILED: run {op}: kernel statuses {:?}{finished}", run.statuses(op)))
+            let statuses: Vec<String> = run.statuses(op).iter().map(|status| device::describe_status(status)).collect();
+            Some(format!("FAILED: run {op}: kernel statuses {statuses:?}{finished}"))
         } else {
             function
                 .first_mismatch(&run.outputs[op], &case.expected)
@@ -192,6 +205,13 @@ fn run_example(example: &'static Example, args: &[String]) -> Result<ExitCode, S
         println!("  core 0 printed{lost}:\n{}", String::from_utf8_lossy(printed).trim_end());
     }
     println!("  result         {}", failure.as_deref().unwrap_or("OK"));
+    if failure.is_some() {
+        // Each fault as the author reads it: the kernel, its source line, a backtrace.
+        let loader = images::build("loader").map_err(|e| e.to_string())?;
+        let elves: Vec<_> = packaged.images.cores.iter().chain(&loader.cores).cloned().collect();
+        let symbols = Symbolizer::new(&elves).map_err(|e| e.to_string())?;
+        symbolize::explain(&run.report, &symbols).iter().for_each(|text| eprint!("{text}"));
+    }
     if failure.is_some() && !run.report.done {
         // The loader's own lines, without the output dumps.
         run.report.outcome.stdout.lines().filter(|line| !line.starts_with("DUMP ")).for_each(|line| eprintln!("{line}"));
@@ -200,10 +220,25 @@ fn run_example(example: &'static Example, args: &[String]) -> Result<ExitCode, S
     Ok(if failure.is_none() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// `run <example> --gdb`: the op's job under QEMU's gdbstub, halted until a debugger
+/// lets it go; then what each core reported.
+fn debug_example(packaged: &Package, job: &Job, kernel: &str, gdb: GdbOptions) -> Result<ExitCode, String> {
+    let loader = images::build("loader").map_err(|e| e.to_string())?;
+    eprint!("{}", gdb.attach_instructions(kernel, &packaged.images.cores[0], &loader.cores[..1]));
+    let report = device::run_under_gdb(&packaged.images, job, gdb).map_err(|e| e.to_string())?;
+    for (core, core_report) in &report.cores {
+        for op in &core_report.ops {
+            println!("core {core}: {} {}", op.function, device::describe_status(&op.status));
+        }
+    }
+    Ok(if report.done { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
 fn run(args: &[String]) -> Result<ExitCode, String> {
     let name = args.first().ok_or(USAGE)?;
     let mut cores = 1;
     let mut count_instructions = false;
+    let mut gdb = None;
     let mut rest = args[1..].iter();
     while let Some(arg) = rest.next() {
         match arg.as_str() {
@@ -215,15 +250,26 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                     .ok_or(format!("--cores takes a number from 1 to {CORES}"))?;
             }
             "--count-instructions" => count_instructions = true,
+            "--gdb" => gdb = Some(GdbOptions::default()),
             other => return Err(format!("unknown option {other}; {USAGE}")),
         }
     }
     let built = build(name)?;
     let mut boot = Boot::new(built.cores[..cores].to_vec());
     boot.count_instructions = count_instructions;
+    boot.gdb = gdb;
+    if let Some(gdb) = gdb {
+        eprint!("{}", gdb.attach_instructions("main", &built.cores[0], &[]));
+    }
     let outcome = boot.run().map_err(|e| format!("cannot run QEMU: {e}"))?;
     print!("{}", outcome.stdout);
     eprint!("{}", outcome.stderr);
+    // A fault of the image's own code, as the author reads it (docs/simulation.md).
+    let faults = symbolize::FaultLine::all(&format!("{}{}", outcome.stdout, outcome.stderr));
+    if !faults.is_empty() {
+        let symbols = Symbolizer::new(&built.cores[..cores]).map_err(|e| e.to_string())?;
+        faults.iter().for_each(|fault| eprint!("{}", symbols.report(fault, &format!("program `{name}`"))));
+    }
     match outcome.code() {
         Some(code) => Ok(ExitCode::from(u8::try_from(code).unwrap_or(255))),
         None => Err(format!("{name} did not finish within {:?}", boot.timeout)),

@@ -1,11 +1,14 @@
-//! Fault injection through the simulated loader: kernels that panic, abort, exit or
-//! take an exception each become their op's status, and the next op still runs;
-//! scratch callbacks that hand out nothing fail entry cleanly; many 8-core ops in a row.
+//! Fault injection through the simulated loader: kernels that panic, abort, exit, take
+//! an exception or overflow the stack each become their op's status, and the next op
+//! still runs; each fault's report names the kernel and its source line, from the
+//! image's DWARF (`neuroncustomop_sim::symbolize`); scratch callbacks that hand out
+//! nothing fail entry cleanly; many 8-core ops in a row.
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
 use neuroncustomop_sim::device::{self, Report};
 use neuroncustomop_sim::images;
 use neuroncustomop_sim::job::{Job, Op};
+use neuroncustomop_sim::symbolize::{self, Symbolizer};
 use neuroncustomop_wire::job::{FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, OutputDump};
 
 const LIBRARY_IMAGE_0: std::ops::Range<u32> = 0x8400_0000..0x8420_0000;
@@ -16,6 +19,12 @@ fn words(bytes: &[u8]) -> Vec<i32> {
 
 /// `kernels` in order, each on (x) -> out of 16 i32, every output dumped; 1 core.
 fn run_kernels(kernels: &[&str]) -> (Report, Vec<i32>) {
+    let (report, input, _) = run_kernels_with_images(kernels);
+    (report, input)
+}
+
+/// As [`run_kernels`], with the images the run used (library and loader).
+fn run_kernels_with_images(kernels: &[&str]) -> (Report, Vec<i32>, Vec<std::path::PathBuf>) {
     let library = images::build("fault_probe").expect("build fault_probe");
     let mut job = Job::new(&library, 1).expect("job");
     let input: Vec<i32> = (0..16).map(|i| i * 11 - 40).collect();
@@ -32,7 +41,27 @@ fn run_kernels(kernels: &[&str]) -> (Report, Vec<i32>) {
     }
     let report = device::run(&library, &job).expect("QEMU runs");
     assert!(report.done, "the loader did not finish:\n{}\n{}", report.outcome.stdout, report.outcome.stderr);
-    (report, input)
+    let loader = images::build("loader").expect("build loader");
+    (report, input, library.cores.iter().chain(&loader.cores).cloned().collect())
+}
+
+/// The line of `qemu/firmware/src/bin/fault_probe.rs` that contains `text` (1-based).
+fn probe_line(text: &str) -> usize {
+    let source = include_str!("../firmware/src/bin/fault_probe.rs");
+    source.lines().position(|line| line.contains(text)).expect("the probe has that line") + 1
+}
+
+/// Runs `kernel` then `copy`; returns the symbolized report of the first op, checked
+/// to fit one screen, and the statuses.
+fn one_screen_report(kernel: &str) -> (String, Vec<(String, String)>, Report, Vec<i32>) {
+    let (report, input, images) = run_kernels_with_images(&[kernel, "copy"]);
+    let symbols = Symbolizer::new(&images).expect("the images' DWARF");
+    let reports = symbolize::explain(&report, &symbols);
+    assert_eq!(reports.len(), 1, "one fault, one report: {reports:#?}\n{}", report.outcome.stderr);
+    let text = reports[0].clone();
+    println!("{text}");
+    assert!(text.lines().count() <= 30, "more than a screen:\n{text}");
+    (text, statuses(&report), report, input)
 }
 
 fn statuses(report: &Report) -> Vec<(String, String)> {
@@ -49,7 +78,7 @@ fn a_panicking_kernel_is_its_ops_status_and_the_next_op_runs() {
     assert_eq!(statuses(&report), [("panics".into(), "exit(101)".into()), ("copy".into(), "0".into())]);
     let message = printed(&report, 0);
     assert!(message.contains("panicked at") && message.contains("fault_probe.rs"), "{message}");
-    assert!(message.trim_end().ends_with("kernel gave up on -40"), "{message}");
+    assert!(message.lines().any(|line| line.ends_with("kernel gave up on -40")), "{message}");
     assert_eq!(words(&report.dumps[&1]), input, "the op after the panic computed its output");
 }
 
@@ -60,7 +89,8 @@ fn abort_and_exit_are_their_ops_status_and_the_next_op_runs() {
         statuses(&report),
         [("aborts".into(), "abort".into()), ("exits".into(), "exit(7)".into()), ("copy".into(), "0".into())]
     );
-    assert_eq!(printed(&report, 0), "about to abort\n", "stdout is flushed before the abort");
+    let printed = printed(&report, 0);
+    assert!(printed.starts_with("about to abort\nFAULT core=0 kind=abort "), "stdout is flushed before the abort: {printed}");
     assert_eq!(words(&report.dumps[&2]), input);
 }
 
@@ -74,6 +104,77 @@ fn an_exception_in_a_kernel_is_reported_with_pc_and_cause_and_the_next_op_runs()
     assert!(LIBRARY_IMAGE_0.contains(&pc), "EPC1 {pc:#x} is not in the kernel's library image");
     assert!(!printed(&report, 0).contains("no exception"));
     assert_eq!(words(&report.dumps[&1]), input);
+}
+
+#[test]
+fn an_infinite_recursion_is_a_stack_overflow_named_with_its_kernel_and_line_and_the_next_op_runs() {
+    let (text, statuses, report, input) = one_screen_report("recurses");
+    // 4: EXIT_STACK_OVERFLOW.
+    assert_eq!(statuses, [("recurses".into(), "exception(4)".into()), ("copy".into(), "0".into())]);
+    assert!(text.starts_with("op 0: stack overflow in kernel `recurses` on core 0\n"), "{text}");
+    let here = format!("at fault_probe::depth_first (qemu/firmware/src/bin/fault_probe.rs:{})", probe_line("fn depth_first("));
+    let call = format!("at fault_probe::depth_first (qemu/firmware/src/bin/fault_probe.rs:{})", probe_line("let below = depth_first("));
+    assert!(text.contains(&here) || text.contains(&call), "{text}");
+    assert!(text.contains("more frames"), "the walk went deep: {text}");
+    assert_eq!(words(&report.dumps[&1]), input, "the op after the overflow computed its output");
+}
+
+#[test]
+fn a_null_dereference_is_named_with_its_kernel_and_line() {
+    let (text, statuses, report, input) = one_screen_report("reads_null");
+    assert_eq!(statuses, [("reads_null".into(), "exception(3)".into()), ("copy".into(), "0".into())]);
+    assert!(text.starts_with("op 0: exception ") && text.contains("in kernel `reads_null` on core 0"), "{text}");
+    let line = probe_line("read_volatile(null)");
+    assert!(text.contains(&format!("at reads_null (qemu/firmware/src/bin/fault_probe.rs:{line})")), "{text}");
+    assert!(text.contains("neuroncustomop_firmware::loader::"), "the backtrace reaches the loader: {text}");
+    assert_eq!(words(&report.dumps[&1]), input);
+}
+
+#[test]
+fn a_double_panic_is_named_with_its_kernel_and_the_line_of_the_second_panic() {
+    let (text, statuses, report, input) = one_screen_report("double_panics");
+    assert_eq!(statuses, [("double_panics".into(), "exit(101)".into()), ("copy".into(), "0".into())]);
+    assert!(text.starts_with("op 0: panic while panicking in kernel `double_panics` on core 0\n"), "{text}");
+    let inner = probe_line("formatting the message failed too");
+    assert!(text.contains(&format!("(qemu/firmware/src/bin/fault_probe.rs:{inner})")), "{text}");
+    assert!(text.contains(" double_panics  qemu/firmware/src/bin/fault_probe.rs:"), "the kernel is in the backtrace: {text}");
+    assert!(printed(&report, 0).contains("panicked while panicking at"), "{}", printed(&report, 0));
+    assert_eq!(words(&report.dumps[&1]), input);
+}
+
+#[test]
+fn an_abort_and_a_panic_are_named_with_their_kernel_and_line() {
+    let (text, _, _, _) = one_screen_report("aborts");
+    let line = probe_line("start_exit::abort()");
+    assert!(text.starts_with("op 0: abort in kernel `aborts` on core 0\n"), "{text}");
+    // An `extern "C"` kernel keeps its unmangled name.
+    assert!(text.contains(&format!("at aborts (qemu/firmware/src/bin/fault_probe.rs:{line})")), "{text}");
+    let (text, _, _, _) = one_screen_report("panics");
+    let line = probe_line("panic!(\"kernel gave up");
+    assert!(text.starts_with("op 0: panic in kernel `panics` on core 0\n"), "{text}");
+    assert!(text.contains(&format!("at fault_probe::panics (qemu/firmware/src/bin/fault_probe.rs:{line})")), "{text}");
+}
+
+#[test]
+fn a_pc_alone_is_described_by_its_function_and_line() {
+    // What a report holding only a PC gets (an infinite loop stopped by the budget).
+    let library = images::build("fault_probe").expect("build fault_probe");
+    let symbols = Symbolizer::new(&library.cores[..1]).expect("the image's DWARF");
+    let spins = neuroncustomop_sim::elf::symbol(&std::fs::read(&library.cores[0]).unwrap(), "spins").unwrap().expect("spins");
+    let described = symbols.describe(spins);
+    let line = probe_line("extern \"C\" fn spins()");
+    assert_eq!(described, format!("spins (qemu/firmware/src/bin/fault_probe.rs:{line})"));
+    assert_eq!(symbols.describe(0x1000), "0x00001000 (in no image)");
+}
+
+#[test]
+fn statuses_print_as_hex_and_name_and_stops_with_the_runtimes_names() {
+    assert_eq!(device::describe_status("68"), "0x44 TCM_EXHAUSTED");
+    assert_eq!(device::describe_status("65543"), "0x10007 Op(7)");
+    assert_eq!(device::describe_status("0"), "0x0 OK");
+    assert_eq!(device::describe_status("exception(4)"), "exception(4) EXIT_STACK_OVERFLOW");
+    assert_eq!(device::describe_status("exit(101)"), "exit(101) EXIT_PANIC");
+    assert_eq!(device::describe_status("unknown-kernel"), "unknown-kernel");
 }
 
 #[test]

@@ -969,9 +969,14 @@ impl Heap {
 /// The first granule-aligned address in `region..region + size` and how many whole
 /// granules follow it inside the region.
 fn granule_span(region: *mut u8, size: usize) -> Result<(*mut u8, u32), HeapError> {
-    if region.is_null() || region.addr().checked_add(size).is_none() {
+    // A region may end exactly at the top of the address space (docs/abi/entry.md), but
+    // no Rust object may contain the address space's last byte: such a region gives up
+    // that byte, and so its last granule.
+    let below_last_byte = usize::MAX - region.addr();
+    if region.is_null() || size.checked_sub(1).is_some_and(|last| last > below_last_byte) {
         return Err(HeapError::InvalidRegion);
     }
+    let size = size.min(below_last_byte);
     let skip = region.addr().next_multiple_of(GRANULE) - region.addr();
     let granules = size.saturating_sub(skip) / GRANULE;
     let granules = u32::try_from(granules).unwrap_or(u32::MAX);
@@ -996,8 +1001,19 @@ fn granules_for(size: usize) -> Result<usize, HeapError> {
 
 #[cfg(test)]
 mod tests {
-    use super::lowest_set_bit_by_remainder;
+    use super::{GRANULE, HeapError, granule_span, lowest_set_bit_by_remainder};
     use proptest::prelude::*;
+
+    #[test]
+    fn a_region_ending_at_the_top_of_the_address_space_gives_up_only_its_last_granule() {
+        // [2^N - 4096, 2^N) does not wrap; its last granule holds the address space's last
+        // byte, which no Rust object may contain. Nothing is dereferenced.
+        let top = core::ptr::without_provenance_mut::<u8>(usize::MAX - 0xFFF);
+        assert_eq!(granule_span(top, 0x1000), Ok((top, (0x1000 / GRANULE - 1) as u32)));
+        assert_eq!(granule_span(top, 0x1001), Err(HeapError::InvalidRegion));
+        let below = top.wrapping_sub(0x1000);
+        assert_eq!(granule_span(below, 0x1000), Ok((below, (0x1000 / GRANULE) as u32)));
+    }
 
     proptest! {
         // Miri interprets about 1000x slower: a few cases there, the full count natively.

@@ -204,11 +204,13 @@ fn park() -> ! {
     }
 }
 
-/// C `void abort(void)`: flushes stdout, calls the host's `abort` if the resolver
+/// C `void abort(void)`: reports where it was called from (a backtrace, on the device),
+/// flushes stdout, calls the host's `abort` if the resolver
 /// supplied one, and parks the core if that returns (or there is none). Exit handlers
 /// do not run, as C specifies.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn abort() -> ! {
+    crate::arch::report_abort();
     super::stdout::flush_stdout();
     if let Some(host_abort) = with_host_libc(|libc| libc.abort) {
         // SAFETY: the host's resolver supplied it as `void abort(void)`.

@@ -59,6 +59,14 @@ impl SUNDA_UCODE_LIB_STATUS {
     }
 }
 
+/// As every status prints: hex, then the name (`0x4 FAILURE_NO_SCRATCH`); a value the
+/// host's callback returned as `0x4c52 (host's)`.
+impl core::fmt::Display for SUNDA_UCODE_LIB_STATUS {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{:#x} {}", self.0, self.name().unwrap_or("(host's)"))
+    }
+}
+
 impl core::fmt::Debug for SUNDA_UCODE_LIB_STATUS {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self.name() {
@@ -243,11 +251,13 @@ impl ScratchRegion {
     };
 
     /// Whether the heaps can use it: non-null, non-empty, and not wrapping past the end
-    /// of the address space.
+    /// of the address space. A region whose last byte is the address space's last one
+    /// (e.g. `[0xFFFFF000, 2^32)`) does not wrap: it is usable.
     pub fn is_usable(&self) -> bool {
         !self.base.is_null()
             && self.size != 0
-            && self.base.addr().checked_add(self.size as usize).is_some()
+            // The last byte's address, `base + size - 1`, must exist.
+            && self.base.addr().checked_add(self.size as usize - 1).is_some()
     }
 }
 

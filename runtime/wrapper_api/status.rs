@@ -19,6 +19,15 @@ macro_rules! statuses {
 
             /// Every named status (kernel-defined codes excepted), for tables and tests.
             pub const ALL: &'static [Status] = &[$(Status::$name),*];
+
+            /// The constant's name (`"TCM_EXHAUSTED"`), or `None` for a kernel-defined
+            /// code or a value this runtime does not define.
+            pub const fn name(self) -> Option<&'static str> {
+                match self.0 {
+                    $($value => Some(stringify!($name)),)*
+                    _ => None,
+                }
+            }
         }
     };
 }
@@ -109,6 +118,29 @@ impl Status {
     /// Whether this is success.
     pub const fn is_ok(self) -> bool {
         self.0 == 0
+    }
+}
+
+/// How every printer shows a status: hex, then its name, so it reads as the docs'
+/// tables do (`docs/abi/descriptors.md`): `0x0 OK`, `0x44 TCM_EXHAUSTED`, a kernel's
+/// own code as `0x10007 Op(7)`, anything else as `0x99 (unknown)`.
+///
+/// ```
+/// use neuroncustomop::wrapper_api::{KernelError, Status};
+///
+/// assert_eq!(Status::TCM_EXHAUSTED.to_string(), "0x44 TCM_EXHAUSTED");
+/// assert_eq!(Status::from(KernelError::Op(7)).to_string(), "0x10007 Op(7)");
+/// ```
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x} ", self.0)?;
+        match self.name() {
+            Some(name) => f.write_str(name),
+            None if (Status::KERNEL_BASE..=Status::KERNEL_BASE + u32::from(u16::MAX)).contains(&self.0) => {
+                write!(f, "Op({})", self.0 - Status::KERNEL_BASE)
+            }
+            None => f.write_str("(unknown)"),
+        }
     }
 }
 
@@ -345,6 +377,21 @@ mod tests {
                 assert_ne!(a, b);
             }
             assert!(a.0 < Status::KERNEL_BASE);
+        }
+    }
+
+    #[test]
+    fn statuses_print_as_hex_and_name() {
+        use std::string::ToString;
+        assert_eq!(Status::OK.to_string(), "0x0 OK");
+        assert_eq!(Status::TCM_EXHAUSTED.to_string(), "0x44 TCM_EXHAUSTED");
+        assert_eq!(Status::UNKNOWN_DTYPE.to_string(), "0x21 UNKNOWN_DTYPE");
+        assert_eq!(Status(0x1_0007).to_string(), "0x10007 Op(7)");
+        assert_eq!(Status(0x1_ffff).to_string(), "0x1ffff Op(65535)");
+        assert_eq!(Status(0x2_0000).to_string(), "0x20000 (unknown)");
+        assert_eq!(Status(0x10).to_string(), "0x10 (unknown)");
+        for status in Status::ALL {
+            assert!(status.to_string().ends_with(status.name().unwrap()), "{status}");
         }
     }
 

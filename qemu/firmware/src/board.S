@@ -49,3 +49,28 @@ board_nops:
     nop
 .Lnops_end:
     retw
+
+/*
+ * Makes the 512 MiB at address 0 (0x00000000..0x20000000, unused by the simulation)
+ * answer no access, so a null pointer, or a small offset from one, faults
+ * (LoadProhibited, StoreProhibited, InstFetchProhibited) instead of reading the RAM
+ * this board has there. The de233_fpu MMU comes out of reset mapping the whole 4 GiB
+ * through TLB way 6, 512 MiB a page; the page at 0 gets attribute 15 (no access) in
+ * both the data and the instruction TLB. LLVM's assembler knows wdtlb and witlb only
+ * with its region-protection option, so they are spelled as their encodings.
+ *
+ * void board_guard_null_page(void)
+ */
+    .section .text.board_guard_null_page, "ax"
+    .global board_guard_null_page
+    .type board_guard_null_page, @function
+    .align 4
+board_guard_null_page:
+    entry   a1, 16
+    movi    a3, 6                 /* virtual page 0, way 6 */
+    movi    a2, 15                /* physical page 0, attribute 15: no access */
+    .byte   0x20, 0xe3, 0x50      /* wdtlb a2, a3 */
+    dsync
+    .byte   0x20, 0x63, 0x50      /* witlb a2, a3 */
+    isync
+    retw

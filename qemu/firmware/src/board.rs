@@ -15,6 +15,16 @@ unsafe extern "C" {
     fn semihosting_call(call: u32, arg0: u32, arg1: u32, arg2: u32) -> i32;
     /// `wer` (board.S).
     fn board_write_eri(address: u32, value: u32);
+    /// Marks the MMU page at address 0 no-access (board.S).
+    fn board_guard_null_page();
+}
+
+/// Makes `0x00000000..0x20000000` fault on any access on this core, so a kernel's null
+/// pointer faults as it would on a device with nothing at 0 (docs/simulation.md).
+pub fn guard_null_page() {
+    // SAFETY: only TLB entries of the page at 0 change, memory nothing in the
+    // simulation uses (the memory map).
+    unsafe { board_guard_null_page() }
 }
 
 /// Lets every core run. The lx60 board holds all cores but core 0 in RunStall at

@@ -334,6 +334,9 @@ fn drain_stdout(ring: u32, core: u32, op: u32) {
 
 /// Runs the job on this core. Returns the exit status core 0 ends the simulation with.
 pub fn run() -> i32 {
+    // Kernels run on this image's stack: a runaway recursion stops at its bottom.
+    neuroncustomop::arch::arm_stack_limit();
+    board::guard_null_page();
     let core = prid();
     if core == 0 {
         board::start_all_cores();
@@ -441,6 +444,8 @@ static STOP: AtomicU32 = AtomicU32::new(0);
 
 /// Where the loader carries on after a kernel stopped (on a fresh stack).
 extern "C" fn resume(_: u32) {
+    // A fault report disarmed the stack check; this is the image stack again.
+    neuroncustomop::arch::arm_stack_limit();
     let core = prid();
     let job = job().expect("the job was valid when the kernel started");
     let library = Library::new(job.libraries[core as usize]);

@@ -297,8 +297,10 @@ fn block_of(case: &Case, size: u32) -> SUNDA_UCODE_LIB {
     }
 }
 
+/// A region is usable unless null, empty, or wrapping: its last byte must exist (a
+/// region ending exactly at the top of the address space is usable).
 fn usable((base, size): (usize, u32)) -> bool {
-    base != 0 && size != 0 && base.checked_add(size as usize).is_some()
+    base != 0 && size != 0 && base.checked_add(size as usize - 1).is_some()
 }
 
 /// The registration loop's model: the count gate, the null gate, then each kernel in

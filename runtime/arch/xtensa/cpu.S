@@ -60,3 +60,42 @@ xtensa_get_ps:
     entry   a1, 16
     rsr     a2, ps
     retw
+
+/* void xtensa_spill_windows(void): writes every register window older than this
+ * function's own to its stack save areas, as window overflows do. A chain of call12s
+ * claims 72 registers past this frame, so the hardware must spill every older frame
+ * (enough for 64 physical registers; QEMU's de212 has 32). Used by the fault path
+ * (vectors.S) and by xtensa_backtrace_origin. */
+    .global xtensa_spill_windows
+    .type xtensa_spill_windows, @function
+    .align 4
+xtensa_spill_windows:
+.Lspill_windows:
+    entry   a1, 48
+    movi    a14, 4
+    call12  .Lspill_chain
+    retw
+
+/* .Lspill_chain(u32 depth): call12 itself `depth` more times, then return. */
+    .align 4
+.Lspill_chain:
+    entry   a1, 48
+    beqz    a2, 1f
+    addi    a14, a2, -1
+    call12  .Lspill_chain
+1:
+    retw
+
+/* void xtensa_backtrace_origin(u32 out[2]): spills every older window, then writes
+ * out[0] = this function's return address (into its caller) and out[1] = its stack
+ * pointer. From there the caller's frames can be walked in memory (fault.rs) for as
+ * long as the caller does not return. */
+    .global xtensa_backtrace_origin
+    .type xtensa_backtrace_origin, @function
+    .align 4
+xtensa_backtrace_origin:
+    entry   a1, 32
+    call8   .Lspill_windows
+    s32i    a0, a2, 0
+    s32i    a1, a2, 4
+    retw

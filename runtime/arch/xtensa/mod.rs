@@ -1,5 +1,6 @@
 //! Xtensa: safe wrappers over the `.S` helpers, the standalone start path, the fault
-//! reporter the exception vectors call, and the `critical-section` implementation.
+//! reporter the exception vectors call (with the stack check and backtraces), and the
+//! `critical-section` implementation.
 //!
 //! `xtensa-lx` and `xtensa-lx-rt` would provide most of this, but neither builds with
 //! upstream rustc (docs/toolchain.md); the names here follow theirs.
@@ -8,7 +9,7 @@ mod critical_section_impl;
 mod fault;
 pub mod platform;
 
-pub use fault::{EXIT_EXCEPTION, EXIT_PANIC};
+pub use fault::{EXIT_EXCEPTION, EXIT_PANIC, EXIT_STACK_OVERFLOW, MAX_FRAMES, STACK_RED_ZONE, arm_stack_limit, report_abort};
 
 unsafe extern "C" {
     fn xtensa_get_processor_id() -> u32;

@@ -9,6 +9,7 @@
 
     .section .text._start, "ax"
     .global _start
+    .type _start, @function
     .align 4
 _start:
     /* One live window, at physical registers 0..15. */
@@ -48,3 +49,4 @@ _start:
     movi    a4, __neuron_start
     callx4  a4
 1:  j       1b
+    .size _start, . - _start

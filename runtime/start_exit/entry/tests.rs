@@ -396,6 +396,34 @@ fn unusable_scratch_stops_before_the_heaps() {
 }
 
 #[test]
+fn scratch_ending_at_the_top_of_the_address_space_reaches_the_heaps() {
+    // [2^N - 4096, 2^N): its last byte is the address space's last, it does not wrap (on
+    // the device N = 32, the region `[0xFFFFF000, 2^32)`); one byte more would.
+    let top = ScratchRegion {
+        base: core::ptr::without_provenance_mut(usize::MAX - 0xFFF),
+        size: 0x1000,
+    };
+    assert!(top.is_usable());
+    assert!(!ScratchRegion { size: 0x1001, ..top }.is_usable());
+    let host = FakeHost {
+        hbm: top,
+        ..FakeHost::new()
+    };
+    assert_eq!(
+        run_entry(&host, &FakeTable::named(&["a"]), &mut FakeRuntime::default()),
+        Status::SUCCESS
+    );
+    let log = take_log();
+    assert!(
+        log.contains(&InitHeaps {
+            hbm: (usize::MAX - 0xFFF, 0x1000),
+            dataram: (DATA.base.addr(), DATA.size)
+        }),
+        "{log:?}"
+    );
+}
+
+#[test]
 fn heap_and_atexit_refusals_are_reported_and_stop_the_sequence() {
     let table = FakeTable::named(&["a"]);
     let mut runtime = FakeRuntime {
@@ -681,4 +709,11 @@ fn device_runtime_keeps_state_and_bootstraps_the_crt_once() {
         free_slots += 1;
     }
     assert_eq!(free_slots, crt::ATEXIT_CAPACITY - 1);
+}
+
+#[test]
+fn entry_statuses_print_as_hex_and_name() {
+    assert_eq!(Status::FAILURE_NO_SCRATCH.to_string(), "0x4 FAILURE_NO_SCRATCH");
+    assert_eq!(Status::SUCCESS.to_string(), "0x0 SUCCESS");
+    assert_eq!(SUNDA_UCODE_LIB_STATUS(0x4C52).to_string(), "0x4c52 (host's)");
 }

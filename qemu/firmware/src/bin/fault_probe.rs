@@ -1,9 +1,12 @@
 //! A library image of kernels that stop without returning, for the fault-injection
-//! tests (`qemu/tests/faults.rs`): a panic, `abort`, `exit(7)`, and a load from an
-//! address no memory answers; and `copy`, which shows the next op still runs.
+//! tests (`qemu/tests/faults.rs`): a panic, a panic while panicking, `abort`, `exit(7)`,
+//! a load from an address no memory answers, a load through a null pointer, an
+//! infinite recursion and an infinite loop (for the loader's instruction budget); and
+//! `copy`, which shows the next op still runs.
 #![no_std]
 #![no_main]
 
+use core::fmt;
 use core::hint::black_box;
 use neuroncustomop::println;
 use neuroncustomop::wrapper_api::{Args, KernelError, Tensor};
@@ -26,6 +29,20 @@ fn panics(args: &Args) -> Result<Tensor<'_>, KernelError> {
     panic!("kernel gave up on {first}");
 }
 
+/// A value whose formatting panics: the panic handler, printing it, panics again.
+struct Unprintable;
+
+impl fmt::Display for Unprintable {
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        panic!("formatting the message failed too")
+    }
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn double_panics() {
+    panic!("first: {}", black_box(Unprintable));
+}
+
 #[unsafe(no_mangle)]
 extern "C" fn aborts() {
     println!("about to abort");
@@ -44,4 +61,33 @@ extern "C" fn faults() {
     println!("the load returned {value}: no exception");
 }
 
-neuroncustomop::kernels! { fn copy, fn panics, aborts, exits, faults }
+#[unsafe(no_mangle)]
+extern "C" fn reads_null() {
+    let null = black_box(core::ptr::null::<u32>());
+    // SAFETY: none: this load is the fault under test; it never completes.
+    let value = unsafe { core::ptr::read_volatile(null) };
+    println!("the null load returned {value}: no exception");
+}
+
+/// Calls itself for ever: not a tail call, each frame keeps `n` live across the call.
+#[inline(never)]
+#[allow(unconditional_recursion, reason = "the runaway recursion under test")]
+fn depth_first(n: u32) -> u32 {
+    let below = depth_first(black_box(n + 1));
+    black_box(below) ^ n
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn recurses() {
+    println!("never returns: {}", depth_first(black_box(0)));
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn spins() {
+    let mut turns = 0u32;
+    loop {
+        turns = black_box(turns.wrapping_add(1));
+    }
+}
+
+neuroncustomop::kernels! { fn copy, fn panics, double_panics, aborts, exits, faults, reads_null, recurses, spins }
