@@ -161,14 +161,31 @@ pub struct SessionOptions {
     /// instruction count.
     pub count_instructions: bool,
     /// The longest one job may take on the wall clock; past it the device is declared
-    /// hung, stopped, and booted again for the next job.
-    pub wall_limit: Duration,
+    /// hung, stopped, and booted again for the next job. `None` (the default): it
+    /// scales with the job's instruction budget ([`wall_limit`]).
+    pub wall_limit: Option<Duration>,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        Self { count_instructions: false, wall_limit: Duration::from_secs(120) }
+        Self { count_instructions: false, wall_limit: None }
     }
+}
+
+/// The slowest QEMU runs guest instructions, per second, on a loaded machine (measured
+/// about 20 M/s under `-icount` at a load average of 14 on 2 host cores).
+const SLOWEST_INSTRUCTIONS_PER_SECOND: u64 = 10_000_000;
+/// Wall time for everything around the kernels: booting, entry, moving the data.
+const JOB_ALLOWANCE: Duration = Duration::from_secs(60);
+
+/// The wall time `job` may take before its device is declared hung: a fixed allowance
+/// plus, for every op, each core's instruction budget at the slowest rate QEMU runs
+/// (the cores share one host thread under `-icount`). The guest stops a kernel at its
+/// budget by itself; this limit only catches a device that stopped answering.
+pub fn wall_limit(job: &Job) -> Duration {
+    let ops = job.dumps.len() as u64;
+    let instructions = job.header.max_instructions().saturating_mul(u64::from(job.header.cores)).saturating_mul(ops);
+    JOB_ALLOWANCE + Duration::from_secs(instructions / SLOWEST_INSTRUCTIONS_PER_SECOND)
 }
 
 /// A booted simulated device with one library loaded: the loader on cores
@@ -295,7 +312,7 @@ impl Session {
         let device = self.device.as_mut().expect("started above");
         // A device that died already shows as a closed stdout below.
         let _ = device.stdin.write_all(&frame).and_then(|()| device.stdin.flush());
-        let deadline = Instant::now() + self.options.wall_limit;
+        let deadline = Instant::now() + self.options.wall_limit.unwrap_or_else(|| wall_limit(job));
         let mut collected = Collected::default();
         let timed_out = loop {
             if collected.job_over() || collected.device_gone() {

@@ -80,7 +80,7 @@ fn a_kernel_that_stops_ends_only_its_op_and_its_stderr_stays_with_its_job() {
 fn a_hung_device_is_reported_and_booted_again_for_the_next_job() {
     let library = fault_probe();
     let input: Vec<i32> = (0..16).map(|i| -i).collect();
-    let options = SessionOptions { wall_limit: Duration::from_secs(3), ..SessionOptions::default() };
+    let options = SessionOptions { wall_limit: Some(Duration::from_secs(3)), ..SessionOptions::default() };
     let mut session = Session::boot(&library, 1, options).expect("boot");
     let hung = session.dispatch(&job_of(&library, &["spins"], &input)).expect("dispatch");
     assert!(!hung.done && hung.outcome.timed_out, "{}", hung.outcome.stdout);

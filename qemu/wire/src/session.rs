@@ -11,8 +11,8 @@
 //!
 //! let header = FrameHeader { magic: FRAME_MAGIC, segments: 1 }.to_bytes();
 //! assert_eq!(FrameHeader::from_bytes(header), FrameHeader { magic: FRAME_MAGIC, segments: 1 });
-//! let segment = SegmentHeader { address: 0x6100_0000, len: 436 }.to_bytes();
-//! assert_eq!(SegmentHeader::from_bytes(segment).len, 436);
+//! let segment = SegmentHeader { address: 0x6100_0000, len: 444 }.to_bytes();
+//! assert_eq!(SegmentHeader::from_bytes(segment).len, 444);
 //! ```
 
 /// [`FrameHeader::magic`]: `NCSF`.
