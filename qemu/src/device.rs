@@ -104,6 +104,49 @@ pub struct CoreReport {
     pub ops: Vec<OpReport>,
     /// Per op index: what the kernel printed, and how many bytes the ring lost first.
     pub stdout: BTreeMap<u32, (Vec<u8>, u32)>,
+    /// Kernels this core stopped at their instruction budget.
+    pub over_budget: Vec<OverBudget>,
+}
+
+/// A kernel the loader stopped because it ran past the job's instruction budget
+/// (`JobHeader::max_instructions`): an infinite loop, or a budget set too low.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverBudget {
+    /// The op's index in its job.
+    pub op: u32,
+    /// The core it ran on.
+    pub core: u32,
+    /// The kernel.
+    pub function: String,
+    /// Instructions it had run when stopped (the budget, plus the few the stop took).
+    pub instructions: u64,
+    /// Where it was: the address of the next instruction it would have run.
+    pub pc: u32,
+}
+
+impl fmt::Display for OverBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self { op, core, function, instructions, pc } = self;
+        write!(
+            f,
+            "kernel `{function}` on core {core} ran past {} instructions (op {op}, stopped at pc {pc:#010x}): \
+             an infinite loop? If not, raise the budget (max_instructions)",
+            Giga(*instructions)
+        )
+    }
+}
+
+/// An instruction count as an author reads it: `10 G`, `512 M`, or the number.
+struct Giga(u64);
+
+impl fmt::Display for Giga {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            n if n >= 1_000_000_000 => write!(f, "{:.1} G", n as f64 / 1e9),
+            n if n >= 1_000_000 => write!(f, "{:.1} M", n as f64 / 1e6),
+            n => write!(f, "{n}"),
+        }
+    }
 }
 
 /// One op on one core.
@@ -150,6 +193,11 @@ impl Report {
     /// Core `core`'s report (empty if it said nothing).
     pub fn core(&self, core: u32) -> CoreReport {
         self.cores.get(&core).cloned().unwrap_or_default()
+    }
+
+    /// Every kernel stopped at its instruction budget, on any core.
+    pub fn over_budget(&self) -> Vec<OverBudget> {
+        self.cores.values().flat_map(|core| core.over_budget.iter().cloned()).collect()
     }
 }
 
@@ -554,6 +602,9 @@ pub fn parse(outcome: Outcome) -> Report {
                 let printed = report.stdout.entry(op).or_default();
                 printed.0.extend(bytes.iter());
                 printed.1 += lost;
+            }
+            Line::OverBudget { op, function, instructions, pc, .. } => {
+                report.over_budget.push(OverBudget { op, core: c, function: function.into(), instructions, pc })
             }
             Line::Op { function, status, count, .. } => report.ops.push(OpReport {
                 function: function.into(),
