@@ -13,6 +13,7 @@
 //!     --repeat R                       run the op R times in one job (default 3): every output is
 //!                                      checked, and each core's count is its fewest instructions
 //!     --memcpy c|vector|dma            the op's neuron_memcpy backend (default vector: see below)
+//!     --max-instructions N             stop a kernel after N instructions (default 10 G)
 //! cargo sim run <program> [options]    build a firmware program, boot it; exits with the guest's status
 //!     --cores N                        boot the images of cores 0..N (default 1)
 //!     --count-instructions             -icount shift=0,sleep=off (deterministic CCOUNT)
@@ -39,7 +40,7 @@ use std::time::Instant;
 
 const USAGE: &str = "usage: cargo sim <setup | build <program> | package <example> \
                      | run <example> [--function NAME] [--elements N] [--cores N] [--k K] [--seed S] \
-                       [--repeat R] [--memcpy c|vector|dma] | run <program> [--cores N] [--count-instructions] | test>";
+                       [--repeat R] [--memcpy c|vector|dma] [--max-instructions N] | run <program> [--cores N] [--count-instructions] | test>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -91,12 +92,14 @@ struct OpRequest {
     seed: u64,
     repeat: usize,
     memcpy: NeuronMemcpyMethod,
+    max_instructions: u64,
 }
 
 fn parse_op_request(example: &'static Example, args: &[String]) -> Result<OpRequest, String> {
     let mut function = example.default_function();
     let (mut elements, mut cores, mut k, mut seed, mut repeat, mut memcpy) =
         (examples::DEFAULT_ELEMENTS, None, None, 1, 3, NeuronMemcpyMethod::VecMemcpy);
+    let mut max_instructions = neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS;
     let mut rest = args.iter();
     while let Some(option) = rest.next() {
         let mut value = || rest.next().ok_or(format!("{option} needs a value; {USAGE}"));
@@ -120,6 +123,7 @@ fn parse_op_request(example: &'static Example, args: &[String]) -> Result<OpRequ
             "--k" => k = Some(number(value()?)?),
             "--seed" => seed = number(value()?)? as u64,
             "--repeat" => repeat = number(value()?)?.max(1),
+            "--max-instructions" => max_instructions = number(value()?)?.max(1) as u64,
             "--memcpy" => {
                 memcpy = match value()?.as_str() {
                     "c" => NeuronMemcpyMethod::CMemcpy,
@@ -138,7 +142,7 @@ fn parse_op_request(example: &'static Example, args: &[String]) -> Result<OpRequ
             function.name
         ));
     }
-    Ok(OpRequest { function, elements, cores, k, seed, repeat, memcpy })
+    Ok(OpRequest { function, elements, cores, k, seed, repeat, memcpy, max_instructions })
 }
 
 /// `run <example>`: package, run the op under QEMU, check it, report.
@@ -153,6 +157,7 @@ fn run_example(example: &'static Example, args: &[String]) -> Result<ExitCode, S
     let ops = vec![(function.name, &case); request.repeat];
     let mut job = examples::job_for(&packaged, &ops, request.cores).map_err(|e| e.to_string())?;
     job.header.memcpy_method = request.memcpy as u32;
+    job.header.set_max_instructions(request.max_instructions);
     let run = examples::run_job(&packaged, &job, true).map_err(|e| e.to_string())?;
     let cores = if request.cores == 1 { "1 core".to_string() } else { format!("{} cores", request.cores) };
     let memcpy = request.memcpy.name();
@@ -190,6 +195,9 @@ fn run_example(example: &'static Example, args: &[String]) -> Result<ExitCode, S
     if let Some((printed, lost)) = run.report.core(0).stdout.get(&0) {
         let lost = if *lost > 0 { format!(" ({lost} bytes lost first)") } else { String::new() };
         println!("  core 0 printed{lost}:\n{}", String::from_utf8_lossy(printed).trim_end());
+    }
+    for stopped in run.report.over_budget() {
+        println!("  {stopped}");
     }
     println!("  result         {}", failure.as_deref().unwrap_or("OK"));
     if failure.is_some() && !run.report.done {
