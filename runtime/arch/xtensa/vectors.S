@@ -146,6 +146,7 @@ _KernelExceptionVector:
     wsr     a0, excsave1
     rsr     a0, exccause
     beqi    a0, 4, .Lwake
+    rsr     a0, excsave1
     movi    a6, 1
     rsr     a8, epc1
     j       .Lfault_common
@@ -156,6 +157,7 @@ _UserExceptionVector:
     wsr     a0, excsave1
     rsr     a0, exccause
     beqi    a0, 4, .Lwake
+    rsr     a0, excsave1
     movi    a6, 0
     rsr     a8, epc1
     j       .Lfault_common
