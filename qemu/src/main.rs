@@ -12,7 +12,7 @@
 //!     --seed S                         the inputs' random seed (default 1)
 //!     --repeat R                       run the op R times in one job (default 3): every output is
 //!                                      checked, and each core's count is its fewest instructions
-//!     --memcpy c|vector|dma            the op's neuron_memcpy backend (default vector: see below)
+//!     --memcpy c|vector|dma            the op's neuron_memcpy backend (default dma, the library's)
 //!     --max-instructions N             stop a kernel after N instructions (default 10 G)
 //! cargo sim run <program> [options]    build a firmware program, boot it; exits with the guest's status
 //!     --cores N                        boot the images of cores 0..N (default 1)
@@ -23,10 +23,9 @@
 //! An example is an op author's library (`examples/<name>.rs`, or C in
 //! `examples/<name>/`) with a host reference in `neuroncustomop_sim::examples`; `run`
 //! prints the wall time, the guest instructions per element and the result, and exits
-//! with 0 only if the output matches. Instructions are counted under `-icount`, where a
-//! DMA transfer costs about 200 million on the CCOUNT clock (the waiting core spins
-//! until QEMU's round-robin switches to the DMA engine's core, which spins in turn): so
-//! `run` selects the CPU's vector memcpy unless told otherwise (docs/PERFORMANCE.md).
+//! with 0 only if the output matches. Each core's instructions are counted exactly by
+//! its ICOUNT register (docs/simulation.md), and a core waiting for the DMA engine
+//! sleeps, so the op uses the library's own DMA backend unless told otherwise.
 //! A firmware program is a program of the simulation (`qemu/firmware/src/bin/<name>.rs`).
 
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
@@ -98,7 +97,7 @@ struct OpRequest {
 fn parse_op_request(example: &'static Example, args: &[String]) -> Result<OpRequest, String> {
     let mut function = example.default_function();
     let (mut elements, mut cores, mut k, mut seed, mut repeat, mut memcpy) =
-        (examples::DEFAULT_ELEMENTS, None, None, 1, 3, NeuronMemcpyMethod::VecMemcpy);
+        (examples::DEFAULT_ELEMENTS, None, None, 1, 3, NeuronMemcpyMethod::Dma);
     let mut max_instructions = neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS;
     let mut rest = args.iter();
     while let Some(option) = rest.next() {
