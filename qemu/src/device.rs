@@ -204,9 +204,10 @@ impl Report {
 /// How a session's device is run.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
-    /// Count instructions: QEMU runs with `-icount shift=0,sleep=off`
-    /// ([`Boot::count_instructions`]), so every [`OpReport::instructions`] is a guest
-    /// instruction count.
+    /// Run QEMU with `-icount shift=0,sleep=off` ([`Boot::count_instructions`]): a
+    /// deterministic virtual clock (CCOUNT), at some cost in speed. Instruction counts
+    /// do not need it: [`OpReport::instructions`] is each core's own exact count
+    /// either way.
     pub count_instructions: bool,
     /// The longest one job may take on the wall clock; past it the device is declared
     /// hung, stopped, and booted again for the next job. `None` (the default): it
@@ -568,7 +569,8 @@ pub fn run(library: &Images, job: &Job) -> Result<Report, RunError> {
     run_once(library, job, SessionOptions::default())
 }
 
-/// As [`run`], under `-icount shift=0,sleep=off` ([`SessionOptions::count_instructions`]).
+/// As [`run`], under `-icount shift=0,sleep=off` ([`SessionOptions::count_instructions`]):
+/// the same exact counts, with a deterministic CCOUNT clock.
 pub fn run_counting_instructions(library: &Images, job: &Job) -> Result<Report, RunError> {
     run_once(library, job, SessionOptions { count_instructions: true, ..SessionOptions::default() })
 }

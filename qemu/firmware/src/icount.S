@@ -4,7 +4,8 @@
  *
  * ICOUNT counts the instructions this core retires while CINTLEVEL < ICOUNTLEVEL; it
  * is set to 6 (the debug level), so everything but this file's handler and code with
- * interrupts masked at level 15 (the runtime's critical sections) is counted. When
+ * interrupts masked at level 15 (the runtime's critical-section implementation) is
+ * counted. When
  * ICOUNT would pass 0xFFFFFFFF a debug exception (DEBUGCAUSE.IC) is raised instead:
  * __neuron_debug_exception counts the wrap, and once `budget_wraps` wraps have passed
  * it sends the core to loader_over_budget instead of back.

@@ -5,8 +5,9 @@
 //! whatever QEMU's scheduler does, so a count is exact on 1 core or 8, under `-icount`
 //! or not. It is 32 bits wide: each time it would pass `0xFFFFFFFF`, a debug exception
 //! lets `icount.S` count the wrap, and the budget is checked there. Not counted:
-//! instructions run with interrupts masked at level 15 (the runtime's critical
-//! sections, a few instructions each) and the debug handler itself.
+//! instructions run with interrupts masked at level 15 (the runtime's
+//! `critical-section` implementation, which none of its own paths uses) and the debug
+//! handler itself.
 //!
 //! ```text
 //! icount::start(budget);   // before the kernel
