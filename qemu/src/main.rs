@@ -12,7 +12,8 @@
 //!     --seed S                         the inputs' random seed (default 1)
 //!     --repeat R                       run the op R times in one job (default 3): every output is
 //!                                      checked, and each core's count is its fewest instructions
-//!     --memcpy c|vector|dma            the op's neuron_memcpy backend (default vector: see below)
+//!     --memcpy c|vector|dma            the op's neuron_memcpy backend (default dma, the library's)
+//!     --max-instructions N             stop a kernel after N instructions (default 10 G)
 //!     --gdb                            start halted under QEMU's gdbstub (port 1234), print how to attach
 //! cargo sim run <program> [options]    build a firmware program, boot it; exits with the guest's status
 //!     --cores N                        boot the images of cores 0..N (default 1)
@@ -24,10 +25,9 @@
 //! An example is an op author's library (`examples/<name>.rs`, or C in
 //! `examples/<name>/`) with a host reference in `neuroncustomop_sim::examples`; `run`
 //! prints the wall time, the guest instructions per element and the result, and exits
-//! with 0 only if the output matches. Instructions are counted under `-icount`, where a
-//! DMA transfer costs about 200 million on the CCOUNT clock (the waiting core spins
-//! until QEMU's round-robin switches to the DMA engine's core, which spins in turn): so
-//! `run` selects the CPU's vector memcpy unless told otherwise (docs/PERFORMANCE.md).
+//! with 0 only if the output matches. Each core's instructions are counted exactly by
+//! its ICOUNT register (docs/simulation.md), and a core waiting for the DMA engine
+//! sleeps, so the op uses the library's own DMA backend unless told otherwise.
 //! A firmware program is a program of the simulation (`qemu/firmware/src/bin/<name>.rs`).
 
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
@@ -45,7 +45,7 @@ use std::time::Instant;
 
 const USAGE: &str = "usage: cargo sim <setup | build <program> | package <example> \
                      | run <example> [--function NAME] [--elements N] [--cores N] [--k K] [--seed S] \
-                       [--repeat R] [--memcpy c|vector|dma] [--gdb] | run <program> [--cores N] [--count-instructions] [--gdb] | test>";
+                       [--repeat R] [--memcpy c|vector|dma] [--max-instructions N] [--gdb] | run <program> [--cores N] [--count-instructions] [--gdb] | test>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -98,12 +98,14 @@ struct OpRequest {
     repeat: usize,
     memcpy: NeuronMemcpyMethod,
     gdb: Option<GdbOptions>,
+    max_instructions: u64,
 }
 
 fn parse_op_request(example: &'static Example, args: &[String]) -> Result<OpRequest, String> {
     let mut function = example.default_function();
     let (mut elements, mut cores, mut k, mut seed, mut repeat, mut memcpy) =
-        (examples::DEFAULT_ELEMENTS, None, None, 1, 3, NeuronMemcpyMethod::VecMemcpy);
+        (examples::DEFAULT_ELEMENTS, None, None, 1, 3, NeuronMemcpyMethod::Dma);
+    let mut max_instructions = neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS;
     let mut gdb = None;
     let mut rest = args.iter();
     while let Some(option) = rest.next() {
@@ -129,6 +131,7 @@ fn parse_op_request(example: &'static Example, args: &[String]) -> Result<OpRequ
             "--seed" => seed = number(value()?)? as u64,
             "--repeat" => repeat = number(value()?)?.max(1),
             "--gdb" => gdb = Some(GdbOptions::default()),
+            "--max-instructions" => max_instructions = number(value()?)?.max(1) as u64,
             "--memcpy" => {
                 memcpy = match value()?.as_str() {
                     "c" => NeuronMemcpyMethod::CMemcpy,
@@ -147,7 +150,7 @@ fn parse_op_request(example: &'static Example, args: &[String]) -> Result<OpRequ
             function.name
         ));
     }
-    Ok(OpRequest { function, elements, cores, k, seed, repeat, memcpy, gdb })
+    Ok(OpRequest { function, elements, cores, k, seed, repeat, memcpy, max_instructions, gdb })
 }
 
 /// `run <example>`: package, run the op under QEMU, check it, report.
@@ -162,6 +165,7 @@ fn run_example(example: &'static Example, args: &[String]) -> Result<ExitCode, S
     let ops = vec![(function.name, &case); request.repeat];
     let mut job = examples::job_for(&packaged, &ops, request.cores).map_err(|e| e.to_string())?;
     job.header.memcpy_method = request.memcpy as u32;
+    job.header.set_max_instructions(request.max_instructions);
     if let Some(gdb) = request.gdb {
         return debug_example(&packaged, &job, function.name, gdb);
     }
@@ -203,6 +207,9 @@ fn run_example(example: &'static Example, args: &[String]) -> Result<ExitCode, S
     if let Some((printed, lost)) = run.report.core(0).stdout.get(&0) {
         let lost = if *lost > 0 { format!(" ({lost} bytes lost first)") } else { String::new() };
         println!("  core 0 printed{lost}:\n{}", String::from_utf8_lossy(printed).trim_end());
+    }
+    for stopped in run.report.over_budget() {
+        println!("  {stopped}");
     }
     println!("  result         {}", failure.as_deref().unwrap_or("OK"));
     if failure.is_some() {

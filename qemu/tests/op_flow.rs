@@ -87,12 +87,14 @@ fn the_job_selects_any_memcpy_backend_for_the_tcm_copies() {
             counts.insert(method, run.instructions(0)[0]);
         }
     }
-    // Each backend shows in the kernel's count: the two CPU copies differ, and both are
-    // far below waiting for the DMA engine, which the library uses by default.
+    // Each backend shows in the kernel's count: the three differ. The DMA copies cost
+    // the waiting core only its queueing and a few wake-ups (it sleeps while the
+    // engine works), so they stay within 2x the vector memcpy (docs/PERFORMANCE.md).
     let count = |method: NeuronMemcpyMethod| counts[&(method as u32)];
     let (c, vector, dma) =
         (count(NeuronMemcpyMethod::CMemcpy), count(NeuronMemcpyMethod::VecMemcpy), count(NeuronMemcpyMethod::Dma));
-    assert!(c != vector && c.max(vector) < dma, "C {c}, vector {vector}, DMA {dma}: the job's method was not used");
+    assert!(c != vector && dma != vector && dma != c, "C {c}, vector {vector}, DMA {dma}: the job's method was not used");
+    assert!(dma <= 2 * vector, "C {c}, vector {vector}, DMA {dma}: waiting for the engine costs too much");
 }
 
 #[test]

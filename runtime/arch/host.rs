@@ -31,3 +31,7 @@ pub fn memw() {
 /// Where `abort` was called from: on the device, a `FAULT` line with the backtrace; the
 /// host has no windowed frames to walk, and its tests' aborts report nothing.
 pub fn report_abort() {}
+/// On the host: yields the thread (a waiting loop's stand-in for `waiti`).
+pub fn wait_for_interrupt(_ticks: u32) {
+    std::thread::yield_now();
+}

@@ -5,10 +5,22 @@ use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 const SYS_EXIT: u32 = 1;
+const SYS_READ: u32 = 3;
 const SYS_WRITE: u32 = 4;
 
 /// ERI address of the MX distributor's MPSCORE register: one RunStall bit per core.
 const MPSCORE: u32 = 0x200;
+/// The distributor input the board pulses to wake sleeping cores. The distributor
+/// drives input i onto external line i + 2 of every core it is routed to; line 10 is
+/// de233_fpu's interrupt 15, edge-triggered, which `arch::wait_for_interrupt` sleeps on.
+const WAKE_INPUT: u32 = 8;
+/// ERI address of MIROUT(i): which cores input i reaches (a mask of cores).
+const fn mirout(input: u32) -> u32 {
+    input
+}
+/// ERI addresses of MIASG (write: de-assert inputs by mask) and MIASGSET (assert).
+const MIASG: u32 = 0x188;
+const MIASGSET: u32 = 0x18C;
 
 unsafe extern "C" {
     /// `simcall` (board.S).
@@ -30,8 +42,23 @@ pub fn guard_null_page() {
 /// Lets every core run. The lx60 board holds all cores but core 0 in RunStall at
 /// reset, as a device's boot firmware would until it has loaded their images.
 pub fn start_all_cores() {
-    // SAFETY: clearing RunStall only starts cores at the entry QEMU's loader gave them.
-    unsafe { board_write_eri(MPSCORE, 0) }
+    // SAFETY: routing an input no device drives touches nothing else; clearing RunStall
+    // only starts cores at the entry QEMU's loader gave them.
+    unsafe {
+        board_write_eri(mirout(WAKE_INPUT), u32::MAX);
+        board_write_eri(MPSCORE, 0);
+    }
+}
+
+/// Wakes every core sleeping in `arch::wait_for_interrupt` (and makes the next sleep
+/// of a core that is not asleep return at once): a pulse on the wake input, which
+/// every core latches as an edge.
+pub fn wake_all_cores() {
+    // SAFETY: asserts and de-asserts an input routed only to the wake interrupt.
+    unsafe {
+        board_write_eri(MIASGSET, 1 << WAKE_INPUT);
+        board_write_eri(MIASG, 1 << WAKE_INPUT);
+    }
 }
 
 /// Platform hook: write to the host's stdout/stderr.
@@ -39,6 +66,25 @@ pub fn start_all_cores() {
 extern "C" fn __neuron_platform_write(fd: i32, buf: *const u8, len: usize) -> isize {
     // SAFETY: QEMU reads `len` bytes at `buf`, which the caller guarantees are valid.
     unsafe { semihosting_call(SYS_WRITE, fd as u32, buf as u32, len as u32) as isize }
+}
+
+/// Reads up to `buf.len()` bytes of the host's stdin (QEMU's own, binary) into `buf`:
+/// the count read, 0 at end of file, or `None` on an error. Blocks until the host has
+/// written something.
+pub fn read_stdin(buf: &mut [u8]) -> Option<usize> {
+    // SAFETY: QEMU writes at most `buf.len()` bytes at `buf`, which is ours to write.
+    let read = unsafe { semihosting_call(SYS_READ, 0, buf.as_mut_ptr() as u32, buf.len() as u32) };
+    usize::try_from(read).ok()
+}
+
+/// Writes `bytes` to the host's stdout as they are, in one semihosting call.
+pub fn write_stdout(bytes: &[u8]) {
+    __neuron_platform_write(1, bytes.as_ptr(), bytes.len());
+}
+
+/// Writes `bytes` to the host's stderr as they are, in one semihosting call.
+pub fn write_stderr(bytes: &[u8]) {
+    __neuron_platform_write(2, bytes.as_ptr(), bytes.len());
 }
 
 /// Who handles [`__neuron_platform_exit`] instead of ending the simulation: the loader,

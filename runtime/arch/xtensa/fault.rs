@@ -84,7 +84,7 @@ pub struct FaultRecord {
     kind: AtomicU32,
     /// EXCCAUSE; for a stack overflow, the return address into the spilled frame.
     cause: AtomicU32,
-    /// The faulting PC (EPC1, DEPC).
+    /// The faulting PC (EPC1, DEPC, EPC6).
     pc: AtomicU32,
     /// EXCVADDR; for a stack overflow, the stack pointer below the limit.
     vaddr: AtomicU32,
@@ -123,7 +123,7 @@ static __neuron_fault_record: FaultRecord = FaultRecord {
 };
 
 /// Which vector reported the fault (the kind the vectors store).
-const FAULT_KINDS: [&str; 4] = ["user", "kernel", "double", "stack overflow"];
+const FAULT_KINDS: [&str; 5] = ["user", "kernel", "double", "stack overflow", "debug"];
 const KIND_STACK_OVERFLOW: u32 = 3;
 
 /// The PCs of a backtrace: [`MAX_FRAMES`] at most, and how many frames there were.
@@ -238,8 +238,13 @@ extern "C" fn __neuron_fault(record: &FaultRecord) -> ! {
         unsafe { trace.walk_callers(spilled, ra, sp) };
         trace
     } else {
-        // A double exception's PC is in DEPC; the others' in EPC1 (vectors.S reads it).
-        let pc_register = if kind == 2 { "DEPC" } else { "EPC1" };
+        // A double exception's PC is in DEPC, a debug exception's in EPC6 (the debug
+        // level); the others' in EPC1 (vectors.S reads it).
+        let pc_register = match kind {
+            2 => "DEPC",
+            4 => "EPC6",
+            _ => "EPC1",
+        };
         let _ = writeln!(
             line,
             "{name} exception: EXCCAUSE={cause} ({}) {pc_register}={pc:#010x} EXCVADDR={vaddr:#010x}",

@@ -10,6 +10,7 @@
  *                   literals and the stack-overflow exits of the overflow handlers
  *   0x300           kernel exception vector
  *   0x340           user exception vector
+ *   0x280           debug exception vector (XCHAL_DEBUG_VECOFS, level 6)
  *   0x3C0           double exception vector, then the fault path
  *
  * Stack check. Each window overflow handler, before it spills a frame, compares the
@@ -27,12 +28,19 @@
  * discards the windows, switches to its own stack, clears PS.EXCM and calls
  * __neuron_fault (fault.rs), which never returns. A fault while that is under way
  * (a spill into a broken stack) is reported as the first fault, without frames.
+ *
+ * Two things are not faults:
+ * - a level-1 interrupt (EXCCAUSE 4) is the end of a `waiti` sleep (xtensa_wait_for_
+ *   interrupt in cpu.S enables interrupts only around its `waiti`): the handler
+ *   disables them again, clears the edge-triggered and software ones, and returns;
+ * - a debug exception goes to __neuron_debug_exception, which an image may define
+ *   (the simulation's instruction budget does); by default it is a fault (kind 4).
  */
 
 /* Numbers, not .set symbols: llvm-mc would turn `movi` of a symbol into a literal.
  * fault.rs's FaultRecord, byte offsets: 0 state, 4 kind, 8 cause, 12 pc, 16 vaddr,
  * 20 ra, 24 sp. FaultRecord::state: 1 spilling, 2 frames in memory, 3 no frames.
- * Kinds (FAULT_KINDS): 0 user, 1 kernel, 2 double exception, 3 stack overflow.
+ * Kinds (FAULT_KINDS): 0 user, 1 kernel, 2 double exception, 3 stack overflow, 4 debug.
  * The stack limit: _neuron_stack_limit, at offset 0x180 of the table. */
 
     .section .vectors, "ax"
@@ -154,6 +162,8 @@ _neuron_stack_limit:
 .Lfault_ps:
     /* PS for the report: WOE, user vector mode, interrupts masked, EXCM clear. */
     .4byte  0x0004002F
+.Ldebug_handler:
+    .4byte  __neuron_debug_exception
 
 /* A window overflow found the stack pointer below the limit. The window is the frame
  * being spilled (the oldest live one: every frame older than it is in memory); its
@@ -179,11 +189,27 @@ _neuron_stack_limit:
     rsr     a8, epc1
     j       .Lfault_report
 
+/* Debug exception (an ICOUNT overflow, a breakpoint): to the image's handler, with a0
+ * in EXCSAVE6 and every other register as the interrupted code left it. LLVM 22's
+ * assembler knows EXCSAVE6 and EPC6 only with +highpriinterrupts-level7, which the
+ * target does not list: those instructions are spelled as their encodings. */
+    .org 0x280
+    .global _DebugExceptionVector
+_DebugExceptionVector:
+    .byte   0x00, 0xd6, 0x13    /* wsr a0, excsave6 */
+    l32r    a0, .Ldebug_handler
+    jx      a0
+
 /* Each vector loads its kind (FAULT_KINDS in fault.rs), EXCCAUSE, the faulting PC
- * (EPC1, or DEPC for a double exception) and EXCVADDR, then joins the fault path. */
+ * (EPC1, or DEPC for a double exception) and EXCVADDR, then joins the fault path;
+ * a level-1 interrupt is a waiti's wake-up instead (.Lwake). */
     .org 0x300
     .global _KernelExceptionVector
 _KernelExceptionVector:
+    wsr     a0, excsave1
+    rsr     a0, exccause
+    beqi    a0, 4, .Lwake
+    rsr     a0, excsave1
     movi    a6, 1
     rsr     a8, epc1
     j       .Lexception
@@ -191,12 +217,26 @@ _KernelExceptionVector:
     .org 0x340
     .global _UserExceptionVector
 _UserExceptionVector:
+    wsr     a0, excsave1
+    rsr     a0, exccause
+    beqi    a0, 4, .Lwake
+    rsr     a0, excsave1
     movi    a6, 0
     rsr     a8, epc1
 .Lexception:
     rsr     a7, exccause
     rsr     a9, excvaddr
     j       .Lfault_report
+
+/* A level-1 interrupt ended a waiti: interrupts off again, edge and software ones
+ * cleared (a level one stays until its source drops; it is masked now), then back. */
+.Lwake:
+    movi    a0, 0
+    wsr     a0, intenable
+    rsr     a0, interrupt
+    wsr     a0, intclear
+    rsr     a0, excsave1
+    rfe
 
     .org 0x3C0
     .global _DoubleExceptionVector
@@ -259,6 +299,17 @@ _DoubleExceptionVector:
     l32r    a4, .Lfault_fn
     callx4  a4
 1:  j       1b
+
+/* The default debug exception handler: a fault of kind 4 at EPC6, reported from the
+ * interrupted code's window (its a0 back from EXCSAVE6). */
+    .global __neuron_default_debug_exception
+__neuron_default_debug_exception:
+    .byte   0x00, 0xd6, 0x03    /* rsr a0, excsave6 */
+    movi    a6, 4
+    .byte   0x80, 0xb6, 0x03    /* rsr a8, epc6 */
+    movi    a7, 0
+    movi    a9, 0
+    j       .Lfault_report
 
 /* The fault path's own stack: the faulting code's stack may be the broken thing. */
     .section .bss.fault_stack, "aw", @nobits

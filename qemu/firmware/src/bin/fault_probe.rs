@@ -1,8 +1,9 @@
 //! A library image of kernels that stop without returning, for the fault-injection
 //! tests (`qemu/tests/faults.rs`): a panic, a panic while panicking, `abort`, `exit(7)`,
 //! a load from an address no memory answers, a load through a null pointer, an
-//! infinite recursion and an infinite loop (for the loader's instruction budget); and
-//! `copy`, which shows the next op still runs.
+//! infinite recursion and an infinite loop (`spins`, for the loader's instruction
+//! budget); `sleeps`, which waits on the core's timer; and `copy`, which shows the next
+//! op still runs.
 #![no_std]
 #![no_main]
 
@@ -82,6 +83,7 @@ extern "C" fn recurses() {
     println!("never returns: {}", depth_first(black_box(0)));
 }
 
+/// Never returns: the infinite loop an instruction budget or a wall limit must stop.
 #[unsafe(no_mangle)]
 extern "C" fn spins() {
     let mut turns = 0u32;
@@ -90,4 +92,12 @@ extern "C" fn spins() {
     }
 }
 
-neuroncustomop::kernels! { fn copy, fn panics, double_panics, aborts, exits, faults, reads_null, recurses, spins }
+/// Sleeps three times on the core's timer, then copies: `waiti` wakes and comes back.
+fn sleeps(args: &Args) -> Result<Tensor<'_>, KernelError> {
+    for _ in 0..3 {
+        neuroncustomop::arch::wait_for_interrupt(400);
+    }
+    copy(args)
+}
+
+neuroncustomop::kernels! { fn copy, fn panics, double_panics, aborts, exits, faults, reads_null, recurses, spins, fn sleeps }
