@@ -44,7 +44,12 @@ pub enum RunError {
     /// QEMU could not be started or its files written.
     Io(std::io::Error),
     /// The job is for another number of cores than the session booted.
-    Cores { session: usize, job: usize },
+    Cores {
+        /// The cores the session booted.
+        session: usize,
+        /// The cores the job asks for.
+        job: usize,
+    },
     /// The job changes what the library was entered with (handoff size, injected
     /// registration failure or scratch faults, library symbols): entry happens once per
     /// session, so such a job needs a session of its own.

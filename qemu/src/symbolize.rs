@@ -311,6 +311,10 @@ pub fn explain(report: &Report, symbols: &Symbolizer) -> Vec<String> {
                 reports.push(format!("op {index}: {}", symbols.report(&fault, &format!("kernel `{}`", op.function))));
             }
         }
+        // A kernel stopped at its instruction budget has no frames, only where it was.
+        for stopped in &core_report.over_budget {
+            reports.push(format!("op {}: {stopped}\n  at {}\n", stopped.op, symbols.describe(stopped.pc)));
+        }
     }
     reports
 }

@@ -25,8 +25,17 @@ fn run_kernels(kernels: &[&str]) -> (Report, Vec<i32>) {
 
 /// As [`run_kernels`], with the images the run used (library and loader).
 fn run_kernels_with_images(kernels: &[&str]) -> (Report, Vec<i32>, Vec<std::path::PathBuf>) {
+    run_kernels_within(kernels, None)
+}
+
+/// As [`run_kernels_with_images`], each kernel stopped after `budget` instructions if
+/// given (the job's default otherwise).
+fn run_kernels_within(kernels: &[&str], budget: Option<u64>) -> (Report, Vec<i32>, Vec<std::path::PathBuf>) {
     let library = images::build("fault_probe").expect("build fault_probe");
     let mut job = Job::new(&library, 1).expect("job");
+    if let Some(budget) = budget {
+        job.header.set_max_instructions(budget);
+    }
     let input: Vec<i32> = (0..16).map(|i| i * 11 - 40).collect();
     let (x, _) = job.place(0, input.iter().flat_map(|v| v.to_le_bytes()).collect());
     for (i, kernel) in kernels.iter().enumerate() {
@@ -117,6 +126,25 @@ fn an_infinite_recursion_is_a_stack_overflow_named_with_its_kernel_and_line_and_
     assert!(text.contains(&here) || text.contains(&call), "{text}");
     assert!(text.contains("more frames"), "the walk went deep: {text}");
     assert_eq!(words(&report.dumps[&1]), input, "the op after the overflow computed its output");
+}
+
+#[test]
+fn an_infinite_loop_is_stopped_at_its_budget_named_with_its_kernel_and_line_and_the_next_op_runs() {
+    let (report, input, images) = run_kernels_within(&["spins", "copy"], Some(20_000_000));
+    assert_eq!(statuses(&report), [("spins".into(), "over-budget".into()), ("copy".into(), "0".into())]);
+    let symbols = Symbolizer::new(&images).expect("the images' DWARF");
+    let reports = symbolize::explain(&report, &symbols);
+    assert_eq!(reports.len(), 1, "{reports:#?}");
+    let text = &reports[0];
+    println!("{text}");
+    assert!(text.starts_with("op 0: kernel `spins` on core 0 ran past 20.0 M instructions"), "{text}");
+    assert!(text.contains("an infinite loop?"), "{text}");
+    let body = probe_line("turns = black_box(turns.wrapping_add(1));");
+    let head = probe_line("extern \"C\" fn spins()");
+    let line: usize = text.rsplit("fault_probe.rs:").next().unwrap().trim_end_matches(|c: char| !c.is_ascii_digit()).parse().unwrap();
+    assert!((head..=body + 1).contains(&line), "stopped at line {line}, not in spins ({head}..={body}): {text}");
+    assert!(text.lines().count() <= 3, "{text}");
+    assert_eq!(words(&report.dumps[&1]), input, "the op after the stopped one computed its output");
 }
 
 #[test]
