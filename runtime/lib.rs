@@ -16,6 +16,8 @@
 //!
 //! All logic outside [`arch`] builds and is unit-tested on the host.
 #![no_std]
+// C `printf` is variadic; device builds are nightly-enabled (docs/toolchain.md).
+#![cfg_attr(target_os = "none", feature(c_variadic))]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
