@@ -9,7 +9,9 @@
 //! - [`elf`]: the little of ELF the checks need;
 //! - [`ucode_lib`]: the `ucode_lib.json` library package description;
 //! - [`package`]: packaging a library (8 images and `ucode_lib.json`);
+//! - [`cxx`]: C++ libraries on the AWS torch API: their build and their shape functions;
 //! - [`examples`]: the examples' inputs and host references.
+pub mod cxx;
 pub mod device;
 pub mod elf;
 pub mod examples;

@@ -59,7 +59,7 @@ pub use mem::{
 };
 #[cfg(target_os = "none")]
 pub use printf::printf;
-pub use printf::{ArgKind, ArgSource, format, putchar, puts};
+pub use printf::{ArgKind, ArgSource, format, neuron_printf_packed, putchar, puts};
 pub use stdout::{
     _write_r, DrainPlan, MAX_STDOUT_RING_CAPACITY, RingError, RingHeader, RingWriter,
     STDOUT_RING_CAPACITY, STDOUT_RING_MAGIC, StdoutRing, flush_stdout, fsync, print_args,

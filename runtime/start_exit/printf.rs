@@ -465,6 +465,34 @@ pub unsafe extern "C" fn printf(format_string: *const core::ffi::c_char, mut arg
     format(text, &mut source, &mut super::write_stdout) as core::ffi::c_int
 }
 
+/// C ABI `int neuron_printf_packed(const char *format, const uint64_t *words, uint32_t
+/// count)`: `printf` with its arguments already in an array, one 64-bit word each
+/// (integers and pointers sign- or zero-extended, `float` and `double` as a double's
+/// bits). What C++ kernels' `printf` calls (`<stdio.h>` packs the arguments with a
+/// variadic template): a C variadic callee built by LLVM 22 for Xtensa reads its
+/// arguments one register late (docs/toolchain.md), a caller packing them does not
+/// depend on that. Missing words read as 0.
+///
+/// # Safety
+/// `format` is a NUL-terminated format string; `words` is valid for `count` words (or
+/// null with `count` 0); the words match the format, as `printf`'s arguments must.
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub unsafe extern "C" fn neuron_printf_packed(
+    format_string: *const core::ffi::c_char,
+    words: *const u64,
+    count: u32,
+) -> core::ffi::c_int {
+    let words = if words.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: valid for `count` words (contract).
+        unsafe { core::slice::from_raw_parts(words, count as usize) }
+    };
+    // SAFETY: NUL-terminated (contract).
+    let text = unsafe { core::ffi::CStr::from_ptr(format_string) }.to_bytes();
+    format(text, &mut words.iter(), &mut super::write_stdout) as core::ffi::c_int
+}
+
 /// C `int puts(const char *text)`: the text and a newline; returns a non-negative value.
 ///
 /// # Safety
@@ -535,6 +563,20 @@ mod tests {
         assert_eq!(printf("%f %F %f %+.1f", &[f(f64::NAN), f(f64::INFINITY), f(f64::NEG_INFINITY), f(0.75)]), "nan INF -inf +0.8");
         assert_eq!(printf("%010.3f|%-8.1f|", &[f(-3.5), f(2.0)]), "-00003.500|2.0     |");
         assert_eq!(printf("%.0e %g", &[f(1e300), f(1e-300)]), "1e+300 1e-300");
+    }
+
+    #[test]
+    fn packed_printf_formats_its_words() {
+        let ring = super::super::stdout_ring();
+        // SAFETY: the header is the ring's first field; this thread is its only user.
+        let before = unsafe { ring.as_ptr().cast::<super::super::RingHeader>().read() }.write_count;
+        let words = [6u64, 50, 0.25f64.to_bits()];
+        // SAFETY: a NUL-terminated format and three words that match it.
+        let n = unsafe { neuron_printf_packed(c"%d rows of %d: %.2f\n".as_ptr(), words.as_ptr(), 3) };
+        assert_eq!(n as usize, "6 rows of 50: 0.25\n".len());
+        // SAFETY: as above.
+        let after = unsafe { ring.as_ptr().cast::<super::super::RingHeader>().read() }.write_count;
+        assert_eq!((after - before) as usize, n as usize);
     }
 
     #[test]

@@ -1,0 +1,18 @@
+// Scalar arguments and the element-wise operations: int64_t and double arguments, as
+// the AWS documentation's kernels take them, and torch::mul / add / bitwise_and.
+#include <stdint.h>
+#include <torch/torch.h>
+
+// out = x * scale + offset
+torch::Tensor affine(const torch::Tensor& x, int64_t offset, double scale) {
+    torch::Tensor scaled = torch::mul(x, scale);
+    return torch::add(scaled, offset);
+}
+
+// out = (x & mask) - 1 over an int32 tensor, written into the output in place
+torch::Tensor mask_minus_one(const torch::Tensor& x, int64_t mask) {
+    torch::Tensor t_out = get_dst_tensor();
+    torch::bitwise_and_out(t_out, x, mask);
+    torch::sub_out(t_out, t_out, 1);
+    return t_out;
+}

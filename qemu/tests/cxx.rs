@@ -1,0 +1,330 @@
+//! C++ libraries written against the AWS torch API (`examples/cxx_*`): built by
+//! `cargo sim package`, their output shapes from their own shape functions on the
+//! host, run under QEMU and checked against host references; the misuse cases end their
+//! op with a named status and leave the next op unharmed; the build's bad inputs are
+//! refused with a message that says why; and a packaged library defines the runtime's
+//! whole C++ support.
+
+use neuroncustomop::start_exit::math::expf;
+use neuroncustomop::wrapper_api::{ArgTensor, Dtype, ScalarKind, Status};
+use neuroncustomop_sim::cxx::{self, Library, OutputShape, RUNTIME_SYMBOLS, ShapeArg};
+use neuroncustomop_sim::device::{self, Report};
+use neuroncustomop_sim::examples::Rng;
+use neuroncustomop_sim::job::{Job, Op};
+use neuroncustomop_sim::package::{self, Package, PackageError};
+use neuroncustomop_sim::toolchain::{self, Toolchain};
+use neuroncustomop_wire::job::OutputDump;
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Packaging writes `target/package/<name>`: one test at a time per library.
+static PACKAGING: Mutex<()> = Mutex::new(());
+
+fn packaged(name: &str) -> Package {
+    let _guard = PACKAGING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    package::package(name).unwrap_or_else(|e| panic!("packaging {name}: {e}"))
+}
+
+fn shape_driver(name: &str) -> PathBuf {
+    let tools = Toolchain::locate().expect("the toolchain");
+    let library = Library::open(&tools.repo.join("examples").join(name)).expect("a C++ library");
+    library.shape_driver_path(&tools)
+}
+
+/// One argument of an op on the device.
+#[derive(Clone)]
+enum Arg {
+    Tensor(Dtype, Vec<u32>, Vec<u8>),
+    Long(i64),
+    Double(f64),
+}
+
+impl Arg {
+    fn f32_tensor(shape: &[u32], values: &[f32]) -> Self {
+        Arg::Tensor(Dtype::Float32, shape.to_vec(), values.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+
+    fn for_shape(&self) -> ShapeArg {
+        match self {
+            Arg::Tensor(dtype, shape, _) => ShapeArg::Tensor(*dtype, shape.clone()),
+            Arg::Long(v) => ShapeArg::Long(*v),
+            Arg::Double(v) => ShapeArg::Double(*v),
+        }
+    }
+}
+
+/// Places bytes one after the other in the job's tensor area, 64-byte aligned.
+struct Placer {
+    next: u32,
+}
+
+impl Placer {
+    fn place(&mut self, job: &mut Job, mut bytes: Vec<u8>) -> (u64, u32) {
+        if bytes.is_empty() {
+            bytes.push(0);
+        }
+        let offset = self.next;
+        self.next = (offset + bytes.len() as u32).next_multiple_of(64);
+        job.place(offset, bytes)
+    }
+}
+
+/// Pushes op `function` with `args`; its output shape comes from the library's shape
+/// function. The output starts as 0xFF bytes, so unwritten elements show.
+fn push_op(job: &mut Job, placer: &mut Placer, package: &Package, driver: &PathBuf, function: &str, args: &[Arg]) -> OutputShape {
+    let shape_args: Vec<ShapeArg> = args.iter().map(Arg::for_shape).collect();
+    let output = cxx::output_shape(driver, function, &shape_args).unwrap_or_else(|e| panic!("shape of {function}: {e}"));
+    let mut inputs = Vec::new();
+    for arg in args {
+        let descriptor = match arg {
+            Arg::Tensor(dtype, shape, bytes) => {
+                let (framework, _) = placer.place(job, bytes.clone());
+                ArgTensor::hbm_tensor(*dtype, shape, framework).unwrap()
+            }
+            Arg::Long(v) => ArgTensor::hbm_scalar(ScalarKind::LongLong, placer.place(job, v.to_le_bytes().to_vec()).0),
+            // The wire carries a C float; the entry widens it to the kernel's double.
+            Arg::Double(v) => ArgTensor::hbm_scalar(ScalarKind::Float, placer.place(job, (*v as f32).to_le_bytes().to_vec()).0),
+        };
+        inputs.push(descriptor.to_bytes());
+    }
+    let dims: Vec<u32> = output.shape.iter().map(|&d| u32::from(d)).collect();
+    let len = dims.iter().product::<u32>() as usize * output.dtype.size();
+    let (framework, device) = placer.place(job, vec![0xFF; len]);
+    let descriptor = ArgTensor::hbm_tensor(output.dtype, &dims, framework).unwrap();
+    let id = package.function_id(function).unwrap_or_else(|| panic!("no kernel {function}"));
+    let op = Op { function: id, output: Some(descriptor.to_bytes()), inputs, dump: OutputDump { address: device, len: len as u32 } };
+    job.push(&op).unwrap();
+    output
+}
+
+/// Runs `ops` of library `name` as one job on `cores` cores.
+fn run(name: &str, cores: usize, ops: &[(&str, Vec<Arg>)]) -> (Report, Vec<OutputShape>) {
+    let package = packaged(name);
+    let driver = shape_driver(name);
+    let mut job = package.job(cores).unwrap();
+    let mut placer = Placer { next: 0 };
+    let shapes = ops.iter().map(|(function, args)| push_op(&mut job, &mut placer, &package, &driver, function, args)).collect();
+    let report = device::run(&package.images, &job).expect("QEMU runs");
+    assert!(report.done, "the loader did not finish:\n{}\n{}", report.outcome.stdout, report.outcome.stderr);
+    (report, shapes)
+}
+
+fn statuses(report: &Report, op: u32) -> Vec<String> {
+    report.cores.values().filter_map(|core| core.ops.get(op as usize)).map(|o| o.status.clone()).collect()
+}
+
+fn f32s(report: &Report, op: u32) -> Vec<f32> {
+    report.dumps[&op].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = Rng::new(seed);
+    (0..n).map(|_| rng.uniform(-8.0, 8.0)).collect()
+}
+
+fn relu(x: &[f32]) -> Vec<f32> {
+    x.iter().map(|v| v.max(0.0)).collect()
+}
+
+#[test]
+fn relu_forward_and_backward_with_element_accessors() {
+    let (x, grad) = (random(1000, 1), random(1000, 2));
+    let (report, shapes) = run(
+        "cxx_relu",
+        1,
+        &[("relu_forward", vec![Arg::f32_tensor(&[1000], &x)]), ("relu_backward", vec![Arg::f32_tensor(&[1000], &grad), Arg::f32_tensor(&[1000], &x)])],
+    );
+    assert_eq!(shapes[0], OutputShape { dtype: Dtype::Float32, shape: vec![1000] }, "from the shape function");
+    assert_eq!((statuses(&report, 0), statuses(&report, 1)), (vec!["0".to_string()], vec!["0".to_string()]));
+    assert_eq!(f32s(&report, 0), relu(&x));
+    let backward: Vec<f32> = grad.iter().zip(&x).map(|(g, v)| if *v > 0.0 { *g } else { 0.0 }).collect();
+    assert_eq!(f32s(&report, 1), backward);
+}
+
+#[test]
+fn relu_forward_with_the_tcm_accessor() {
+    // 3 x 1500 = 4500 elements: four 1024-element chunks and a partial one.
+    let x = random(4500, 3);
+    let (report, shapes) = run("cxx_relu_tcm", 1, &[("relu_forward", vec![Arg::f32_tensor(&[3, 1500], &x)])]);
+    assert_eq!(shapes[0].shape, [3, 1500]);
+    assert_eq!(statuses(&report, 0), ["0"]);
+    assert_eq!(f32s(&report, 0), relu(&x));
+}
+
+#[test]
+fn relu_forward_on_eight_cores_writes_the_output_through_get_dst_tensor() {
+    let x = random(10_001, 4);
+    let (report, _) = run("cxx_relu_multicore", 8, &[("relu_forward", vec![Arg::f32_tensor(&[10_001], &x)])]);
+    assert_eq!(statuses(&report, 0), vec!["0"; 8]);
+    assert_eq!(f32s(&report, 0), relu(&x));
+}
+
+#[test]
+fn stream_accessors_add_and_the_coherence_policy_decides() {
+    let (a, b) = (random(777, 5), random(777, 6));
+    let both = || vec![Arg::f32_tensor(&[777], &a), Arg::f32_tensor(&[777], &b)];
+    let (report, _) = run("cxx_stream", 1, &[("tensor_add", both()), ("copy_coherent", both()), ("copy_incoherent", both())]);
+    assert_eq!(statuses(&report, 0), ["0"]);
+    let sum: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    assert_eq!(f32s(&report, 0), sum);
+    assert_eq!(statuses(&report, 1), [format!("exit({})", Status::INCOHERENT_ACCESS.0)], "COHERENT refuses");
+    let printed = String::from_utf8_lossy(&report.core(0).stdout[&1].0).into_owned();
+    assert!(printed.contains("a read stream opened while a write stream on the tensor is open"), "{printed}");
+    assert_eq!(statuses(&report, 2), ["0"], "INCOHERENT_QUIET allows it");
+    assert_eq!(f32s(&report, 2), a);
+}
+
+#[test]
+fn int64_and_double_scalars_and_elementwise_operations() {
+    let x = random(500, 7);
+    let ints: Vec<i32> = (0..300).map(|i| i * 7 - 1000).collect();
+    let int_bytes = ints.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let (report, shapes) = run(
+        "cxx_scalars",
+        1,
+        &[
+            ("affine", vec![Arg::f32_tensor(&[500], &x), Arg::Long(-3), Arg::Double(0.25)]),
+            ("mask_minus_one", vec![Arg::Tensor(Dtype::Int32, vec![300], int_bytes), Arg::Long(0xF0)]),
+        ],
+    );
+    assert_eq!((statuses(&report, 0), statuses(&report, 1)), (vec!["0".to_string()], vec!["0".to_string()]));
+    let affine: Vec<f32> = x.iter().map(|v| v * 0.25 + -3.0).collect();
+    assert_eq!(f32s(&report, 0), affine);
+    assert_eq!(shapes[1].dtype, Dtype::Int32);
+    let masked: Vec<i32> = report.dumps[&1].chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    assert_eq!(masked, ints.iter().map(|v| (v & 0xF0) - 1).collect::<Vec<_>>());
+}
+
+#[test]
+fn softmax_with_a_zeros_scratch_row_and_expf() {
+    let (rows, cols) = (6usize, 50usize);
+    let x = random(rows * cols, 8);
+    let (report, _) = run("cxx_softmax", 1, &[("softmax", vec![Arg::f32_tensor(&[rows as u32, cols as u32], &x)])]);
+    assert_eq!(statuses(&report, 0), ["0"]);
+    // The same f32 operations in the same order, and the runtime's own expf: exact.
+    let mut expected = Vec::new();
+    for row in x.chunks(cols) {
+        let largest = row.iter().copied().fold(row[0], f32::max);
+        let e: Vec<f32> = row.iter().map(|v| expf(v - largest)).collect();
+        let sum = e.iter().fold(0.0f32, |s, v| s + v);
+        expected.extend(e.iter().map(|v| v / sum));
+    }
+    let got = f32s(&report, 0);
+    assert_eq!(got, expected);
+    let printed = String::from_utf8_lossy(&report.core(0).stdout[&0].0).into_owned();
+    assert_eq!(printed, format!("softmax: 6 rows of 50, row 0 starts {:.6}\n", expected[0]));
+}
+
+#[test]
+fn each_misuse_ends_its_op_with_a_named_status_and_the_next_op_runs() {
+    let x = random(64, 9);
+    let one = || vec![Arg::f32_tensor(&[64], &x)];
+    let ops = [
+        ("wrong_dtype", Status::DTYPE_MISMATCH),
+        ("wrong_rank", Status::RANK_MISMATCH),
+        ("failed_assert", Status::ASSERT_FAILED),
+        ("heap_exhausted", Status::OUT_OF_MEMORY),
+        ("bitwise_on_floats", Status::UNSUPPORTED_DTYPE),
+    ];
+    let mut job_ops: Vec<(&str, Vec<Arg>)> = Vec::new();
+    for (function, _) in ops {
+        job_ops.push((function, one()));
+        job_ops.push(("cxx_runtime", vec![Arg::f32_tensor(&[1], &[3.0])]));
+    }
+    job_ops.push(("wrong_return_shape", one()));
+    job_ops.push(("tcm_past_pool", one()));
+    let (report, _) = run("cxx_misuse", 1, &job_ops);
+    for (index, (function, status)) in ops.iter().enumerate() {
+        let op = 2 * index as u32;
+        assert_eq!(statuses(&report, op), [format!("exit({})", status.0)], "{function}");
+        assert_eq!(statuses(&report, op + 1), ["0"], "the op after {function}");
+        assert_eq!(f32s(&report, op + 1), [9.0, 1.0, 10.0], "new/delete, a guarded static, a virtual call");
+    }
+    let assert_line = String::from_utf8_lossy(&report.core(0).stdout[&4].0).into_owned();
+    assert!(assert_line.starts_with("assertion failed: t_in.numel() == 0 at "), "{assert_line}");
+    assert!(assert_line.contains("misuse.cpp:20 (failed_assert)"), "{assert_line}");
+    let returned = ops.len() as u32 * 2;
+    assert_eq!(statuses(&report, returned), [Status::SHAPE_MISMATCH.0.to_string()], "the returned tensor is checked");
+    assert_eq!(statuses(&report, returned + 1), ["0"]);
+    assert_eq!(f32s(&report, returned + 1)[..2], [1.0, 1.0], "tcm_malloc past the 16 KiB pool is null; within it, not");
+}
+
+/// A library folder under `target/cxx-tests/` with the given sources.
+fn scratch_library(name: &str, compute: &str, shape: &str) -> Library {
+    let dir = toolchain::repo_root().join("target/cxx-tests").join(name);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("kernel.cpp"), compute).unwrap();
+    fs::write(dir.join("shape.cpp"), shape).unwrap();
+    fs::write(dir.join(cxx::MANIFEST), r#"{"compute_srcs": ["kernel.cpp"], "shape_srcs": ["shape.cpp"]}"#).unwrap();
+    Library::open(&dir).unwrap()
+}
+
+const COMPUTE: &str = "#include <torch/torch.h>\ntorch::Tensor k(const torch::Tensor& t) { return t; }\n";
+
+fn build_error(library: &Library) -> String {
+    let tools = Toolchain::locate().unwrap();
+    match cxx::build_images(&tools, library) {
+        Err(PackageError::CBuild(message)) => message,
+        other => panic!("the build should fail: {other:?}"),
+    }
+}
+
+#[test]
+fn more_than_ten_functions_is_a_build_error_that_says_so() {
+    let defs: String = (0..11).map(|i| format!("    m.def(\"op{i}\", &s, \"k\");\n")).collect();
+    let shape = format!(
+        "#include <torch/torch.h>\n#include \"torchneuron/register.h\"\ntorch::Tensor s(torch::Tensor t) {{ return t; }}\nNEURON_LIBRARY(big, m) {{\n{defs}}}\n"
+    );
+    let error = build_error(&scratch_library("eleven", COMPUTE, &shape));
+    assert!(error.contains("NEURON_LIBRARY(big) registers 11 functions: a library has at most 10"), "{error}");
+}
+
+#[test]
+fn an_unsupported_argument_type_is_a_compile_error_naming_it() {
+    let compute = "#include <torch/torch.h>\ntorch::Tensor k(const torch::Tensor& t, const char* name) { return t; }\n";
+    let shape = "#include <torch/torch.h>\n#include \"torchneuron/register.h\"\n\
+                 torch::Tensor s(torch::Tensor t, int64_t n) { return t; }\nNEURON_LIBRARY(lib, m) { m.def(\"op\", &s, \"k\"); }\n";
+    let error = build_error(&scratch_library("char_pointer", compute, shape));
+    assert!(error.contains("op op: argument 2 of k is of a type the kernel entry cannot pull"), "{error}");
+}
+
+#[test]
+fn bad_shape_functions_give_clear_errors() {
+    let shape = "#include <stdexcept>\n#include <torch/torch.h>\n#include \"torchneuron/register.h\"\n\
+        torch::Tensor throws(torch::Tensor t) { throw std::runtime_error(\"no shape for you\"); }\n\
+        torch::Tensor nine(torch::Tensor t) { return torch::zeros({1, 1, 1, 1, 1, 1, 1, 1, 1}, torch::kFloat); }\n\
+        torch::Tensor wide(torch::Tensor t) { return torch::zeros({70000}, torch::kFloat); }\n\
+        torch::Tensor fine(torch::Tensor t) { return torch::zeros({t.size(0), 2}, torch::kInt); }\n\
+        NEURON_LIBRARY(lib, m) { m.def(\"throws\", &throws, \"k\"); m.def(\"nine\", &nine, \"k\");\n\
+        m.def(\"wide\", &wide, \"k\"); m.def(\"fine\", &fine, \"k\"); }\n";
+    let library = scratch_library("bad_shapes", COMPUTE, shape);
+    let tools = Toolchain::locate().unwrap();
+    let driver = library.shape_driver(&tools).unwrap();
+    let input = [ShapeArg::Tensor(Dtype::Float32, vec![5])];
+    let error = |op: &str| cxx::output_shape(&driver, op, &input).unwrap_err();
+    assert!(error("throws").contains("the shape function of throws failed: no shape for you"), "{}", error("throws"));
+    assert!(error("nine").contains("more than 8 dimensions"), "{}", error("nine"));
+    assert!(error("wide").contains("larger than 65535"), "{}", error("wide"));
+    assert_eq!(cxx::output_shape(&driver, "fine", &input), Ok(OutputShape { dtype: Dtype::Int32, shape: vec![5, 2] }));
+    assert!(cxx::output_shape(&driver, "fine", &[ShapeArg::Long(1)]).unwrap_err().contains("takes a tensor"));
+}
+
+#[test]
+fn a_packaged_library_defines_the_whole_cxx_runtime() {
+    let package = packaged("cxx_relu");
+    let output = Command::new("xtensa-lx106-elf-nm").arg(&package.images.cores[0]).output().expect("nm runs");
+    assert!(output.status.success());
+    let listing = String::from_utf8_lossy(&output.stdout);
+    let defined: Vec<&str> = listing
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let (_address, kind, name) = (words.next()?, words.next()?, words.next()?);
+            (kind != "U" && kind != "w").then_some(name)
+        })
+        .collect();
+    let missing: Vec<&&str> = RUNTIME_SYMBOLS.iter().filter(|symbol| !defined.contains(symbol)).collect();
+    assert!(missing.is_empty(), "not defined in {}: {missing:?}", package.images.cores[0].display());
+}
