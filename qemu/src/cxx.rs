@@ -27,9 +27,9 @@
 //! [`output_shape`] asks the shape driver for an op's output shape and dtype, which is
 //! how the real flow gets them; the simulator needs no output-shape flag for C++ ops.
 
-use crate::images::{CORES, Images};
+use crate::images::Images;
 use crate::package::{self, PackageError};
-use crate::toolchain::{self, Toolchain};
+use crate::toolchain::Toolchain;
 use neuroncustomop::wrapper_api::Dtype;
 use serde::Deserialize;
 use std::fmt::Write as _;
@@ -503,31 +503,27 @@ pub fn build_images(tools: &Toolchain, library: &Library) -> Result<Images, Pack
     let unit = work.join("entries.cpp");
     fs::write(&unit, generated_unit(library, &registration))?;
     let features = package::target_features(tools)?;
-    let assembly = work.join("entries.s");
-    let mut clang = Command::new(CLANGXX);
-    clang
-        .args(["--target=xtensa-none-elf", "-std=c++17", "-Os", "-g", "-Wall", "-Wno-unused-parameter"])
-        .args(["-ffreestanding", "-nostdlibinc", "-fno-exceptions", "-fno-rtti"])
-        .args(["-ffunction-sections", "-fdata-sections", "-fomit-frame-pointer", "-S", "-I"])
-        .arg(tools.repo.join("runtime/include/libc"))
-        .arg("-I")
-        .arg(tools.repo.join("runtime/include"))
-        .arg("-I")
-        .arg(&library.dir)
-        .args(&library.manifest.extra_cflags);
-    for feature in &features {
-        clang.args(["-Xclang", "-target-feature", "-Xclang", feature]);
-    }
-    compile(clang.arg(&unit).arg("-o").arg(&assembly), "the compute sources")?;
-    let object = work.join("entries.o");
-    compile(
-        Command::new(toolchain::LLVM_MC)
-            .args(["-triple=xtensa-none-elf", &format!("-mattr={}", features.join(",")), "-filetype=obj"])
-            .arg(&assembly)
-            .arg("-o")
-            .arg(&object),
-        "assembling the compute sources",
-    )?;
+    let (assembly, object) = (work.join("entries.s"), work.join("entries.o"));
+    let clang = |features: &[String]| {
+        let mut clang = Command::new(CLANGXX);
+        clang
+            .args(["--target=xtensa-none-elf", "-std=c++17", "-Os", "-g", "-Wall", "-Wno-unused-parameter"])
+            .args(["-ffreestanding", "-nostdlibinc", "-fno-exceptions", "-fno-rtti"])
+            // -fomit-frame-pointer: as for C (llvm-mc 22 cannot parse `.cfi_def_cfa a7`).
+            .args(["-ffunction-sections", "-fdata-sections", "-fomit-frame-pointer", "-S", "-I"])
+            .arg(tools.repo.join("runtime/include/libc"))
+            .arg("-I")
+            .arg(tools.repo.join("runtime/include"))
+            .arg("-I")
+            .arg(&library.dir)
+            .args(&library.manifest.extra_cflags);
+        for feature in features {
+            clang.args(["-Xclang", "-target-feature", "-Xclang", feature]);
+        }
+        clang.arg(&unit).arg("-o").arg(&assembly);
+        clang
+    };
+    package::compile_to_object(clang, &unit, &assembly, &object, &features)?;
     let keep: Vec<String> = RUNTIME_SYMBOLS.iter().map(|symbol| format!("--undefined={symbol}")).collect();
     package::link_images(tools, &library.name, &work, &[object], &keep)
 }
@@ -544,11 +540,6 @@ fn compile(command: &mut Command, what: &str) -> Result<(), PackageError> {
             String::from_utf8_lossy(&output.stderr).trim_end()
         )))
     }
-}
-
-/// How many cores an op of `library` runs on: 8 with `multicore`, else 1.
-pub fn cores(library: &Library) -> usize {
-    if library.manifest.multicore { CORES } else { 1 }
 }
 
 #[cfg(test)]

@@ -483,9 +483,24 @@ fn compile_c(tools: &Toolchain, source: &Path, work: &Path, features: &[String])
         clang.arg(source).arg("-o").arg(&assembly);
         clang
     };
-    let first = clang(features)
-        .output()
-        .map_err(|e| PackageError::CBuild(format!("cannot run {CLANG}: {e}")))?;
+    compile_to_object(clang, source, &assembly, &object, features)?;
+    Ok(object)
+}
+
+/// Compiles `source` to `assembly` with the compiler `compiler(features)` makes (C or
+/// C++), then assembles it into `object` with llvm-mc. A file whose float code LLVM 22
+/// cannot compile for the FPU is compiled again without `+fp`, with a warning. A
+/// failure's error carries the compiler's diagnostics; a success's warnings go to stderr.
+pub(crate) fn compile_to_object(
+    compiler: impl Fn(&[String]) -> Command,
+    source: &Path,
+    assembly: &Path,
+    object: &Path,
+    features: &[String],
+) -> Result<(), PackageError> {
+    let mut first = compiler(features);
+    let program = first.get_program().to_string_lossy().into_owned();
+    let first = first.output().map_err(|e| PackageError::CBuild(format!("cannot run {program}: {e}")))?;
     let diagnostics = String::from_utf8_lossy(&first.stderr);
     if !first.status.success() && diagnostics.contains("Cannot select") && features.iter().any(|f| f == "+fp") {
         eprintln!(
@@ -495,19 +510,23 @@ fn compile_c(tools: &Toolchain, source: &Path, work: &Path, features: &[String])
             source.display()
         );
         let soft: Vec<String> = features.iter().filter(|f| *f != "+fp").cloned().collect();
-        run(&mut clang(&soft))?;
+        run(&mut compiler(&soft))?;
     } else {
-        eprint!("{diagnostics}");
         if !first.status.success() {
-            return Err(PackageError::CBuild(format!("{CLANG} failed on {} ({})", source.display(), first.status)));
+            return Err(PackageError::CBuild(format!(
+                "{program} failed on {} ({}):\n{}",
+                source.display(),
+                first.status,
+                diagnostics.trim_end()
+            )));
         }
+        eprint!("{diagnostics}");
     }
     run(Command::new(toolchain::LLVM_MC)
         .args(["-triple=xtensa-none-elf", &format!("-mattr={}", features.join(",")), "-filetype=obj"])
-        .arg(&assembly)
+        .arg(assembly)
         .arg("-o")
-        .arg(&object))?;
-    Ok(object)
+        .arg(object))
 }
 
 /// Runs a build step; its diagnostics go to stderr.

@@ -1237,6 +1237,8 @@ inline Tensor bitwise_not(const Tensor &self) {
     Tensor result = torchneuron::empty_like(self);
     return bitwise_not_out(result, self);
 }
+/* The form the AWS reference lists: the same as bitwise_not_out. */
+inline Tensor bitwise_not(Tensor &result, const Tensor &self) { return bitwise_not_out(result, self); }
 #endif /* !TORCHNEURON_HOST */
 
 namespace neuron {
