@@ -14,17 +14,20 @@ use neuroncustomop_sim::job::{Job, Op};
 use neuroncustomop_sim::package::{self, Package, PackageError};
 use neuroncustomop_sim::toolchain::{self, Toolchain};
 use neuroncustomop_wire::job::OutputDump;
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
-/// Packaging writes `target/package/<name>`: one test at a time per library.
-static PACKAGING: Mutex<()> = Mutex::new(());
-
+/// Packages `name` once per test binary.
 fn packaged(name: &str) -> Package {
-    let _guard = PACKAGING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    package::package(name).unwrap_or_else(|e| panic!("packaging {name}: {e}"))
+    static PACKAGED: Mutex<BTreeMap<String, Package>> = Mutex::new(BTreeMap::new());
+    let mut packaged = PACKAGED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    packaged
+        .entry(name.to_string())
+        .or_insert_with(|| package::package(name).unwrap_or_else(|e| panic!("packaging {name}: {e}")))
+        .clone()
 }
 
 fn shape_driver(name: &str) -> PathBuf {
@@ -328,3 +331,4 @@ fn a_packaged_library_defines_the_whole_cxx_runtime() {
     let missing: Vec<&&str> = RUNTIME_SYMBOLS.iter().filter(|symbol| !defined.contains(symbol)).collect();
     assert!(missing.is_empty(), "not defined in {}: {missing:?}", package.images.cores[0].display());
 }
+
