@@ -104,9 +104,15 @@ fn push_op(job: &mut Job, placer: &mut Placer, package: &Package, driver: &PathB
 
 /// Runs `ops` of library `name` as one job on `cores` cores.
 fn run(name: &str, cores: usize, ops: &[(&str, Vec<Arg>)]) -> (Report, Vec<OutputShape>) {
+    run_configured(name, cores, ops, |_| ())
+}
+
+/// [`run`], with `configure` applied to the job first.
+fn run_configured(name: &str, cores: usize, ops: &[(&str, Vec<Arg>)], configure: impl FnOnce(&mut Job)) -> (Report, Vec<OutputShape>) {
     let package = packaged(name);
     let driver = shape_driver(name);
     let mut job = package.job(cores).unwrap();
+    configure(&mut job);
     let mut placer = Placer { next: 0 };
     let shapes = ops.iter().map(|(function, args)| push_op(&mut job, &mut placer, &package, &driver, function, args)).collect();
     let report = device::run(&package.images, &job).expect("QEMU runs");
@@ -218,6 +224,23 @@ fn softmax_with_a_zeros_scratch_row_and_expf() {
     assert_eq!(got, expected);
     let printed = String::from_utf8_lossy(&report.core(0).stdout[&0].0).into_owned();
     assert_eq!(printed, format!("softmax: 6 rows of 50, row 0 starts {:.6}\n", expected[0]));
+}
+
+#[test]
+fn printf_honours_the_ring_size_the_host_sets() {
+    let x = random(4 * 5, 13);
+    let op = || ("softmax", vec![Arg::f32_tensor(&[4, 5], &x)]);
+    let (full, _) = run("cxx_softmax", 1, &[op()]);
+    let (line, lost) = full.core(0).stdout[&0].clone();
+    assert_eq!(lost, 0);
+    assert!(line.len() > 32, "{}", String::from_utf8_lossy(&line));
+    let (small, _) = run_configured("cxx_softmax", 1, &[op()], |job| job.header.stdout_queue_bytes = 32);
+    let (kept, lost) = small.core(0).stdout[&0].clone();
+    assert_eq!((kept.as_slice(), lost as usize), (&line[line.len() - 32..], line.len() - 32), "the newest 32 bytes");
+    let (silent, _) = run_configured("cxx_softmax", 1, &[op()], |job| job.header.stdout_queue_bytes = 0);
+    assert!(silent.core(0).stdout.get(&0).is_none_or(|(bytes, lost)| bytes.is_empty() && *lost == 0), "0 disables printf");
+    assert_eq!(statuses(&silent, 0), ["0"]);
+    assert_eq!(f32s(&silent, 0), f32s(&full, 0));
 }
 
 #[test]

@@ -62,6 +62,6 @@ pub use printf::printf;
 pub use printf::{ArgKind, ArgSource, format, neuron_printf_packed, putchar, puts};
 pub use stdout::{
     _write_r, DrainPlan, MAX_STDOUT_RING_CAPACITY, RingError, RingHeader, RingWriter,
-    STDOUT_RING_CAPACITY, STDOUT_RING_MAGIC, StdoutRing, flush_stdout, fsync, print_args,
+    STDOUT_RING_CAPACITY, STDOUT_RING_MAGIC, STDOUT_RING_STORAGE, StdoutRing, flush_stdout, fsync, print_args,
     stdout_ring, write, write_fd, write_stdout,
 };
