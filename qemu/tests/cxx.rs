@@ -355,3 +355,36 @@ fn a_packaged_library_defines_the_whole_cxx_runtime() {
     assert!(missing.is_empty(), "not defined in {}: {missing:?}", package.images.cores[0].display());
 }
 
+
+#[test]
+fn the_headers_status_values_are_the_runtimes() {
+    let pins = [
+        ("STATUS_DTYPE_MISMATCH", Status::DTYPE_MISMATCH),
+        ("STATUS_OUT_OF_BOUNDS", Status::OUT_OF_BOUNDS),
+        ("STATUS_TCM_EXHAUSTED", Status::TCM_EXHAUSTED),
+        ("STATUS_OUT_OF_MEMORY", Status::OUT_OF_MEMORY),
+        ("STATUS_RANK_MISMATCH", Status::RANK_MISMATCH),
+        ("STATUS_SHAPE_MISMATCH", Status::SHAPE_MISMATCH),
+        ("STATUS_UNSUPPORTED_DTYPE", Status::UNSUPPORTED_DTYPE),
+        ("STATUS_INCOHERENT_ACCESS", Status::INCOHERENT_ACCESS),
+    ];
+    let checks: String = pins
+        .iter()
+        .map(|(name, status)| format!("static_assert(torchneuron::{name} == {}, \"{name}\");\n", status.0))
+        .collect();
+    let compiles = |source: &str| {
+        let dir = toolchain::repo_root().join("target/cxx-tests");
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("status_pins.cpp");
+        fs::write(&file, format!("#include <torch/torch.h>\n{source}")).unwrap();
+        Command::new(cxx::HOST_CXX)
+            .args(["-std=c++17", "-fsyntax-only", "-DTORCHNEURON_HOST", "-I"])
+            .arg(toolchain::repo_root().join("runtime/include"))
+            .arg(&file)
+            .status()
+            .expect("g++ runs")
+            .success()
+    };
+    assert!(compiles(&checks));
+    assert!(!compiles("static_assert(torchneuron::STATUS_RANK_MISMATCH == 0x61, \"wrong\");\n"), "the pins are live");
+}
