@@ -16,3 +16,14 @@ torch::Tensor mask_minus_one(const torch::Tensor& x, int64_t mask) {
     torch::sub_out(t_out, t_out, 1);
     return t_out;
 }
+
+// out = x * factor + count, with C int and float arguments
+torch::Tensor scale_add(const torch::Tensor& x, int count, float factor) {
+    torch::Tensor t_out = torch::empty(x.sizes(), torch::kFloat);
+    auto in = x.accessor<float, 1>();
+    auto out = t_out.accessor<float, 1>();
+    for (int64_t i = 0; i < x.numel(); i++) {
+        out[i] = in[i] * factor + count;
+    }
+    return t_out;
+}

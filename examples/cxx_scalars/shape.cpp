@@ -11,7 +11,12 @@ torch::Tensor mask_shape(torch::Tensor x, int64_t mask) {
     return torch::empty(x.sizes(), torch::kInt);
 }
 
+torch::Tensor scale_add_shape(torch::Tensor x, int count, float factor) {
+    return torch::empty(x.sizes(), torch::kFloat);
+}
+
 NEURON_LIBRARY(scalar_ops, m) {
     m.def("affine", &affine_shape, "affine");
     m.def("mask_minus_one", &mask_shape, "mask_minus_one");
+    m.def("scale_add", &scale_add_shape, "scale_add");
 }

@@ -16,7 +16,7 @@ use neuroncustomop_sim::toolchain::{self, Toolchain};
 use neuroncustomop_wire::job::OutputDump;
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -40,7 +40,9 @@ fn shape_driver(name: &str) -> PathBuf {
 #[derive(Clone)]
 enum Arg {
     Tensor(Dtype, Vec<u32>, Vec<u8>),
+    Int(i32),
     Long(i64),
+    Float(f32),
     Double(f64),
 }
 
@@ -52,7 +54,9 @@ impl Arg {
     fn for_shape(&self) -> ShapeArg {
         match self {
             Arg::Tensor(dtype, shape, _) => ShapeArg::Tensor(*dtype, shape.clone()),
+            Arg::Int(v) => ShapeArg::Int(*v),
             Arg::Long(v) => ShapeArg::Long(*v),
+            Arg::Float(v) => ShapeArg::Float(*v),
             Arg::Double(v) => ShapeArg::Double(*v),
         }
     }
@@ -76,7 +80,7 @@ impl Placer {
 
 /// Pushes op `function` with `args`; its output shape comes from the library's shape
 /// function. The output starts as 0xFF bytes, so unwritten elements show.
-fn push_op(job: &mut Job, placer: &mut Placer, package: &Package, driver: &PathBuf, function: &str, args: &[Arg]) -> OutputShape {
+fn push_op(job: &mut Job, placer: &mut Placer, package: &Package, driver: &Path, function: &str, args: &[Arg]) -> OutputShape {
     let shape_args: Vec<ShapeArg> = args.iter().map(Arg::for_shape).collect();
     let output = cxx::output_shape(driver, function, &shape_args).unwrap_or_else(|e| panic!("shape of {function}: {e}"));
     let mut inputs = Vec::new();
@@ -86,7 +90,9 @@ fn push_op(job: &mut Job, placer: &mut Placer, package: &Package, driver: &PathB
                 let (framework, _) = placer.place(job, bytes.clone());
                 ArgTensor::hbm_tensor(*dtype, shape, framework).unwrap()
             }
+            Arg::Int(v) => ArgTensor::hbm_scalar(ScalarKind::Int, placer.place(job, v.to_le_bytes().to_vec()).0),
             Arg::Long(v) => ArgTensor::hbm_scalar(ScalarKind::LongLong, placer.place(job, v.to_le_bytes().to_vec()).0),
+            Arg::Float(v) => ArgTensor::hbm_scalar(ScalarKind::Float, placer.place(job, v.to_le_bytes().to_vec()).0),
             // The wire carries a C float; the entry widens it to the kernel's double.
             Arg::Double(v) => ArgTensor::hbm_scalar(ScalarKind::Float, placer.place(job, (*v as f32).to_le_bytes().to_vec()).0),
         };
@@ -183,6 +189,14 @@ fn stream_accessors_add_and_the_coherence_policy_decides() {
     assert!(printed.contains("a read stream opened while a write stream on the tensor is open"), "{printed}");
     assert_eq!(statuses(&report, 2), ["0"], "INCOHERENT_QUIET allows it");
     assert_eq!(f32s(&report, 2), a);
+}
+
+#[test]
+fn int_and_float_scalars() {
+    let x = random(300, 14);
+    let (report, _) = run("cxx_scalars", 1, &[("scale_add", vec![Arg::f32_tensor(&[300], &x), Arg::Int(-7), Arg::Float(1.5)])]);
+    assert_eq!(statuses(&report, 0), ["0"]);
+    assert_eq!(f32s(&report, 0), x.iter().map(|v| v * 1.5 + -7.0).collect::<Vec<_>>());
 }
 
 #[test]
