@@ -27,3 +27,17 @@ torch::Tensor scale_add(const torch::Tensor& x, int count, float factor) {
     }
     return t_out;
 }
+
+// x rounded to half precision (nearest, ties to even), through torch::mul_out
+torch::Tensor to_half(const torch::Tensor& x) {
+    torch::Tensor h = torch::empty(x.sizes(), torch::kHalf);
+    torch::mul_out(h, x, 1);
+    return h;
+}
+
+// x rounded to bfloat16, through torch::add_out
+torch::Tensor to_bfloat16(const torch::Tensor& x) {
+    torch::Tensor b = torch::empty(x.sizes(), torch::kBFloat16);
+    torch::add_out(b, x, 0);
+    return b;
+}

@@ -6,7 +6,7 @@
 //! whole C++ support.
 
 use neuroncustomop::start_exit::math::expf;
-use neuroncustomop::wrapper_api::{ArgTensor, Dtype, ScalarKind, Status};
+use neuroncustomop::wrapper_api::{ArgTensor, Bf16, Dtype, F16, ScalarKind, Status};
 use neuroncustomop_sim::cxx::{self, Library, OutputShape, RUNTIME_SYMBOLS, ShapeArg};
 use neuroncustomop_sim::device::{self, Report};
 use neuroncustomop_sim::examples::Rng;
@@ -197,6 +197,21 @@ fn int_and_float_scalars() {
     let (report, _) = run("cxx_scalars", 1, &[("scale_add", vec![Arg::f32_tensor(&[300], &x), Arg::Int(-7), Arg::Float(1.5)])]);
     assert_eq!(statuses(&report, 0), ["0"]);
     assert_eq!(f32s(&report, 0), x.iter().map(|v| v * 1.5 + -7.0).collect::<Vec<_>>());
+}
+
+#[test]
+fn half_and_bfloat16_tensors_round_as_the_runtime_does() {
+    // Normal values, ties, half subnormals, values past the largest finite half.
+    let mut x = random(200, 15);
+    x.extend([0.0, -0.0, 1.0 + 1.0 / 2048.0, 1.0 + 3.0 / 2048.0, 6.0e-8, -3.0e-5, 65504.0, 65519.0, 65520.0, -1.0e6, 1.0e-40]);
+    let n = x.len() as u32;
+    let (report, shapes) = run("cxx_scalars", 1, &[("to_half", vec![Arg::f32_tensor(&[n], &x)]), ("to_bfloat16", vec![Arg::f32_tensor(&[n], &x)])]);
+    assert_eq!((shapes[0].dtype, shapes[1].dtype), (Dtype::Float16, Dtype::Bfloat16));
+    assert_eq!((statuses(&report, 0), statuses(&report, 1)), (vec!["0".to_string()], vec!["0".to_string()]));
+    let u16s = |op: u32| report.dumps[&op].chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect::<Vec<_>>();
+    assert_eq!(u16s(0), x.iter().map(|&v| F16::from_f32(v).to_bits()).collect::<Vec<_>>());
+    // add_out computes x + 1 * 0 in float first: -0.0 becomes +0.0, as IEEE adds.
+    assert_eq!(u16s(1), x.iter().map(|&v| Bf16::from_f32(v + 0.0).to_bits()).collect::<Vec<_>>());
 }
 
 #[test]
