@@ -507,7 +507,9 @@ pub fn build_images(tools: &Toolchain, library: &Library) -> Result<Images, Pack
     let clang = |features: &[String]| {
         let mut clang = Command::new(CLANGXX);
         clang
-            .args(["--target=xtensa-none-elf", "-std=c++17", "-Os", "-g", "-Wall", "-Wno-unused-parameter"])
+            // DWARF 4: clang 22's DWARF 5 line table for C++ names an artificial "<stdin>"
+            // file without the MD5 the others have, and llvm-mc warns about it.
+            .args(["--target=xtensa-none-elf", "-std=c++17", "-Os", "-gdwarf-4", "-Wall", "-Wno-unused-parameter"])
             .args(["-ffreestanding", "-nostdlibinc", "-fno-exceptions", "-fno-rtti"])
             // -fomit-frame-pointer: as for C (llvm-mc 22 cannot parse `.cfi_def_cfa a7`).
             .args(["-ffunction-sections", "-fdata-sections", "-fomit-frame-pointer", "-S", "-I"])

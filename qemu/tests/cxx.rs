@@ -401,19 +401,33 @@ fn the_headers_status_values_are_the_runtimes() {
         .iter()
         .map(|(name, status)| format!("static_assert(torchneuron::{name} == {}, \"{name}\");\n", status.0))
         .collect();
-    let compiles = |source: &str| {
-        let dir = toolchain::repo_root().join("target/cxx-tests");
-        fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("status_pins.cpp");
-        fs::write(&file, format!("#include <torch/torch.h>\n{source}")).unwrap();
-        Command::new(cxx::HOST_CXX)
-            .args(["-std=c++17", "-fsyntax-only", "-DTORCHNEURON_HOST", "-I"])
-            .arg(toolchain::repo_root().join("runtime/include"))
-            .arg(&file)
-            .status()
-            .expect("g++ runs")
-            .success()
-    };
-    assert!(compiles(&checks));
-    assert!(!compiles("static_assert(torchneuron::STATUS_RANK_MISMATCH == 0x61, \"wrong\");\n"), "the pins are live");
+    assert!(compiles("status_pins", &checks));
+    assert!(!compiles("status_pins", "static_assert(torchneuron::STATUS_RANK_MISMATCH == 0x61, \"wrong\");\n"), "the pins are live");
+}
+
+/// Whether `source`, after `<torch/torch.h>`, compiles (host form of the header).
+fn compiles(name: &str, source: &str) -> bool {
+    let dir = toolchain::repo_root().join("target/cxx-tests");
+    fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{name}.cpp"));
+    fs::write(&file, format!("#include <torch/torch.h>\n{source}")).unwrap();
+    Command::new(cxx::HOST_CXX)
+        .args(["-std=c++17", "-fsyntax-only", "-DTORCHNEURON_HOST", "-I"])
+        .arg(toolchain::repo_root().join("runtime/include"))
+        .arg(&file)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("g++ runs")
+        .success()
+}
+
+#[test]
+fn accessors_of_a_const_tensor_are_read_only() {
+    let kernel = |body: &str| format!("void k(const torch::Tensor& in, torch::Tensor& out, float* tcm) {{ {body} }}\n");
+    assert!(compiles("const_ok", &kernel("auto a = in.accessor<float, 1>(); auto b = out.accessor<float, 1>(); b[0] = a[0]; \
+         in.tcm_accessor().tensor_to_tcm<float>(tcm, 0, 1); out.tcm_accessor().tcm_to_tensor<float>(tcm, 0, 1); \
+         auto r = in.read_stream_accessor<float>(); auto w = out.write_stream_accessor<float>(); w.write(r.read());")));
+    assert!(!compiles("const_element", &kernel("auto a = in.accessor<float, 1>(); a[0] = 1.0f;")));
+    assert!(!compiles("const_tcm", &kernel("in.tcm_accessor().tcm_to_tensor<float>(tcm, 0, 1);")));
+    assert!(!compiles("const_stream", &kernel("auto w = in.write_stream_accessor<float>();")));
 }
