@@ -41,3 +41,23 @@ torch::Tensor to_bfloat16(const torch::Tensor& x) {
     torch::add_out(b, x, 0);
     return b;
 }
+
+// The sum of 65,536 elements taken cyclically from x, staged in a 256 KiB array on the
+// stack, which -DSTACK_SIZE places in HBM; and where that array is (its 4 KiB page).
+torch::Tensor stack_sum(const torch::Tensor& x) {
+    volatile float scratch[65536];
+    int64_t n = x.numel();
+    auto in = x.accessor<float, 1>();
+    for (int64_t i = 0; i < 65536; i++) {
+        scratch[i] = in[i % n];
+    }
+    float sum = 0.0f;
+    for (int64_t i = 0; i < 65536; i++) {
+        sum += scratch[i];
+    }
+    torch::Tensor t_out = torch::empty({2}, torch::kFloat);
+    auto out = t_out.accessor<float, 1>();
+    out[0] = sum;
+    out[1] = float(uintptr_t(&scratch[0]) >> 12);
+    return t_out;
+}

@@ -215,6 +215,20 @@ fn half_and_bfloat16_tensors_round_as_the_runtime_does() {
 }
 
 #[test]
+fn a_kernel_with_a_256_kib_stack_frame_runs_on_the_stack_size_it_asked_for() {
+    let x = random(1000, 16);
+    let (report, _) = run("cxx_scalars", 1, &[("stack_sum", vec![Arg::f32_tensor(&[1000], &x)])]);
+    assert_eq!(statuses(&report, 0), ["0"]);
+    let sum = (0..65_536).fold(0.0f32, |sum, i| sum + x[i % x.len()]);
+    let [got, page] = f32s(&report, 0)[..] else { panic!("two floats") };
+    assert_eq!(got, sum);
+    // Core 0's HBM scratch, where the runtime takes the stack from: 0x6A000000 + 8 MiB
+    // (docs/simulation.md, the memory map).
+    let address = (page as u32) << 12;
+    assert!((0x6A00_0000..0x6A80_0000).contains(&address), "the array is at {address:#x}, not on the HBM stack");
+}
+
+#[test]
 fn int64_and_double_scalars_and_elementwise_operations() {
     let x = random(500, 7);
     let ints: Vec<i32> = (0..300).map(|i| i * 7 - 1000).collect();
