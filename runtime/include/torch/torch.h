@@ -505,6 +505,41 @@ inline void incoherent(const TensorImpl *impl, const char *what) {
     }
 }
 
+/* Tensor objects come from a per-core pool of kImplPool before the heap: a kernel
+ * holds a handful at a time, and a pool slot costs a few instructions where a heap
+ * block costs hundreds (docs/PERFORMANCE.md, "C++ kernels"). */
+constexpr size_t kImplPool = 16;
+
+struct ImplPool {
+    TensorImpl slots[kImplPool];
+    bool used[kImplPool];
+};
+
+inline ImplPool &impl_pool() {
+    static ImplPool pool;
+    return pool;
+}
+
+inline TensorImpl *allocate_impl() {
+    ImplPool &pool = impl_pool();
+    for (size_t i = 0; i < kImplPool; i++) {
+        if (!pool.used[i]) {
+            pool.used[i] = true;
+            return &pool.slots[i];
+        }
+    }
+    return static_cast<TensorImpl *>(allocate(sizeof(TensorImpl)));
+}
+
+inline void release_impl(TensorImpl *impl) {
+    ImplPool &pool = impl_pool();
+    if (impl >= pool.slots && impl < pool.slots + kImplPool) {
+        pool.used[impl - pool.slots] = false;
+    } else {
+        release(impl);
+    }
+}
+
 /* A new impl of `sizes` and `dtype`; its data from the heap when `with_data`. */
 inline TensorImpl *new_impl(c10::IntArrayRef sizes, c10::ScalarType dtype, bool with_data) {
     int64_t numel = 1;
@@ -518,7 +553,7 @@ inline TensorImpl *new_impl(c10::IntArrayRef sizes, c10::ScalarType dtype, bool 
     if (element == 0) {
         fail(STATUS_UNSUPPORTED_DTYPE, "torch: not a dtype a device tensor holds");
     }
-    TensorImpl *impl = static_cast<TensorImpl *>(allocate(sizeof(TensorImpl)));
+    TensorImpl *impl = allocate_impl();
     impl->refs = 1;
     impl->dtype = dtype;
     impl->dim = int64_t(sizes.size());
@@ -537,7 +572,7 @@ inline TensorImpl *new_impl(c10::IntArrayRef sizes, c10::ScalarType dtype, bool 
 #ifndef TORCHNEURON_HOST
     if (with_data) {
         if (uint64_t(numel) * element > uint64_t(SIZE_MAX)) {
-            release(impl);
+            release_impl(impl);
             fail(STATUS_OUT_OF_MEMORY, "torch: a new tensor larger than the address space");
         }
         impl->data = allocate(size_t(numel) * element);
@@ -554,7 +589,7 @@ inline void drop_impl(TensorImpl *impl) {
         if (impl->owns_data && impl->data != nullptr) {
             release(impl->data);
         }
-        release(impl);
+        release_impl(impl);
     }
 }
 
