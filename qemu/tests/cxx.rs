@@ -5,7 +5,7 @@
 //! refused with a message that says why; and a packaged library defines the runtime's
 //! whole C++ support.
 
-use neuroncustomop::start_exit::math::expf;
+use neuroncustomop::start_exit::math::{cosf, expf, log2f, log10f, logf, powf, sinf, tanf};
 use neuroncustomop::wrapper_api::{ArgTensor, Bf16, Dtype, F16, ScalarKind, Status};
 use neuroncustomop_sim::cxx::{self, Library, OutputShape, RUNTIME_SYMBOLS, ShapeArg};
 use neuroncustomop_sim::device::{self, Report};
@@ -226,6 +226,73 @@ fn a_kernel_with_a_256_kib_stack_frame_runs_on_the_stack_size_it_asked_for() {
     // (docs/simulation.md, the memory map).
     let address = (page as u32) << 12;
     assert!((0x6A00_0000..0x6A80_0000).contains(&address), "the array is at {address:#x}, not on the HBM stack");
+}
+
+#[test]
+fn every_documented_elementwise_operation_matches_the_host() {
+    let n = 257;
+    let x = random(n, 17);
+    let y: Vec<f32> = random(n, 18).iter().map(|v| v.abs() * 0.25 + 0.5).collect();
+    let mut rng = Rng::new(19);
+    let k: Vec<i32> = (0..n).map(|_| (rng.uniform(-1000.0, 1000.0)) as i32).collect();
+    let m: Vec<i32> = (0..n).map(|_| (rng.uniform(1.0, 50.0)) as i32).collect();
+    let ints = |v: &[i32]| Arg::Tensor(Dtype::Int32, vec![n as u32], v.iter().flat_map(|e| e.to_le_bytes()).collect());
+    let (report, shapes) = run(
+        "cxx_ops",
+        1,
+        &[("float_ops", vec![Arg::f32_tensor(&[n as u32], &x), Arg::f32_tensor(&[n as u32], &y)]), ("int_ops", vec![ints(&k), ints(&m)])],
+    );
+    assert_eq!((shapes[0].shape.clone(), shapes[1].shape.clone()), (vec![20, n as u16], vec![11, n as u16]));
+    assert_eq!((statuses(&report, 0), statuses(&report, 1)), (vec!["0".to_string()], vec!["0".to_string()]));
+    // The same f32 operations, with the runtime's own libm: bit for bit.
+    type Row = fn(f32, f32) -> f32;
+    let float_rows: [(&str, Row); 20] = [
+        ("abs", |a, _| a.abs()),
+        ("ceil", |a, _| a.ceil()),
+        ("floor", |a, _| a.floor()),
+        ("sin", |a, _| sinf(a)),
+        ("cos", |a, _| cosf(a)),
+        ("tan", |a, _| tanf(a)),
+        ("log", |a, _| logf(a.abs())),
+        ("log2", |a, _| log2f(a.abs())),
+        ("log10", |a, _| log10f(a.abs())),
+        ("exp", |a, _| expf(a)),
+        ("pow(x, 2)", |a, _| powf(a, 2.0)),
+        ("pow(2, x)", |a, _| powf(2.0, a)),
+        ("pow(|x|, y)", |a, b| powf(a.abs(), b)),
+        ("clamp", |a, _| if a < -1.0 { -1.0 } else if a > 1.0 { 1.0 } else { a }),
+        ("add alpha 0.5", |a, b| a + 0.5 * b),
+        ("sub alpha 2", |a, b| a - 2.0 * b),
+        ("mul", |a, b| a * b),
+        ("div", |a, b| a / b),
+        ("mul 3", |a, _| a * 3.0),
+        ("div 4", |a, _| a / 4.0),
+    ];
+    let got = f32s(&report, 0);
+    for (row, (name, f)) in float_rows.iter().enumerate() {
+        let want: Vec<u32> = x.iter().zip(&y).map(|(&a, &b)| f(a, b).to_bits()).collect();
+        let have: Vec<u32> = got[row * n..(row + 1) * n].iter().map(|v| v.to_bits()).collect();
+        assert_eq!(have, want, "{name}");
+    }
+    type IntRow = fn(i32, i32) -> i32;
+    let int_rows: [(&str, IntRow); 11] = [
+        ("abs", |a, _| a.abs()),
+        ("add 5", |a, _| a + 5),
+        ("sub alpha 3", |a, b| a - 3 * b),
+        ("mul", |a, b| a * b),
+        ("div 7 (truncating)", |a, _| a / 7),
+        ("pow 2", |a, _| a * a),
+        ("clamp", |a, _| a.clamp(-10, 10)),
+        ("bitwise_and", |a, b| a & b),
+        ("bitwise_or scalar first", |a, _| 3 | a),
+        ("bitwise_not", |a, _| !a),
+        ("add_out", |a, b| a + b),
+    ];
+    let got: Vec<i32> = report.dumps[&1].chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    for (row, (name, f)) in int_rows.iter().enumerate() {
+        let want: Vec<i32> = k.iter().zip(&m).map(|(&a, &b)| f(a, b)).collect();
+        assert_eq!(got[row * n..(row + 1) * n], want[..], "{name}");
+    }
 }
 
 #[test]

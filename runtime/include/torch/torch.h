@@ -73,6 +73,7 @@ float log10f(float x);
 float powf(float x, float y);
 float floorf(float x);
 float ceilf(float x);
+float fabsf(float x);
 float sinf(float x);
 float cosf(float x);
 float tanf(float x);
@@ -1159,7 +1160,7 @@ namespace torch {
         return result;                                                                                             \
     }
 
-TORCHNEURON_UNARY(abs, x < 0 ? -x : x, x < 0 ? -x : x, true)
+TORCHNEURON_UNARY(abs, fabsf(x), x < 0 ? -x : x, true)
 TORCHNEURON_UNARY(ceil, ceilf(x), x, true)
 TORCHNEURON_UNARY(floor, floorf(x), x, true)
 TORCHNEURON_UNARY(sin, sinf(x), 0, false)
