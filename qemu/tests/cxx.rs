@@ -80,9 +80,17 @@ impl Placer {
 
 /// Pushes op `function` with `args`; its output shape comes from the library's shape
 /// function. The output starts as 0xFF bytes, so unwritten elements show.
-fn push_op(job: &mut Job, placer: &mut Placer, package: &Package, driver: &Path, function: &str, args: &[Arg]) -> OutputShape {
+fn push_op(
+    job: &mut Job,
+    placer: &mut Placer,
+    package: &Package,
+    driver: &Path,
+    function: &str,
+    args: &[Arg],
+) -> OutputShape {
     let shape_args: Vec<ShapeArg> = args.iter().map(Arg::for_shape).collect();
-    let output = cxx::output_shape(driver, function, &shape_args).unwrap_or_else(|e| panic!("shape of {function}: {e}"));
+    let output =
+        cxx::output_shape(driver, function, &shape_args).unwrap_or_else(|e| panic!("shape of {function}: {e}"));
     let mut inputs = Vec::new();
     for arg in args {
         let descriptor = match arg {
@@ -94,7 +102,9 @@ fn push_op(job: &mut Job, placer: &mut Placer, package: &Package, driver: &Path,
             Arg::Long(v) => ArgTensor::hbm_scalar(ScalarKind::LongLong, placer.place(job, v.to_le_bytes().to_vec()).0),
             Arg::Float(v) => ArgTensor::hbm_scalar(ScalarKind::Float, placer.place(job, v.to_le_bytes().to_vec()).0),
             // The wire carries a C float; the entry widens it to the kernel's double.
-            Arg::Double(v) => ArgTensor::hbm_scalar(ScalarKind::Float, placer.place(job, (*v as f32).to_le_bytes().to_vec()).0),
+            Arg::Double(v) => {
+                ArgTensor::hbm_scalar(ScalarKind::Float, placer.place(job, (*v as f32).to_le_bytes().to_vec()).0)
+            }
         };
         inputs.push(descriptor.to_bytes());
     }
@@ -103,7 +113,12 @@ fn push_op(job: &mut Job, placer: &mut Placer, package: &Package, driver: &Path,
     let (framework, device) = placer.place(job, vec![0xFF; len]);
     let descriptor = ArgTensor::hbm_tensor(output.dtype, &dims, framework).unwrap();
     let id = package.function_id(function).unwrap_or_else(|| panic!("no kernel {function}"));
-    let op = Op { function: id, output: Some(descriptor.to_bytes()), inputs, dump: OutputDump { address: device, len: len as u32 } };
+    let op = Op {
+        function: id,
+        output: Some(descriptor.to_bytes()),
+        inputs,
+        dump: OutputDump { address: device, len: len as u32 },
+    };
     job.push(&op).unwrap();
     output
 }
@@ -114,13 +129,19 @@ fn run(name: &str, cores: usize, ops: &[(&str, Vec<Arg>)]) -> (Report, Vec<Outpu
 }
 
 /// [`run`], with `configure` applied to the job first.
-fn run_configured(name: &str, cores: usize, ops: &[(&str, Vec<Arg>)], configure: impl FnOnce(&mut Job)) -> (Report, Vec<OutputShape>) {
+fn run_configured(
+    name: &str,
+    cores: usize,
+    ops: &[(&str, Vec<Arg>)],
+    configure: impl FnOnce(&mut Job),
+) -> (Report, Vec<OutputShape>) {
     let package = packaged(name);
     let driver = shape_driver(name);
     let mut job = package.job(cores).unwrap();
     configure(&mut job);
     let mut placer = Placer { next: 0 };
-    let shapes = ops.iter().map(|(function, args)| push_op(&mut job, &mut placer, &package, &driver, function, args)).collect();
+    let shapes =
+        ops.iter().map(|(function, args)| push_op(&mut job, &mut placer, &package, &driver, function, args)).collect();
     let report = device::run(&package.images, &job).expect("QEMU runs");
     assert!(report.done, "the loader did not finish:\n{}\n{}", report.outcome.stdout, report.outcome.stderr);
     (report, shapes)
@@ -149,7 +170,10 @@ fn relu_forward_and_backward_with_element_accessors() {
     let (report, shapes) = run(
         "cxx_relu",
         1,
-        &[("relu_forward", vec![Arg::f32_tensor(&[1000], &x)]), ("relu_backward", vec![Arg::f32_tensor(&[1000], &grad), Arg::f32_tensor(&[1000], &x)])],
+        &[
+            ("relu_forward", vec![Arg::f32_tensor(&[1000], &x)]),
+            ("relu_backward", vec![Arg::f32_tensor(&[1000], &grad), Arg::f32_tensor(&[1000], &x)]),
+        ],
     );
     assert_eq!(shapes[0], OutputShape { dtype: Dtype::Float32, shape: vec![1000] }, "from the shape function");
     assert_eq!((statuses(&report, 0), statuses(&report, 1)), (vec!["0".to_string()], vec!["0".to_string()]));
@@ -180,7 +204,8 @@ fn relu_forward_on_eight_cores_writes_the_output_through_get_dst_tensor() {
 fn stream_accessors_add_and_the_coherence_policy_decides() {
     let (a, b) = (random(777, 5), random(777, 6));
     let both = || vec![Arg::f32_tensor(&[777], &a), Arg::f32_tensor(&[777], &b)];
-    let (report, _) = run("cxx_stream", 1, &[("tensor_add", both()), ("copy_coherent", both()), ("copy_incoherent", both())]);
+    let (report, _) =
+        run("cxx_stream", 1, &[("tensor_add", both()), ("copy_coherent", both()), ("copy_incoherent", both())]);
     assert_eq!(statuses(&report, 0), ["0"]);
     let sum: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     assert_eq!(f32s(&report, 0), sum);
@@ -194,7 +219,8 @@ fn stream_accessors_add_and_the_coherence_policy_decides() {
 #[test]
 fn int_and_float_scalars() {
     let x = random(300, 14);
-    let (report, _) = run("cxx_scalars", 1, &[("scale_add", vec![Arg::f32_tensor(&[300], &x), Arg::Int(-7), Arg::Float(1.5)])]);
+    let (report, _) =
+        run("cxx_scalars", 1, &[("scale_add", vec![Arg::f32_tensor(&[300], &x), Arg::Int(-7), Arg::Float(1.5)])]);
     assert_eq!(statuses(&report, 0), ["0"]);
     assert_eq!(f32s(&report, 0), x.iter().map(|v| v * 1.5 + -7.0).collect::<Vec<_>>());
 }
@@ -203,12 +229,29 @@ fn int_and_float_scalars() {
 fn half_and_bfloat16_tensors_round_as_the_runtime_does() {
     // Normal values, ties, half subnormals, values past the largest finite half.
     let mut x = random(200, 15);
-    x.extend([0.0, -0.0, 1.0 + 1.0 / 2048.0, 1.0 + 3.0 / 2048.0, 6.0e-8, -3.0e-5, 65504.0, 65519.0, 65520.0, -1.0e6, 1.0e-40]);
+    x.extend([
+        0.0,
+        -0.0,
+        1.0 + 1.0 / 2048.0,
+        1.0 + 3.0 / 2048.0,
+        6.0e-8,
+        -3.0e-5,
+        65504.0,
+        65519.0,
+        65520.0,
+        -1.0e6,
+        1.0e-40,
+    ]);
     let n = x.len() as u32;
-    let (report, shapes) = run("cxx_scalars", 1, &[("to_half", vec![Arg::f32_tensor(&[n], &x)]), ("to_bfloat16", vec![Arg::f32_tensor(&[n], &x)])]);
+    let (report, shapes) = run(
+        "cxx_scalars",
+        1,
+        &[("to_half", vec![Arg::f32_tensor(&[n], &x)]), ("to_bfloat16", vec![Arg::f32_tensor(&[n], &x)])],
+    );
     assert_eq!((shapes[0].dtype, shapes[1].dtype), (Dtype::Float16, Dtype::Bfloat16));
     assert_eq!((statuses(&report, 0), statuses(&report, 1)), (vec!["0".to_string()], vec!["0".to_string()]));
-    let u16s = |op: u32| report.dumps[&op].chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect::<Vec<_>>();
+    let u16s =
+        |op: u32| report.dumps[&op].chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect::<Vec<_>>();
     assert_eq!(u16s(0), x.iter().map(|&v| F16::from_f32(v).to_bits()).collect::<Vec<_>>());
     // add_out computes x + 1 * 0 in float first: -0.0 becomes +0.0, as IEEE adds.
     assert_eq!(u16s(1), x.iter().map(|&v| Bf16::from_f32(v + 0.0).to_bits()).collect::<Vec<_>>());
@@ -240,7 +283,10 @@ fn every_documented_elementwise_operation_matches_the_host() {
     let (report, shapes) = run(
         "cxx_ops",
         1,
-        &[("float_ops", vec![Arg::f32_tensor(&[n as u32], &x), Arg::f32_tensor(&[n as u32], &y)]), ("int_ops", vec![ints(&k), ints(&m)])],
+        &[
+            ("float_ops", vec![Arg::f32_tensor(&[n as u32], &x), Arg::f32_tensor(&[n as u32], &y)]),
+            ("int_ops", vec![ints(&k), ints(&m)]),
+        ],
     );
     assert_eq!((shapes[0].shape.clone(), shapes[1].shape.clone()), (vec![20, n as u16], vec![11, n as u16]));
     assert_eq!((statuses(&report, 0), statuses(&report, 1)), (vec!["0".to_string()], vec!["0".to_string()]));
@@ -260,7 +306,15 @@ fn every_documented_elementwise_operation_matches_the_host() {
         ("pow(x, 2)", |a, _| powf(a, 2.0)),
         ("pow(2, x)", |a, _| powf(2.0, a)),
         ("pow(|x|, y)", |a, b| powf(a.abs(), b)),
-        ("clamp", |a, _| if a < -1.0 { -1.0 } else if a > 1.0 { 1.0 } else { a }),
+        ("clamp", |a, _| {
+            if a < -1.0 {
+                -1.0
+            } else if a > 1.0 {
+                1.0
+            } else {
+                a
+            }
+        }),
         ("add alpha 0.5", |a, b| a + 0.5 * b),
         ("sub alpha 2", |a, b| a - 2.0 * b),
         ("mul", |a, b| a * b),
@@ -288,7 +342,8 @@ fn every_documented_elementwise_operation_matches_the_host() {
         ("bitwise_not", |a, _| !a),
         ("add_out", |a, b| a + b),
     ];
-    let got: Vec<i32> = report.dumps[&1].chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let got: Vec<i32> =
+        report.dumps[&1].chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     for (row, (name, f)) in int_rows.iter().enumerate() {
         let want: Vec<i32> = k.iter().zip(&m).map(|(&a, &b)| f(a, b)).collect();
         assert_eq!(got[row * n..(row + 1) * n], want[..], "{name}");
@@ -312,7 +367,8 @@ fn int64_and_double_scalars_and_elementwise_operations() {
     let affine: Vec<f32> = x.iter().map(|v| v * 0.25 + -3.0).collect();
     assert_eq!(f32s(&report, 0), affine);
     assert_eq!(shapes[1].dtype, Dtype::Int32);
-    let masked: Vec<i32> = report.dumps[&1].chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let masked: Vec<i32> =
+        report.dumps[&1].chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     assert_eq!(masked, ints.iter().map(|v| (v & 0xF0) - 1).collect::<Vec<_>>());
 }
 
@@ -348,7 +404,10 @@ fn printf_honours_the_ring_size_the_host_sets() {
     let (kept, lost) = small.core(0).stdout[&0].clone();
     assert_eq!((kept.as_slice(), lost as usize), (&line[line.len() - 32..], line.len() - 32), "the newest 32 bytes");
     let (silent, _) = run_configured("cxx_softmax", 1, &[op()], |job| job.header.stdout_queue_bytes = 0);
-    assert!(silent.core(0).stdout.get(&0).is_none_or(|(bytes, lost)| bytes.is_empty() && *lost == 0), "0 disables printf");
+    assert!(
+        silent.core(0).stdout.get(&0).is_none_or(|(bytes, lost)| bytes.is_empty() && *lost == 0),
+        "0 disables printf"
+    );
     assert_eq!(statuses(&silent, 0), ["0"]);
     assert_eq!(f32s(&silent, 0), f32s(&full, 0));
 }
@@ -465,7 +524,6 @@ fn a_packaged_library_defines_the_whole_cxx_runtime() {
     assert!(missing.is_empty(), "not defined in {}: {missing:?}", package.images.cores[0].display());
 }
 
-
 #[test]
 fn the_headers_status_values_are_the_runtimes() {
     let pins = [
@@ -483,7 +541,10 @@ fn the_headers_status_values_are_the_runtimes() {
         .map(|(name, status)| format!("static_assert(torchneuron::{name} == {}, \"{name}\");\n", status.0))
         .collect();
     assert!(compiles("status_pins", &checks));
-    assert!(!compiles("status_pins", "static_assert(torchneuron::STATUS_RANK_MISMATCH == 0x61, \"wrong\");\n"), "the pins are live");
+    assert!(
+        !compiles("status_pins", "static_assert(torchneuron::STATUS_RANK_MISMATCH == 0x61, \"wrong\");\n"),
+        "the pins are live"
+    );
 }
 
 /// Whether `source`, after `<torch/torch.h>`, compiles (host form of the header).
@@ -505,9 +566,14 @@ fn compiles(name: &str, source: &str) -> bool {
 #[test]
 fn accessors_of_a_const_tensor_are_read_only() {
     let kernel = |body: &str| format!("void k(const torch::Tensor& in, torch::Tensor& out, float* tcm) {{ {body} }}\n");
-    assert!(compiles("const_ok", &kernel("auto a = in.accessor<float, 1>(); auto b = out.accessor<float, 1>(); b[0] = a[0]; \
+    assert!(compiles(
+        "const_ok",
+        &kernel(
+            "auto a = in.accessor<float, 1>(); auto b = out.accessor<float, 1>(); b[0] = a[0]; \
          in.tcm_accessor().tensor_to_tcm<float>(tcm, 0, 1); out.tcm_accessor().tcm_to_tensor<float>(tcm, 0, 1); \
-         auto r = in.read_stream_accessor<float>(); auto w = out.write_stream_accessor<float>(); w.write(r.read());")));
+         auto r = in.read_stream_accessor<float>(); auto w = out.write_stream_accessor<float>(); w.write(r.read());"
+        )
+    ));
     assert!(!compiles("const_element", &kernel("auto a = in.accessor<float, 1>(); a[0] = 1.0f;")));
     assert!(!compiles("const_tcm", &kernel("in.tcm_accessor().tcm_to_tensor<float>(tcm, 0, 1);")));
     assert!(!compiles("const_stream", &kernel("auto w = in.write_stream_accessor<float>();")));

@@ -102,7 +102,10 @@ impl<const N: usize> StdoutRing<N> {
     /// (a compile error in a `static`).
     pub const fn with_capacity(capacity: usize) -> Self {
         let () = Self::VALID_CAPACITY;
-        assert!(capacity.is_power_of_two() && capacity <= N, "a ring's capacity is a power of two of at most its size");
+        assert!(
+            capacity.is_power_of_two() && capacity <= N,
+            "a ring's capacity is a power of two of at most its size"
+        );
         Self {
             header: UnsafeCell::new(RingHeader {
                 magic: STDOUT_RING_MAGIC,
@@ -119,8 +122,13 @@ impl<const N: usize> StdoutRing<N> {
     fn capacity(&self) -> usize {
         // SAFETY: the header is live and aligned; no reference aliases it (see
         // `stdout_ring`).
-        let capacity = unsafe { (&raw const (*self.header.get()).capacity).read_volatile() } as usize;
-        if capacity == 0 || (capacity.is_power_of_two() && capacity <= N) { capacity } else { N }
+        let capacity =
+            unsafe { (&raw const (*self.header.get()).capacity).read_volatile() } as usize;
+        if capacity == 0 || (capacity.is_power_of_two() && capacity <= N) {
+            capacity
+        } else {
+            N
+        }
     }
 
     /// Appends `bytes`. Never blocks and never fails: if they overrun unread output, the
@@ -535,7 +543,13 @@ mod tests {
     /// What the host does before `entry_func`: writes the header's capacity.
     fn set_capacity<const N: usize>(ring: &StdoutRing<N>, capacity: u32) {
         // SAFETY: capacity is the u32 at +4; nothing else touches the ring meanwhile.
-        unsafe { ring.as_ptr().add(4).cast_mut().cast::<u32>().write(capacity) };
+        unsafe {
+            ring.as_ptr()
+                .add(4)
+                .cast_mut()
+                .cast::<u32>()
+                .write(capacity)
+        };
     }
 
     #[test]
@@ -550,7 +564,11 @@ mod tests {
         set_capacity(&ring, 0);
         ring.write(b"silence");
         assert_eq!(drain(&ring), (0, Vec::new()));
-        assert_eq!(header(&ring).write_count, 16, "nothing is counted while printing is disabled");
+        assert_eq!(
+            header(&ring).write_count,
+            16,
+            "nothing is counted while printing is disabled"
+        );
         set_capacity(&ring, 12); // not a power of two: the whole ring is used
         ring.write(b"0123456789ABCDEFGH");
         assert_eq!(header(&ring).write_count, 34);
@@ -601,8 +619,17 @@ mod tests {
             );
         }
         // 0: printing disabled; nothing to drain.
-        let disabled = DrainPlan::new(&RingHeader { capacity: 0, write_count: 5, read_count: 5, ..good }).unwrap();
-        assert_eq!((disabled.len, disabled.lost, disabled.segments()), (0, 0, [0..0, 0..0]));
+        let disabled = DrainPlan::new(&RingHeader {
+            capacity: 0,
+            write_count: 5,
+            read_count: 5,
+            ..good
+        })
+        .unwrap();
+        assert_eq!(
+            (disabled.len, disabled.lost, disabled.segments()),
+            (0, 0, [0..0, 0..0])
+        );
         assert_eq!(DrainPlan::from_bytes(&[0; 15]), Err(RingError::BadMagic(0)));
     }
 

@@ -98,10 +98,14 @@ pub unsafe extern "C" fn __assert_func(
     expression: *const c_char,
 ) -> ! {
     // SAFETY: forwarded from this function's contract.
-    let (file, function, expression) = unsafe { (message_bytes(file), message_bytes(function), message_bytes(expression)) };
+    let (file, function, expression) =
+        unsafe { (message_bytes(file), message_bytes(function), message_bytes(expression)) };
     let mut digits = [0; 10];
     let line = decimal(line.unsigned_abs(), &mut digits);
-    end_op(Status::ASSERT_FAILED, &[b"assertion failed: ", expression, b" at ", file, b":", line, b" (", function, b")"])
+    end_op(
+        Status::ASSERT_FAILED,
+        &[b"assertion failed: ", expression, b" at ", file, b":", line, b" (", function, b")"],
+    )
 }
 
 #[cfg(test)]
