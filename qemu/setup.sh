@@ -8,7 +8,8 @@ packages=(
     rust-web-src             # the standard library source, for -Zbuild-std of core/alloc
     cargo-web                # the cargo matching that rustc
     llvm-22                  # llvm-mc (assembler), llvm-ar, llvm-objdump with Xtensa
-    clang-22                 # the C compiler for C kernels (examples/c_kernel), same LLVM 22
+    clang-22                 # the C and C++ compiler for C/C++ kernels (clang, clang++), same LLVM 22
+    g++                      # the host compiler of C++ libraries' shape functions
     binutils-xtensa-lx106    # xtensa-lx106-elf-ld, -readelf, -nm
     qemu-system-misc         # qemu-system-xtensa
 )

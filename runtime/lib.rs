@@ -32,6 +32,8 @@
 //! - `missing_docs`: the runtime's public API is the op author's and the loader's
 //!   contract, so each public item says what it does.
 #![no_std]
+// C `printf` is variadic; device builds are nightly-enabled (docs/toolchain.md).
+#![cfg_attr(target_os = "none", feature(c_variadic))]
 
 // On the host the library links std, for its tests and for a staticlib that needs a
 // panic handler; the runtime's own code uses only `core` (and `alloc` where stated).

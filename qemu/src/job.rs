@@ -7,6 +7,7 @@
 
 use crate::elf;
 use crate::images::{CORES, Images};
+use neuroncustomop::start_exit::MAX_STDOUT_RING_CAPACITY;
 use neuroncustomop_wire::job::{
     DEFAULT_MAX_INSTRUCTIONS, DmaMode, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_RECORD_LEN,
     TRANSLATE_REGIONS,
@@ -51,6 +52,8 @@ pub enum JobError {
     Wire(neuroncustomop_wire::WireError),
     /// Kernel names, ops or data do not fit.
     TooLarge(&'static str),
+    /// `NEURON_RT_GPSIMD_STDOUT_QUEUE_SIZE_BYTES` is not a power of two up to 131072, or 0.
+    StdoutQueueSize(String),
 }
 
 impl fmt::Display for JobError {
@@ -61,6 +64,10 @@ impl fmt::Display for JobError {
             Self::Io(e) => write!(f, "reading a library image: {e}"),
             Self::Wire(e) => write!(f, "encoding an op: {e}"),
             Self::TooLarge(what) => write!(f, "the job's {what} do not fit"),
+            Self::StdoutQueueSize(value) => write!(
+                f,
+                "{STDOUT_QUEUE_VARIABLE}={value}: the printf ring size is a power of two up to 131072, or 0 to disable printf"
+            ),
         }
     }
 }
@@ -95,12 +102,36 @@ pub struct Job {
     pub data: Vec<(u32, Vec<u8>)>,
 }
 
+/// The variable the vendor's runtime reads for the size of the GPSIMD printf ring.
+pub const STDOUT_QUEUE_VARIABLE: &str = "NEURON_RT_GPSIMD_STDOUT_QUEUE_SIZE_BYTES";
+
+/// The ring capacity `value` (the variable's text) asks for: a power of two up to
+/// 131072, or 0 (printf disabled).
+///
+/// # Errors
+/// [`JobError::StdoutQueueSize`] for anything else.
+pub fn stdout_queue_bytes(value: &str) -> Result<u32, JobError> {
+    match value.trim().parse::<u32>() {
+        Ok(bytes) if bytes == 0 || (bytes.is_power_of_two() && bytes as usize <= MAX_STDOUT_RING_CAPACITY) => Ok(bytes),
+        _ => Err(JobError::StdoutQueueSize(value.to_owned())),
+    }
+}
+
 impl Job {
     /// A job for `library` on `cores` cores with the real handoff size, no injected
     /// failure, the default instruction budget per kernel run
-    /// ([`DEFAULT_MAX_INSTRUCTIONS`]), and one translate window: [`FRAMEWORK_BASE`]
-    /// onto [`TENSOR_AREA`].
+    /// ([`DEFAULT_MAX_INSTRUCTIONS`]), one translate window ([`FRAMEWORK_BASE`] onto
+    /// [`TENSOR_AREA`]), and the printf ring size of
+    /// `NEURON_RT_GPSIMD_STDOUT_QUEUE_SIZE_BYTES` when it is set (else each library
+    /// keeps its own, 16 KiB).
+    ///
+    /// # Errors
+    /// A missing symbol, an unreadable image, or a bad ring size.
     pub fn new(library: &Images, cores: usize) -> Result<Self, JobError> {
+        let stdout_queue = match std::env::var(STDOUT_QUEUE_VARIABLE) {
+            Ok(value) => stdout_queue_bytes(&value)?,
+            Err(_) => NEVER,
+        };
         let mut libraries = [LibrarySymbols::default(); CORES];
         for (core, image) in library.cores.iter().enumerate() {
             let bytes = std::fs::read(image).map_err(JobError::Io)?;
@@ -137,6 +168,7 @@ impl Job {
                 dma_mode: DmaMode::InOrder as u32,
                 faults: 0,
                 memcpy_method: NEVER,
+                stdout_queue_bytes: stdout_queue,
                 translate: [[0; TRANSLATE_RECORD_LEN]; TRANSLATE_REGIONS],
                 libraries,
                 max_instructions_low: 0,
@@ -242,3 +274,19 @@ const _: () = {
     assert!(offset_of!(TranslateRecord, device_base) == 16 && offset_of!(TranslateRecord, flags) == 24);
     assert!(offset_of!(TranslateRecord, core_stride) == 28);
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ring_size_is_a_power_of_two_up_to_128_kib_or_0() {
+        for (text, bytes) in [("0", 0), ("1", 1), ("4096", 4096), (" 131072\n", 131_072)] {
+            assert_eq!(stdout_queue_bytes(text).unwrap(), bytes, "{text:?}");
+        }
+        for text in ["262144", "3000", "-1", "", "16k"] {
+            let error = stdout_queue_bytes(text).unwrap_err().to_string();
+            assert!(error.starts_with("NEURON_RT_GPSIMD_STDOUT_QUEUE_SIZE_BYTES="), "{error}");
+        }
+    }
+}

@@ -11,7 +11,9 @@
 //! - [`ucode_lib`]: the `ucode_lib.json` library package description;
 //! - [`package`]: packaging a library (8 images and `ucode_lib.json`);
 //! - [`examples`]: the examples' inputs and host references;
-//! - [`symbolize`]: device faults as function names, source lines and backtraces.
+//! - [`symbolize`]: device faults as function names, source lines and backtraces;
+//! - [`cxx`]: C++ libraries on the AWS torch API: their build and their shape functions.
+pub mod cxx;
 pub mod debugger;
 pub mod device;
 pub mod elf;

@@ -111,7 +111,11 @@ impl fmt::Display for PackageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::UnknownExample(name) => {
-                write!(f, "no example named {name}: expected examples/{name}.rs or C sources in examples/{name}/")
+                write!(
+                    f,
+                    "no example named {name}: expected examples/{name}.rs, C sources in examples/{name}/, \
+                     or a C++ library (examples/{name}/customop.json)"
+                )
             }
             Self::Build(e) => e.fmt(f),
             Self::CBuild(what) => write!(f, "the C build failed: {what}"),
@@ -348,6 +352,9 @@ pub fn source(repo: &Path, name: &str) -> Option<Source> {
 /// [`PackageError::CBuild`].
 pub fn build_images(name: &str) -> Result<Images, PackageError> {
     let tools = Toolchain::locate().map_err(|e| PackageError::Build(BuildError::Toolchain(e)))?;
+    if let Some(dir) = crate::cxx::Library::find(&tools.repo, name) {
+        return crate::cxx::build_images(&tools, &crate::cxx::Library::open(&dir)?);
+    }
     match source(&tools.repo, name).ok_or_else(|| PackageError::UnknownExample(name.into()))? {
         Source::Rust => images::build(name).map_err(PackageError::Build),
         Source::C(sources) => build_c(&tools, name, &sources),
@@ -358,20 +365,33 @@ fn build_c(tools: &Toolchain, name: &str, sources: &[PathBuf]) -> Result<Images,
     if !Path::new(CLANG).is_file() {
         return Err(PackageError::CBuild(format!("{CLANG} is missing: install Debian's clang-22 (qemu/setup.sh)")));
     }
-    let runtime = runtime_archive(tools)?;
     let work = tools.repo.join("target/c-examples").join(name);
     fs::create_dir_all(&work)?;
     let features = target_features(tools)?;
     let objects =
         sources.iter().map(|source| compile_c(tools, source, &work, &features)).collect::<Result<Vec<_>, _>>()?;
+    link_images(tools, name, &work, &objects, &[])
+}
+
+/// Links `objects` with the runtime's `libneuroncustomop.a` into the 8 images of
+/// library `name` (`target/images/<name>/core<i>.elf`), `extra` passed to the linker.
+pub(crate) fn link_images(
+    tools: &Toolchain,
+    name: &str,
+    work: &Path,
+    objects: &[PathBuf],
+    extra: &[String],
+) -> Result<Images, PackageError> {
+    let runtime = runtime_archive(tools)?;
     let linked = work.join(format!("{name}.elf"));
     run(Command::new(tools.repo.join("linker/link-cores"))
         .args(["--gc-sections", "-z", "noexecstack", "--no-warn-rwx-segments", "-L"])
         .arg(&runtime.scripts) // before -T: ld looks the script up in the paths given so far
         .arg("-Tcore0.x")
+        .args(extra)
         .arg("-o")
         .arg(&linked)
-        .args(&objects)
+        .args(objects)
         .arg(&runtime.archive))?;
     let out = tools.repo.join("target/images").join(name);
     fs::create_dir_all(&out)?;
@@ -430,7 +450,7 @@ fn runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
 
 /// The ISA features of `.cargo/xtensa-gpsimd-none-elf.json`, so C, Rust and assembly
 /// agree on the core (the windowed ABI among them).
-fn target_features(tools: &Toolchain) -> Result<Vec<String>, PackageError> {
+pub(crate) fn target_features(tools: &Toolchain) -> Result<Vec<String>, PackageError> {
     let spec = tools.repo.join(".cargo/xtensa-gpsimd-none-elf.json");
     let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(&spec)?)
         .map_err(|e| PackageError::CBuild(format!("{}: {e}", spec.display())))?;
@@ -463,9 +483,24 @@ fn compile_c(tools: &Toolchain, source: &Path, work: &Path, features: &[String])
         clang.arg(source).arg("-o").arg(&assembly);
         clang
     };
-    let first = clang(features)
-        .output()
-        .map_err(|e| PackageError::CBuild(format!("cannot run {CLANG}: {e}")))?;
+    compile_to_object(clang, source, &assembly, &object, features)?;
+    Ok(object)
+}
+
+/// Compiles `source` to `assembly` with the compiler `compiler(features)` makes (C or
+/// C++), then assembles it into `object` with llvm-mc. A file whose float code LLVM 22
+/// cannot compile for the FPU is compiled again without `+fp`, with a warning. A
+/// failure's error carries the compiler's diagnostics; a success's warnings go to stderr.
+pub(crate) fn compile_to_object(
+    compiler: impl Fn(&[String]) -> Command,
+    source: &Path,
+    assembly: &Path,
+    object: &Path,
+    features: &[String],
+) -> Result<(), PackageError> {
+    let mut first = compiler(features);
+    let program = first.get_program().to_string_lossy().into_owned();
+    let first = first.output().map_err(|e| PackageError::CBuild(format!("cannot run {program}: {e}")))?;
     let diagnostics = String::from_utf8_lossy(&first.stderr);
     if !first.status.success() && diagnostics.contains("Cannot select") && features.iter().any(|f| f == "+fp") {
         eprintln!(
@@ -475,19 +510,23 @@ fn compile_c(tools: &Toolchain, source: &Path, work: &Path, features: &[String])
             source.display()
         );
         let soft: Vec<String> = features.iter().filter(|f| *f != "+fp").cloned().collect();
-        run(&mut clang(&soft))?;
+        run(&mut compiler(&soft))?;
     } else {
-        eprint!("{diagnostics}");
         if !first.status.success() {
-            return Err(PackageError::CBuild(format!("{CLANG} failed on {} ({})", source.display(), first.status)));
+            return Err(PackageError::CBuild(format!(
+                "{program} failed on {} ({}):\n{}",
+                source.display(),
+                first.status,
+                diagnostics.trim_end()
+            )));
         }
+        eprint!("{diagnostics}");
     }
     run(Command::new(toolchain::LLVM_MC)
         .args(["-triple=xtensa-none-elf", &format!("-mattr={}", features.join(",")), "-filetype=obj"])
-        .arg(&assembly)
+        .arg(assembly)
         .arg("-o")
-        .arg(&object))?;
-    Ok(object)
+        .arg(object))
 }
 
 /// Runs a build step; its diagnostics go to stderr.

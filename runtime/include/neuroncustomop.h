@@ -125,7 +125,7 @@ extern const char CUSTOMOP_LIB_VERSION[];
  * then stores write_count into read_count. All counts wrap at 2^32. */
 typedef struct NEURON_STDOUT_RING_HEADER {
     uint32_t magic;       /* +0:  NEURON_STDOUT_RING_MAGIC */
-    uint32_t capacity;    /* +4:  a power of two, at most 128 KiB */
+    uint32_t capacity;    /* +4:  a power of two, at most 128 KiB, set by the host; 0: disabled */
     uint32_t write_count; /* +8:  bytes written, mod 2^32 (device) */
     uint32_t read_count;  /* +12: bytes consumed, mod 2^32 (loader) */
 } NEURON_STDOUT_RING_HEADER;

@@ -12,19 +12,32 @@
 //! - The device libc: `memcpy` & co., `atexit` / `exit` / `abort`, the `write` shims,
 //!   `CUSTOMOP_LIB_VERSION`.
 //! - stdout: the [`StdoutRing`] the loader drains, and [`print!`](crate::print) /
-//!   [`println!`](crate::println).
+//!   [`println!`](crate::println); C's `printf`, `puts` and `putchar` over it.
+//! - The freestanding C++ support: `operator new` / `delete`, `__cxa_*`, `_init`,
+//!   `null_environ` (`cxx`), the libc++ threading stubs (`libcpp_threads`), the newlib
+//!   file shims and `errno` (`files`), and the kernels' libm ([`math`]).
 
 mod crt;
+pub mod cxx;
 mod entry;
+mod files;
 mod handoff;
 mod kernels;
+pub mod libcpp_threads;
+pub mod math;
 mod mem;
+mod printf;
 mod stdout;
 
 pub use crt::{
-    ATEXIT_CAPACITY, AtexitFull, AtexitTable, CUSTOMOP_LIB_VERSION, ExitFn, HostLibc, InitFn,
-    _Exit, abort, atexit, exit, install_host_libc, my_exit, register_exit_handler, run_exit_handlers,
-    run_init_array, run_static_constructors, version,
+    _Exit, ATEXIT_CAPACITY, AtexitFull, AtexitTable, CUSTOMOP_LIB_VERSION, ExitFn, HostLibc,
+    InitFn, abort, atexit, exit, install_host_libc, my_exit, register_exit_handler,
+    run_exit_handlers, run_init_array, run_static_constructors, version,
+};
+pub use cxx::{
+    __cxa_atexit, __cxa_guard_abort, __cxa_guard_acquire, __cxa_guard_release, __cxa_pure_virtual,
+    __dso_handle, _init, CXA_ATEXIT_CAPACITY, CxaDestructor, DestructorTable, Environment, Guard,
+    allocate_object, free_object, null_environ, run_static_destructors,
 };
 pub use entry::{
     DeviceRuntime, ExternTable, KernelTable, RegisterFuncsFn, Runtime, dma_queue_offsets, enter,
@@ -32,18 +45,23 @@ pub use entry::{
 };
 #[cfg(any(target_os = "none", doc))]
 pub use entry::{entry_func, register_funcs};
+pub use files::{__errno, _close_r, _open_r, _read_r, _unlink_r, EBADF, ENOSYS, Errno};
 pub use handoff::{
     ABI_SIZE, DmaQueueFn, DmaQueueOffsets, Host, HostCallbacks, LibcResolver, MAX_KERNELS,
     RegisterExtIsaFn, RegisterExtIsaTaggedFn, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS, ScratchFn,
     ScratchRegion,
 };
 pub use kernels::{KernelEntry, KernelFn, KernelList, has_duplicate_names};
+pub use libcpp_threads::{OnceFlag, TLS_KEYS};
 pub use mem::{
     bcmp, compare, copy_backward, copy_forward, copy_overlapping, fill, memcmp, memcpy, memmove,
     memset,
 };
+#[cfg(target_os = "none")]
+pub use printf::printf;
+pub use printf::{ArgKind, ArgSource, format, neuron_printf_packed, putchar, puts};
 pub use stdout::{
     _write_r, DrainPlan, MAX_STDOUT_RING_CAPACITY, RingError, RingHeader, RingWriter,
-    STDOUT_RING_CAPACITY, STDOUT_RING_MAGIC, StdoutRing, flush_stdout, fsync, print_args,
-    stdout_ring, write, write_fd, write_stdout,
+    STDOUT_RING_CAPACITY, STDOUT_RING_MAGIC, STDOUT_RING_STORAGE, StdoutRing, flush_stdout, fsync,
+    print_args, stdout_ring, write, write_fd, write_stdout,
 };

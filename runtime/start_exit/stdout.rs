@@ -29,9 +29,15 @@ pub const STDOUT_RING_MAGIC: u32 = u32::from_le_bytes(*b"NOUT");
 /// The largest ring capacity allowed (the vendor's documented 128 KiB bound).
 pub const MAX_STDOUT_RING_CAPACITY: usize = 128 * 1024;
 
-/// The capacity of this image's ring ([`stdout_ring`]): 16 KiB, room for a few hundred lines
-/// per kernel without taking much of the image's 2 MiB.
+/// The capacity this image's ring ([`stdout_ring`]) starts with: 16 KiB, room for a few
+/// hundred lines per kernel. The host may set another before `entry_func`, as the
+/// vendor's runtime does from `NEURON_RT_GPSIMD_STDOUT_QUEUE_SIZE_BYTES`: it writes the
+/// header's `capacity` (a power of two up to [`STDOUT_RING_STORAGE`], or 0, which
+/// disables printing).
 pub const STDOUT_RING_CAPACITY: usize = 16 * 1024;
+
+/// The bytes this image's ring holds: the largest capacity a host may set (128 KiB).
+pub const STDOUT_RING_STORAGE: usize = MAX_STDOUT_RING_CAPACITY;
 
 /// The ring's header as the loader reads it from device memory. 16 bytes.
 #[repr(C)]
@@ -86,13 +92,24 @@ impl<const N: usize> StdoutRing<N> {
         "the stdout ring's capacity must be a power of two of at most 128 KiB"
     );
 
-    /// An empty ring with a valid header.
+    /// An empty ring with a valid header, using all `N` bytes.
     pub const fn new() -> Self {
+        Self::with_capacity(N)
+    }
+
+    /// An empty ring that uses the first `capacity` of its `N` bytes until a host sets
+    /// another capacity in its header. `capacity` must be a power of two of at most `N`
+    /// (a compile error in a `static`).
+    pub const fn with_capacity(capacity: usize) -> Self {
         let () = Self::VALID_CAPACITY;
+        assert!(
+            capacity.is_power_of_two() && capacity <= N,
+            "a ring's capacity is a power of two of at most its size"
+        );
         Self {
             header: UnsafeCell::new(RingHeader {
                 magic: STDOUT_RING_MAGIC,
-                capacity: N as u32,
+                capacity: capacity as u32,
                 write_count: 0,
                 read_count: 0,
             }),
@@ -100,23 +117,42 @@ impl<const N: usize> StdoutRing<N> {
         }
     }
 
+    /// The capacity in use: the header's, as the host may have set it; 0 (printing
+    /// disabled) stays 0, and anything but a power of two of at most `N` is taken as `N`.
+    fn capacity(&self) -> usize {
+        // SAFETY: the header is live and aligned; no reference aliases it (see
+        // `stdout_ring`).
+        let capacity =
+            unsafe { (&raw const (*self.header.get()).capacity).read_volatile() } as usize;
+        if capacity == 0 || (capacity.is_power_of_two() && capacity <= N) {
+            capacity
+        } else {
+            N
+        }
+    }
+
     /// Appends `bytes`. Never blocks and never fails: if they overrun unread output, the
-    /// oldest bytes are overwritten; if `bytes` alone is longer than `N`, only its last
-    /// `N` bytes are stored (the rest still count as written, hence as lost).
+    /// oldest bytes are overwritten; if `bytes` alone is longer than the capacity, only
+    /// its last bytes are stored (the rest still count as written, hence as lost). With
+    /// a capacity of 0 (printing disabled by the host) nothing is written or counted.
     pub fn write(&self, bytes: &[u8]) {
+        let capacity = self.capacity();
+        if capacity == 0 {
+            return;
+        }
         let header = self.header.get();
         // SAFETY: `header` points into `self`, live and aligned; no reference aliases it
         // (see `stdout_ring`).
         let mut count = unsafe { (&raw const (*header).write_count).read_volatile() };
-        let kept = &bytes[bytes.len().saturating_sub(N)..];
+        let kept = &bytes[bytes.len().saturating_sub(capacity)..];
         // Truncation is the protocol: counts are kept mod 2^32.
         count = count.wrapping_add((bytes.len() - kept.len()) as u32);
-        let start = count as usize & (N - 1);
-        let first_len = kept.len().min(N - start);
+        let start = count as usize & (capacity - 1);
+        let first_len = kept.len().min(capacity - start);
         let data = self.data.get().cast::<u8>();
-        // SAFETY: `start + first_len <= N` and `kept.len() - first_len <= N`, so both
-        // copies stay inside `data`; no reference aliases it (see `stdout_ring`). `copy`
-        // tolerates `bytes` pointing into the ring itself.
+        // SAFETY: `start + first_len <= capacity <= N` and `kept.len() - first_len <=
+        // capacity`, so both copies stay inside `data`; no reference aliases it (see
+        // `stdout_ring`). `copy` tolerates `bytes` pointing into the ring itself.
         unsafe {
             core::ptr::copy(kept.as_ptr(), data.add(start), first_len);
             core::ptr::copy(kept.as_ptr().add(first_len), data, kept.len() - first_len);
@@ -155,7 +191,7 @@ impl<const N: usize> fmt::Write for RingWriter<'_, N> {
 /// The image's ring, shareable as a `static`.
 #[cfg(target_os = "none")]
 #[repr(transparent)]
-struct ImageRing(StdoutRing<STDOUT_RING_CAPACITY>);
+struct ImageRing(StdoutRing<STDOUT_RING_STORAGE>);
 
 // SAFETY: each core has its own image and so its own ring, and runs one context at a
 // time (the `crate::global` invariant); every access goes through raw pointers and never
@@ -166,13 +202,13 @@ unsafe impl Sync for ImageRing {}
 /// Exported as `neuron_stdout_ring`, where the loader looks for it.
 #[cfg(target_os = "none")]
 #[unsafe(export_name = "neuron_stdout_ring")]
-static STDOUT: ImageRing = ImageRing(StdoutRing::new());
+static STDOUT: ImageRing = ImageRing(StdoutRing::with_capacity(STDOUT_RING_CAPACITY));
 
 /// This image's stdout ring, the one [`print!`](crate::print) and `write(1, …)` feed.
 ///
 /// On the host each thread has its own (test threads stand in for cores, as in
 /// `crate::allocators`), so parallel tests never interleave their output.
-pub fn stdout_ring() -> &'static StdoutRing<STDOUT_RING_CAPACITY> {
+pub fn stdout_ring() -> &'static StdoutRing<STDOUT_RING_STORAGE> {
     #[cfg(target_os = "none")]
     {
         &STDOUT.0
@@ -180,9 +216,10 @@ pub fn stdout_ring() -> &'static StdoutRing<STDOUT_RING_CAPACITY> {
     #[cfg(not(target_os = "none"))]
     {
         std::thread_local! {
-            static STDOUT: &'static StdoutRing<STDOUT_RING_CAPACITY> = {
+            static STDOUT: &'static StdoutRing<STDOUT_RING_STORAGE> = {
                 // Leaked on purpose: it stands in for the device's `static`.
-                let ring: &'static StdoutRing<STDOUT_RING_CAPACITY> = std::boxed::Box::leak(std::boxed::Box::default());
+                let ring: &'static StdoutRing<STDOUT_RING_STORAGE> =
+                    std::boxed::Box::leak(std::boxed::Box::new(StdoutRing::with_capacity(STDOUT_RING_CAPACITY)));
                 #[cfg(miri)]
                 {
                     unsafe extern "Rust" {
@@ -260,14 +297,15 @@ impl DrainPlan {
             return Err(RingError::BadMagic(header.magic));
         }
         let capacity = header.capacity as usize;
-        if !capacity.is_power_of_two() || capacity > MAX_STDOUT_RING_CAPACITY {
+        // 0: printing disabled by the host; the device writes nothing.
+        if capacity != 0 && (!capacity.is_power_of_two() || capacity > MAX_STDOUT_RING_CAPACITY) {
             return Err(RingError::BadCapacity(header.capacity));
         }
         let pending = header.write_count.wrapping_sub(header.read_count);
         let len = pending.min(header.capacity);
         Ok(Self {
             lost: pending - len,
-            start: header.write_count.wrapping_sub(len) as usize & (capacity - 1),
+            start: header.write_count.wrapping_sub(len) as usize & capacity.saturating_sub(1),
             len: len as usize,
             capacity,
             next_read_count: header.write_count,
@@ -502,6 +540,42 @@ mod tests {
         assert_eq!(drain(&ring), (11, b"rown fox".to_vec()));
     }
 
+    /// What the host does before `entry_func`: writes the header's capacity.
+    fn set_capacity<const N: usize>(ring: &StdoutRing<N>, capacity: u32) {
+        // SAFETY: capacity is the u32 at +4; nothing else touches the ring meanwhile.
+        unsafe {
+            ring.as_ptr()
+                .add(4)
+                .cast_mut()
+                .cast::<u32>()
+                .write(capacity)
+        };
+    }
+
+    #[test]
+    fn the_host_sets_the_capacity_and_0_disables_printing() {
+        let ring = StdoutRing::<16>::with_capacity(8);
+        assert_eq!(header(&ring).capacity, 8);
+        ring.write(b"0123456789"); // longer than the capacity: its last 8 bytes kept
+        assert_eq!(drain(&ring), (2, b"23456789".to_vec()));
+        set_capacity(&ring, 4);
+        ring.write(b"abcdef");
+        assert_eq!(drain(&ring), (2, b"cdef".to_vec()));
+        set_capacity(&ring, 0);
+        ring.write(b"silence");
+        assert_eq!(drain(&ring), (0, Vec::new()));
+        assert_eq!(
+            header(&ring).write_count,
+            16,
+            "nothing is counted while printing is disabled"
+        );
+        set_capacity(&ring, 12); // not a power of two: the whole ring is used
+        ring.write(b"0123456789ABCDEFGH");
+        assert_eq!(header(&ring).write_count, 34);
+        set_capacity(&ring, 16); // what a reader then sees
+        assert_eq!(drain(&ring), (2, b"23456789ABCDEFGH".to_vec()));
+    }
+
     #[test]
     fn counters_wrap_at_2_pow_32() {
         let ring = StdoutRing::<8>::new();
@@ -538,12 +612,24 @@ mod tests {
             DrainPlan::new(&RingHeader { magic: 1, ..good }),
             Err(RingError::BadMagic(1))
         );
-        for capacity in [0, 12, 256 * 1024] {
+        for capacity in [12, 256 * 1024] {
             assert_eq!(
                 DrainPlan::new(&RingHeader { capacity, ..good }),
                 Err(RingError::BadCapacity(capacity))
             );
         }
+        // 0: printing disabled; nothing to drain.
+        let disabled = DrainPlan::new(&RingHeader {
+            capacity: 0,
+            write_count: 5,
+            read_count: 5,
+            ..good
+        })
+        .unwrap();
+        assert_eq!(
+            (disabled.len, disabled.lost, disabled.segments()),
+            (0, 0, [0..0, 0..0])
+        );
         assert_eq!(DrainPlan::from_bytes(&[0; 15]), Err(RingError::BadMagic(0)));
     }
 

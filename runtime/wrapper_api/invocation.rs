@@ -902,6 +902,13 @@ impl Invocation {
         status
     }
 
+    /// Records a failure the C++ tensor API names by its [`Status`] (the last status, and
+    /// the invocation's if it is the first failure). Returns the status.
+    pub fn fail_status(&self, status: Status) -> Status {
+        self.record_status(status);
+        status
+    }
+
     /// The validated form of `desc`, for the C shape accessors (`customop_tensor_numel`
     /// and the others). Records the status; needs no active invocation.
     ///

@@ -52,12 +52,14 @@ use core::ffi::c_void;
 use core::mem::MaybeUninit;
 use core::ptr;
 
+mod cxx;
 mod descriptor;
 mod element;
 mod invocation;
 mod status;
 mod tensor;
 
+pub use cxx::{__assert_func, end_op, neuron_cxx_fail, neuron_cxx_record, record_failure};
 pub use descriptor::*;
 pub use element::{Bf16, Element, F16};
 pub use invocation::{Args, Invocation, Platform, TranslateFn};

@@ -108,6 +108,23 @@ statuses! {
     TCM_EXHAUSTED = 0x44;
     /// [`TensorError::StreamFull`].
     STREAM_FULL = 0x45;
+    /// C++: `operator new`, or a tensor factory (`torch::empty`, `zeros`, ...), found
+    /// the HBM heap exhausted.
+    OUT_OF_MEMORY = 0x60;
+    /// C++: a failed `assert`; its expression and `file:line` are printed.
+    ASSERT_FAILED = 0x61;
+    /// C++: an `accessor<T, N>` whose `N` is not the tensor's rank.
+    RANK_MISMATCH = 0x62;
+    /// C++: operands of an element-wise operation, or the tensor a kernel returned and
+    /// the output, differ in shape.
+    SHAPE_MISMATCH = 0x63;
+    /// C++: a dtype an operation does not take (a bitwise operation on floats).
+    UNSUPPORTED_DTYPE = 0x64;
+    /// C++: a possibly incoherent access under the `COHERENT` policy (a stream opened
+    /// while a write stream on the same tensor is open).
+    INCOHERENT_ACCESS = 0x65;
+    /// C++: a pure virtual function was called (`__cxa_pure_virtual`).
+    PURE_VIRTUAL_CALL = 0x66;
 }
 
 impl Status {

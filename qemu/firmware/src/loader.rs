@@ -464,6 +464,14 @@ fn enter(job: &JobHeader, core: u32) {
     let (entry_func, register_funcs) = unsafe {
         (function::<EntryFunc>(library.symbols.entry_func), function::<RegisterFuncs>(library.symbols.register_funcs))
     };
+    if job.stdout_queue_bytes != NEVER {
+        // The host's printf ring size (NEURON_RT_GPSIMD_STDOUT_QUEUE_SIZE_BYTES), in the
+        // ring header's `capacity` (+4), before the library runs.
+        let capacity = (library.symbols.stdout_ring + 4) as *mut u32;
+        // SAFETY: the host read the ring's address from the library's symbol table; the
+        // library is loaded there and does not run yet.
+        unsafe { capacity.write_volatile(job.stdout_queue_bytes) };
+    }
     // SAFETY: the block is valid for the call; the library is loaded at its address.
     let status = unsafe { entry_func(&block) };
     println!("{}", Line::Entry { core, status: status.0 });

@@ -169,6 +169,10 @@ pub struct JobHeader {
     /// The `neuron_memcpy` backend the loader selects before every op (a
     /// `NeuronMemcpyMethod`: 0 C, 1 vector, 2 DMA); [`NEVER`]: the library's own.
     pub memcpy_method: u32,
+    /// The stdout ring capacity the loader sets in every library before `entry_func`,
+    /// as the vendor's runtime does from `NEURON_RT_GPSIMD_STDOUT_QUEUE_SIZE_BYTES`: a
+    /// power of two up to 131072, or 0 (printing disabled); [`NEVER`]: the library's own.
+    pub stdout_queue_bytes: u32,
     /// The translate records every op is configured with (the runtime's 32-byte
     /// `TranslateRecord`, little-endian).
     pub translate: [[u8; TRANSLATE_RECORD_LEN]; TRANSLATE_REGIONS],
@@ -212,12 +216,13 @@ const _: () = {
     assert!(offset_of!(JobHeader, dma_mode) == 40);
     assert!(offset_of!(JobHeader, faults) == 44);
     assert!(offset_of!(JobHeader, memcpy_method) == 48);
-    assert!(offset_of!(JobHeader, translate) == 52);
-    assert!(offset_of!(JobHeader, libraries) == 52 + TRANSLATE_REGIONS * TRANSLATE_RECORD_LEN);
-    assert!(offset_of!(JobHeader, libraries) == 212);
+    assert!(offset_of!(JobHeader, stdout_queue_bytes) == 52);
+    assert!(offset_of!(JobHeader, translate) == 56);
+    assert!(offset_of!(JobHeader, libraries) == 56 + TRANSLATE_REGIONS * TRANSLATE_RECORD_LEN);
+    assert!(offset_of!(JobHeader, libraries) == 216);
     assert!(size_of::<DmaMode>() == 4);
-    assert!(offset_of!(JobHeader, max_instructions_low) == 436);
-    assert!(size_of::<JobHeader>() == 444);
+    assert!(offset_of!(JobHeader, max_instructions_low) == 440);
+    assert!(size_of::<JobHeader>() == 448);
 };
 
 impl JobHeader {
@@ -250,6 +255,7 @@ impl JobHeader {
             self.dma_mode,
             self.faults,
             self.memcpy_method,
+            self.stdout_queue_bytes,
         ] {
             put(value);
         }
