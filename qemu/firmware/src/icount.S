@@ -97,8 +97,10 @@ __neuron_debug_exception:
     .byte   0x20, 0xc6, 0x13    /* wsr a2, eps6 */
     j       .Lback
 .Lnot_icount:
-    .byte   0x00, 0xd6, 0x03    /* rsr a0, excsave6 */
-    j       __neuron_default_debug_exception
+    /* The default handler takes a0 back from EXCSAVE6 itself; jx, not j, reaches the
+     * vectors however much code lies between (big_code has 496 KiB). */
+    movi    a0, __neuron_default_debug_exception
+    jx      a0
 
 /*
  * Where the budget sends a core: discards every register window but the current one,
