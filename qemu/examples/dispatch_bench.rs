@@ -3,8 +3,10 @@
 //! single-core relu, each checked against the host reference.
 //!
 //! ```sh
-//! cargo run --release -p neuroncustomop-sim --example dispatch_bench [-- --count-instructions]
+//! cargo run --release -p neuroncustomop-sim --example dispatch_bench [-- --threads]
 //! ```
+//!
+//! `--threads` runs each core on a host thread of its own (no `-icount`, QEMU's MTTCG).
 
 use neuroncustomop_sim::device::{Session, SessionOptions};
 use neuroncustomop_sim::examples::{self, DEFAULT_ELEMENTS};
@@ -12,7 +14,7 @@ use neuroncustomop_sim::package;
 use std::time::Instant;
 
 fn main() {
-    let count_instructions = std::env::args().any(|arg| arg == "--count-instructions");
+    let count_instructions = !std::env::args().any(|arg| arg == "--threads");
     let package = package::package("relu").expect("package relu");
     let relu = examples::find("relu").and_then(|e| e.function("relu")).expect("relu's relu");
     let shape = examples::shape_for(DEFAULT_ELEMENTS).expect("shape");

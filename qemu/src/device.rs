@@ -226,10 +226,15 @@ impl Report {
 /// How a session's device is run.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
-    /// Run QEMU with `-icount shift=0,sleep=off` ([`Boot::count_instructions`]): a
-    /// deterministic virtual clock (CCOUNT), at some cost in speed. Instruction counts
-    /// do not need it: [`OpReport::instructions`] is each core's own exact count
-    /// either way.
+    /// Run QEMU with `-icount shift=0,sleep=off` ([`Boot::count_instructions`]), the
+    /// default: all cores on one host thread, in turn, with a deterministic virtual
+    /// clock (CCOUNT) that jumps ahead when every core sleeps. Instruction counts do not
+    /// need it ([`OpReport::instructions`] is each core's own exact count either way),
+    /// but waits do: with `false` each core is a host thread of its own (QEMU's MTTCG),
+    /// and a core that sleeps (waiting for a DMA transfer, for another core) waits for
+    /// the host's scheduler to wake its thread, milliseconds on a loaded machine, so
+    /// kernels that wait often run far slower, and the runtime's DMA timeout (1 s of
+    /// CCOUNT, then real time) can expire.
     pub count_instructions: bool,
     /// The longest one job may take on the wall clock; past it the device is declared
     /// hung, stopped, and booted again for the next job. `None` (the default): it
@@ -242,7 +247,7 @@ pub struct SessionOptions {
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        Self { count_instructions: false, wall_limit: None, gdb: None }
+        Self { count_instructions: true, wall_limit: None, gdb: None }
     }
 }
 
@@ -595,7 +600,7 @@ impl Collected {
 
 /// Boots the loader on `job.header.cores` cores next to `library`, and the DMA engine
 /// on the core after them, runs `job`, and shuts the device down: a one-job
-/// [`Session`].
+/// [`Session`] with the default options (`-icount`).
 pub fn run(library: &Images, job: &Job) -> Result<Report, RunError> {
     run_once(library, job, SessionOptions::default())
 }
@@ -606,10 +611,10 @@ pub fn run_under_gdb(library: &Images, job: &Job, gdb: GdbOptions) -> Result<Rep
     run_once(library, job, SessionOptions { gdb: Some(gdb), ..SessionOptions::default() })
 }
 
-/// As [`run`], under `-icount shift=0,sleep=off` ([`SessionOptions::count_instructions`]):
-/// the same exact counts, with a deterministic CCOUNT clock.
+/// The same as [`run`], whose default is `-icount shift=0,sleep=off`
+/// ([`SessionOptions::count_instructions`]); for the callers that say they count.
 pub fn run_counting_instructions(library: &Images, job: &Job) -> Result<Report, RunError> {
-    run_once(library, job, SessionOptions { count_instructions: true, ..SessionOptions::default() })
+    run(library, job)
 }
 
 fn run_once(library: &Images, job: &Job, options: SessionOptions) -> Result<Report, RunError> {

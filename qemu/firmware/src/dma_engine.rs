@@ -51,7 +51,7 @@ unsafe fn serve_one(m2s: *mut DmaQueueHeader, s2m: *mut DmaQueueHeader, sequence
 /// wakes it when a core queues a transfer (the runtime does not know the board), so
 /// this is its latency; the sleeping costs no instructions of the library's cores.
 const FIRST_NAP: u32 = 40;
-const LONGEST_NAP: u32 = 4_000;
+const LONGEST_NAP: u32 = 400;
 
 /// Serves the cores of whatever job is in the job block, forever; after serving it
 /// wakes the cores (a core waiting for its transfer sleeps until then).
