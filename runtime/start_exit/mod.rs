@@ -38,10 +38,9 @@ pub use handoff::{
     ScratchRegion,
 };
 pub use kernels::{KernelEntry, KernelFn, KernelList, has_duplicate_names};
-pub use mem::{
-    bcmp, compare, copy_backward, copy_forward, copy_overlapping, fill, memcmp, memcpy, memmove,
-    memset,
-};
+pub use mem::{bcmp, compare, memcmp, memcpy, memmove, memset};
+#[cfg(not(target_arch = "xtensa"))]
+pub use mem::{copy_backward, copy_forward, copy_overlapping, fill};
 pub use stdout::{
     _write_r, DrainPlan, MAX_STDOUT_RING_CAPACITY, RingError, RingHeader, RingWriter,
     STDOUT_RING_CAPACITY, STDOUT_RING_MAGIC, StdoutRing, flush_stdout, fsync, print_args,
