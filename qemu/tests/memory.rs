@@ -479,7 +479,7 @@ fn rows(outcome: &Outcome, prefix: &str, key_words: usize) -> HashMap<String, Ve
 }
 
 #[test]
-fn the_heap_takes_ten_times_fewer_instructions_than_linked_list_allocator_when_churning() {
+fn the_heap_beats_linked_list_allocator_tenfold_when_churning_and_on_immediate_pairs() {
     let outcome = bench("bench_heap");
     let heap = rows(&outcome, "HEAP ", 2);
     let net = |allocator: &str, scenario: &str| {
@@ -489,6 +489,12 @@ fn the_heap_takes_ten_times_fewer_instructions_than_linked_list_allocator_when_c
     for scenario in ["churn_log_uniform", "churn_uniform"] {
         let (ours, list) = (net("ours", scenario), net("linked_list_allocator", scenario));
         assert!(list >= 10 * ours, "{scenario}: {ours} vs {list} instructions x100 per pair");
+    }
+    // Issue 16: a block freed right after it was taken (and taken again) is never slower
+    // than linked_list_allocator's, at any size.
+    for scenario in ["pair_16", "pair_256", "pair_4k", "pair_16k", "pair_64k"] {
+        let (ours, list) = (net("ours", scenario), net("linked_list_allocator", scenario));
+        assert!(ours <= list, "{scenario}: {ours} vs {list} instructions x100 per pair");
     }
 }
 
