@@ -335,9 +335,10 @@ pub(crate) fn generation() -> u64 {
 }
 
 /// The window `framework_addr` matches: the first in configuration order, which is
-/// the only one when the search may start at the last hit (module docs).
+/// the only one when the search may start at the last hit (module docs). With
+/// `MOVE_START`, a hit makes the search start at its window from then on.
 #[inline(always)]
-fn find(framework_addr: u64) -> Option<Window> {
+fn find<const MOVE_START: bool>(framework_addr: u64) -> Option<Window> {
     // SAFETY: only `configure`, `record_status` and the store below write the TLB, never
     // while this shared borrow is live (module docs; its last use is before the store).
     let tlb = unsafe { &*tlb() };
@@ -362,7 +363,7 @@ fn find(framework_addr: u64) -> Option<Window> {
         return None;
     };
     let (hit, window) = (ptr::from_ref(window), *window);
-    if tlb.rotates {
+    if MOVE_START && tlb.rotates {
         // `start` is in the ring (a configured table), and so is the hit, wrapped into
         // its first half. The shared borrow above is no longer used.
         let second_half = ring_start().wrapping_add(TRANSLATE_REGIONS);
@@ -377,14 +378,16 @@ fn find(framework_addr: u64) -> Option<Window> {
 /// [`TranslateError::Miss`] when no region matches.
 #[inline]
 pub fn translate(framework_addr: u64) -> Result<*mut u8, TranslateError> {
-    let window = find(framework_addr).ok_or(TranslateError::Miss)?;
+    let window = find::<true>(framework_addr).ok_or(TranslateError::Miss)?;
     // Truncating the address is exact: `configure` checked the device window fits.
     Ok((framework_addr as usize).wrapping_add(window.delta) as *mut u8)
 }
 
 /// Translates the `len` bytes at `framework_addr` (`len` 0 counts as 1): the device
 /// pointer of the first, when all of them lie in the window the first byte matches, so
-/// they are contiguous device memory from there. A tensor's bytes are one such range:
+/// they are contiguous device memory from there. Unlike [`translate`], it leaves the
+/// search start where it is: setup translates every argument of an op with it, once,
+/// and the op's own translations are what the start should follow. A tensor's bytes are one such range:
 /// one window lookup and one compare, where translating the first and the last byte
 /// would be two lookups.
 ///
@@ -401,7 +404,7 @@ pub fn translate(framework_addr: u64) -> Result<*mut u8, TranslateError> {
 /// [`RangeError::OutsideWindow`] when the last byte is past the end of its window.
 #[inline]
 pub fn translate_range(framework_addr: u64, len: usize) -> Result<*mut u8, RangeError> {
-    let window = find(framework_addr).ok_or(RangeError::Miss)?;
+    let window = find::<false>(framework_addr).ok_or(RangeError::Miss)?;
     // The first byte's offset in the window: the offset bits fit a pointer (see
     // `last_offset`), so truncating the address first is exact.
     let offset = framework_addr as usize & window.last_offset;
@@ -661,6 +664,8 @@ mod tests {
         translate(records[2].ptr).unwrap();
         assert_eq!(translate(0x7f05_0000_0000), Err(TranslateError::Miss));
         assert_eq!(search_start(), 2, "a miss keeps the start");
+        assert_eq!(translate_range(records[4].ptr, 16), Ok(records[4].device_base as usize as *mut u8));
+        assert_eq!(search_start(), 2, "a range lookup (setup's) keeps the start");
         configure(&records).unwrap();
         assert_eq!(search_start(), 0, "configure restarts at the first record");
         // Records 1 and 3 overlap (3 lies inside 1): the search never moves.
