@@ -668,7 +668,9 @@ impl Heap {
         let (right, merged_end) = match merge.right {
             RightNeighbour::Live => (0, end),
             RightNeighbour::Free(length) => (1, end + length),
-            RightNeighbour::Top => (1, self.granules),
+            // The top block, or, when it is empty (`top == granules`), the arena's end:
+            // only a top block that exists is a free block absorbed.
+            RightNeighbour::Top => (usize::from(self.top < self.granules), self.granules),
         };
         Some((usize::from(merge.left) + right, merged_end - merge.first))
     }

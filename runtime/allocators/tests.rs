@@ -237,6 +237,16 @@ fn a_block_freed_right_after_it_was_taken_is_parked_and_behaves_as_free() {
 }
 
 #[test]
+fn a_parked_block_that_ends_the_arena_counts_as_the_one_free_block() {
+    let region = Region::new(16 * 1024);
+    let mut heap = region.heap();
+    let empty = summary(&heap);
+    let all = heap.allocate(heap.arena_bytes(), 64).unwrap(); // no top block left
+    heap.free(all.as_ptr()).unwrap(); // parked
+    assert_eq!(summary(&heap), empty);
+}
+
+#[test]
 fn a_write_after_free_is_caught_as_corruption_and_changes_nothing() {
     let region = Region::new(64 * 1024);
     let mut heap = region.heap();
