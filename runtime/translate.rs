@@ -178,6 +178,10 @@ impl Window {
         self.ptr_low & low == other.ptr_low & low && self.ptr_high & high == other.ptr_high & high
     }
 
+    /// The hot-path form of `record` as `core` sees it, or why it is refused. Not
+    /// inlined: `configure` is cold, and its loop unrolled with five inlined copies
+    /// costs text the kernels' instruction cache needs.
+    #[inline(never)]
     fn of(record: &TranslateRecord, core: u32) -> Result<Window, TranslateError> {
         let offsets = !record.mask;
         if offsets & offsets.wrapping_add(1) != 0 {
