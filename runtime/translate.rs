@@ -15,19 +15,31 @@
 //! known flags, the whole device window of *this* core inside the address space and
 //! not at address 0) and precomputes, per record, `delta = device window start - ptr`
 //! in pointer arithmetic. A translation is then, per record, a masked compare of each
-//! 32-bit half, and on a hit one pointer-sized add: `neuron_translate` hitting the first
-//! record is 17 Xtensa instructions, `entry` to `retw`. A rejected configuration leaves
+//! 32-bit half, and on a hit one pointer-sized add. A rejected configuration leaves
 //! no record configured (fail closed: a window of the previous op must not translate
 //! this op's addresses).
+//!
+//! # The last hit first
+//! An op touches one or two windows over and over, so the search starts at the window
+//! of the last hit: a hit there costs the same whatever its record's index
+//! (`neuron_translate`: 18 Xtensa instructions, `entry` to `retw`), and each record
+//! tested before the hit 4 to 8 more (one compare when the address's low half
+//! already differs, two when it matches). That is only allowed when no two configured
+//! windows overlap, so that an address matches at most one window and the order of the
+//! search cannot change the answer; `configure` checks it, and with an overlap the
+//! search always starts at the first record (first match wins). The windows are kept
+//! twice over, in configuration order, so the five read from any start are the five
+//! records with no index arithmetic, and a miss still tests each record once.
 //!
 //! # State and soundness
 //! The table is core-local state read on every tensor access, so it is not kept in a
 //! `CoreLocal` (whose borrow flag would cost a load, a test and two stores per call).
 //! It lives in an `UnsafeCell` read through a shared reference in [`translate`] and
-//! written only by `configure` and by the status store in `neuron_translate`. This is
-//! sound under the runtime's invariant (`crate::global`): each core has its own copy of
-//! the table and runs one context at a time, and neither function calls the other, so
-//! a write never overlaps a live reference. On the host, where test threads stand in
+//! written only by `configure`, by the status store in `neuron_translate` and by the
+//! search-start store at the end of a lookup, after its last read. This is sound under
+//! the runtime's invariant (`crate::global`): each core has its own copy of the table
+//! and runs one context at a time, and none of these calls another, so a write never
+//! overlaps a live reference. On the host, where test threads stand in
 //! for cores, the table is thread-local for the same reason.
 
 use core::cell::UnsafeCell;
@@ -159,6 +171,17 @@ impl Window {
         (addr as u32 & self.mask_low) == self.ptr_low && ((addr >> 32) as u32 & self.mask_high) == self.ptr_high
     }
 
+    /// Whether some address matches both: windows are aligned power-of-two blocks, so
+    /// they overlap exactly when their `ptr`s agree on the mask bits both have.
+    fn overlaps(&self, other: &Window) -> bool {
+        let (low, high) = (self.mask_low & other.mask_low, self.mask_high & other.mask_high);
+        self.ptr_low & low == other.ptr_low & low && self.ptr_high & high == other.ptr_high & high
+    }
+
+    /// The hot-path form of `record` as `core` sees it, or why it is refused. Not
+    /// inlined: `configure` is cold, and its loop unrolled with five inlined copies
+    /// costs text the kernels' instruction cache needs.
+    #[inline(never)]
     fn of(record: &TranslateRecord, core: u32) -> Result<Window, TranslateError> {
         let offsets = !record.mask;
         if offsets & offsets.wrapping_add(1) != 0 {
@@ -191,16 +214,30 @@ impl Window {
     }
 }
 
-/// The software TLB of one core.
+/// The software TLB of one core. C layout, so the fields the hot path reads are at
+/// small offsets (single loads), not after the ring.
+#[repr(C)]
 struct Tlb {
-    /// The configured windows, `UNUSED` where fewer were given.
-    windows: [Window; TRANSLATE_REGIONS],
+    /// The first window the search reads: the window of the last hit when `rotates`,
+    /// else the first; one of the first `TRANSLATE_REGIONS` windows of `ring`, or
+    /// [`UNCONFIGURED`] before the first `configure`. A pointer rather than an index:
+    /// one load on the hot path. Derived from [`tlb`]'s raw pointer, never from a
+    /// reference, so writes to the table do not invalidate it.
+    start: *const Window,
+    /// No two configured windows overlap: the search may start anywhere (module docs).
+    rotates: bool,
+    /// The configured windows in configuration order, `UNUSED` where fewer were given,
+    /// twice over: the search reads [`TRANSLATE_REGIONS`] windows from `start`.
+    ring: [Window; 2 * TRANSLATE_REGIONS],
     /// [`TRANSLATE_OK`] or the code of the last failed C call.
     status: c_int,
-    /// How many times `windows` changed: equal generations, equal translations
+    /// How many times the windows changed: equal generations, equal translations
     /// (what lets setup reuse a previous op's resolved arguments). 64 bits never wrap.
     generation: u64,
 }
+
+/// What the search reads before the first `configure`: no window.
+static UNCONFIGURED: [Window; TRANSLATE_REGIONS] = [Window::UNUSED; TRANSLATE_REGIONS];
 
 /// The TLB's cell; see "State and soundness" in the module docs.
 struct TlbCell(UnsafeCell<Tlb>);
@@ -212,7 +249,9 @@ unsafe impl Sync for TlbCell {}
 impl TlbCell {
     const fn new() -> TlbCell {
         TlbCell(UnsafeCell::new(Tlb {
-            windows: [Window::UNUSED; TRANSLATE_REGIONS],
+            start: UNCONFIGURED.as_ptr(),
+            rotates: false,
+            ring: [Window::UNUSED; 2 * TRANSLATE_REGIONS],
             status: TRANSLATE_OK,
             generation: 0,
         }))
@@ -259,17 +298,35 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
             Ok(())
         })
     };
-    let windows = if checked.is_ok() { windows } else { [Window::UNUSED; TRANSLATE_REGIONS] };
+    let (windows, configured) = if checked.is_ok() { (windows, records.len()) } else { ([Window::UNUSED; TRANSLATE_REGIONS], 0) };
+    let configured = &windows[..configured];
+    let disjoint = configured.iter().enumerate().all(|(i, window)| configured[..i].iter().all(|earlier| !earlier.overlaps(window)));
     // SAFETY: no reference into the TLB is live (module docs: one context per core and
     // `translate` does not call `configure`), so these writes are exclusive.
     let tlb = unsafe { &mut *tlb() };
     // A loader that configures the same windows before every op keeps the generation,
     // and with it the argument resolutions setup may reuse.
-    if tlb.windows != windows {
-        tlb.windows = windows;
+    if tlb.ring[..TRANSLATE_REGIONS] != windows {
+        tlb.ring = core::array::from_fn(|i| windows[i % TRANSLATE_REGIONS]);
         tlb.generation += 1;
     }
+    tlb.rotates = disjoint;
+    set_search_start(ring_start());
     checked
+}
+
+/// The first window of this core's ring, from the TLB's raw pointer.
+#[inline(always)]
+fn ring_start() -> *const Window {
+    // SAFETY: a place computation on this core's TLB; nothing is read.
+    unsafe { (&raw const (*tlb()).ring).cast::<Window>() }
+}
+
+/// Makes the search start at `window`, one of the ring's first `TRANSLATE_REGIONS`.
+#[inline(always)]
+fn set_search_start(window: *const Window) {
+    // SAFETY: a plain store to this core's TLB while no reference into it is live.
+    unsafe { (*tlb()).start = window };
 }
 
 /// This core's configuration generation: it changes whenever [`configure`] changes the
@@ -281,16 +338,24 @@ pub(crate) fn generation() -> u64 {
     unsafe { (*tlb()).generation }
 }
 
-/// The first configured window that `framework_addr` matches.
+/// The window `framework_addr` matches: the first in configuration order, which is
+/// the only one when the search may start at the last hit (module docs). With
+/// `MOVE_START`, a hit makes the search start at its window from then on.
 #[inline(always)]
-fn find(framework_addr: u64) -> Option<Window> {
-    // SAFETY: only `configure` and `record_status` write the TLB, never while this shared
-    // borrow is live (module docs).
-    let [first, second, third, fourth, fifth] = unsafe { &(*tlb()).windows };
+fn find<const MOVE_START: bool>(framework_addr: u64) -> Option<Window> {
+    // SAFETY: only `configure`, `record_status` and the store below write the TLB, never
+    // while this shared borrow is live (module docs; its last use is before the store).
+    let tlb = unsafe { &*tlb() };
+    let start = tlb.start;
+    // SAFETY: `start` is UNCONFIGURED or one of the ring's first TRANSLATE_REGIONS
+    // windows (every store keeps it so), so TRANSLATE_REGIONS windows from it are
+    // readable; only the stores of `configure` write them, never during this read.
+    let [first, second, third, fourth, fifth] = unsafe { &*start.cast::<[Window; TRANSLATE_REGIONS]>() };
     // The five tests written out: a loop costs an index and a bound check per window.
-    let window = if first.matches(framework_addr) {
-        first
-    } else if second.matches(framework_addr) {
+    if first.matches(framework_addr) {
+        return Some(*first);
+    }
+    let window = if second.matches(framework_addr) {
         second
     } else if third.matches(framework_addr) {
         third
@@ -301,7 +366,14 @@ fn find(framework_addr: u64) -> Option<Window> {
     } else {
         return None;
     };
-    Some(*window)
+    let (hit, window) = (ptr::from_ref(window), *window);
+    if MOVE_START && tlb.rotates {
+        // `start` is in the ring (a configured table), and so is the hit, wrapped into
+        // its first half. The shared borrow above is no longer used.
+        let second_half = ring_start().wrapping_add(TRANSLATE_REGIONS);
+        set_search_start(if hit >= second_half { hit.wrapping_sub(TRANSLATE_REGIONS) } else { hit });
+    }
+    Some(window)
 }
 
 /// Translates `framework_addr` through the regions the loader configured for this op.
@@ -310,14 +382,16 @@ fn find(framework_addr: u64) -> Option<Window> {
 /// [`TranslateError::Miss`] when no region matches.
 #[inline]
 pub fn translate(framework_addr: u64) -> Result<*mut u8, TranslateError> {
-    let window = find(framework_addr).ok_or(TranslateError::Miss)?;
+    let window = find::<true>(framework_addr).ok_or(TranslateError::Miss)?;
     // Truncating the address is exact: `configure` checked the device window fits.
     Ok((framework_addr as usize).wrapping_add(window.delta) as *mut u8)
 }
 
 /// Translates the `len` bytes at `framework_addr` (`len` 0 counts as 1): the device
 /// pointer of the first, when all of them lie in the window the first byte matches, so
-/// they are contiguous device memory from there. A tensor's bytes are one such range:
+/// they are contiguous device memory from there. Unlike [`translate`], it leaves the
+/// search start where it is: setup translates every argument of an op with it, once,
+/// and the op's own translations are what the start should follow. A tensor's bytes are one such range:
 /// one window lookup and one compare, where translating the first and the last byte
 /// would be two lookups.
 ///
@@ -334,7 +408,7 @@ pub fn translate(framework_addr: u64) -> Result<*mut u8, TranslateError> {
 /// [`RangeError::OutsideWindow`] when the last byte is past the end of its window.
 #[inline]
 pub fn translate_range(framework_addr: u64, len: usize) -> Result<*mut u8, RangeError> {
-    let window = find(framework_addr).ok_or(RangeError::Miss)?;
+    let window = find::<false>(framework_addr).ok_or(RangeError::Miss)?;
     // The first byte's offset in the window: the offset bits fit a pointer (see
     // `last_offset`), so truncating the address first is exact.
     let offset = framework_addr as usize & window.last_offset;
@@ -516,8 +590,41 @@ mod tests {
         configure(&[narrow, wide]).unwrap();
         assert_eq!(translate(0x8010), Ok(0x10_0010 as *mut u8));
         assert_eq!(translate(0x9000), Ok(0x20_9000 as *mut u8));
+        // A hit in the second window does not make it searched first: it overlaps.
+        assert_eq!(translate(0x8010), Ok(0x10_0010 as *mut u8));
         configure(&[wide, narrow]).unwrap();
         assert_eq!(translate(0x8010), Ok(0x20_8010 as *mut u8));
+    }
+
+    /// Where this thread's search starts, as a record index.
+    fn search_start() -> usize {
+        // SAFETY: a plain read of this thread's TLB; no reference into it is live.
+        unsafe { (*tlb()).start.offset_from(ring_start()) as usize }
+    }
+
+    #[test]
+    fn the_search_starts_at_the_last_hit_only_when_no_windows_overlap() {
+        let records: [TranslateRecord; 5] = core::array::from_fn(|i| {
+            TranslateRecord::window(0x7f00_0000_0000 + ((i as u64) << 32), 1 << 20, 0x6300_0000 + ((i as u64) << 20))
+        });
+        configure(&records).unwrap();
+        for i in [4, 4, 1, 0, 3, 2, 4, 0] {
+            let addr = records[i].ptr + 0x40;
+            assert_eq!(translate(addr), Ok((records[i].device_base + 0x40) as usize as *mut u8), "record {i}");
+            assert_eq!(search_start(), i, "after a hit in record {i}");
+        }
+        translate(records[2].ptr).unwrap();
+        assert_eq!(translate(0x7f05_0000_0000), Err(TranslateError::Miss));
+        assert_eq!(search_start(), 2, "a miss keeps the start");
+        assert_eq!(translate_range(records[4].ptr, 16), Ok(records[4].device_base as usize as *mut u8));
+        assert_eq!(search_start(), 2, "a range lookup (setup's) keeps the start");
+        configure(&records).unwrap();
+        assert_eq!(search_start(), 0, "configure restarts at the first record");
+        // Records 1 and 3 overlap (3 lies inside 1): the search never moves.
+        let overlapping = [records[0], records[1], records[2], TranslateRecord { ptr: records[1].ptr + 0x1000, mask: !0xFFF, ..records[3] }];
+        configure(&overlapping).unwrap();
+        assert_eq!(translate(records[2].ptr), Ok(records[2].device_base as usize as *mut u8));
+        assert_eq!(search_start(), 0);
     }
 
     #[test]

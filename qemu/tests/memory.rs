@@ -479,7 +479,7 @@ fn rows(outcome: &Outcome, prefix: &str, key_words: usize) -> HashMap<String, Ve
 }
 
 #[test]
-fn the_heap_takes_ten_times_fewer_instructions_than_linked_list_allocator_when_churning() {
+fn the_heap_beats_linked_list_allocator_tenfold_when_churning_and_on_immediate_pairs() {
     let outcome = bench("bench_heap");
     let heap = rows(&outcome, "HEAP ", 2);
     let net = |allocator: &str, scenario: &str| {
@@ -490,17 +490,31 @@ fn the_heap_takes_ten_times_fewer_instructions_than_linked_list_allocator_when_c
         let (ours, list) = (net("ours", scenario), net("linked_list_allocator", scenario));
         assert!(list >= 10 * ours, "{scenario}: {ours} vs {list} instructions x100 per pair");
     }
+    // Issue 16: a block freed right after it was taken (and taken again) is never slower
+    // than linked_list_allocator's, at any size.
+    for scenario in ["pair_16", "pair_256", "pair_4k", "pair_16k", "pair_64k"] {
+        let (ours, list) = (net("ours", scenario), net("linked_list_allocator", scenario));
+        assert!(ours <= list, "{scenario}: {ours} vs {list} instructions x100 per pair");
+    }
 }
 
 #[test]
-fn a_translate_hit_in_the_first_record_takes_at_most_20_instructions() {
+fn a_translate_hit_in_the_record_used_last_takes_at_most_20_instructions_whatever_its_index() {
     let outcome = bench("bench_translate");
     let translate = rows(&outcome, "TRANSLATE ", 1);
     let own = |case: &str| translate.get(case).unwrap_or_else(|| panic!("no {case}"))[1];
-    assert!(own("hit_1") <= 20 * 100, "hit in record 1: {} instructions x100", own("hit_1"));
-    // Each further record costs more, a miss at most the five tests.
-    for pair in ["hit_1", "hit_2", "hit_3", "hit_4", "hit_5"].windows(2) {
+    for case in ["hit_1", "hit_2", "hit_3", "hit_4", "hit_5", "away_0"] {
+        assert!(own(case) <= 20 * 100, "{case}: {} instructions x100", own(case));
+    }
+    // One record away within 30 (issue 16's goal for any record, met for the next one;
+    // docs/PERFORMANCE.md has the floor further away), and each further record costs
+    // more while the addresses' low halves match every record's.
+    assert!(own("away_1") <= 30 * 100, "one record away: {}", own("away_1"));
+    for pair in ["away_0", "away_1", "away_2", "away_3"].windows(2) {
         assert!(own(pair[0]) < own(pair[1]), "{pair:?}");
     }
-    assert!(own("miss_high_word") <= own("hit_5"), "the worst miss tests no more than five records");
+    // Misses no worse than before the search started at the last hit (48 and 27
+    // instructions; the second pays one load for the search start).
+    assert!(own("miss_high_word") <= 48 * 100, "miss, low halves match: {}", own("miss_high_word"));
+    assert!(own("miss_low_word") <= 28 * 100, "miss, low halves differ: {}", own("miss_low_word"));
 }

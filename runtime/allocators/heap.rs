@@ -37,11 +37,23 @@
 //! | bad free | O(1) to refuse; naming it (double free or interior pointer) scans back to the enclosing block's start |
 //! | metadata | 3 bits per granule + 1 bit per 32 + 4/3 `u32` per tree leaf (a power of four >= n/32): 0.9–1.7 % of the arena |
 //!
+//! # Freed and taken again
+//! A kernel's scratch buffer is allocated, used and freed, and the next iteration asks
+//! for the same size again. When a block is freed and the heap has not changed since it
+//! was allocated, freeing it would restore exactly the state its allocation started
+//! from, and the same request would then find the same block again (first fit is
+//! deterministic). So such a free only *parks* the block: it stays marked live, and the
+//! heap behaves as if it were free. The next allocation with the same size (in
+//! granules) and alignment takes it back in a few instructions; any other operation
+//! first gives it back for real (`return_parked`), so every result, error and
+//! statistic is what the heap without parking gives. A second free of a parked block is
+//! a [`HeapError::DoubleFree`], as it should be.
+//!
 //! With 1,000 live blocks of 16 B..64 KiB in a 64 MiB heap under churn a malloc+free
-//! pair costs about 590 Xtensa instructions (QEMU), 10.4x fewer than
+//! pair costs about 600 Xtensa instructions (QEMU), 10x fewer than
 //! `linked_list_allocator`, which walks its free list on every allocation and every
-//! free (`benches/heap.rs`; its best case, a block freed right after it was taken, is
-//! cheaper there up to 16 KiB: docs/PERFORMANCE.md).
+//! free (`benches/heap.rs`); a block freed right after it was taken and asked for again
+//! costs about 150 a pair, 2.3x to 10x fewer than that allocator (docs/PERFORMANCE.md).
 //!
 //! Limits: at most 2^26 granules (4 GiB) per heap; a larger region is used up to that
 //! size. Free memory holds the free blocks' lengths: a write to a block after it was
@@ -257,6 +269,18 @@ pub struct Heap {
     tree: *mut u32,
     /// First granule of the top block; `granules` when there is none.
     top: u32,
+    /// The block the last operation allocated, while nothing else has changed since:
+    /// freeing it parks it (module docs, "Freed and taken again").
+    /// Null when the last change was something else. (Raw pointers with null for none,
+    /// not `Option`s: one load and one compare on the hot paths.)
+    last_taken: *mut u8,
+    /// A parked block: free for every purpose but still marked live; or null. Never
+    /// set together with `last_taken`.
+    parked: *mut u8,
+    /// The alignment asked for when `last_taken` or `parked` was allocated.
+    taken_align: usize,
+    /// The parked block's granules (set when it is parked).
+    parked_count: u32,
 }
 
 impl Heap {
@@ -269,6 +293,10 @@ impl Heap {
             bitmaps: [NonNull::dangling().as_ptr(); 4],
             tree: NonNull::dangling().as_ptr(),
             top: 0,
+            last_taken: ptr::null_mut(),
+            parked: ptr::null_mut(),
+            taken_align: 0,
+            parked_count: 0,
         }
     }
 
@@ -352,7 +380,18 @@ impl Heap {
         // Offsets inside the metadata buffer, so `wrapping_add` stays in bounds.
         let bitmaps = [0, 1, 2, 3].map(|index| metadata.wrapping_add(index * words));
         let tree = metadata.wrapping_add(3 * words + layout.summary_words());
-        Heap { arena, granules, layout, bitmaps, tree, top: 0 }
+        Heap {
+            arena,
+            granules,
+            layout,
+            bitmaps,
+            tree,
+            top: 0,
+            last_taken: ptr::null_mut(),
+            parked: ptr::null_mut(),
+            taken_align: 0,
+            parked_count: 0,
+        }
     }
 
     /// Allocates at least `size` bytes at a multiple of `align` (and always of 64):
@@ -370,10 +409,15 @@ impl Heap {
     /// [`HeapError::InvalidAlignment`], [`HeapError::SizeOverflow`],
     /// [`HeapError::OutOfMemory`], [`HeapError::Corrupted`].
     pub fn allocate(&mut self, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
+        if !self.parked.is_null() {
+            return self.allocate_with_parked(size, align);
+        }
         if !align.is_power_of_two() {
             return Err(HeapError::InvalidAlignment);
         }
         let count = granules_for(size)?;
+        // A failed allocation changes nothing, so `last_taken` may stay; a successful one
+        // replaces it below.
         let align_granules = (align / GRANULE).max(1);
         let search = count.checked_add(align_granules - 1).ok_or(HeapError::SizeOverflow)?;
         if search > self.largest_free_granules() as usize {
@@ -392,7 +436,27 @@ impl Heap {
         };
         self.set_bit(Bitmap::LiveStarts, first);
         self.set_live_end(first + count - 1);
-        Ok(self.granule_ptr(first))
+        let block = self.granule_ptr(first);
+        (self.last_taken, self.taken_align) = (block.as_ptr(), align);
+        Ok(block)
+    }
+
+    /// [`Heap::allocate`] with a block parked: the same request takes it back, any
+    /// other gives it back first. Out of line, so that the call in it does not cost the
+    /// search registers.
+    #[inline(never)]
+    fn allocate_with_parked(&mut self, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
+        if !align.is_power_of_two() {
+            return Err(HeapError::InvalidAlignment);
+        }
+        if self.parked_count as usize == granules_for(size)? && self.taken_align == align {
+            // The same request in the same state: the same block (module docs).
+            self.last_taken = core::mem::replace(&mut self.parked, ptr::null_mut());
+            // SAFETY: a block this heap returned: inside the arena, not null.
+            return Ok(unsafe { NonNull::new_unchecked(self.last_taken) });
+        }
+        self.return_parked()?;
+        self.allocate(size, align)
     }
 
     /// Allocates `count * size` bytes, zeroed, at 64-byte alignment (`calloc`).
@@ -414,6 +478,15 @@ impl Heap {
     /// inside a live block, [`HeapError::DoubleFree`] in free space,
     /// [`HeapError::Corrupted`] when a neighbour's length was overwritten.
     pub fn free(&mut self, block: *mut u8) -> Result<usize, HeapError> {
+        if block == self.last_taken {
+            return self.park(block);
+        }
+        let parked = self.parked;
+        if !parked.is_null() {
+            return self.free_with_parked(block);
+        }
+        // Null, as `parked` is (a register already holding zero).
+        self.last_taken = parked;
         let first = self.live_block_at(block)?;
         let end = self.live_block_end(first);
         let merge = self.plan_merge(first, end, true)?;
@@ -421,6 +494,42 @@ impl Heap {
         self.clear_live_end(end - 1);
         self.release(merge);
         Ok((end - first) as usize * GRANULE)
+    }
+
+    /// [`Heap::free`] of the block allocated last, with nothing changed since: parks it
+    /// (module docs). Out of line, like every path that is not the search.
+    #[inline(never)]
+    fn park(&mut self, block: *mut u8) -> Result<usize, HeapError> {
+        if block.is_null() {
+            // No block was taken last: a null pointer is foreign.
+            return Err(HeapError::ForeignPointer);
+        }
+        let first = self.granule_of(block);
+        self.parked_count = self.live_block_end(first) - first;
+        self.parked = core::mem::replace(&mut self.last_taken, ptr::null_mut());
+        Ok(self.parked_count as usize * GRANULE)
+    }
+
+    /// [`Heap::free`] with a block parked: gives it back first, then frees `block` as if
+    /// nothing had been parked.
+    #[inline(never)]
+    fn free_with_parked(&mut self, block: *mut u8) -> Result<usize, HeapError> {
+        self.return_parked()?;
+        self.free(block)
+    }
+
+    /// Gives the parked block (there is one) back to the free blocks, as its `free`
+    /// would have: with nothing parked or last taken, `free` frees it for real. Out of
+    /// line: the hot paths only test for a parked block.
+    ///
+    /// # Errors
+    /// [`HeapError::Corrupted`] when a neighbour's length was overwritten since the
+    /// block was parked (a write after free); the block then stays allocated.
+    #[cold]
+    #[inline(never)]
+    fn return_parked(&mut self) -> Result<(), HeapError> {
+        let parked = core::mem::replace(&mut self.parked, ptr::null_mut());
+        self.free(parked).map(|_| ())
     }
 
     /// Resizes the live block at `block` to at least `size` bytes, keeping its
@@ -432,6 +541,10 @@ impl Heap {
     /// As [`Heap::free`] for `block` and [`Heap::allocate`] for the new size; the old
     /// block is untouched on any error.
     pub fn reallocate(&mut self, block: *mut u8, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
+        if !self.parked.is_null() {
+            self.return_parked()?;
+        }
+        self.last_taken = ptr::null_mut();
         let first = self.live_block_at(block)?;
         let count = granules_for(size)?;
         let end = self.live_block_end(first);
@@ -488,6 +601,9 @@ impl Heap {
     /// # Errors
     /// As [`Heap::free`].
     pub fn block_size(&self, block: *mut u8) -> Result<usize, HeapError> {
+        if block == self.parked && !block.is_null() {
+            return Err(HeapError::DoubleFree);
+        }
         let first = self.live_block_at(block)?;
         Ok((self.live_block_end(first) - first) as usize * GRANULE)
     }
@@ -504,7 +620,7 @@ impl Heap {
 
     /// Free bytes, in all free blocks together. O(n/32): it reads the bitmaps.
     pub fn free_bytes(&self) -> usize {
-        let mut free = self.top_length() as usize;
+        let mut free = self.top_length() as usize + self.parked_granules() as usize;
         for word in 0..self.layout.words {
             let mut starts = self.word(Bitmap::FreeStarts, word as usize);
             while starts != 0 {
@@ -517,12 +633,46 @@ impl Heap {
 
     /// Number of live blocks. O(n/32): it reads the bitmaps.
     pub fn live_blocks(&self) -> usize {
-        (0..self.layout.words).map(|word| self.word(Bitmap::LiveStarts, word as usize).count_ones() as usize).sum()
+        let marked: usize =
+            (0..self.layout.words).map(|word| self.word(Bitmap::LiveStarts, word as usize).count_ones() as usize).sum();
+        marked - usize::from(!self.parked.is_null())
     }
 
     /// Size in bytes of the largest free block.
     pub fn largest_free(&self) -> usize {
-        self.largest_free_granules() as usize * GRANULE
+        let parked = self.parked_merge().map_or(0, |(_, length)| length);
+        max(self.largest_free_granules(), parked) as usize * GRANULE
+    }
+
+    /// Granules of the parked block; 0 when there is none.
+    fn parked_granules(&self) -> u32 {
+        if self.parked.is_null() { 0 } else { self.parked_count }
+    }
+
+    /// The granule a block (in the arena, granule-aligned) starts at.
+    fn granule_of(&self, block: *mut u8) -> u32 {
+        ((block.addr() - self.arena.addr()) / GRANULE) as u32
+    }
+
+    /// The free block the parked block would be part of once given back, and how many
+    /// of the free blocks marked now it would absorb: `(neighbours merged, length)`.
+    fn parked_merge(&self) -> Option<(usize, u32)> {
+        if self.parked.is_null() {
+            return None;
+        }
+        let first = self.granule_of(self.parked);
+        let end = first + self.parked_granules();
+        // A neighbour overwritten since the park: counted as no merge (the free that
+        // gives the block back reports it).
+        let merge = self.plan_merge(first, end, true).ok()?;
+        let (right, merged_end) = match merge.right {
+            RightNeighbour::Live => (0, end),
+            RightNeighbour::Free(length) => (1, end + length),
+            // The top block, or, when it is empty (`top == granules`), the arena's end:
+            // only a top block that exists is a free block absorbed.
+            RightNeighbour::Top => (usize::from(self.top < self.granules), self.granules),
+        };
+        Some((usize::from(merge.left) + right, merged_end - merge.first))
     }
 
     /// Number of free blocks: 1 for a heap with nothing live (coalescing is complete),
@@ -530,7 +680,11 @@ impl Heap {
     pub fn free_block_count(&self) -> usize {
         let indexed: usize =
             (0..self.layout.words).map(|word| self.word(Bitmap::FreeStarts, word as usize).count_ones() as usize).sum();
-        indexed + usize::from(self.top < self.granules)
+        let marked = indexed + usize::from(self.top < self.granules);
+        match self.parked_merge() {
+            Some((absorbed, _)) => marked + 1 - absorbed,
+            None => marked + usize::from(!self.parked.is_null()),
+        }
     }
 
     /// The granule where the live block at `block` starts.

@@ -206,6 +206,48 @@ fn bad_frees_are_reported_and_change_nothing() {
 }
 
 #[test]
+fn a_block_freed_right_after_it_was_taken_is_parked_and_behaves_as_free() {
+    let region = Region::new(64 * 1024);
+    let mut heap = region.heap();
+    let a = heap.allocate(1000, 64).unwrap();
+    let hole = heap.allocate(64, 64).unwrap();
+    let _after = heap.allocate(64, 64).unwrap();
+    heap.free(hole.as_ptr()).unwrap(); // not the last taken: a real free, a hole
+    let empty_top = summary(&heap);
+    let b = heap.allocate(2000, 64).unwrap(); // from the top block, right after `_after`
+    assert_eq!(heap.free(b.as_ptr()), Ok(2048)); // parked
+    assert_eq!(summary(&heap), empty_top, "a parked block counts as free, merged with the top");
+    assert_eq!(heap.block_size(b.as_ptr()), Err(HeapError::DoubleFree));
+    // The same request takes it back; a second free of it is still a double free.
+    assert_eq!(heap.allocate(2000, 64), Ok(b));
+    heap.free(b.as_ptr()).unwrap();
+    assert_eq!(heap.free(b.as_ptr()), Err(HeapError::DoubleFree));
+    assert_eq!(summary(&heap), empty_top);
+    // Parked next to the hole (an indexed free block): it merges on paper too.
+    let c = heap.allocate(64, 64).unwrap();
+    assert_eq!(c, hole, "first fit");
+    heap.free(c.as_ptr()).unwrap();
+    assert_eq!(summary(&heap), empty_top);
+    // Another request first gives the parked block back: two granules do not fit the
+    // one-granule hole, so they come from the top block.
+    let d = heap.allocate(128, 64).unwrap();
+    assert_eq!(addr(d), addr(b));
+    assert_eq!((heap.live_blocks(), heap.free_block_count()), (3, 2));
+    assert_eq!(heap.allocate(64, 64), Ok(hole), "the hole was given back");
+    heap.free(a.as_ptr()).unwrap();
+}
+
+#[test]
+fn a_parked_block_that_ends_the_arena_counts_as_the_one_free_block() {
+    let region = Region::new(16 * 1024);
+    let mut heap = region.heap();
+    let empty = summary(&heap);
+    let all = heap.allocate(heap.arena_bytes(), 64).unwrap(); // no top block left
+    heap.free(all.as_ptr()).unwrap(); // parked
+    assert_eq!(summary(&heap), empty);
+}
+
+#[test]
 fn a_write_after_free_is_caught_as_corruption_and_changes_nothing() {
     let region = Region::new(64 * 1024);
     let mut heap = region.heap();

@@ -284,7 +284,7 @@ pub unsafe extern "C" fn copy(dst: *mut c_void, src: *const c_void, n: usize) ->
     with_dma(|state| state.last_error = result.err());
     if result.is_err() {
         // SAFETY: forwarded from this function's contract.
-        unsafe { crate::start_exit::copy_forward(dst.cast(), src.cast(), n) };
+        unsafe { crate::start_exit::memcpy(dst, src, n) };
     }
     dst
 }

@@ -4,12 +4,13 @@
 //!
 //! | [`NeuronMemcpyMethod`] | backend | what it is |
 //! |---|---|---|
-//! | `C_MEMCPY` (0) | [`crate::start_exit::memcpy`] | portable Rust: the device libc's own `memcpy`, words when both pointers can be co-aligned, else bytes |
-//! | `VEC_MEMCPY` (1) | [`vector::vec_memcpy`] | `runtime/arch/xtensa/vec_memcpy.S`: unrolled zero-overhead loops of aligned words, funnel shifts for a misaligned source |
+//! | `C_MEMCPY` (0) | [`crate::start_exit::memcpy`] | the device libc's own `memcpy` (`runtime/arch/xtensa/mem.S`) |
+//! | `VEC_MEMCPY` (1) | [`vector::vec_memcpy`] | the same assembly under its second name: unrolled zero-overhead loops of aligned words, funnel shifts for a misaligned source |
 //! | `DMA` (2, the default) | [`dma::copy`] | the DMA engine through this core's queues (the CPU when it cannot) |
 //!
 //! Every backend has `memcpy`'s C signature, so the C slot is the libc `memcpy` itself
-//! and the vector slot the assembly routine itself: `neuron_memcpy` reaches either with
+//! and the vector slot the same routine (the two were separate until the libc `memcpy`
+//! became the assembly; the vendor's table has both, so both methods stay): `neuron_memcpy` reaches either with
 //! one indirect call and no wrapper in between (on a windowed core every extra call
 //! level can cost a window overflow and underflow).
 //!
@@ -21,13 +22,13 @@
 //! cannot be stored, and the table lookup cannot go out of bounds.
 //!
 //! Every copy goes through [`copy`] (`neuron_memcpy` in C). Overlapping ranges, which
-//! a memcpy may corrupt, are sent to `memmove` ([`crate::start_exit::copy_overlapping`])
+//! a memcpy may corrupt, are sent to `memmove` ([`crate::start_exit::memmove`])
 //! whatever the method: detecting an overlap takes two compares.
 
 pub mod dma;
 pub mod vector;
 
-use crate::start_exit::{copy_overlapping, memcpy};
+use crate::start_exit::{memcpy, memmove};
 use core::ffi::{c_int, c_void};
 use core::fmt;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -172,7 +173,7 @@ fn overlap(a: *const u8, b: *const u8, len: usize) -> bool {
 pub unsafe fn copy_with(method: NeuronMemcpyMethod, dst: *mut u8, src: *const u8, len: usize) {
     if overlap(dst, src, len) {
         // SAFETY: forwarded from this function's contract; memmove allows the overlap.
-        unsafe { copy_overlapping(dst, src, len) }
+        unsafe { memmove(dst.cast(), src.cast(), len) };
     } else {
         // SAFETY: forwarded from this function's contract; the ranges do not overlap,
         // which is the one thing a backend adds to it.

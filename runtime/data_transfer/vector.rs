@@ -1,4 +1,5 @@
-//! The `VEC_MEMCPY` backend: `vec_memcpy` in `runtime/arch/xtensa/vec_memcpy.S`.
+//! The `VEC_MEMCPY` backend: `vec_memcpy`, a second name of the libc `memcpy` in
+//! `runtime/arch/xtensa/mem.S`.
 //!
 //! Unrolled zero-overhead `loop`s of aligned 32-bit words (the widest loads and stores
 //! the core has), SSA8L/SRC funnel shifts when the source is not word-aligned after the
@@ -14,14 +15,14 @@ use core::ffi::c_void;
 #[cfg(target_arch = "xtensa")]
 unsafe extern "C" {
     /// `void *vec_memcpy(void *dst, const void *src, size_t n)`: copies `n` bytes, returns
-    /// `dst` (vec_memcpy.S).
+    /// `dst` (mem.S: the libc `memcpy`).
     ///
     /// # Safety
     /// `src` readable and `dst` writable for `n` bytes; the ranges do not overlap.
     pub fn vec_memcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void;
 }
 
-/// The host's stand-in for `vec_memcpy` (vec_memcpy.S): the C backend.
+/// The host's stand-in for `vec_memcpy` (mem.S): the C backend.
 ///
 /// # Safety
 /// `src` readable and `dst` writable for `n` bytes; the ranges do not overlap.

@@ -1,32 +1,40 @@
 //! The C memory primitives: `memcpy`, `memmove`, `memset`, `memcmp` (and `bcmp`).
 //!
+//! On the device, `memcpy`, `memmove` and `memset` are assembly
+//! (`runtime/arch/xtensa/mem.S`): unrolled zero-overhead loops of aligned words, with
+//! SSA8L/SRC funnel shifts for a source that cannot be word-aligned with the
+//! destination, at 0.52 instructions per byte aligned and 0.78 misaligned for long
+//! copies, and 0.25 per byte for `memset` (docs/PERFORMANCE.md). `memcpy` is also the
+//! `VEC_MEMCPY` backend of `neuron_memcpy` (`vec_memcpy` is a second name for it). These
+//! are what every Rust `copy_from_slice`, struct copy and fill the compiler emits, and
+//! every C call, end up in. Here are their declarations, and the Rust versions the host
+//! uses in their place ([`copy_forward`], [`copy_backward`], [`copy_overlapping`],
+//! [`fill`]): the host tests check them against the standard library, and the device
+//! self-test (`qemu/firmware/src/bin/memcpy_check.rs`) checks the assembly the same way.
+//! `memcmp` and `bcmp` are Rust on both ([`compare`]).
+//!
 //! The compiler lowers copy and fill loops into calls to these very functions (LLVM's
 //! loop-idiom pass), so a plain loop here could compile into a call to itself. Every
 //! store in the bodies is therefore a relaxed atomic store ([`store_byte`],
 //! [`store_word`]): the pass rewrites a loop only when its store (and, for a copy, the
 //! load feeding it) is plain or `unordered`, and a relaxed store of an aligned byte or
-//! word is an ordinary `s8i` / `s32i` on Xtensa. `write_volatile` would be just as opaque
-//! to the pass, but LLVM's Xtensa backend puts a `memw` barrier before every volatile
-//! access, which would stall each word of a copy until the write buffer drains.
+//! word is an ordinary store. `write_volatile` would be just as opaque to the pass, but
+//! LLVM's Xtensa backend puts a `memw` barrier before every volatile access.
 //!
 //! Loads are plain reads ([`load_byte`], [`load_word`]): an atomic view of the source
 //! would need write permission, and `memcpy`'s source may be read-only (`.rodata`, a
 //! `&[u8]`). The atomic store already keeps a copy loop from being recognised, and the
 //! pass has no idiom for a compare loop, so `memcmp` needs no barrier either; the
-//! release disassembly shows none of these functions calling a `mem*` function.
+//! release disassembly shows `memcmp` calling no `mem*` function.
 //!
 //! To keep the loops short, the bulk of each operation moves whole words (`usize`) when
 //! both pointers can be word-aligned together; only the unaligned head and tail (or a
 //! copy between differently aligned pointers) go byte by byte.
-//!
-//! The Rust functions ([`copy_forward`], [`copy_backward`], [`copy_overlapping`],
-//! [`fill`], [`compare`]) hold the logic and are what the host tests exercise; the
-//! `extern "C"` exports are one-line wrappers, exported only on the device.
 
 use core::ffi::{c_int, c_void};
 use core::mem::size_of;
-use core::sync::atomic::Ordering::Relaxed;
-use core::sync::atomic::{AtomicU8, AtomicUsize};
+#[cfg(not(target_arch = "xtensa"))]
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering::Relaxed};
 
 const WORD: usize = size_of::<usize>();
 
@@ -44,6 +52,7 @@ unsafe fn load_byte(ptr: *const u8) -> u8 {
     unsafe { ptr.read() }
 }
 
+#[cfg(not(target_arch = "xtensa"))]
 /// Writes `value` to the byte at `ptr`.
 ///
 /// # Safety
@@ -64,6 +73,7 @@ unsafe fn load_word(ptr: *const usize) -> usize {
     unsafe { ptr.read() }
 }
 
+#[cfg(not(target_arch = "xtensa"))]
 /// Writes `value` to the word at `ptr`.
 ///
 /// # Safety
@@ -86,6 +96,7 @@ fn bytes_to_alignment(ptr: *const u8, len: usize) -> usize {
     (ptr.addr().wrapping_neg() % WORD).min(len)
 }
 
+#[cfg(not(target_arch = "xtensa"))]
 /// Copies `len` bytes from `src` to `dst`, lowest address first, so it is also correct
 /// for overlapping ranges when `dst <= src`.
 ///
@@ -137,6 +148,7 @@ pub unsafe fn copy_forward(dst: *mut u8, src: *const u8, len: usize) {
     }
 }
 
+#[cfg(not(target_arch = "xtensa"))]
 /// Copies `len` bytes from `src` to `dst`, highest address first, so it is correct for
 /// overlapping ranges when `dst >= src`.
 ///
@@ -171,6 +183,7 @@ pub unsafe fn copy_backward(dst: *mut u8, src: *const u8, len: usize) {
     }
 }
 
+#[cfg(not(target_arch = "xtensa"))]
 /// `memmove`: copies `len` bytes from `src` to `dst`; the ranges may overlap.
 ///
 /// # Safety
@@ -185,6 +198,7 @@ pub unsafe fn copy_overlapping(dst: *mut u8, src: *const u8, len: usize) {
     }
 }
 
+#[cfg(not(target_arch = "xtensa"))]
 /// `memset`: writes `byte` to `len` bytes at `dst`.
 ///
 /// # Safety
@@ -249,33 +263,55 @@ pub unsafe fn compare(a: *const u8, b: *const u8, len: usize) -> c_int {
     0
 }
 
-/// C `void* memcpy(void* dst, const void* src, size_t n)`.
+#[cfg(target_arch = "xtensa")]
+unsafe extern "C" {
+    /// C `void* memcpy(void* dst, const void* src, size_t n)` (mem.S). Also correct
+    /// when the ranges overlap with `dst` below `src`.
+    ///
+    /// # Safety
+    /// `src` readable and `dst` writable for `n` bytes, not overlapping.
+    pub fn memcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void;
+
+    /// C `void* memmove(void* dst, const void* src, size_t n)` (mem.S).
+    ///
+    /// # Safety
+    /// `src` readable and `dst` writable for `n` bytes; they may overlap.
+    pub fn memmove(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void;
+
+    /// C `void* memset(void* dst, int c, size_t n)` (mem.S): writes `(unsigned char)c`.
+    ///
+    /// # Safety
+    /// `dst` writable for `n` bytes.
+    pub fn memset(dst: *mut c_void, c: c_int, n: usize) -> *mut c_void;
+}
+
+/// The host's stand-in for C `memcpy` (mem.S on the device).
 ///
 /// # Safety
 /// `src` readable and `dst` writable for `n` bytes, not overlapping.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg(not(target_arch = "xtensa"))]
 pub unsafe extern "C" fn memcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
     // SAFETY: forwarded from this function's contract.
     unsafe { copy_forward(dst.cast(), src.cast(), n) };
     dst
 }
 
-/// C `void* memmove(void* dst, const void* src, size_t n)`.
+/// The host's stand-in for C `memmove` (mem.S on the device).
 ///
 /// # Safety
 /// `src` readable and `dst` writable for `n` bytes; they may overlap.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg(not(target_arch = "xtensa"))]
 pub unsafe extern "C" fn memmove(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void {
     // SAFETY: forwarded from this function's contract.
     unsafe { copy_overlapping(dst.cast(), src.cast(), n) };
     dst
 }
 
-/// C `void* memset(void* dst, int c, size_t n)`: writes `(unsigned char)c`.
+/// The host's stand-in for C `memset` (mem.S on the device): writes `(unsigned char)c`.
 ///
 /// # Safety
 /// `dst` writable for `n` bytes.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg(not(target_arch = "xtensa"))]
 pub unsafe extern "C" fn memset(dst: *mut c_void, c: c_int, n: usize) -> *mut c_void {
     // SAFETY: forwarded from this function's contract. C converts `c` to unsigned char.
     unsafe { fill(dst.cast(), c as u8, n) };

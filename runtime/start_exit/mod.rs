@@ -53,10 +53,9 @@ pub use handoff::{
 };
 pub use kernels::{KernelEntry, KernelFn, KernelList, has_duplicate_names};
 pub use libcpp_threads::{OnceFlag, TLS_KEYS};
-pub use mem::{
-    bcmp, compare, copy_backward, copy_forward, copy_overlapping, fill, memcmp, memcpy, memmove,
-    memset,
-};
+pub use mem::{bcmp, compare, memcmp, memcpy, memmove, memset};
+#[cfg(not(target_arch = "xtensa"))]
+pub use mem::{copy_backward, copy_forward, copy_overlapping, fill};
 #[cfg(target_os = "none")]
 pub use printf::printf;
 pub use printf::{ArgKind, ArgSource, format, neuron_printf_packed, putchar, puts};

@@ -13,7 +13,11 @@
 //! - `builtins`: `compiler_builtins::mem::memcpy`, called by its Rust path. Its
 //!   exported `memcpy` symbol is weak, and the runtime's libc defines a strong one
 //!   (start_exit/mem.rs), so in an image the symbol `memcpy` is the runtime's;
-//! - `libc`: that symbol, the runtime's `memcpy`.
+//! - `libc`: that symbol, the runtime's `memcpy`;
+//! - `memmove`: the runtime's `memmove` between the two buffers (no overlap);
+//! - `memmove_overlap`: the runtime's `memmove` inside one buffer, 64 bytes up, so the
+//!   ranges overlap and the copy must run from the top down;
+//! - `memset`: the runtime's `memset` of the destination (at the source's offset).
 //!
 //! Each measurement prints a `BENCH` line (the harness's) and a table row:
 //! `MEMCPY <contender> <aligned|misaligned> <bytes> <instructions per copy x100>
@@ -42,8 +46,13 @@ const BYTES_PER_MEASUREMENT: usize = 256 * 1024;
 /// At least this many repetitions, so the first (cold) one weighs little.
 const MIN_REPETITIONS: usize = 4;
 
-static mut SOURCE: [u32; MAX_LENGTH / 4 + 1] = [0; MAX_LENGTH / 4 + 1];
-static mut DESTINATION: [u32; MAX_LENGTH / 4 + 1] = [0; MAX_LENGTH / 4 + 1];
+/// How far up `memmove_overlap` moves its bytes.
+const OVERLAP_SHIFT: usize = 64;
+/// Words in each buffer: the longest copy, its offset, and the overlapping move's shift.
+const BUFFER_WORDS: usize = (MAX_LENGTH + OVERLAP_SHIFT) / 4 + 1;
+
+static mut SOURCE: [u32; BUFFER_WORDS] = [0; BUFFER_WORDS];
+static mut DESTINATION: [u32; BUFFER_WORDS] = [0; BUFFER_WORDS];
 
 /// Measures `copy` on `len` bytes from source offset `src_offset` and prints the
 /// table row. Generic, so each contender is called directly, as a caller would.
@@ -76,7 +85,12 @@ fn byte_loop(dst: *mut u8, src: *const u8, len: usize) {
 
 /// Every contender on every length, with the source at `src_offset`.
 fn run_all(src_offset: usize) {
-    let lengths = || core::iter::successors(Some(64), |len| Some(len * 4)).take_while(|&len| len <= MAX_LENGTH).chain([0]);
+    let lengths = || {
+        [1, 4, 8, 16]
+            .into_iter()
+            .chain(core::iter::successors(Some(64), |len| Some(len * 4)).take_while(|&len| len <= MAX_LENGTH))
+            .chain([0])
+    };
     for len in lengths() {
         measure("nothing", len, src_offset, |d, s, n| {
             nothing(d.cast(), s.cast(), n);
@@ -104,6 +118,20 @@ fn run_all(src_offset: usize) {
         // SAFETY: as above.
         measure("libc", len, src_offset, |d, s, n| unsafe {
             neuroncustomop::start_exit::memcpy(d.cast(), s.cast(), n);
+        });
+        // SAFETY: as above (memmove also allows what memcpy does).
+        measure("memmove", len, src_offset, |d, s, n| unsafe {
+            neuroncustomop::start_exit::memmove(d.cast(), s.cast(), n);
+        });
+        // SAFETY: [src, src + n) and the range OVERLAP_SHIFT above it both lie in the
+        // destination buffer (BUFFER_WORDS); memmove allows the overlap.
+        measure("memmove_overlap", len, src_offset, |d, _, n| unsafe {
+            let from = d.add(src_offset);
+            neuroncustomop::start_exit::memmove(from.add(OVERLAP_SHIFT - src_offset).cast(), from.cast(), n);
+        });
+        // SAFETY: [d + src_offset, + n) lies in the destination buffer.
+        measure("memset", len, src_offset, |d, _, n| unsafe {
+            neuroncustomop::start_exit::memset(d.add(src_offset).cast(), 0x5A, n);
         });
     }
 }

@@ -8,6 +8,12 @@
 //! `retw`: the call's count minus the empty function's, plus the empty function's
 //! own two instructions.
 //!
+//! The search starts at the window of the last hit when no two windows overlap
+//! (runtime/translate.rs), so `hit_<k>` (the same address again and again) is a hit in
+//! the record used last, whatever its index. `away_<d>` is a hit `d` records after the
+//! one the search starts at: measured with a fifth window that overlaps the fourth,
+//! which keeps the search at the first record, so `away_<d>` hits record `d + 1`.
+//!
 //! The misses are the two extremes: `miss_high_word` matches every record's low half,
 //! so all five records are tested in full; `miss_low_word` fails every record's first
 //! compare.
@@ -31,6 +37,13 @@ const NOTHING_OWN: u64 = 2;
 #[inline(never)]
 extern "C" fn nothing(addr: u64) -> *mut c_void {
     addr as usize as *mut c_void
+}
+
+/// Measures `neuron_translate(addr)` and prints its `TRANSLATE` row.
+fn report(case: &str, addr: u64, harness: u64) {
+    let per_call = per_call_x100(case, addr, neuron_translate);
+    let own = (per_call + NOTHING_OWN * 100).saturating_sub(harness);
+    println!("TRANSLATE {case} {per_call} {own}");
 }
 
 /// Instructions per call of `translate(addr)`, in hundredths.
@@ -60,9 +73,21 @@ extern "C" fn main() -> i32 {
         ("miss_low_word", 0x7f00_0010_0040),
     ];
     for (case, addr) in cases {
-        let per_call = per_call_x100(case, addr, neuron_translate);
-        let own = (per_call + NOTHING_OWN * 100).saturating_sub(harness);
-        println!("TRANSLATE {case} {per_call} {own}");
+        report(case, addr, harness);
+    }
+    // The fifth window, 4 MiB, holds the fourth: they overlap.
+    let mut overlapping = records;
+    overlapping[4] = TranslateRecord::window(0x7f03_0000_0000, 4 << 20, 0x6400_0000);
+    configure(&overlapping).unwrap();
+    let away = [
+        ("away_0", 0x7f00_0000_0040),
+        ("away_1", 0x7f01_0000_0040),
+        ("away_2", 0x7f02_0000_0040),
+        ("away_3", 0x7f03_0000_0040),
+        ("away_4", 0x7f03_0020_0040),
+    ];
+    for (case, addr) in away {
+        report(case, addr, harness);
     }
     0
 }

@@ -2,10 +2,15 @@
 //! selected through `neuron_set_memcpy_method`, copies every length 0..=257 and a few
 //! large ones at every source/destination alignment pair in 0..4; each copy is compared
 //! byte for byte and the canaries around the destination must stay untouched. Then the
-//! method rules: 3 and 4 are rejected and leave the active method as it was.
+//! method rules: 3 and 4 are rejected and leave the active method as it was. Then the
+//! libc `memmove` (runtime/arch/xtensa/mem.S) for every overlap: each length in
+//! [`MOVE_LENGTHS`], each distance from source to destination in [`move_shifts`] (up
+//! and down, overlapping or not) at each word alignment of the source; and `memset` of
+//! every length 0..=300 at every destination alignment, with canaries.
 //!
-//! Prints `memcpy_check lengths=<n> alignments=16 methods=3 cases=<n> failures=<n>` and
-//! exits with 1 on any failure (`qemu/tests/data_movement.rs` checks both).
+//! Prints `memcpy_check lengths=<n> alignments=16 methods=3 moves=<n> sets=<n>
+//! cases=<n> failures=<n>` and exits with 1 on any failure (`qemu/tests/data_movement.rs`
+//! checks both).
 #![no_std]
 #![no_main]
 
@@ -107,6 +112,55 @@ fn check_overlap(tally: &mut Tally, method: NeuronMemcpyMethod, dst_offset: usiz
     }
 }
 
+/// The `memmove` lengths: every one up to the 16-byte threshold and well past a group,
+/// then around the 64- and 128-byte loop bodies and one long move.
+const MOVE_LENGTHS: [usize; 12] = [0, 1, 3, 4, 15, 16, 17, 63, 64, 129, 300, 1027];
+/// Where the moved range starts in the destination buffer: room below for a
+/// downward move of the largest shift.
+const MOVE_BASE: usize = 512;
+
+/// Destination minus source for `memmove`: every distance up to 40 bytes both ways
+/// (overlapping at every word phase) and some beyond a loop body.
+fn move_shifts() -> impl Iterator<Item = isize> + Clone {
+    (-40..=40).chain([-300, -129, -128, -64, 64, 128, 129, 300])
+}
+
+/// `memmove` of `len` bytes from `src` to `src + shift` inside the destination buffer,
+/// against the same move computed byte by byte from the pattern.
+fn check_move(tally: &mut Tally, len: usize, src: usize, shift: isize) {
+    tally.cases += 1;
+    let dst = src.checked_add_signed(shift).expect("MOVE_BASE leaves room below");
+    let (low, high) = (src.min(dst) - CANARY, src.max(dst) + len + CANARY);
+    for i in low..high {
+        destination()[i] = pattern_byte(i);
+    }
+    let base = destination().as_mut_ptr();
+    // SAFETY: both ranges lie inside the destination buffer; memmove allows overlap.
+    unsafe { neuroncustomop::start_exit::memmove(base.add(dst).cast(), base.add(src).cast(), len) };
+    let want = |i: usize| if (dst..dst + len).contains(&i) { pattern_byte(i - dst + src) } else { pattern_byte(i) };
+    if let Some(wrong) = (low..high).find(|&i| destination()[i] != want(i)) {
+        tally.fail(format_args!("memmove len={len} src={src} shift={shift}: wrong byte at {wrong}"));
+    }
+}
+
+/// `memset` of `len` bytes at destination offset `dst_offset`, with canaries. The
+/// value's bits above the low byte must be ignored (C converts it to unsigned char).
+fn check_set(tally: &mut Tally, len: usize, dst_offset: usize) {
+    const VALUE: core::ffi::c_int = 0x13C;
+    tally.cases += 1;
+    let start = CANARY + dst_offset;
+    let end = start + len;
+    destination()[..end + CANARY].fill(CANARY_BYTE);
+    // SAFETY: the range lies inside the destination buffer.
+    unsafe { neuroncustomop::start_exit::memset(destination()[start..].as_mut_ptr().cast(), VALUE, len) };
+    let dst = &destination()[..end + CANARY];
+    if dst[start..end].iter().any(|&b| b != VALUE as u8) {
+        tally.fail(format_args!("memset len={len} dst+{dst_offset}: wrong byte"));
+    } else if dst[..start].iter().chain(&dst[end..]).any(|&b| b != CANARY_BYTE) {
+        tally.fail(format_args!("memset len={len} dst+{dst_offset}: canary overwritten"));
+    }
+}
+
 /// `neuron_set_memcpy_method(3)` and `(4)` are rejected and change nothing.
 fn check_method_rules(tally: &mut Tally) {
     for active in NeuronMemcpyMethod::ALL {
@@ -151,11 +205,27 @@ extern "C" fn main() -> i32 {
         }
     }
     check_method_rules(&mut tally);
+    let mut moves = 0;
+    for len in MOVE_LENGTHS {
+        for shift in move_shifts() {
+            for src_offset in 0..4 {
+                check_move(&mut tally, len, MOVE_BASE + src_offset, shift);
+                moves += 1;
+            }
+        }
+    }
+    let mut sets = 0;
+    for len in 0..=300 {
+        for dst_offset in 0..4 {
+            check_set(&mut tally, len, dst_offset);
+            sets += 1;
+        }
+    }
     if !source().iter().enumerate().all(|(i, &byte)| byte == pattern_byte(i)) {
         tally.fail(format_args!("a copy wrote to its source"));
     }
     println!(
-        "memcpy_check lengths={} alignments=16 methods={} cases={} failures={}",
+        "memcpy_check lengths={} alignments=16 methods={} moves={moves} sets={sets} cases={} failures={}",
         lengths.count(),
         NeuronMemcpyMethod::MAX_METHODS,
         tally.cases,
