@@ -16,7 +16,7 @@
 //! assert!(x.to_vec::<i32>().is_err(), "a typed view must name the array's dtype");
 //! ```
 
-use neuroncustomop::wrapper_api::Dtype;
+pub use neuroncustomop::wrapper_api::Dtype;
 use std::fmt;
 
 /// A Rust type that is one element of an ABI dtype.
