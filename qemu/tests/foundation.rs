@@ -34,7 +34,7 @@ fn an_illegal_access_is_reported_with_cause_and_addresses() {
     let report = outcome.stderr.lines().find(|l| l.contains("exception")).expect("an exception report");
     // 15: LoadStorePIFAddrError, what QEMU raises for an address no memory answers.
     assert_eq!(field(report, "EXCCAUSE"), "15", "{report}");
-    assert_eq!(hex(field(report, "EXCVADDR")), 0xF000_0000, "{report}");
+    assert_eq!(hex(field(report, "EXCVADDR")), 0xA000_0000, "{report}");
     let pc = hex(field(report, "EPC1"));
     assert!((CORE_IMAGE_BASE..CORE_IMAGE_BASE + IMAGE_SIZE).contains(&pc), "EPC1 {pc:#x} outside image 0");
     assert!(!outcome.stdout.contains("no exception was raised"), "the load completed");
