@@ -497,13 +497,13 @@ pub fn generated_unit(library: &Library, registration: &Registration) -> String 
     unit
 }
 
-/// Builds `library` into its 8 images (`target/images/<name>/core<i>.elf`): the shape
-/// driver, the registration, the generated unit, clang++, llvm-mc, the link.
+/// Builds `library` into its 8 images (`out/core<i>.elf`): the shape driver, the
+/// registration, the generated unit, clang++, llvm-mc, the link.
 ///
 /// # Errors
 /// [`PackageError::CBuild`] naming the step that failed (compiler diagnostics go to
 /// stderr), [`PackageError::Build`] when the runtime does not build.
-pub fn build_images(tools: &Toolchain, library: &Library) -> Result<Images, PackageError> {
+pub fn build_images(tools: &Toolchain, library: &Library, out: &Path) -> Result<Images, PackageError> {
     if !Path::new(CLANGXX).is_file() {
         return Err(build_error(format!("{CLANGXX} is missing: install Debian's clang-22 (qemu/setup.sh)")));
     }
@@ -537,7 +537,7 @@ pub fn build_images(tools: &Toolchain, library: &Library) -> Result<Images, Pack
     };
     package::compile_to_object(clang, &unit, &assembly, &object, &features)?;
     let keep: Vec<String> = RUNTIME_SYMBOLS.iter().map(|symbol| format!("--undefined={symbol}")).collect();
-    package::link_images(tools, &library.name, &work, &[object], &keep)
+    package::link_images(tools, &library.name, &work, &[object], &keep, out)
 }
 
 /// Runs a compiler; a failure's error carries its diagnostics.

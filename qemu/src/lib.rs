@@ -10,18 +10,28 @@
 //! - [`elf`]: the little of ELF the checks need;
 //! - [`ucode_lib`]: the `ucode_lib.json` library package description;
 //! - [`package`]: packaging a library (8 images and `ucode_lib.json`);
-//! - [`examples`]: the examples' inputs and host references;
 //! - [`symbolize`]: device faults as function names, source lines and backtraces;
-//! - [`cxx`]: C++ libraries on the AWS torch API: their build and their shape functions.
+//! - [`cxx`]: C++ libraries on the AWS torch API: their build and their shape functions;
+//! - [`project`]: an op author's library anywhere on disk (the examples are ones);
+//! - [`library`]: the host API: load a library, call its kernels with [`array`]s,
+//!   read and write them as NumPy files ([`npy`]), [`generate`] inputs, and
+//!   [`compare`] outputs;
+//! - [`cli`]: the commands of the `ncop` and `sim` tools.
+pub mod array;
+pub mod cli;
+pub mod compare;
 pub mod cxx;
 pub mod debugger;
 pub mod device;
 pub mod elf;
-pub mod examples;
+pub mod generate;
 pub mod images;
 pub mod job;
+pub mod library;
 pub mod machine;
+pub mod npy;
 pub mod package;
+pub mod project;
 pub mod symbolize;
 pub mod toolchain;
 pub mod ucode_lib;

@@ -24,18 +24,18 @@
 //! runtime's `CUSTOMOP_LIB_VERSION` ([`ucode_version`]), `ulib_to_isa_version` the
 //! target the images are compiled for ([`ISA_VERSION`]).
 //!
-//! An example is Rust (`examples/<name>.rs`, built by [`images::build`]) or C: the
-//! `.c` files of `examples/<name>/`, compiled by Debian's `clang-22` and linked with the
-//! runtime's `libneuroncustomop.a` ([`build_images`]).
+//! A library is a project (`crate::project`): Rust, or the C files of its `src/`,
+//! compiled by Debian's `clang-22` and linked with the runtime's `libneuroncustomop.a`
+//! ([`compile_and_link_c`]).
 
 use crate::device::{self, RunError};
 use crate::images::{self, BuildError, CORES, Images};
 use crate::job::{Job, JobError};
+use crate::project::{Project, ProjectError};
 use crate::toolchain::{self, Toolchain};
 use crate::ucode_lib::{UcodeLib, UcodeLibError, UcodeLibRegistry};
 use neuroncustomop::start_exit::CUSTOMOP_LIB_VERSION;
 use neuroncustomop_wire::FunctionId;
-use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -66,19 +66,22 @@ pub fn package_dir(name: &str) -> PathBuf {
 }
 
 /// Why a library could not be packaged.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum PackageError {
-    /// No `examples/<name>.rs` and no `.c` file in `examples/<name>/`.
-    UnknownExample(String),
     /// The Rust build failed.
+    #[error(transparent)]
     Build(BuildError),
     /// A C build step failed; says which.
+    #[error("the C build failed: {0}")]
     CBuild(String),
     /// The loader could not be run to read the registrations.
-    Run(RunError),
+    #[error("reading the registered kernels")]
+    Run(#[source] RunError),
     /// The empty job could not be made.
+    #[error(transparent)]
     Job(JobError),
     /// A core's `entry_func` failed (or never reported); the loader's output follows.
+    #[error("core {core}: entry_func {}\n{output}", match status { Some(status) => format!("returned status {status}"), None => "did not report".into() })]
     Entry {
         /// The core.
         core: usize,
@@ -88,6 +91,7 @@ pub enum PackageError {
         output: String,
     },
     /// Core `core` registered other kernels than core 0.
+    #[error("core {core} registered {other:?}, core 0 {first:?}")]
     KernelsDiffer {
         /// The core.
         core: usize,
@@ -97,57 +101,18 @@ pub enum PackageError {
         other: Vec<String>,
     },
     /// The library registers no kernel.
+    #[error("the library registers no kernel")]
     NoKernels,
     /// The registry refused the library (e.g. more than 254 kernels), or a
     /// `ucode_lib.json` read back was invalid.
-    UcodeLib(UcodeLibError),
+    #[error("ucode_lib.json")]
+    UcodeLib(#[from] UcodeLibError),
     /// A package file is missing or not in the package's shape; says which.
+    #[error("not a package: {0}")]
     Malformed(String),
     /// Reading or writing the package failed.
-    Io(io::Error),
-}
-
-impl fmt::Display for PackageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::UnknownExample(name) => {
-                write!(
-                    f,
-                    "no example named {name}: expected examples/{name}.rs, C sources in examples/{name}/, \
-                     or a C++ library (examples/{name}/customop.json)"
-                )
-            }
-            Self::Build(e) => e.fmt(f),
-            Self::CBuild(what) => write!(f, "the C build failed: {what}"),
-            Self::Run(e) => write!(f, "reading the registered kernels: {e}"),
-            Self::Job(e) => e.fmt(f),
-            Self::Entry { core, status: Some(status), output } => {
-                write!(f, "core {core}: entry_func returned status {status}\n{output}")
-            }
-            Self::Entry { core, status: None, output } => write!(f, "core {core}: entry_func did not report\n{output}"),
-            Self::KernelsDiffer { core, first, other } => {
-                write!(f, "core {core} registered {other:?}, core 0 {first:?}")
-            }
-            Self::NoKernels => write!(f, "the library registers no kernel"),
-            Self::UcodeLib(e) => write!(f, "ucode_lib.json: {e}"),
-            Self::Malformed(what) => write!(f, "not a package: {what}"),
-            Self::Io(e) => write!(f, "writing the package: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for PackageError {}
-
-impl From<io::Error> for PackageError {
-    fn from(e: io::Error) -> Self {
-        Self::Io(e)
-    }
-}
-
-impl From<UcodeLibError> for PackageError {
-    fn from(e: UcodeLibError) -> Self {
-        Self::UcodeLib(e)
-    }
+    #[error("reading or writing the package")]
+    Io(#[from] io::Error),
 }
 
 /// A packaged library: its folder, its 8 images and its `ucode_lib.json`.
@@ -232,17 +197,25 @@ impl Package {
     }
 }
 
-/// Builds example `name`, reads its kernels from the images, and writes
-/// `target/package/<name>/`.
+/// Builds the built-in example `name` (`examples/<name>/`), reads its kernels from the
+/// images, and writes `target/package/<name>/`.
 ///
 /// # Errors
-/// Every [`PackageError`] but [`PackageError::Malformed`].
-pub fn package(name: &str) -> Result<Package, PackageError> {
-    let built = build_images(name)?;
-    let kernels = registered_kernels(&built)?;
+/// [`ProjectError::UnknownExample`] naming the examples there are, or the build's or
+/// packaging's error.
+pub fn package(name: &str) -> Result<Package, ProjectError> {
+    Project::example(name)?.ok_or_else(|| ProjectError::UnknownExample(name.into(), Project::examples()))?.package()
+}
+
+/// Reads the kernels `built` registers and writes the package of library `name` into
+/// `dir`: the 8 images as `lib<name>_cpu<i>.elf`, and `ucode_lib.json`.
+///
+/// # Errors
+/// Every [`PackageError`] but [`PackageError::Malformed`] and the build errors.
+pub fn package_into(name: &str, built: &Images, dir: &Path) -> Result<Package, PackageError> {
+    let kernels = registered_kernels(built)?;
     let ucode_lib = ucode_lib(name, &kernels)?;
-    let dir = package_dir(name);
-    fs::create_dir_all(&dir)?;
+    fs::create_dir_all(dir)?;
     let mut cores = Vec::with_capacity(CORES);
     for (cpu, image) in built.cores.iter().enumerate() {
         let packaged = dir.join(library_file_name(name, cpu));
@@ -250,7 +223,7 @@ pub fn package(name: &str) -> Result<Package, PackageError> {
         cores.push(packaged);
     }
     write_whole(&dir.join("ucode_lib.json"), ucode_lib.to_json()?.as_bytes())?;
-    Ok(Package { dir, images: Images { name: name.into(), cores }, ucode_lib })
+    Ok(Package { dir: dir.to_path_buf(), images: Images { name: name.into(), cores }, ucode_lib })
 }
 
 /// Writes `path` through a temporary file and a rename, so a reader never sees half.
@@ -314,98 +287,56 @@ pub fn registered_kernels(library: &Images) -> Result<Vec<String>, PackageError>
     Ok(first)
 }
 
-/// How an example is written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    /// `examples/<name>.rs`: a Rust library image with a `kernels!` table.
-    Rust,
-    /// The `.c` files of `examples/<name>/`, in name order.
-    C(Vec<PathBuf>),
-}
-
-/// How example `name` is written, if it exists.
-pub fn source(repo: &Path, name: &str) -> Option<Source> {
-    let examples = repo.join("examples");
-    if examples.join(format!("{name}.rs")).is_file() {
-        return Some(Source::Rust);
-    }
-    let mut sources: Vec<PathBuf> = fs::read_dir(examples.join(name))
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
-        .collect();
-    sources.sort();
-    (!sources.is_empty()).then_some(Source::C(sources))
-}
-
-/// Builds example `name` into its 8 images (`target/images/<name>/core<i>.elf`).
-///
-/// A C example: each `.c` file is compiled by clang to assembly (`-S`, with the ISA
-/// features of the Rust target) and assembled by llvm-mc: objects LLVM 22 writes
-/// itself misplace their literal pools (llvm issue 190204, docs/toolchain.md), its
-/// assembly does not. The objects are linked with the runtime's `libneuroncustomop.a`
-/// by `linker/link-cores`, with the per-core scripts the runtime's build writes.
+/// Compiles the C `sources` of library `name` in `work`, links them with the runtime,
+/// and writes the 8 images as `out/core<i>.elf`.
 ///
 /// # Errors
-/// [`PackageError::UnknownExample`], [`PackageError::Build`] or
-/// [`PackageError::CBuild`].
-pub fn build_images(name: &str) -> Result<Images, PackageError> {
-    let tools = Toolchain::locate().map_err(|e| PackageError::Build(BuildError::Toolchain(e)))?;
-    if let Some(dir) = crate::cxx::Library::find(&tools.repo, name) {
-        return crate::cxx::build_images(&tools, &crate::cxx::Library::open(&dir)?);
-    }
-    match source(&tools.repo, name).ok_or_else(|| PackageError::UnknownExample(name.into()))? {
-        Source::Rust => images::build(name).map_err(PackageError::Build),
-        Source::C(sources) => build_c(&tools, name, &sources),
-    }
-}
-
-fn build_c(tools: &Toolchain, name: &str, sources: &[PathBuf]) -> Result<Images, PackageError> {
+/// [`PackageError::CBuild`] naming the step that failed, or [`PackageError::Build`]
+/// when the runtime does not build.
+pub fn compile_and_link_c(
+    tools: &Toolchain,
+    name: &str,
+    sources: &[PathBuf],
+    work: &Path,
+    out: &Path,
+) -> Result<Images, PackageError> {
     if !Path::new(CLANG).is_file() {
         return Err(PackageError::CBuild(format!("{CLANG} is missing: install Debian's clang-22 (qemu/setup.sh)")));
     }
-    let work = tools.repo.join("target/c-examples").join(name);
-    fs::create_dir_all(&work)?;
+    fs::create_dir_all(work)?;
     let features = target_features(tools)?;
     let objects =
-        sources.iter().map(|source| compile_c(tools, source, &work, &features)).collect::<Result<Vec<_>, _>>()?;
-    link_images(tools, name, &work, &objects, &[])
+        sources.iter().map(|source| compile_c(tools, source, work, &features)).collect::<Result<Vec<_>, _>>()?;
+    link_images(tools, name, work, &objects, &[], out)
 }
 
 /// Links `objects` with the runtime's `libneuroncustomop.a` into the 8 images of
-/// library `name` (`target/images/<name>/core<i>.elf`), `extra` passed to the linker.
+/// library `name`, written as `out/core<i>.elf` by the per-core link; `extra` goes to
+/// the linker (C++ libraries keep the runtime's C++ support symbols with it).
+///
+/// # Errors
+/// [`PackageError::CBuild`] when the link fails, [`PackageError::Build`] when the
+/// runtime does not build.
 pub(crate) fn link_images(
     tools: &Toolchain,
     name: &str,
     work: &Path,
     objects: &[PathBuf],
     extra: &[String],
+    out: &Path,
 ) -> Result<Images, PackageError> {
     let runtime = runtime_archive(tools)?;
-    let linked = work.join(format!("{name}.elf"));
     run(Command::new(tools.repo.join("linker/link-cores"))
         .args(["--gc-sections", "-z", "noexecstack", "--no-warn-rwx-segments", "-L"])
         .arg(&runtime.scripts) // before -T: ld looks the script up in the paths given so far
         .arg("-Tcore0.x")
         .args(extra)
+        .arg(format!("--neuron-image-dir={}", out.display()))
         .arg("-o")
-        .arg(&linked)
+        .arg(work.join(format!("{name}.elf")))
         .args(objects)
         .arg(&runtime.archive))?;
-    let out = tools.repo.join("target/images").join(name);
-    fs::create_dir_all(&out)?;
-    let mut cores = Vec::with_capacity(CORES);
-    for core in 0..CORES {
-        let mut source = linked.clone().into_os_string();
-        if core != 0 {
-            source.push(format!(".core{core}"));
-        }
-        let image = out.join(format!("core{core}.elf"));
-        write_whole(&image, &fs::read(&source)?)?;
-        cores.push(image);
-    }
-    Ok(Images { name: name.into(), cores })
+    images::read_dir(name, out).map_err(PackageError::Build)
 }
 
 /// The runtime's static library for the device, and the folder of the linker scripts
@@ -419,10 +350,9 @@ struct RuntimeArchive {
 /// `libneuroncustomop.a` it wrote and its build script's output folder (the scripts
 /// `core<i>.x` and the assembled `.S` files, which the archive already holds).
 fn runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
-    // The `device` feature only selects the examples; with it the library is the very
-    // build the Rust examples link, so it is not compiled twice.
+    // The root package's library alone, as a Rust library's build compiles it.
     let output = images::xtensa_cargo(tools)
-        .args(["build", "--release", "--lib", "--features", "device", "--message-format=json-render-diagnostics"])
+        .args(["build", "--release", "--lib", "--message-format=json-render-diagnostics"])
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| PackageError::CBuild(format!("cannot run {}: {e}", toolchain::CARGO)))?;
@@ -459,11 +389,8 @@ pub(crate) fn target_features(tools: &Toolchain) -> Result<Vec<String>, PackageE
     Ok(features.split(',').map(str::to_owned).collect())
 }
 
-/// `source` to an object in `work`: clang to assembly, llvm-mc to the object.
-///
-/// A file whose float code LLVM 22 cannot compile for the FPU (docs/toolchain.md,
-/// "LLVM defects" 4 and 5: clang aborts with "Cannot select") is compiled again
-/// without `+fp`, with a warning, as the Rust build does for a crate.
+/// `source` to an object in `work`: clang to assembly, llvm-mc to the object
+/// ([`compile_to_object`]).
 fn compile_c(tools: &Toolchain, source: &Path, work: &Path, features: &[String]) -> Result<PathBuf, PackageError> {
     let stem = source.file_stem().expect("a .c file has a stem").to_string_lossy();
     let (assembly, object) = (work.join(format!("{stem}.s")), work.join(format!("{stem}.o")));
@@ -487,10 +414,14 @@ fn compile_c(tools: &Toolchain, source: &Path, work: &Path, features: &[String])
     Ok(object)
 }
 
-/// Compiles `source` to `assembly` with the compiler `compiler(features)` makes (C or
-/// C++), then assembles it into `object` with llvm-mc. A file whose float code LLVM 22
-/// cannot compile for the FPU is compiled again without `+fp`, with a warning. A
-/// failure's error carries the compiler's diagnostics; a success's warnings go to stderr.
+/// Runs `compiler(features)` (C or C++ to `assembly`), then llvm-mc to `object`.
+///
+/// A source whose float code LLVM 22 cannot compile for the FPU (docs/toolchain.md,
+/// "LLVM defects" 4 and 5: the compiler aborts with "Cannot select") is compiled again
+/// without `+fp`, with a warning, as the Rust build does for a crate.
+///
+/// # Errors
+/// [`PackageError::CBuild`] with the compiler's diagnostics, or naming the failed step.
 pub(crate) fn compile_to_object(
     compiler: impl Fn(&[String]) -> Command,
     source: &Path,
@@ -582,15 +513,6 @@ mod tests {
             ucode_lib("twice", &kernels(&["a", "b", "a"])),
             Err(UcodeLibError::ConflictingFunctionId { .. } | UcodeLibError::FunctionRebound { .. })
         ));
-    }
-
-    #[test]
-    fn sources_are_rust_files_or_folders_of_c_files() {
-        let repo = toolchain::repo_root();
-        assert_eq!(source(&repo, "relu"), Some(Source::Rust));
-        assert_eq!(source(&repo, "c_kernel"), Some(Source::C(vec![repo.join("examples/c_kernel/scale.c")])));
-        assert_eq!(source(&repo, "common"), None, "a folder without C files");
-        assert_eq!(source(&repo, "missing"), None);
     }
 
     #[test]

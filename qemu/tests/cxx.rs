@@ -460,7 +460,7 @@ const COMPUTE: &str = "#include <torch/torch.h>\ntorch::Tensor k(const torch::Te
 
 fn build_error(library: &Library) -> String {
     let tools = Toolchain::locate().unwrap();
-    match cxx::build_images(&tools, library) {
+    match cxx::build_images(&tools, library, &library.work_dir(&tools).join("images")) {
         Err(PackageError::CBuild(message)) => message,
         other => panic!("the build should fail: {other:?}"),
     }

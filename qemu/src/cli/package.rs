@@ -1,0 +1,48 @@
+//! `ncop package` and `sim package`: build a library for the device and package it.
+
+use clap::Args;
+use crate::library::{LoadError, Library};
+use crate::project::Project;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Build the library for the device (8 images) and write its package (the images
+/// and ucode_lib.json) to target/neuroncustomop/package/<name>/.
+#[derive(Debug, Args)]
+pub struct PackageArgs {
+    /// The project folder.
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+}
+
+/// Runs `ncop package`.
+pub fn exec(args: PackageArgs) -> super::Outcome {
+    let library = load(&args.dir)?;
+    let package = library.package();
+    println!("{} in {} (kernels: {})", library.name(), package.dir.display(), library.kernels().join(", "));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the library at `dir`, saying first that a build is coming (the first one
+/// compiles `core` and `alloc` for the device: cargo shows its progress).
+pub fn load(dir: &Path) -> Result<Library, LoadError> {
+    if let Ok(Some(project)) = Project::open(dir) {
+        eprintln!("ncop: building {} for the device ({})", project.name, project.dir.display());
+    }
+    Library::load(dir)
+}
+
+/// Build a built-in example (examples/<name>/) and write its package to
+/// target/package/<name>/.
+#[derive(Debug, Args)]
+pub struct ExampleArgs {
+    /// The example.
+    pub example: String,
+}
+
+/// Runs `cargo sim package`.
+pub fn exec_example(args: ExampleArgs) -> super::Outcome {
+    let package = crate::package::package(&args.example)?;
+    println!("{} in {} (kernels: {})", package.name(), package.dir.display(), package.kernels().join(", "));
+    Ok(ExitCode::SUCCESS)
+}
