@@ -23,6 +23,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per run: the `run` arguments' size is not worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     Setup(setup::SetupArgs),

@@ -65,7 +65,7 @@ pub enum NpyError {
 
 /// The ABI dtype of a NumPy dtype, if it has one.
 fn abi_dtype(dtype: &DType) -> Result<Dtype, NpyError> {
-    let DType::Plain(type_str) = dtype else { return Err(NpyError::Dtype(format!("{}", dtype.descr()))) };
+    let DType::Plain(type_str) = dtype else { return Err(NpyError::Dtype(dtype.descr().to_string())) };
     let unknown = || NpyError::Dtype(type_str.to_string());
     Ok(match (type_str.type_char(), type_str.size_field()) {
         (TypeChar::Float, 4) => Dtype::Float32,

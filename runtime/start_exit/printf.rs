@@ -671,9 +671,9 @@ mod tests {
         assert_eq!(
             printf(
                 "%.2f %.0f %.1f %8.3f",
-                &[f(3.14159), f(2.6), f(0.05), f(-1.5)]
+                &[f(3.14659), f(2.6), f(0.05), f(-1.5)]
             ),
-            "3.14 3 0.1   -1.500"
+            "3.15 3 0.1   -1.500"
         );
         assert_eq!(printf("%f", &[f(123456789.125)]), "123456789.125000");
         assert_eq!(printf("%.3f", &[f(0.0005)]), "0.001");
@@ -723,8 +723,8 @@ mod tests {
         let ring = super::super::stdout_ring();
         // SAFETY: the header is the ring's first field; this thread is its only user.
         let before = unsafe { ring.as_ptr().cast::<super::super::RingHeader>().read() }.write_count;
-        // SAFETY: NUL-terminated.
         assert_eq!(putchar(i32::from(b'>')), i32::from(b'>'));
+        // SAFETY: NUL-terminated.
         assert!(unsafe { puts(c"ok".as_ptr()) } >= 0);
         // SAFETY: as above.
         let after = unsafe { ring.as_ptr().cast::<super::super::RingHeader>().read() }.write_count;
