@@ -94,3 +94,21 @@ fn a_kernel_past_its_budget_is_stopped_and_named_and_the_next_op_runs() {
     assert!(message.starts_with("kernel `spins` on core 0 ran past 20.0 M instructions"), "{message}");
     assert_eq!(report.dumps[&1], int_bytes(&input), "the op after it ran");
 }
+
+#[test]
+fn a_count_past_the_32_bit_icount_is_exact() {
+    let library = images::build("count_probe").expect("build count_probe");
+    // Two short runs give the cost of a turn and the fixed cost; the long one (about
+    // 4.5 G instructions) wraps ICOUNT once and must land exactly on the line. The
+    // first op pays 36 instructions of first-time setup the later ones do not: a
+    // warm-up op comes first.
+    let turns = [1_000_000, 1_000_000, 2_000_000, 650_000_000];
+    let job = work_job(&library, 1, &turns.map(|t| [t, 0, 0, 0, 0, 0, 0, 0]));
+    let report = device::run(&library, &job).expect("QEMU runs");
+    assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
+    let [_, one, two, long] = counts(&report, 0)[..] else { panic!("four ops") };
+    let per_turn = (two - one) / 1_000_000;
+    assert_eq!((two - one) % 1_000_000, 0, "a turn costs a whole number of instructions");
+    assert!(long > u64::from(u32::MAX), "the count wrapped: {long}");
+    assert_eq!(long, one + 649_000_000 * per_turn, "one wrap, counted exactly");
+}
