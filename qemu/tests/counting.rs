@@ -83,6 +83,7 @@ fn a_kernel_past_its_budget_is_stopped_and_named_and_the_next_op_runs() {
     assert!(report.done, "a run whose ops all ended is done:\n{}", report.outcome.stdout);
     let ops = report.core(0).ops;
     assert_eq!(ops.iter().map(|op| op.status.as_str()).collect::<Vec<_>>(), ["over-budget", "0"]);
+    assert_eq!(ops.iter().map(|op| op.exact).collect::<Vec<_>>(), [false, true], "a stopped kernel's count is not exact");
     let stopped = report.over_budget();
     assert_eq!(stopped.len(), 1, "{stopped:?}");
     let stopped = &stopped[0];
@@ -92,4 +93,22 @@ fn a_kernel_past_its_budget_is_stopped_and_named_and_the_next_op_runs() {
     let message = stopped.to_string();
     assert!(message.starts_with("kernel `spins` on core 0 ran past 20.0 M instructions"), "{message}");
     assert_eq!(report.dumps[&1], int_bytes(&input), "the op after it ran");
+}
+
+#[test]
+fn a_count_past_the_32_bit_icount_is_exact() {
+    let library = images::build("count_probe").expect("build count_probe");
+    // Two short runs give the cost of a turn and the fixed cost; the long one (about
+    // 4.5 G instructions) wraps ICOUNT once and must land exactly on the line. The
+    // first op pays 36 instructions of first-time setup the later ones do not: a
+    // warm-up op comes first.
+    let turns = [1_000_000, 1_000_000, 2_000_000, 650_000_000];
+    let job = work_job(&library, 1, &turns.map(|t| [t, 0, 0, 0, 0, 0, 0, 0]));
+    let report = device::run(&library, &job).expect("QEMU runs");
+    assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
+    let [_, one, two, long] = counts(&report, 0)[..] else { panic!("four ops") };
+    let per_turn = (two - one) / 1_000_000;
+    assert_eq!((two - one) % 1_000_000, 0, "a turn costs a whole number of instructions");
+    assert!(long > u64::from(u32::MAX), "the count wrapped: {long}");
+    assert_eq!(long, one + 649_000_000 * per_turn, "one wrap, counted exactly");
 }

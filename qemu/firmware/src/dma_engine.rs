@@ -47,21 +47,27 @@ unsafe fn serve_one(m2s: *mut DmaQueueHeader, s2m: *mut DmaQueueHeader, sequence
 }
 
 /// The engine's sleep between passes that found nothing: from [`FIRST_NAP`] CCOUNT
-/// ticks (1 µs) after work, doubling up to [`LONGEST_NAP`] (100 µs) while idle. Nothing
-/// wakes it when a core queues a transfer (the runtime does not know the board), so
-/// this is its latency; the sleeping costs no instructions of the library's cores.
+/// ticks (1 µs) after work, doubling up to [`LONGEST_NAP`] (10 µs) while the cores may
+/// still be copying, then [`IDLE_NAP`] (1 ms) once nothing came for [`IDLE_AFTER`]
+/// passes (about 10 ms: between ops, or between jobs, where a session on host threads
+/// would otherwise wake it 100,000 times a second). Nothing wakes it when a core
+/// queues a transfer (the runtime does not know the board), so this is its latency;
+/// the sleeping costs no instructions of the library's cores.
 const FIRST_NAP: u32 = 40;
 const LONGEST_NAP: u32 = 400;
+const IDLE_NAP: u32 = 40_000;
+const IDLE_AFTER: u32 = 1_000;
 
 /// Serves the cores of whatever job is in the job block, forever; after serving it
 /// wakes the cores (a core waiting for its transfer sleeps until then).
 pub fn run() -> ! {
     let mut served = [0u32; CORES];
     let mut nap = FIRST_NAP;
+    let mut empty_passes = 0u32;
     loop {
         // Re-read every pass: the session replaces the job between jobs.
         let Some(job) = job() else {
-            wait_for_interrupt(LONGEST_NAP);
+            wait_for_interrupt(IDLE_NAP);
             continue;
         };
         let mut worked = false;
@@ -94,9 +100,10 @@ pub fn run() -> ! {
         }
         if worked {
             board::wake_all_cores();
-            nap = FIRST_NAP;
+            (nap, empty_passes) = (FIRST_NAP, 0);
         } else {
-            wait_for_interrupt(nap);
+            empty_passes = empty_passes.saturating_add(1);
+            wait_for_interrupt(if empty_passes > IDLE_AFTER { IDLE_NAP } else { nap });
             nap = (nap * 2).min(LONGEST_NAP);
         }
     }

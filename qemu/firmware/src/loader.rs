@@ -573,7 +573,9 @@ extern "C" fn resume(_: u32) {
         }
     };
     drain_stdout(library.symbols.stdout_ring, core, index);
-    let count = Some(Count { instructions, exact: true });
+    // Up to the loader's resumption: the kernel's instructions plus the few hundred of
+    // the way it stopped (the fault report, the exit, the stack reset), so not exact.
+    let count = Some(Count { instructions, exact: false });
     println!("{}", Line::Op { index, core, function, status, count, error: None });
     finish_op(job, core, index);
     run_job(job, core, index + 1, NEXT_AT.load(Ordering::Relaxed) as usize);

@@ -55,6 +55,7 @@ pub const fn icount_plan(budget: u64) -> (u32, u32) {
     }
     let wraps = budget.div_ceil(ICOUNT_WRAP);
     let first = budget - (wraps - 1) * ICOUNT_WRAP;
+    // A budget of more than 2^32 wraps (18 * 10^18 instructions) is as good as none.
     let later = if wraps > u32::MAX as u64 { u32::MAX - 1 } else { (wraps - 1) as u32 };
     ((ICOUNT_WRAP - first) as u32, later)
 }
