@@ -366,7 +366,9 @@ fn find<const MOVE_START: bool>(framework_addr: u64) -> Option<Window> {
     } else {
         return None;
     };
-    let (hit, window) = (ptr::from_ref(window), *window);
+    // The hit's address with `start`'s provenance (the TLB's raw pointer): a pointer
+    // derived from the reference `window` would only ever be valid for that one window.
+    let (hit, window) = (start.with_addr(ptr::from_ref(window).addr()), *window);
     if MOVE_START && tlb.rotates {
         // `start` is in the ring (a configured table), and so is the hit, wrapped into
         // its first half. The shared borrow above is no longer used.
