@@ -92,11 +92,12 @@ pub struct Options {
     /// Cores that run the kernel, 1 to 8: a kernel that splits its work by
     /// `get_cpu_count()` (which is 8) needs all 8.
     pub cores: usize,
-    /// The backend of the runtime's `neuron_memcpy` for this op. The vector copy is the
-    /// default here: under QEMU's instruction counting a DMA wait costs far more than
-    /// on the device (docs/PERFORMANCE.md).
+    /// The backend of the runtime's `neuron_memcpy` for this op; the default is the
+    /// library's own, the DMA engine (a core waiting for it sleeps, docs/PERFORMANCE.md).
     pub memcpy: NeuronMemcpyMethod,
-    /// Count guest instructions (`-icount`); [`Call::instructions`] is empty without.
+    /// Run QEMU under `-icount` (the default): a deterministic clock. Each core's
+    /// count is exact either way (its ICOUNT register); without, each core runs on a
+    /// host thread of its own.
     pub count_instructions: bool,
     /// Stop the kernel after this many instructions on a core ([`CallError::Stopped`],
     /// naming where it was): an infinite loop ends instead of hanging the call.
@@ -107,7 +108,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             cores: 1,
-            memcpy: NeuronMemcpyMethod::VecMemcpy,
+            memcpy: NeuronMemcpyMethod::Dma,
             count_instructions: true,
             max_instructions: neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS,
         }
@@ -163,8 +164,8 @@ pub struct Call {
     pub statuses: Vec<KernelStatus>,
     /// Per core, in core order: what it printed.
     pub stdout: Vec<CoreStdout>,
-    /// Per core, in core order: guest instructions the kernel took (CCOUNT x 25, exact
-    /// to within 25 when QEMU did not switch cores meanwhile); empty unless counted.
+    /// Per core, in core order: guest instructions the kernel took (exact: the core's
+    /// own ICOUNT).
     pub instructions: Vec<u64>,
     /// Wall time of the device run.
     pub wall: Duration,

@@ -63,8 +63,8 @@ pub struct CallArgs {
     /// has the least of that). Every output is checked.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
-    /// The backend of the runtime's neuron_memcpy.
-    #[arg(long, value_enum, default_value_t = Memcpy::Vector)]
+    /// The backend of the runtime's neuron_memcpy (the library's own: dma).
+    #[arg(long, value_enum, default_value_t = Memcpy::Dma)]
     pub memcpy: Memcpy,
     /// Stop the kernel after N instructions on a core and say where it was (an
     /// infinite loop ends instead of hanging).
@@ -95,9 +95,9 @@ pub struct CallArgs {
 pub enum Memcpy {
     /// The portable C memcpy.
     C,
-    /// The vector word loops (the default here: see docs/PERFORMANCE.md).
+    /// The vector word loops.
     Vector,
-    /// The DMA engine (slow under QEMU's instruction counting).
+    /// The DMA engine: the library's own.
     Dma,
 }
 
