@@ -1,0 +1,286 @@
+"""``load``, and the library and kernel objects it returns."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _args, _native
+from ._errors import KernelError, UnknownKernelError
+
+PathLike = Union[str, "os.PathLike[str]"]
+ShapeFn = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """Everything one kernel call returned.
+
+    Attributes
+    ----------
+    output : numpy.ndarray
+        The output tensor, of the shape and dtype the call asked for.
+    status : int
+        0 when every core succeeded, else the first failing core's status.
+    status_name : str
+        ``OK``, or the failing status' name.
+    statuses : list of int
+        Each core's invocation status, in core order.
+    stdout : list of str
+        What each core printed during the call.
+    stdout_lost : list of int
+        Per core, the bytes of output the device's print queue dropped before those
+        (it keeps the newest).
+    instructions : list of int or None
+        Per core, the guest instructions the kernel took (to within 25).
+    """
+
+    output: np.ndarray
+    status: int
+    status_name: str
+    statuses: list
+    stdout: list
+    stdout_lost: list
+    instructions: list
+
+
+class Kernel:
+    """One kernel of a loaded library, called like a function.
+
+    ``kernel(*inputs)`` returns the output array; ``kernel.run(*inputs)`` the whole
+    :class:`CallResult`. Both take the same keywords (see :meth:`run`).
+    """
+
+    def __init__(self, library: "Library", name: str):
+        self.library = library
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.name} of {self.library.name}>"
+
+    def __call__(self, *inputs: Any, **options: Any) -> np.ndarray:
+        return self.run(*inputs, **options).output
+
+    def run(
+        self,
+        *inputs: Any,
+        out_shape: Optional[Sequence[int]] = None,
+        out_dtype: Any = None,
+        cores: Optional[int] = None,
+    ) -> CallResult:
+        """Runs the kernel once on the simulated device.
+
+        Parameters
+        ----------
+        *inputs : array_like or scalar
+            The kernel's arguments, in order (at most 10). Arrays (NumPy, or anything
+            with the array protocol, such as a CPU PyTorch tensor) must have a device
+            dtype; a non-contiguous or big-endian one is copied first. Scalars follow
+            the kinds of :mod:`neuroncustomop` (``np.int64`` for a ``long long``).
+        out_shape : sequence of int, optional
+            The output's shape. Default: the library's shape function for this kernel
+            (``load(shape_fns=...)``), else the first tensor input's shape.
+        out_dtype : dtype, optional
+            The output's dtype, by the same rule.
+        cores : int, optional
+            Cores to run on, 1 to 8. Default: 8 for a library loaded with
+            ``multicore=True``, else 1.
+
+        Returns
+        -------
+        CallResult
+
+        Raises
+        ------
+        KernelError
+            A core's invocation status is not 0.
+        TypeError, ValueError, OverflowError
+            Bad inputs: an unsupported dtype, a scalar whose kind is ambiguous, a wrong
+            number of inputs (when the shape function says how many), an output
+            that does not fit device memory.
+        DeviceError
+            The simulated device could not run the op.
+        """
+        shape, dtype = self.library._output_of(self.name, inputs, out_shape, out_dtype)
+        arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
+        cores = self.library.cores if cores is None else cores
+        raw = self.library._native.call(self.name, arguments, dtype.name, list(shape), cores)
+        result = _result(raw, shape, dtype)
+        if result.status != 0:
+            raise KernelError(self.name, result)
+        return result
+
+
+def _result(raw: Any, shape: Sequence[int], dtype: np.dtype) -> CallResult:
+    """The :class:`CallResult` of a native call; ``DeviceError`` if a core did not run
+    the kernel at all."""
+    statuses = []
+    for core, status in enumerate(raw.statuses):
+        if not status.isdigit():
+            raise _native.DeviceError(f"core {core} did not run the kernel: the loader said {status}")
+        statuses.append(int(status))
+    failing = next((status for status in statuses if status != 0), 0)
+    return CallResult(
+        output=raw.output.view(dtype).reshape(shape),
+        status=failing,
+        status_name=_native.status_name(failing) if failing else "OK",
+        statuses=statuses,
+        stdout=[printed.decode("utf-8", errors="replace") for printed in raw.stdout],
+        stdout_lost=list(raw.stdout_lost),
+        instructions=list(raw.instructions),
+    )
+
+
+class Library:
+    """A packaged kernel library on the simulated device (made by :func:`load`).
+
+    Its kernels are attributes (``lib.relu``) and items (``lib["relu"]``); an unknown
+    name raises :class:`UnknownKernelError` listing the kernels it has.
+    """
+
+    def __init__(self, native: Any, cores: int, shape_fns: Mapping[str, ShapeFn]):
+        self._native = native
+        self.cores = cores
+        unknown = sorted(set(shape_fns) - set(native.kernels))
+        if unknown:
+            raise self._unknown(", ".join(unknown))
+        self._shape_fns = dict(shape_fns)
+
+    def __repr__(self) -> str:
+        return f"<neuroncustomop library {self.name}: {', '.join(self.kernels)}>"
+
+    @property
+    def name(self) -> str:
+        """The library's name."""
+        return self._native.name
+
+    @property
+    def kernels(self) -> list:
+        """Its kernel names, in registration order."""
+        return list(self._native.kernels)
+
+    @property
+    def package_dir(self) -> str:
+        """The package folder: the 8 per-core images and ``ucode_lib.json``."""
+        return str(self._native.package_dir)
+
+    def _unknown(self, name: str) -> UnknownKernelError:
+        return UnknownKernelError(f"{self.name} has no kernel {name}; it has {', '.join(self.kernels)}")
+
+    def kernel(self, name: str) -> Kernel:
+        """The kernel called ``name``."""
+        if name not in self._native.kernels:
+            raise self._unknown(name)
+        return Kernel(self, name)
+
+    def __getitem__(self, name: str) -> Kernel:
+        return self.kernel(name)
+
+    def __getattr__(self, name: str) -> Kernel:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.kernel(name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self.kernels))
+
+    def _output_of(self, kernel: str, inputs: Sequence[Any], shape: Any, dtype: Any) -> tuple:
+        """The output's shape and dtype, by the rule of :meth:`Kernel.run`."""
+        shape_fn = self._shape_fns.get(kernel)
+        if shape_fn is not None:
+            try:
+                inspect.signature(shape_fn).bind(*inputs)
+            except TypeError as error:
+                raise TypeError(f"{kernel}: the inputs do not match its shape function: {error}") from None
+            if shape is None or dtype is None:
+                like = np.asarray(shape_fn(*inputs))
+                shape = like.shape if shape is None else shape
+                dtype = like.dtype if dtype is None else dtype
+        if shape is None or dtype is None:
+            first = next((value for value in inputs if not _args.is_scalar(value)), None)
+            if first is None:
+                raise TypeError(f"{kernel} has no tensor input to take the output from: pass out_shape and out_dtype")
+            first = np.asarray(first)
+            shape = first.shape if shape is None else shape
+            dtype = first.dtype if dtype is None else dtype
+        shape = tuple(int(d) for d in shape)
+        return shape, _args.device_dtype(dtype, "the output")
+
+
+def load(
+    path: Optional[PathLike] = None,
+    *,
+    name: Optional[str] = None,
+    compute_srcs: Optional[Sequence[PathLike]] = None,
+    build_directory: Optional[PathLike] = None,
+    multicore: bool = False,
+    shape_fns: Optional[Mapping[str, ShapeFn]] = None,
+) -> Library:
+    """Builds and packages a kernel library, and returns it ready to call.
+
+    Two ways to name the library, as the AWS Neuron custom-op flow does:
+    ``load(path)``, or ``load(name=..., compute_srcs=[...], build_directory=...)``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        A kernel library: a package folder (one with ``ucode_lib.json``, as
+        ``cargo sim package`` writes), or a library's sources.
+    name : str, optional
+        The library's name (the vendor's ``name``).
+    compute_srcs : sequence of path, optional
+        The kernel sources (the vendor's ``compute_srcs``): ``.rs`` or ``.c`` files.
+    build_directory : path, optional
+        Where the package is written (the vendor's ``build_directory``).
+    multicore : bool, default False
+        Run calls on all 8 cores unless a call says otherwise (the vendor's
+        ``multicore``). A kernel that splits its work by ``get_cpu_count()`` needs it.
+    shape_fns : mapping of str to callable, optional
+        Per kernel, the output's shape and dtype: called with the call's inputs, it
+        returns an array of the output's shape and dtype (``np.empty(...)``), as the
+        vendor's shape function returns an empty tensor. Its signature also checks the
+        number of inputs.
+
+    Returns
+    -------
+    Library
+
+    Raises
+    ------
+    PackageError
+        The library could not be built or packaged.
+
+    Examples
+    --------
+    >>> import numpy as np, neuroncustomop
+    >>> relu = neuroncustomop.load("examples/relu.rs")          # doctest: +SKIP
+    >>> relu.relu(np.array([-1.0, 2.0], dtype=np.float32))     # doctest: +SKIP
+    array([0., 2.], dtype=float32)
+    """
+    if path is None:
+        if not compute_srcs:
+            raise TypeError("load needs a path, or name= and compute_srcs=")
+        path = _sources_path([os.fspath(source) for source in compute_srcs])
+    elif compute_srcs is not None:
+        raise TypeError("load takes a path or compute_srcs=, not both")
+    if build_directory is not None:
+        raise NotImplementedError("build_directory= needs the host API of issue 14 (packages go to target/package/)")
+    native = _native.Library(os.fspath(path))
+    if name is not None and name != native.name:
+        raise ValueError(f"name={name!r}, but the library built from {path} is named {native.name}")
+    return Library(native, _native.CORES if multicore else 1, shape_fns or {})
+
+
+def _sources_path(sources: Sequence[str]) -> str:
+    """The one library ``compute_srcs`` make: a Rust file, or the folder of C files."""
+    rust = [source for source in sources if source.endswith(".rs")]
+    if rust and len(sources) == 1:
+        return rust[0]
+    folders = {os.path.dirname(os.path.abspath(source)) for source in sources}
+    if not rust and len(folders) == 1:
+        return folders.pop()
+    raise ValueError(f"compute_srcs {list(sources)}: one .rs file, or .c files of one folder")

@@ -1,0 +1,23 @@
+"""Libraries shared by the tests: each is packaged once per session."""
+
+from pathlib import Path
+
+import pytest
+
+import neuroncustomop
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="session")
+def relu():
+    """examples/relu.rs: relu, relu_tcm, relu_multicore over float32."""
+    return neuroncustomop.load(REPO / "examples" / "relu.rs")
+
+
+@pytest.fixture(scope="session")
+def scale():
+    """examples/c_kernel/: scale(x, float factor) and scale_multicore, in C."""
+    return neuroncustomop.load(
+        name="c_kernel", compute_srcs=[REPO / "examples" / "c_kernel" / "scale.c"]
+    )

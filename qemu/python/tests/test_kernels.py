@@ -1,0 +1,72 @@
+"""Kernels of the repository's examples against NumPy."""
+
+import numpy as np
+import pytest
+
+import neuroncustomop
+
+
+def random_floats(shape, seed):
+    return np.random.default_rng(seed).uniform(-100, 100, shape).astype(np.float32)
+
+
+def test_relu_matches_numpy_and_keeps_the_shape(relu):
+    x = random_floats((4, 250), 1)
+    out = relu.relu(x)
+    assert out.shape == (4, 250) and out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.maximum(x, 0))
+
+
+def test_every_relu_variant_on_its_cores(relu):
+    x = random_floats(3000, 2)
+    assert relu.kernels == ["relu", "relu_tcm", "relu_multicore"]
+    np.testing.assert_array_equal(relu.relu_tcm(x), np.maximum(x, 0))
+    result = relu["relu_multicore"].run(x, cores=8)
+    np.testing.assert_array_equal(result.output, np.maximum(x, 0))
+    assert (result.status, result.status_name, result.statuses) == (0, "OK", [0] * 8)
+    assert len(result.stdout) == 8
+    assert all(count is not None and count > 3000 / 8 for count in result.instructions), result.instructions
+
+
+def test_a_non_contiguous_input_is_copied(relu):
+    x = random_floats((40, 30), 3)
+    view = x[::2, ::3]
+    assert not view.flags.c_contiguous
+    np.testing.assert_array_equal(relu.relu(view), np.maximum(view, 0))
+
+
+def test_anything_with_the_array_protocol_is_a_tensor(relu):
+    class Tensorish:
+        """What a CPU PyTorch tensor offers NumPy: __array__."""
+
+        def __init__(self, values):
+            self.values = values
+
+        def __array__(self, dtype=None, copy=None):
+            return self.values
+
+    x = random_floats(64, 4)
+    np.testing.assert_array_equal(relu.relu(Tensorish(x)), np.maximum(x, 0))
+
+
+def test_a_pytorch_tensor_in_a_numpy_array_out(relu):
+    torch = pytest.importorskip("torch")
+    x = torch.linspace(-2, 2, 17)
+    out = relu.relu(x)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, torch.relu(x).numpy())
+
+
+def test_a_float_scalar_reaches_a_c_kernel(scale):
+    x = random_floats(500, 5)
+    np.testing.assert_array_equal(scale.scale(x, 2.5), x * np.float32(2.5))
+    np.testing.assert_array_equal(scale.scale(x, np.float32(-0.75)), x * np.float32(-0.75))
+    np.testing.assert_array_equal(scale.scale_multicore(x, 3.0, cores=8), x * np.float32(3.0))
+
+
+def test_the_output_shape_and_dtype_can_be_given(relu):
+    x = random_floats(12, 6)
+    out = relu.relu(x, out_shape=(3, 4))
+    np.testing.assert_array_equal(out, np.maximum(x, 0).reshape(3, 4))
+    shaped = neuroncustomop.load(relu.package_dir, shape_fns={"relu": lambda x: np.empty((2, 6), np.float32)})
+    assert shaped.relu(x).shape == (2, 6)
