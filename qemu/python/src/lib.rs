@@ -20,13 +20,13 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 create_exception!(
-    _native,
+    neuroncustomop,
     PackageError,
     PyRuntimeError,
     "The library could not be built or packaged (the message has the build's output)."
 );
 create_exception!(
-    _native,
+    neuroncustomop,
     DeviceError,
     PyRuntimeError,
     "The simulated device could not run the op (QEMU failed, or the loader did not finish)."

@@ -2,6 +2,7 @@
 
 use crate::call::{self, Input, OutputSpec, RawCall};
 use crate::{DeviceError, PackageError};
+use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop_sim::device;
 use neuroncustomop_sim::images::CORES;
 use neuroncustomop_sim::job::Op;
@@ -87,6 +88,10 @@ impl Library {
         }
         let output = OutputSpec { dtype: call::dtype(output_dtype)?, shape: output_shape };
         let mut job = self.package.job(cores).map_err(|e| DeviceError::new_err(e.to_string()))?;
+        // Instructions are counted under `-icount`, where a DMA transfer costs ~200
+        // million of them and takes minutes: `neuron_memcpy` uses the CPU's vector copy,
+        // as `cargo sim run` does (docs/PERFORMANCE.md, "Op flow").
+        job.header.memcpy_method = NeuronMemcpyMethod::VecMemcpy as u32;
         let (output_descriptor, descriptors, dump) = call::stage(&mut job, &inputs, &output)?;
         let op = Op {
             function,

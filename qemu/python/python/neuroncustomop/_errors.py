@@ -45,3 +45,7 @@ class KernelError(RuntimeError):
 
 class UnknownKernelError(AttributeError):
     """The library has no kernel of that name; the message lists the ones it has."""
+
+
+# Shown as neuroncustomop.KernelError in tracebacks, where users import them from.
+KernelError.__module__ = UnknownKernelError.__module__ = "neuroncustomop"
