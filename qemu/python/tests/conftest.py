@@ -10,6 +10,12 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="session")
+def repo():
+    """This repository's root."""
+    return REPO
+
+
+@pytest.fixture(scope="session")
 def relu():
     """examples/relu.rs: relu, relu_tcm, relu_multicore over float32."""
     return neuroncustomop.load(REPO / "examples" / "relu.rs")

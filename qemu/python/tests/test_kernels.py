@@ -70,3 +70,14 @@ def test_the_output_shape_and_dtype_can_be_given(relu):
     np.testing.assert_array_equal(out, np.maximum(x, 0).reshape(3, 4))
     shaped = neuroncustomop.load(relu.package_dir, shape_fns={"relu": lambda x: np.empty((2, 6), np.float32)})
     assert shaped.relu(x).shape == (2, 6)
+
+
+def test_the_package_goes_to_the_build_directory(repo, tmp_path):
+    source = repo / "examples" / "relu.rs"
+    built = neuroncustomop.load(name="relu", compute_srcs=[source], build_directory=tmp_path)
+    assert built.package_dir == str(tmp_path / "relu")
+    assert sorted(p.name for p in (tmp_path / "relu").iterdir())[-1] == "ucode_lib.json"
+    again = neuroncustomop.load(tmp_path / "relu")
+    x = random_floats(16, 7)
+    np.testing.assert_array_equal(again.relu(x), np.maximum(x, 0))
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
@@ -235,7 +236,9 @@ def load(
     compute_srcs : sequence of path, optional
         The kernel sources (the vendor's ``compute_srcs``): ``.rs`` or ``.c`` files.
     build_directory : path, optional
-        Where the package is written (the vendor's ``build_directory``).
+        Where the package goes (the vendor's ``build_directory``): it is written to
+        ``<build_directory>/<name>/`` and loaded from there, so
+        ``load(<build_directory>/<name>)`` loads it again without a build.
     multicore : bool, default False
         Run calls on all 8 cores unless a call says otherwise (the vendor's
         ``multicore``). A kernel that splits its work by ``get_cpu_count()`` needs it.
@@ -267,12 +270,22 @@ def load(
         path = _sources_path([os.fspath(source) for source in compute_srcs])
     elif compute_srcs is not None:
         raise TypeError("load takes a path or compute_srcs=, not both")
-    if build_directory is not None:
-        raise NotImplementedError("build_directory= needs the host API of issue 14 (packages go to target/package/)")
     native = _native.Library(os.fspath(path))
+    if build_directory is not None:
+        native = _native.Library(_copy_package(native.package_dir, native.name, build_directory))
     if name is not None and name != native.name:
         raise ValueError(f"name={name!r}, but the library built from {path} is named {native.name}")
     return Library(native, _native.CORES if multicore else 1, shape_fns or {})
+
+
+def _copy_package(package_dir: PathLike, name: str, build_directory: PathLike) -> str:
+    """Copies the package to ``build_directory/<name>/`` (replacing what was there), so
+    the library is loaded from, and later reloadable from, the folder the caller chose."""
+    target = os.path.join(os.fspath(build_directory), name)
+    if os.path.abspath(target) != os.path.abspath(os.fspath(package_dir)):
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(package_dir, target)
+    return target
 
 
 def _sources_path(sources: Sequence[str]) -> str:
