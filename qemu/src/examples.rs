@@ -547,45 +547,25 @@ pub fn run_cases(
     run_job(package, &job_for(package, ops, cores)?, count_instructions)
 }
 
-/// SplitMix64: small, seedable, and good enough for test inputs.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub use crate::generate::Rng;
 
-impl Rng {
-    /// A generator that always yields the same sequence for `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number below `bound` (`bound > 0`).
-    pub fn below(&mut self, bound: u64) -> u64 {
-        self.next_u64() % bound
-    }
-
-    /// A float in `[low, high)`.
-    pub fn uniform(&mut self, low: f32, high: f32) -> f32 {
-        let unit = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
-        low + unit * (high - low)
-    }
-
+/// The examples' own inputs.
+trait ExampleValues {
     /// `count` floats in `[-100, 100)`.
-    pub fn uniform_values(&mut self, count: usize) -> Vec<f32> {
+    fn uniform_values(&mut self, count: usize) -> Vec<f32>;
+    /// Sort inputs.
+    fn sort_values(&mut self, count: usize) -> Vec<f32>;
+}
+
+impl ExampleValues for Rng {
+    fn uniform_values(&mut self, count: usize) -> Vec<f32> {
         (0..count).map(|_| self.uniform(-100.0, 100.0)).collect()
     }
 
     /// `count` floats for a sort: about half from the integers -8 ..= 8 and -0.0 (so
     /// rows are full of duplicates), one in sixteen special (NaN of either sign and
     /// another payload, the infinities), the rest spread over `[-1000, 1000)`.
-    pub fn sort_values(&mut self, count: usize) -> Vec<f32> {
+    fn sort_values(&mut self, count: usize) -> Vec<f32> {
         const SPECIAL: [u32; 5] = [0x7FC0_0000, 0xFFC0_0000, 0x7F80_0001, 0x7F80_0000, 0xFF80_0000];
         (0..count)
             .map(|_| match self.below(16) {

@@ -163,6 +163,26 @@ fn collect(tools: &Toolchain, program: &Program) -> Result<Images, BuildError> {
     Ok(Images { name: program.name().into(), cores })
 }
 
+/// The images of `name` the per-core link wrote into `dir` (`linker/link-cores
+/// --neuron-image-dir`): `core0.elf`, and `core1.elf` … `core7.elf` for a library.
+///
+/// # Errors
+/// [`BuildError::Cargo`] when `dir` has no `core0.elf`, or a library's set is
+/// incomplete.
+pub fn read_dir(name: &str, dir: &Path) -> Result<Images, BuildError> {
+    let cores: Vec<PathBuf> =
+        (0..CORES).map(|core| dir.join(format!("core{core}.elf"))).take_while(|image| image.is_file()).collect();
+    if cores.len() != 1 && cores.len() != CORES {
+        return Err(BuildError::Cargo(format!(
+            "{} holds {} of the images (core0.elf … core{}.elf): build again after `cargo clean`",
+            dir.display(),
+            cores.len(),
+            CORES - 1
+        )));
+    }
+    Ok(Images { name: name.into(), cores })
+}
+
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);

@@ -10,12 +10,18 @@
 //! - [`ucode_lib`]: the `ucode_lib.json` library package description;
 //! - [`package`]: packaging a library (8 images and `ucode_lib.json`);
 //! - [`examples`]: the examples' inputs and host references.
+pub mod array;
 pub mod device;
+pub mod compare;
 pub mod elf;
 pub mod examples;
+pub mod generate;
 pub mod images;
 pub mod job;
+pub mod library;
 pub mod machine;
+pub mod npy;
 pub mod package;
+pub mod project;
 pub mod toolchain;
 pub mod ucode_lib;

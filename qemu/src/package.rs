@@ -234,11 +234,18 @@ impl Package {
 /// # Errors
 /// Every [`PackageError`] but [`PackageError::Malformed`].
 pub fn package(name: &str) -> Result<Package, PackageError> {
-    let built = build_images(name)?;
-    let kernels = registered_kernels(&built)?;
+    package_into(name, &build_images(name)?, &package_dir(name))
+}
+
+/// Reads the kernels `built` registers and writes the package of library `name` into
+/// `dir`: the 8 images as `lib<name>_cpu<i>.elf`, and `ucode_lib.json`.
+///
+/// # Errors
+/// Every [`PackageError`] but [`PackageError::Malformed`] and the build errors.
+pub fn package_into(name: &str, built: &Images, dir: &Path) -> Result<Package, PackageError> {
+    let kernels = registered_kernels(built)?;
     let ucode_lib = ucode_lib(name, &kernels)?;
-    let dir = package_dir(name);
-    fs::create_dir_all(&dir)?;
+    fs::create_dir_all(dir)?;
     let mut cores = Vec::with_capacity(CORES);
     for (cpu, image) in built.cores.iter().enumerate() {
         let packaged = dir.join(library_file_name(name, cpu));
@@ -246,7 +253,7 @@ pub fn package(name: &str) -> Result<Package, PackageError> {
         cores.push(packaged);
     }
     write_whole(&dir.join("ucode_lib.json"), ucode_lib.to_json()?.as_bytes())?;
-    Ok(Package { dir, images: Images { name: name.into(), cores }, ucode_lib })
+    Ok(Package { dir: dir.to_path_buf(), images: Images { name: name.into(), cores }, ucode_lib })
 }
 
 /// Writes `path` through a temporary file and a rename, so a reader never sees half.
@@ -355,37 +362,42 @@ pub fn build_images(name: &str) -> Result<Images, PackageError> {
 }
 
 fn build_c(tools: &Toolchain, name: &str, sources: &[PathBuf]) -> Result<Images, PackageError> {
+    let work = tools.repo.join("target/c-examples").join(name);
+    let out = tools.repo.join("target/images").join(name);
+    compile_and_link_c(tools, name, sources, &work, &out)
+}
+
+/// Compiles the C `sources` of library `name` in `work`, links them with the runtime,
+/// and writes the 8 images as `out/core<i>.elf`.
+///
+/// # Errors
+/// [`PackageError::CBuild`] naming the step that failed, or [`PackageError::Build`]
+/// when the runtime does not build.
+pub fn compile_and_link_c(
+    tools: &Toolchain,
+    name: &str,
+    sources: &[PathBuf],
+    work: &Path,
+    out: &Path,
+) -> Result<Images, PackageError> {
     if !Path::new(CLANG).is_file() {
         return Err(PackageError::CBuild(format!("{CLANG} is missing: install Debian's clang-22 (qemu/setup.sh)")));
     }
     let runtime = runtime_archive(tools)?;
-    let work = tools.repo.join("target/c-examples").join(name);
-    fs::create_dir_all(&work)?;
+    fs::create_dir_all(work)?;
     let features = target_features(tools)?;
     let objects =
-        sources.iter().map(|source| compile_c(tools, source, &work, &features)).collect::<Result<Vec<_>, _>>()?;
-    let linked = work.join(format!("{name}.elf"));
+        sources.iter().map(|source| compile_c(tools, source, work, &features)).collect::<Result<Vec<_>, _>>()?;
     run(Command::new(tools.repo.join("linker/link-cores"))
         .args(["--gc-sections", "-z", "noexecstack", "--no-warn-rwx-segments", "-L"])
         .arg(&runtime.scripts) // before -T: ld looks the script up in the paths given so far
         .arg("-Tcore0.x")
+        .arg(format!("--neuron-image-dir={}", out.display()))
         .arg("-o")
-        .arg(&linked)
+        .arg(work.join(format!("{name}.elf")))
         .args(&objects)
         .arg(&runtime.archive))?;
-    let out = tools.repo.join("target/images").join(name);
-    fs::create_dir_all(&out)?;
-    let mut cores = Vec::with_capacity(CORES);
-    for core in 0..CORES {
-        let mut source = linked.clone().into_os_string();
-        if core != 0 {
-            source.push(format!(".core{core}"));
-        }
-        let image = out.join(format!("core{core}.elf"));
-        write_whole(&image, &fs::read(&source)?)?;
-        cores.push(image);
-    }
-    Ok(Images { name: name.into(), cores })
+    images::read_dir(name, out).map_err(PackageError::Build)
 }
 
 /// The runtime's static library for the device, and the folder of the linker scripts

@@ -19,6 +19,14 @@ macro_rules! statuses {
 
             /// Every named status (kernel-defined codes excepted), for tables and tests.
             pub const ALL: &'static [Status] = &[$(Status::$name),*];
+
+            /// The status's name (`"NO_MORE_ARGS"`); `None` for a kernel-defined code.
+            pub const fn name(self) -> Option<&'static str> {
+                match self.0 {
+                    $(v if v == $value => Some(stringify!($name)),)*
+                    _ => None,
+                }
+            }
         }
     };
 }
@@ -346,6 +354,14 @@ mod tests {
             }
             assert!(a.0 < Status::KERNEL_BASE);
         }
+    }
+
+    #[test]
+    fn every_named_status_has_its_name() {
+        assert_eq!(Status::OK.name(), Some("OK"));
+        assert_eq!(Status::NO_MORE_ARGS.name(), Some("NO_MORE_ARGS"));
+        assert_eq!(Status(Status::KERNEL_BASE + 1).name(), None);
+        assert!(Status::ALL.iter().all(|s| s.name().is_some()));
     }
 
     #[test]

@@ -1,0 +1,56 @@
+//! `ncop`: an op author's tool for their own kernel library, wherever it lives.
+//!
+//! ```text
+//! ncop new <dir> [--lang rust|c]     a library with a kernel and a test, ready to build
+//! ncop package [<dir>]               build it for the device and package it
+//! ncop run <kernel> [options]        package, call one kernel under QEMU, save and check
+//! ```
+//!
+//! Installed with `cargo install --path <checkout>/qemu --bin ncop`; the tool records
+//! the checkout's path when it is built, and builds every project with that
+//! checkout's runtime and Xtensa set-up (docs/op-author-guide.md).
+
+mod new;
+mod package;
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// An op author's tool: make a kernel library anywhere, package it, run its kernels
+/// on the simulated GPSIMD cores with your own data.
+#[derive(Debug, Parser)]
+#[command(name = "ncop", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    New(new::NewArgs),
+    Package(package::PackageArgs),
+    Run(run::RunArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::New(args) => new::exec(args),
+        Command::Package(args) => package::exec(args),
+        Command::Run(args) => run::exec(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            // The error and every cause under it, outermost first.
+            eprintln!("ncop: {error}");
+            let mut source = error.source();
+            while let Some(cause) = source {
+                eprintln!("  caused by: {cause}");
+                source = cause.source();
+            }
+            ExitCode::from(2)
+        }
+    }
+}

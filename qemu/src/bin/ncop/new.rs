@@ -1,0 +1,110 @@
+//! `ncop new`: a kernel library with one kernel and its test, anywhere on disk.
+
+use clap::{Args, ValueEnum};
+use neuroncustomop_sim::toolchain::repo_root;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The language of the kernels. (C++ joins when the runtime's C++ API does: a variant
+/// here and its files under qemu/templates/.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    /// A no_std Rust crate whose binary is the device image.
+    Rust,
+    /// C files against neuroncustomop.h, linked with libneuroncustomop.a.
+    C,
+}
+
+impl Lang {
+    /// The template's files: path in the project, text with `{{name}}`, `{{package}}`
+    /// and `{{repo}}` to fill in.
+    fn files(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Lang::Rust => &[
+                ("Cargo.toml", include_str!("../../../templates/rust/Cargo.toml")),
+                ("src/kernels.rs", include_str!("../../../templates/rust/src/kernels.rs")),
+                ("tests/kernels.rs", include_str!("../../../templates/rust/tests/kernels.rs")),
+                (".gitignore", include_str!("../../../templates/rust/gitignore")),
+            ],
+            Lang::C => &[
+                ("Cargo.toml", include_str!("../../../templates/c/Cargo.toml")),
+                ("src/kernels.c", include_str!("../../../templates/c/src/kernels.c")),
+                ("tests/kernels.rs", include_str!("../../../templates/c/tests/kernels.rs")),
+                (".gitignore", include_str!("../../../templates/c/gitignore")),
+            ],
+        }
+    }
+}
+
+/// Make a kernel library in DIR: a `scale` kernel (x * factor), a Cargo test that
+/// checks it on the simulated device, and nothing to edit in the neuroncustomop
+/// checkout. Then, in DIR: `ncop run scale --arg gen:float32:4x8 --arg float:2`, or
+/// `cargo test`.
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The folder to create (it must not exist, or be empty).
+    pub dir: PathBuf,
+    /// The kernels' language.
+    #[arg(long, value_enum, default_value_t = Lang::Rust)]
+    pub lang: Lang,
+    /// The library's name (default: the folder's name); letters, digits and `_`.
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// Why a project could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum NewError {
+    /// The folder exists and holds files.
+    #[error("{} exists and is not empty", .0.display())]
+    NotEmpty(PathBuf),
+    /// The name cannot name a library.
+    #[error("{0:?} cannot name a library: use letters, digits and _, not starting with a digit")]
+    BadName(String),
+    /// Writing failed.
+    #[error("writing {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub fn exec(args: NewArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let name = match &args.name {
+        Some(name) => name.clone(),
+        None => args.dir.file_name().map(|n| n.to_string_lossy().replace('-', "_")).unwrap_or_default(),
+    };
+    create(&args.dir, args.lang, &name)?;
+    println!("made {} ({:?}, library {name}); in it:", args.dir.display(), args.lang);
+    println!("  ncop run scale --arg gen:float32:4x8 --arg float:2   call the kernel on the simulated device");
+    println!("  cargo test                                          its test (tests/kernels.rs)");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the template of `lang` for library `name` into `dir`.
+pub fn create(dir: &Path, lang: Lang, name: &str) -> Result<(), NewError> {
+    let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(NewError::BadName(name.into()));
+    }
+    if fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(NewError::NotEmpty(dir.into()));
+    }
+    let repo = repo_root();
+    for (path, text) in lang.files() {
+        let text = text
+            .replace("{{name}}", name)
+            .replace("{{package}}", &name.replace('_', "-"))
+            .replace("{{repo}}", &repo.display().to_string());
+        let path = dir.join(path);
+        let io = |source| NewError::Io { path: path.clone(), source };
+        fs::create_dir_all(path.parent().expect("in the project")).map_err(io)?;
+        fs::write(&path, text).map_err(io)?;
+    }
+    Ok(())
+}

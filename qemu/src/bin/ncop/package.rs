@@ -1,0 +1,32 @@
+//! `ncop package`: build a project for the device and package it.
+
+use clap::Args;
+use neuroncustomop_sim::library::{LoadError, Library};
+use neuroncustomop_sim::project::Project;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Build the library for the device (8 images) and write its package (the images
+/// and ucode_lib.json) to target/neuroncustomop/package/<name>/.
+#[derive(Debug, Args)]
+pub struct PackageArgs {
+    /// The project folder.
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+}
+
+pub fn exec(args: PackageArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let library = load(&args.dir)?;
+    let package = library.package();
+    println!("{} in {} (kernels: {})", library.name(), package.dir.display(), library.kernels().join(", "));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the library at `dir`, saying first that a build is coming (the first one
+/// compiles `core` and `alloc` for the device: cargo shows its progress).
+pub fn load(dir: &Path) -> Result<Library, LoadError> {
+    if let Ok(Some(project)) = Project::open(dir) {
+        eprintln!("ncop: building {} for the device ({})", project.name, project.dir.display());
+    }
+    Library::load(dir)
+}

@@ -1,0 +1,275 @@
+//! `ncop run`: call one kernel of a library on the simulated device with your data.
+
+use clap::{Args, ValueEnum};
+use neuroncustomop::data_transfer::NeuronMemcpyMethod;
+use neuroncustomop_sim::array::{Dtype, dtype_name, parse_dtype};
+use neuroncustomop_sim::compare::{Mismatch, Tolerance, compare};
+use neuroncustomop_sim::generate::{Distribution, generate};
+use neuroncustomop_sim::library::{Arg, Options, Output};
+use neuroncustomop_sim::npy::{self, NpyError};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::str::FromStr;
+
+/// Package the library, call KERNEL once on the simulated device, print its status,
+/// what each core printed and the instruction counts; save the output as .npy and
+/// compare it with an expected .npy. Exits with 0 when the kernel succeeded (and
+/// matched), 1 when it failed or differed, 2 on bad input.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Arguments, in the order the kernel pulls them (--arg, repeated):
+  x.npy                     a tensor from a NumPy file (every device dtype; bfloat16 as |V2)
+  gen:DTYPE:SHAPE[:DIST]    a generated tensor, e.g. gen:float32:4x128:normal:0:2
+                            DTYPE float32 bfloat16 float16 int32 int8 int64 int16 uint8
+                            DIST uniform (in [-1, 1)), uniform:LOW:HIGH, normal, normal:MEAN:STD, range
+  int:V, longlong:V, float:V   a scalar of that C kind
+
+Example: ncop run scale --arg x.npy --arg float:0.5 --save out.npy --expect want.npy --rtol 1e-6")]
+pub struct RunArgs {
+    /// The kernel to call.
+    pub kernel: String,
+    /// The library: a project folder, or a package folder (ucode_lib.json).
+    #[arg(short, long, default_value = ".")]
+    pub lib: PathBuf,
+    /// One argument of the kernel (see below); repeat in argument order.
+    #[arg(long = "arg", value_name = "ARG")]
+    pub args: Vec<ArgSpec>,
+    /// The output's dtype and shape, DTYPE:SHAPE (e.g. float32:4x128). Default: those of
+    /// the first tensor argument.
+    #[arg(long, value_name = "DTYPE:SHAPE", conflicts_with = "output_like")]
+    pub output: Option<OutputSpec>,
+    /// The output has the dtype and shape of argument K (counting from 0).
+    #[arg(long, value_name = "K")]
+    pub output_like: Option<usize>,
+    /// The seed of generated arguments (argument k uses SEED + k).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Cores that run the kernel (8 for a kernel that splits its work by get_cpu_count()).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub cores: u8,
+    /// The backend of the runtime's neuron_memcpy.
+    #[arg(long, value_enum, default_value_t = Memcpy::Vector)]
+    pub memcpy: Memcpy,
+    /// Save the output here (.npy).
+    #[arg(long, value_name = "PATH")]
+    pub save: Option<PathBuf>,
+    /// Save every tensor argument here as arg<k>.npy (to compute a reference from them).
+    #[arg(long, value_name = "DIR")]
+    pub save_inputs: Option<PathBuf>,
+    /// Compare the output with this .npy: bit for bit, unless --rtol or --atol is given.
+    #[arg(long, value_name = "PATH")]
+    pub expect: Option<PathBuf>,
+    /// Relative tolerance (NumPy's allclose; default 1e-5 when --atol is given).
+    #[arg(long, requires = "expect")]
+    pub rtol: Option<f64>,
+    /// Absolute tolerance (NumPy's allclose; default 1e-8 when --rtol is given).
+    #[arg(long, requires = "expect")]
+    pub atol: Option<f64>,
+    /// NaN equals NaN in the comparison.
+    #[arg(long, requires = "expect")]
+    pub equal_nan: bool,
+}
+
+/// `--memcpy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Memcpy {
+    /// The portable C memcpy.
+    C,
+    /// The vector word loops (the default here: see docs/PERFORMANCE.md).
+    Vector,
+    /// The DMA engine (slow under QEMU's instruction counting).
+    Dma,
+}
+
+/// One `--arg`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgSpec {
+    /// A `.npy` file.
+    File(PathBuf),
+    /// A generated tensor.
+    Generated { dtype: Dtype, shape: Vec<usize>, distribution: Distribution },
+    /// A scalar.
+    Scalar(Arg),
+}
+
+fn parse_shape(text: &str) -> Result<Vec<usize>, String> {
+    text.split('x')
+        .map(|d| d.parse::<usize>().map_err(|_| format!("{d:?} is not a dimension in shape {text} (write 4x128)")))
+        .collect()
+}
+
+fn parse_dtype_arg(text: &str) -> Result<Dtype, String> {
+    parse_dtype(text).ok_or_else(|| {
+        let known: Vec<&str> = Dtype::ALL.iter().map(|&d| dtype_name(d)).collect();
+        format!("unknown dtype {text}: the device's are {}", known.join(", "))
+    })
+}
+
+impl FromStr for ArgSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (kind, rest) = text.split_once(':').unwrap_or((text, ""));
+        let number = |what: &str| format!("{rest:?} is not a {what} (in {text})");
+        Ok(match kind {
+            "int" => ArgSpec::Scalar(Arg::Int(rest.parse().map_err(|_| number("C int"))?)),
+            "longlong" => ArgSpec::Scalar(Arg::LongLong(rest.parse().map_err(|_| number("C long long"))?)),
+            "float" => ArgSpec::Scalar(Arg::Float(rest.parse().map_err(|_| number("C float"))?)),
+            "gen" => {
+                let mut parts = rest.splitn(3, ':');
+                let (dtype, shape) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+                let distribution = parts.next().unwrap_or("uniform").parse()?;
+                ArgSpec::Generated { dtype: parse_dtype_arg(dtype)?, shape: parse_shape(shape)?, distribution }
+            }
+            _ if text.ends_with(".npy") => ArgSpec::File(text.into()),
+            _ => {
+                return Err(format!(
+                    "{text} is not an argument: give a .npy file, gen:DTYPE:SHAPE[:DIST], int:V, longlong:V or float:V"
+                ));
+            }
+        })
+    }
+}
+
+/// `--output DTYPE:SHAPE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputSpec {
+    dtype: Dtype,
+    shape: Vec<usize>,
+}
+
+impl FromStr for OutputSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (dtype, shape) = text.split_once(':').ok_or_else(|| format!("{text} is not DTYPE:SHAPE (e.g. float32:4x128)"))?;
+        Ok(Self { dtype: parse_dtype_arg(dtype)?, shape: parse_shape(shape)? })
+    }
+}
+
+/// What went wrong around the call.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// An argument's file could not be read.
+    #[error("argument {index}")]
+    Arg {
+        /// Its position.
+        index: usize,
+        /// Why.
+        #[source]
+        source: NpyError,
+    },
+    /// The expected array could not be read.
+    #[error("the expected output")]
+    Expected(#[source] NpyError),
+    /// A file could not be written.
+    #[error("saving")]
+    Save(#[source] NpyError),
+    /// No tensor argument to take the output's form from.
+    #[error("no tensor argument to give the output its shape: say --output DTYPE:SHAPE")]
+    NoOutputForm,
+}
+
+pub fn exec(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let mut call_args = Vec::with_capacity(args.args.len());
+    for (index, spec) in args.args.iter().enumerate() {
+        call_args.push(match spec {
+            ArgSpec::File(path) => Arg::Tensor(npy::read(path).map_err(|source| RunError::Arg { index, source })?),
+            ArgSpec::Generated { dtype, shape, distribution } => {
+                Arg::Tensor(generate(*dtype, shape.clone(), *distribution, args.seed + index as u64))
+            }
+            ArgSpec::Scalar(scalar) => scalar.clone(),
+        });
+    }
+    // Read the expected array before the run, so a bad file costs no device time.
+    let expected = args.expect.as_deref().map(npy::read).transpose().map_err(RunError::Expected)?;
+    let output = match (&args.output, args.output_like) {
+        (Some(spec), _) => Output::Shape { dtype: spec.dtype, shape: spec.shape.clone() },
+        (None, Some(k)) => Output::Like(k),
+        (None, None) => {
+            Output::Like(call_args.iter().position(|a| matches!(a, Arg::Tensor(_))).ok_or(RunError::NoOutputForm)?)
+        }
+    };
+    if let Some(dir) = &args.save_inputs {
+        std::fs::create_dir_all(dir)?;
+        for (index, arg) in call_args.iter().enumerate() {
+            if let Arg::Tensor(array) = arg {
+                npy::write(&dir.join(format!("arg{index}.npy")), array).map_err(RunError::Save)?;
+            }
+        }
+    }
+
+    let library = super::package::load(&args.lib)?;
+    let memcpy = match args.memcpy {
+        Memcpy::C => NeuronMemcpyMethod::CMemcpy,
+        Memcpy::Vector => NeuronMemcpyMethod::VecMemcpy,
+        Memcpy::Dma => NeuronMemcpyMethod::Dma,
+    };
+    let options = Options { cores: usize::from(args.cores), memcpy, count_instructions: true };
+    let described: Vec<String> = call_args.iter().map(Arg::describe).collect();
+    let call = library.call_with(&args.kernel, &call_args, output, &options)?;
+
+    println!("{} / {}({}) on {} core(s)", library.name(), args.kernel, described.join(", "), options.cores);
+    println!("  output      {} {:?}", dtype_name(call.output.dtype()), call.output.shape());
+    println!("  status      {}", call.status);
+    println!("  wall time   {:.2} s under QEMU", call.wall.as_secs_f64());
+    println!("  instructions per core {:?}", call.instructions);
+    for (core, printed) in call.stdout.iter().enumerate().filter(|(_, p)| !p.text.is_empty() || p.lost > 0) {
+        let lost = if printed.lost > 0 { format!(" ({} bytes lost first)", printed.lost) } else { String::new() };
+        println!("  core {core} printed{lost}:\n{}", printed.text.trim_end());
+    }
+    if let Some(path) = &args.save {
+        npy::write(path, &call.output).map_err(RunError::Save)?;
+        println!("  saved       {}", path.display());
+    }
+    let failed = call.clone().check().err();
+    if let Some(failed) = &failed {
+        println!("  result      FAILED: {failed}");
+        return Ok(ExitCode::FAILURE);
+    }
+    let Some(expected) = expected else {
+        println!("  result      OK (no --expect to compare with)");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let tolerance = match (args.rtol, args.atol) {
+        (None, None) if !args.equal_nan => Tolerance::Exact,
+        (rtol, atol) => Tolerance::Close { rtol: rtol.unwrap_or(1e-5), atol: atol.unwrap_or(1e-8), equal_nan: args.equal_nan },
+    };
+    match compare(&call.output, &expected, tolerance) {
+        Ok(()) => {
+            println!("  result      OK: matches {} ({tolerance:?})", args.expect.as_ref().expect("compared").display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(mismatch @ (Mismatch::Form { .. } | Mismatch::Values(_))) => {
+            println!("  result      MISMATCH ({tolerance:?}): {mismatch}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_parse_with_their_kind() {
+        assert_eq!("int:-3".parse(), Ok(ArgSpec::Scalar(Arg::Int(-3))));
+        assert_eq!("longlong:9000000000".parse(), Ok(ArgSpec::Scalar(Arg::LongLong(9_000_000_000))));
+        assert_eq!("float:0.5".parse(), Ok(ArgSpec::Scalar(Arg::Float(0.5))));
+        assert_eq!("x.npy".parse(), Ok(ArgSpec::File("x.npy".into())));
+        assert_eq!(
+            "gen:bf16:2x3:normal:1:2".parse(),
+            Ok(ArgSpec::Generated {
+                dtype: Dtype::Bfloat16,
+                shape: vec![2, 3],
+                distribution: Distribution::Normal { mean: 1.0, std: 2.0 }
+            })
+        );
+        assert!("int:2.5".parse::<ArgSpec>().unwrap_err().contains("is not a C int"));
+        assert!("int:9000000000".parse::<ArgSpec>().is_err(), "an int is 32 bits");
+        assert!("gen:float64:2".parse::<ArgSpec>().unwrap_err().contains("unknown dtype float64"));
+        assert!("gen:float32:2xa".parse::<ArgSpec>().unwrap_err().contains("not a dimension"));
+        assert!("x.txt".parse::<ArgSpec>().is_err());
+        assert_eq!("int8:3x4".parse(), Ok(OutputSpec { dtype: Dtype::Int8, shape: vec![3, 4] }));
+    }
+}

@@ -1,0 +1,484 @@
+//! The host API an op author's tests use: load a library once, call its kernels by
+//! name with typed arrays, get the output, the named status, what each core printed
+//! and how many instructions each core took.
+//!
+//! ```no_run
+//! use neuroncustomop_sim::array::Array;
+//! use neuroncustomop_sim::library::{Arg, Library, Output};
+//!
+//! // A project folder made by `ncop new` (built and packaged here), a package folder
+//! // (`ucode_lib.json` and 8 images), or a built-in example: `Library::example("relu")`.
+//! let library = Library::load("my_op")?;
+//! let x = Array::from_vec(vec![2, 3], vec![1.0f32, -2.0, 3.0, -4.0, 5.0, -6.0])?;
+//! let call = library.call("scale", &[Arg::Tensor(x), Arg::Float(2.0)], Output::Like(0))?.check()?;
+//! assert_eq!(call.output.to_vec::<f32>()?, [2.0, -4.0, 6.0, -8.0, 10.0, -12.0]);
+//! println!("{} instructions on core 0; it printed {:?}", call.instructions[0], call.stdout[0].text);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Each call is one job of the simulated device (`crate::device`): the inputs are
+//! placed in device memory, the output is filled with [`crate::compare::canary`]
+//! bytes first (so a comparison can name elements the kernel never wrote), and the op
+//! is dispatched from 0x85/0x86 words with the FunctionId the package's
+//! `ucode_lib.json` binds to the kernel's name.
+
+use crate::array::{Array, dtype_name};
+use crate::compare::canary;
+use crate::device::{self, RunError};
+use crate::images::CORES;
+use crate::job::{JobError, Op, TENSOR_AREA_SIZE};
+use crate::package::{self, Package, PackageError};
+use crate::project::{Project, ProjectError};
+use neuroncustomop::data_transfer::NeuronMemcpyMethod;
+use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, ScalarKind, Status};
+use neuroncustomop_wire::job::OutputDump;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// One argument of a kernel, in the order the kernel pulls them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Arg {
+    /// A tensor of any ABI dtype.
+    Tensor(Array),
+    /// A C `int` scalar (`customop_next_int`, `args.int()`).
+    Int(i32),
+    /// A C `long long` scalar (`customop_next_long_long`, `args.long_long()`).
+    LongLong(i64),
+    /// A C `float` scalar (`customop_next_float`, `args.float()`).
+    Float(f32),
+}
+
+impl From<Array> for Arg {
+    fn from(array: Array) -> Self {
+        Arg::Tensor(array)
+    }
+}
+
+impl Arg {
+    /// What it is, for messages: `tensor float32 [2, 3]`, `int`, `long long`, `float`.
+    pub fn describe(&self) -> String {
+        match self {
+            Arg::Tensor(array) => format!("tensor {} {:?}", dtype_name(array.dtype()), array.shape()),
+            Arg::Int(_) => "int".into(),
+            Arg::LongLong(_) => "long long".into(),
+            Arg::Float(_) => "float".into(),
+        }
+    }
+}
+
+/// The output tensor's shape and dtype.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// As given.
+    Shape {
+        /// Its dtype.
+        dtype: neuroncustomop::wrapper_api::Dtype,
+        /// Its shape.
+        shape: Vec<usize>,
+    },
+    /// The same shape and dtype as input `k` (counting every argument from 0), which
+    /// must be a tensor.
+    Like(usize),
+}
+
+/// How a call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Cores that run the kernel, 1 to 8: a kernel that splits its work by
+    /// `get_cpu_count()` (which is 8) needs all 8.
+    pub cores: usize,
+    /// The backend of the runtime's `neuron_memcpy` for this op. The vector copy is the
+    /// default here: under QEMU's instruction counting a DMA wait costs far more than
+    /// on the device (docs/PERFORMANCE.md).
+    pub memcpy: NeuronMemcpyMethod,
+    /// Count guest instructions (`-icount`); [`Call::instructions`] is empty without.
+    pub count_instructions: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { cores: 1, memcpy: NeuronMemcpyMethod::VecMemcpy, count_instructions: true }
+    }
+}
+
+/// An invocation status, with its name: `OK`, a runtime status such as `NO_MORE_ARGS`,
+/// or a kernel's own code (`0x1_0000 + code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelStatus(pub u32);
+
+impl KernelStatus {
+    /// Whether the kernel succeeded.
+    pub fn is_ok(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The kernel's own failure code (`KernelError::Op(code)`, `customop_fail(code)`).
+    pub fn kernel_code(self) -> Option<u32> {
+        self.0.checked_sub(Status::KERNEL_BASE).filter(|&code| code <= u32::from(u16::MAX))
+    }
+}
+
+impl fmt::Display for KernelStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (Status(self.0).name(), self.kernel_code()) {
+            (Some(name), _) => write!(f, "{name} ({:#x})", self.0),
+            (None, Some(code)) => write!(f, "the kernel's code {code} ({:#x})", self.0),
+            (None, None) => write!(f, "unknown status {:#x}", self.0),
+        }
+    }
+}
+
+/// What one core printed during the op.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CoreStdout {
+    /// The text (invalid UTF-8 replaced).
+    pub text: String,
+    /// Bytes the core's ring dropped before these (it printed faster than it drained).
+    pub lost: u32,
+}
+
+/// A finished call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The kernel's name.
+    pub kernel: String,
+    /// The output tensor as the device left it.
+    pub output: Array,
+    /// The first failing core's status, or `OK`.
+    pub status: KernelStatus,
+    /// Every core's status, in core order.
+    pub statuses: Vec<KernelStatus>,
+    /// Per core, in core order: what it printed.
+    pub stdout: Vec<CoreStdout>,
+    /// Per core, in core order: guest instructions the kernel took (CCOUNT x 25, exact
+    /// to within 25 when QEMU did not switch cores meanwhile); empty unless counted.
+    pub instructions: Vec<u64>,
+    /// Wall time of the device run.
+    pub wall: Duration,
+}
+
+/// A kernel that returned a failing status.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("kernel {kernel} failed on core {core}: {status}{}", printed(stdout))]
+pub struct KernelFailed {
+    /// The kernel.
+    pub kernel: String,
+    /// The first failing core.
+    pub core: usize,
+    /// Its status.
+    pub status: KernelStatus,
+    /// What every core printed.
+    pub stdout: Vec<CoreStdout>,
+}
+
+fn printed(stdout: &[CoreStdout]) -> String {
+    stdout
+        .iter()
+        .enumerate()
+        .filter(|(_, out)| !out.text.is_empty())
+        .map(|(core, out)| format!("\ncore {core} printed:\n{}", out.text.trim_end()))
+        .collect()
+}
+
+impl Call {
+    /// The call itself if every core succeeded.
+    ///
+    /// # Errors
+    /// [`KernelFailed`], naming the kernel, the core and the status.
+    pub fn check(self) -> Result<Self, KernelFailed> {
+        match self.statuses.iter().position(|status| !status.is_ok()) {
+            None => Ok(self),
+            Some(core) => Err(KernelFailed { kernel: self.kernel, core, status: self.statuses[core], stdout: self.stdout }),
+        }
+    }
+}
+
+/// Why a call did not produce a result.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The library has no kernel of that name.
+    #[error("library {library} has no kernel {kernel}; it has {}", known.join(", "))]
+    UnknownKernel {
+        /// The library.
+        library: String,
+        /// The name asked for.
+        kernel: String,
+        /// Its kernels.
+        known: Vec<String>,
+    },
+    /// [`Output::Like`] names an argument that is not a tensor.
+    #[error("the output is to be like argument {index}, but {}", match found { Some(what) => format!("that is a {what}"), None => format!("there are only {count} arguments") })]
+    OutputLike {
+        /// The argument.
+        index: usize,
+        /// What it is, if present.
+        found: Option<String>,
+        /// How many arguments there are.
+        count: usize,
+    },
+    /// A tensor the descriptor cannot describe (rank 0 or above 8, a dimension above
+    /// 65535, too many elements).
+    #[error("{what} cannot be passed to the device: {reason:?}")]
+    Descriptor {
+        /// Which tensor.
+        what: String,
+        /// Why.
+        reason: DescriptorError,
+    },
+    /// The tensors do not fit in the device memory the simulated device lends them.
+    #[error("the arguments and the output take {needed} bytes of device memory; {available} are available")]
+    DoesNotFit {
+        /// Bytes needed (each tensor 64-byte aligned).
+        needed: u64,
+        /// The tensor area's size.
+        available: u64,
+    },
+    /// More arguments than the ABI carries.
+    #[error("{0} arguments: a kernel takes at most 10")]
+    TooManyArgs(usize),
+    /// Not 1 to 8 cores.
+    #[error("{0} cores: a call runs on 1 to {CORES}")]
+    Cores(usize),
+    /// The job could not be built.
+    #[error("building the job")]
+    Job(#[source] JobError),
+    /// QEMU could not run it.
+    #[error("running the device")]
+    Run(#[source] RunError),
+    /// A core did not report the op: the device stopped (a fault, a hang, a timeout).
+    #[error("core {core} did not finish kernel {kernel}; the device said:\n{output}")]
+    Unfinished {
+        /// The kernel.
+        kernel: String,
+        /// The first core without a report.
+        core: usize,
+        /// The loader's and QEMU's output.
+        output: String,
+    },
+}
+
+/// Why a library could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The path is neither a project nor a package.
+    #[error(
+        "{} is not a library: expected a project (Cargo.toml, or C sources in src/) or a package (ucode_lib.json)",
+        .0.display()
+    )]
+    NotALibrary(PathBuf),
+    /// The project could not be built or packaged.
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    /// The package could not be made or read.
+    #[error(transparent)]
+    Package(#[from] PackageError),
+}
+
+/// A packaged library, ready to call.
+#[derive(Debug, Clone)]
+pub struct Library {
+    package: Package,
+}
+
+/// The most arguments a kernel takes (the runtime's pull stream).
+const MAX_ARGS: usize = 10;
+
+impl Library {
+    /// Loads the library at `path`: a package folder (`ucode_lib.json` and its 8
+    /// images) as it is, or a project folder (`ncop new`), built and packaged first.
+    ///
+    /// # Errors
+    /// [`LoadError`]: not a library, or its build or packaging failed.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, LoadError> {
+        let path = path.as_ref();
+        if path.join("ucode_lib.json").is_file() {
+            return Ok(Self { package: Package::open(path)? });
+        }
+        let project = Project::open(path)?.ok_or_else(|| LoadError::NotALibrary(path.into()))?;
+        Ok(Self { package: project.package()? })
+    }
+
+    /// The built-in example `name` of this repository (`examples/`), packaged.
+    ///
+    /// # Errors
+    /// As [`package::package`].
+    pub fn example(name: &str) -> Result<Self, LoadError> {
+        Ok(Self { package: package::package(name)? })
+    }
+
+    /// A library from a package already made.
+    pub fn from_package(package: Package) -> Self {
+        Self { package }
+    }
+
+    /// The library's name.
+    pub fn name(&self) -> &str {
+        self.package.name()
+    }
+
+    /// Its kernels, in registration order.
+    pub fn kernels(&self) -> Vec<&str> {
+        self.package.kernels()
+    }
+
+    /// Its package.
+    pub fn package(&self) -> &Package {
+        &self.package
+    }
+
+    /// Calls `kernel` with `args` on one core ([`Options::default`]).
+    ///
+    /// # Errors
+    /// [`CallError`]; a kernel that fails is not an error here: see [`Call::check`].
+    pub fn call(&self, kernel: &str, args: &[Arg], output: Output) -> Result<Call, CallError> {
+        self.call_with(kernel, args, output, &Options::default())
+    }
+
+    /// Calls `kernel` with `args` as `options` say.
+    ///
+    /// # Errors
+    /// [`CallError`]; a kernel that fails is not an error here: see [`Call::check`].
+    pub fn call_with(&self, kernel: &str, args: &[Arg], output: Output, options: &Options) -> Result<Call, CallError> {
+        let function = self.package.function_id(kernel).ok_or_else(|| CallError::UnknownKernel {
+            library: self.name().into(),
+            kernel: kernel.into(),
+            known: self.kernels().iter().map(|k| k.to_string()).collect(),
+        })?;
+        if !(1..=CORES).contains(&options.cores) {
+            return Err(CallError::Cores(options.cores));
+        }
+        if args.len() > MAX_ARGS {
+            return Err(CallError::TooManyArgs(args.len()));
+        }
+        let (out_dtype, out_shape) = match output {
+            Output::Shape { dtype, shape } => (dtype, shape),
+            Output::Like(index) => match args.get(index) {
+                Some(Arg::Tensor(like)) => (like.dtype(), like.shape().to_vec()),
+                other => {
+                    return Err(CallError::OutputLike { index, found: other.map(Arg::describe), count: args.len() });
+                }
+            },
+        };
+        let out_len = crate::array::numel(&out_shape) as u64 * out_dtype.size() as u64;
+        let mut staged: Vec<Vec<u8>> = args.iter().map(arg_bytes).collect();
+        let needed: u64 =
+            staged.iter().map(|bytes| (bytes.len().max(1) as u64).next_multiple_of(64)).sum::<u64>() + out_len.max(1);
+        if needed > u64::from(TENSOR_AREA_SIZE) {
+            return Err(CallError::DoesNotFit { needed, available: u64::from(TENSOR_AREA_SIZE) });
+        }
+        staged.push(canary(out_dtype).repeat(out_len as usize / out_dtype.size()));
+
+        let mut job = self.package.job(options.cores).map_err(CallError::Job)?;
+        job.header.memcpy_method = options.memcpy as u32;
+        let mut offset = 0u32;
+        let mut placed = Vec::with_capacity(staged.len());
+        for mut bytes in staged {
+            let len = bytes.len() as u32;
+            // The loader places no empty file: an empty tensor still gets one byte.
+            if bytes.is_empty() {
+                bytes.push(0);
+            }
+            let padded = (bytes.len() as u32).next_multiple_of(64);
+            placed.push((job.place(offset, bytes), len));
+            offset += padded;
+        }
+        let descriptor = |what: String, array: &Array, address: u64| {
+            let dims: Vec<u32> = array.shape().iter().map(|&d| u32::try_from(d).unwrap_or(u32::MAX)).collect();
+            ArgTensor::hbm_tensor(array.dtype(), &dims, address)
+                .map(|d| d.to_bytes())
+                .map_err(|reason| CallError::Descriptor { what, reason })
+        };
+        let mut inputs = Vec::with_capacity(args.len());
+        for (index, (arg, ((framework, _), _))) in args.iter().zip(&placed).enumerate() {
+            inputs.push(match arg {
+                Arg::Tensor(array) => descriptor(format!("argument {index}"), array, *framework)?,
+                Arg::Int(_) => ArgTensor::hbm_scalar(ScalarKind::Int, *framework).to_bytes(),
+                Arg::LongLong(_) => ArgTensor::hbm_scalar(ScalarKind::LongLong, *framework).to_bytes(),
+                Arg::Float(_) => ArgTensor::hbm_scalar(ScalarKind::Float, *framework).to_bytes(),
+            });
+        }
+        let ((out_framework, out_device), out_bytes) = *placed.last().expect("the output is placed");
+        let out_template = Array::filled(out_dtype, out_shape.clone(), &canary(out_dtype));
+        let output_descriptor = descriptor("the output".into(), &out_template, out_framework)?;
+        let op = Op {
+            function,
+            output: Some(output_descriptor),
+            inputs,
+            dump: OutputDump { address: out_device, len: out_bytes },
+        };
+        job.push(&op).map_err(CallError::Job)?;
+
+        let started = Instant::now();
+        let report = if options.count_instructions {
+            device::run_counting_instructions(&self.package.images, &job)
+        } else {
+            device::run(&self.package.images, &job)
+        }
+        .map_err(CallError::Run)?;
+        let wall = started.elapsed();
+
+        let mut statuses = Vec::with_capacity(options.cores);
+        let mut stdout = Vec::with_capacity(options.cores);
+        let mut instructions = Vec::new();
+        for core in 0..options.cores {
+            let core_report = report.core(core as u32);
+            let status = core_report.ops.first().and_then(|op| op.status_code());
+            let Some(status) = status.filter(|_| report.done) else {
+                let output = format!("{}{}", report.outcome.stdout, report.outcome.stderr);
+                let output = output.lines().filter(|line| !line.starts_with("DUMP ")).collect::<Vec<_>>().join("\n");
+                return Err(CallError::Unfinished { kernel: kernel.into(), core, output });
+            };
+            statuses.push(KernelStatus(status));
+            let (text, lost) = core_report.stdout.get(&0).cloned().unwrap_or_default();
+            stdout.push(CoreStdout { text: String::from_utf8_lossy(&text).into_owned(), lost });
+            instructions.extend(core_report.ops.first().and_then(|op| op.instructions));
+        }
+        let dumped = report.dumps.get(&0).cloned().unwrap_or_default();
+        let output = Array::from_bytes(out_dtype, out_shape, dumped).map_err(|e| CallError::Unfinished {
+            kernel: kernel.into(),
+            core: 0,
+            output: format!("the output dump is incomplete: {e}"),
+        })?;
+        let status = statuses.iter().copied().find(|s| !s.is_ok()).unwrap_or(KernelStatus(0));
+        Ok(Call { kernel: kernel.into(), output, status, statuses, stdout, instructions, wall })
+    }
+}
+
+/// The bytes an argument occupies in device memory.
+fn arg_bytes(arg: &Arg) -> Vec<u8> {
+    match arg {
+        Arg::Tensor(array) => array.bytes().to_vec(),
+        Arg::Int(v) => v.to_le_bytes().to_vec(),
+        Arg::LongLong(v) => v.to_le_bytes().to_vec(),
+        Arg::Float(v) => v.to_le_bytes().to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_named() {
+        assert_eq!(KernelStatus(0).to_string(), "OK (0x0)");
+        assert_eq!(KernelStatus(Status::NO_MORE_ARGS.0).to_string(), "NO_MORE_ARGS (0x6)");
+        assert_eq!(KernelStatus(0x1_0001).to_string(), "the kernel's code 1 (0x10001)");
+        assert_eq!(KernelStatus(0x2_0000).to_string(), "unknown status 0x20000");
+    }
+
+    #[test]
+    fn a_failing_core_makes_check_fail_with_its_name_and_output() {
+        let call = Call {
+            kernel: "k".into(),
+            output: Array::from_vec(vec![1], vec![0u8]).unwrap(),
+            status: KernelStatus(0x1_0002),
+            statuses: vec![KernelStatus(0), KernelStatus(0x1_0002)],
+            stdout: vec![CoreStdout::default(), CoreStdout { text: "bad shape\n".into(), lost: 0 }],
+            instructions: vec![],
+            wall: Duration::ZERO,
+        };
+        let failed = call.check().unwrap_err();
+        assert_eq!(failed.to_string(), "kernel k failed on core 1: the kernel's code 2 (0x10002)\ncore 1 printed:\nbad shape");
+    }
+}

@@ -1,0 +1,281 @@
+//! An op author's own project, anywhere on disk: a kernel library in Rust (a Cargo
+//! package whose binary is the device image) or in C (`src/*.c`), built for the
+//! device with this repository's Xtensa set-up and packaged beside it.
+//!
+//! The set-up is this repository's: `.cargo/xtensa.toml`, the target specification,
+//! the LLVM 22 workaround in `.cargo/llvm-190204/` and the per-core linker. A tool
+//! built from the repository records where it is at build time
+//! ([`crate::toolchain::repo_root`]), so a project outside it needs no copy of them.
+//!
+//! What a project folder holds (`ncop new` writes all of it):
+//! - Rust: `Cargo.toml` with a binary that needs the feature `device`, depending on
+//!   the runtime (`neuroncustomop`, by path) and, for its tests, on this crate; the
+//!   binary is `#![no_std]`, `#![no_main]`, with a `neuroncustomop::kernels!` table.
+//! - C: the kernels in `src/*.c` (against `neuroncustomop.h`), linked with the
+//!   runtime's `libneuroncustomop.a`; a `Cargo.toml` for its tests is optional.
+//!
+//! Outputs go to `target/neuroncustomop/` in the project: `images/core<i>.elf`, and
+//! the package in `package/<name>/`. The device build shares this repository's
+//! `target/xtensa`, so `core`, `alloc` and the runtime are compiled once for all
+//! projects.
+
+use crate::images::{self, BuildError, Images};
+use crate::package::{self, Package, PackageError};
+use crate::toolchain::{self, Toolchain};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// How a project's kernels are written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Language {
+    /// A Cargo binary crate.
+    Rust {
+        /// The binary target that is the device image.
+        bin: String,
+        /// Whether the package has a `device` feature (the binary requires it, so
+        /// host builds and tests skip the device image).
+        device_feature: bool,
+    },
+    /// The `.c` files of `src/`, in name order.
+    C(Vec<PathBuf>),
+}
+
+/// An op author's project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Project {
+    /// Its folder.
+    pub dir: PathBuf,
+    /// The library's name: the packaged images are `lib<name>_cpu<i>.elf`.
+    pub name: String,
+    /// Rust or C.
+    pub language: Language,
+}
+
+/// Why a project could not be read, built or packaged.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    /// Reading the project folder failed.
+    #[error("reading {}", path.display())]
+    Io {
+        /// What was read.
+        path: PathBuf,
+        /// Why it failed.
+        #[source]
+        source: io::Error,
+    },
+    /// `cargo metadata` failed or said something unexpected.
+    #[error("reading {}: {what}", manifest.display())]
+    Manifest {
+        /// The `Cargo.toml`.
+        manifest: PathBuf,
+        /// What went wrong.
+        what: String,
+    },
+    /// The Rust package has no binary target to build as the device image.
+    #[error("{} has no binary target: the device image is a `[[bin]]` (see `ncop new`)", manifest.display())]
+    NoBinary {
+        /// The `Cargo.toml`.
+        manifest: PathBuf,
+    },
+    /// The device build failed.
+    #[error("building {name} for the device")]
+    Build {
+        /// The library.
+        name: String,
+        /// Why.
+        #[source]
+        source: BuildError,
+    },
+    /// Packaging failed (the C build among it).
+    #[error("packaging {name}")]
+    Package {
+        /// The library.
+        name: String,
+        /// Why.
+        #[source]
+        source: PackageError,
+    },
+}
+
+impl Project {
+    /// The project in `dir`: C when `src/` holds `.c` files, else Rust when `dir` has a
+    /// `Cargo.toml`; `None` when it is neither.
+    ///
+    /// # Errors
+    /// [`ProjectError::Io`] or [`ProjectError::Manifest`] when the folder or its
+    /// `Cargo.toml` cannot be read, [`ProjectError::NoBinary`].
+    pub fn open(dir: &Path) -> Result<Option<Self>, ProjectError> {
+        let dir = dir.canonicalize().map_err(|source| ProjectError::Io { path: dir.into(), source })?;
+        let manifest = dir.join("Cargo.toml");
+        let metadata = if manifest.is_file() { Some(metadata(&manifest)?) } else { None };
+        let c_sources = c_sources(&dir.join("src"))?;
+        let folder_name = || dir.file_name().map(|n| n.to_string_lossy().replace('-', "_")).unwrap_or_default();
+        let language = if !c_sources.is_empty() {
+            Language::C(c_sources)
+        } else if let Some(package) = &metadata {
+            let bin = package["targets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|target| target["kind"].as_array().is_some_and(|kinds| kinds.iter().any(|k| k == "bin")))
+                .and_then(|target| target["name"].as_str())
+                .ok_or_else(|| ProjectError::NoBinary { manifest: manifest.clone() })?;
+            let device_feature = package["features"].get("device").is_some();
+            Language::Rust { bin: bin.into(), device_feature }
+        } else {
+            return Ok(None);
+        };
+        let name = match &language {
+            Language::Rust { bin, .. } => bin.clone(),
+            Language::C(_) => metadata
+                .as_ref()
+                .and_then(|package| package["name"].as_str())
+                .map(|name| name.replace('-', "_"))
+                .unwrap_or_else(folder_name),
+        };
+        Ok(Some(Self { dir, name, language }))
+    }
+
+    /// Where the build's outputs go: `target/neuroncustomop/` in the project.
+    pub fn out_dir(&self) -> PathBuf {
+        self.dir.join("target/neuroncustomop")
+    }
+
+    /// Where [`Project::package`] writes.
+    pub fn package_dir(&self) -> PathBuf {
+        self.out_dir().join("package").join(&self.name)
+    }
+
+    /// Builds the 8 device images.
+    ///
+    /// # Errors
+    /// [`ProjectError::Build`] (cargo's or clang's diagnostics went to stderr).
+    pub fn build(&self) -> Result<Images, ProjectError> {
+        let build_error = |source| ProjectError::Build { name: self.name.clone(), source };
+        let tools = Toolchain::locate().map_err(|e| build_error(BuildError::Toolchain(e)))?;
+        let image_dir = self.out_dir().join("images");
+        match &self.language {
+            Language::Rust { bin, device_feature } => {
+                let mut cargo = images::xtensa_cargo(&tools);
+                cargo.args(["rustc", "--release", "--manifest-path"]).arg(self.dir.join("Cargo.toml"));
+                cargo.args(["--bin", bin]);
+                if *device_feature {
+                    cargo.args(["--features", "device"]);
+                }
+                // Core 0's linker script (the others are linker/link-cores' work), and
+                // the folder the per-core link writes the images to. Both are rustc
+                // arguments of this crate only, so cargo relinks when they change.
+                cargo.args(["--", "-C", "link-arg=-Tcore0.x", "-C"]);
+                cargo.arg(format!("link-arg=--neuron-image-dir={}", image_dir.display()));
+                let status = cargo
+                    .status()
+                    .map_err(|e| build_error(BuildError::Cargo(format!("cannot run {}: {e}", toolchain::CARGO))))?;
+                if !status.success() {
+                    return Err(build_error(BuildError::Cargo(format!("cargo exited with {status}"))));
+                }
+                images::read_dir(&self.name, &image_dir).map_err(build_error)
+            }
+            Language::C(sources) => {
+                package::compile_and_link_c(&tools, &self.name, sources, &self.out_dir().join("c"), &image_dir)
+                    .map_err(|source| ProjectError::Package { name: self.name.clone(), source })
+            }
+        }
+    }
+
+    /// Builds the images and packages them into [`Project::package_dir`].
+    ///
+    /// # Errors
+    /// [`ProjectError::Build`] or [`ProjectError::Package`].
+    pub fn package(&self) -> Result<Package, ProjectError> {
+        let built = self.build()?;
+        package::package_into(&self.name, &built, &self.package_dir())
+            .map_err(|source| ProjectError::Package { name: self.name.clone(), source })
+    }
+}
+
+/// The `.c` files of `dir` in name order (none when `dir` does not exist).
+fn c_sources(dir: &Path) -> Result<Vec<PathBuf>, ProjectError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(ProjectError::Io { path: dir.into(), source }),
+    };
+    let mut sources: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
+        .collect();
+    sources.sort();
+    Ok(sources)
+}
+
+/// The package `manifest` describes, from `cargo metadata` (which needs no network
+/// with `--no-deps`).
+fn metadata(manifest: &Path) -> Result<serde_json::Value, ProjectError> {
+    let error = |what: String| ProjectError::Manifest { manifest: manifest.into(), what };
+    let output = std::process::Command::new(toolchain::CARGO)
+        .args(["metadata", "--no-deps", "--format-version", "1", "--manifest-path"])
+        .arg(manifest)
+        .env_remove("RUSTC_WRAPPER")
+        .output()
+        .map_err(|e| error(format!("cannot run {}: {e}", toolchain::CARGO)))?;
+    if !output.status.success() {
+        return Err(error(String::from_utf8_lossy(&output.stderr).trim().to_string()));
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&output.stdout).map_err(|e| error(format!("cargo metadata's output: {e}")))?;
+    let root = manifest.canonicalize().map_err(|e| error(e.to_string()))?;
+    json["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|package| package["manifest_path"].as_str().is_some_and(|path| Path::new(path) == root))
+        .cloned()
+        .ok_or_else(|| error("no package: a workspace root is not a project; open the package's folder".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("project-test-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("src")).unwrap();
+        dir
+    }
+
+    #[test]
+    fn c_sources_make_a_c_project_named_after_its_folder() {
+        let dir = scratch("my-c-op");
+        fs::write(dir.join("src/b.c"), "").unwrap();
+        fs::write(dir.join("src/a.c"), "").unwrap();
+        fs::write(dir.join("src/notes.txt"), "").unwrap();
+        let project = Project::open(&dir).unwrap().unwrap();
+        assert_eq!(project.name, format!("project_test_{}_my_c_op", std::process::id()));
+        let dir = dir.canonicalize().unwrap();
+        assert_eq!(project.language, Language::C(vec![dir.join("src/a.c"), dir.join("src/b.c")]));
+        assert_eq!(project.package_dir(), dir.join("target/neuroncustomop/package").join(&project.name));
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_rust_project_is_its_binary() {
+        let dir = scratch("rust");
+        fs::write(
+            dir.join("Cargo.toml"),
+            "[package]\nname = \"my-op\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n[features]\ndevice = []\n\n\
+             [[bin]]\nname = \"my_op\"\npath = \"src/kernels.rs\"\nrequired-features = [\"device\"]\n\n[workspace]\n",
+        )
+        .unwrap();
+        fs::write(dir.join("src/kernels.rs"), "").unwrap();
+        let project = Project::open(&dir).unwrap().unwrap();
+        assert_eq!(project.name, "my_op");
+        assert_eq!(project.language, Language::Rust { bin: "my_op".into(), device_feature: true });
+        fs::remove_dir_all(&dir).unwrap();
+        let empty = scratch("empty");
+        assert_eq!(Project::open(&empty).unwrap(), None);
+        fs::remove_dir_all(&empty).unwrap();
+    }
+}

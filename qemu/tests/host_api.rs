@@ -1,0 +1,71 @@
+//! The host API (`neuroncustomop_sim::library`) on the built-in examples under QEMU:
+//! every argument kind reaches the kernel, the output and the statuses come back, and
+//! every kind of bad call is a named error.
+
+use neuroncustomop::wrapper_api::{Dtype, Status};
+use neuroncustomop_sim::array::Array;
+use neuroncustomop_sim::compare::{Mismatch, Tolerance, compare};
+use neuroncustomop_sim::generate::{Distribution, generate};
+use neuroncustomop_sim::library::{Arg, CallError, KernelStatus, Library, Options, Output};
+use std::sync::OnceLock;
+
+fn c_kernel() -> &'static Library {
+    static LIBRARY: OnceLock<Library> = OnceLock::new();
+    LIBRARY.get_or_init(|| Library::example("c_kernel").unwrap_or_else(|e| panic!("packaging c_kernel: {e}")))
+}
+
+#[test]
+fn a_call_returns_the_output_status_and_counts() {
+    let x = generate(Dtype::Float32, vec![3, 7], Distribution::Uniform { low: -5.0, high: 5.0 }, 1);
+    let call = c_kernel().call("scale", &[Arg::Tensor(x.clone()), Arg::Float(-1.5)], Output::Like(0)).unwrap();
+    let call = call.check().unwrap();
+    let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v * -1.5).collect();
+    compare(&call.output, &Array::from_vec(vec![3, 7], want).unwrap(), Tolerance::Exact).unwrap();
+    assert_eq!((call.status, call.statuses.len(), call.stdout.len()), (KernelStatus(0), 1, 1));
+    assert!(call.instructions[0] > 21, "{:?}", call.instructions);
+
+    let eight = Options { cores: 8, ..Options::default() };
+    let call = c_kernel().call_with("scale_multicore", &[Arg::Tensor(x.clone()), Arg::Float(2.0)], Output::Like(0), &eight);
+    let call = call.unwrap().check().unwrap();
+    assert_eq!((call.statuses.len(), call.instructions.len()), (8, 8));
+    let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v * 2.0).collect();
+    assert_eq!(call.output.to_vec::<f32>().unwrap(), want);
+}
+
+#[test]
+fn bad_calls_are_named_errors() {
+    let x = Array::from_vec(vec![4], vec![1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    let library = c_kernel();
+    let unknown = library.call("scal", &[], Output::Like(0)).unwrap_err();
+    assert_eq!(unknown.to_string(), "library c_kernel has no kernel scal; it has scale, scale_multicore");
+
+    let like_scalar = library.call("scale", &[Arg::Float(1.0)], Output::Like(0)).unwrap_err();
+    assert_eq!(like_scalar.to_string(), "the output is to be like argument 0, but that is a float");
+
+    let huge = Output::Shape { dtype: Dtype::Float32, shape: vec![64, 65535, 9] };
+    assert!(matches!(library.call("scale", &[Arg::Tensor(x.clone()), Arg::Float(1.0)], huge), Err(CallError::DoesNotFit { .. })));
+
+    // Too few arguments, a scalar of the wrong kind, and the kernel's own failure
+    // (the output's element count differs): each the device's named status.
+    let status = |args: &[Arg], output: Output| library.call("scale", args, output).unwrap().check().unwrap_err();
+    let few = status(&[Arg::Tensor(x.clone())], Output::Like(0));
+    assert_eq!(few.status, KernelStatus(Status::NO_MORE_ARGS.0), "{few}");
+    assert!(few.to_string().starts_with("kernel scale failed on core 0: NO_MORE_ARGS (0x6)"), "{few}");
+    let kind = status(&[Arg::Tensor(x.clone()), Arg::Int(2)], Output::Like(0));
+    assert_eq!(kind.status, KernelStatus(Status::SCALAR_KIND_MISMATCH.0), "{kind}");
+    let shape = status(&[Arg::Tensor(x.clone()), Arg::Float(2.0)], Output::Shape { dtype: Dtype::Float32, shape: vec![3] });
+    assert_eq!(shape.status.kernel_code(), Some(1), "{shape}");
+
+}
+
+#[test]
+fn elements_the_kernel_never_wrote_are_named() {
+    // relu_multicore on one core: core 0 writes its eighth of the output, no more.
+    let relu = Library::example("relu").unwrap_or_else(|e| panic!("packaging relu: {e}"));
+    let x = Array::from_vec(vec![16], (0..16).map(|i| i as f32).collect()).unwrap();
+    let call = relu.call("relu_multicore", &[Arg::Tensor(x.clone())], Output::Like(0)).unwrap().check().unwrap();
+    let Err(Mismatch::Values(report)) = compare(&call.output, &x, Tolerance::NUMPY) else { panic!("no mismatch") };
+    assert_eq!((report.bad, report.unwritten), (14, 14), "{report}");
+    assert_eq!(report.first[0].position, [2]);
+    assert!(report.to_string().contains("at [2]: never written, want 2.0"), "{report}");
+}
