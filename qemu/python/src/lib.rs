@@ -2,10 +2,11 @@
 //!
 //! The Python half (`python/neuroncustomop/`) turns what a user passes (NumPy arrays,
 //! PyTorch tensors, Python and NumPy scalars) into plain byte buffers with a dtype
-//! and a shape; this half packages the library, stages those buffers on the
-//! simulated device, runs the kernel, and hands back the output bytes with the
-//! per-core status, stdout and instruction count. Splitting there keeps every
-//! Python-object rule in Python, and everything that touches the device in Rust.
+//! and a shape; this half hands them to the host API (`neuroncustomop_sim::library`),
+//! which packages the library and runs the kernel, and hands back the output bytes
+//! with the per-core status, stdout and instruction count. Splitting there keeps
+//! every Python-object rule in Python, and everything about the device in the host
+//! API, which the Rust tests use too.
 //!
 //! Errors: bad arguments raise `ValueError`/`TypeError`; a library that cannot be
 //! built or packaged raises [`PackageError`]; a device that could not run the op
@@ -39,6 +40,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("PackageError", module.py().get_type::<PackageError>())?;
     module.add("DeviceError", module.py().get_type::<DeviceError>())?;
     module.add_function(wrap_pyfunction!(call::status_name, module)?)?;
+    module.add_function(wrap_pyfunction!(call::canary, module)?)?;
     module.add("CORES", neuroncustomop_sim::images::CORES)?;
     Ok(())
 }

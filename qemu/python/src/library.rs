@@ -1,25 +1,23 @@
-//! A loaded library: its package, and calls of its kernels on the simulated device.
+//! A loaded library: the host API's [`host::Library`], and its errors as Python
+//! exceptions.
 
-use crate::call::{self, Input, OutputSpec, RawCall};
+use crate::call::{self, Input, RawCall};
 use crate::{DeviceError, PackageError};
-use neuroncustomop::data_transfer::NeuronMemcpyMethod;
-use neuroncustomop_sim::device;
-use neuroncustomop_sim::images::CORES;
-use neuroncustomop_sim::job::Op;
-use neuroncustomop_sim::package::{self, Package};
+use neuroncustomop_sim::library::{self as host, CallError, Options, Output};
 use neuroncustomop_sim::toolchain::repo_root;
-use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use std::error::Error;
 use std::path::{Path, PathBuf};
 
 /// A packaged kernel library, ready to run.
 #[pyclass(module = "neuroncustomop._native", frozen)]
 pub struct Library {
-    package: Package,
+    library: host::Library,
 }
 
-/// Which example of this repository `path` is: `examples/<name>.rs` or the folder
-/// `examples/<name>/`.
+/// Which built-in example of this repository `path` is: `examples/<name>.rs` or the
+/// folder `examples/<name>/`.
 fn example_name(path: &Path) -> Option<String> {
     let path = path.canonicalize().ok()?;
     let examples = repo_root().join("examples").canonicalize().ok()?;
@@ -30,43 +28,61 @@ fn example_name(path: &Path) -> Option<String> {
     Some(name.to_str()?.to_owned())
 }
 
+/// `error` and each of its causes, one per line.
+fn with_causes(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        text.push_str(&format!("\n  because: {inner}"));
+        cause = inner.source();
+    }
+    text
+}
+
+/// The Python exception for a call the host API refused or could not run.
+fn call_error(error: CallError) -> PyErr {
+    let message = with_causes(&error);
+    match error {
+        CallError::UnknownKernel { .. } => PyKeyError::new_err(message),
+        CallError::TooManyArgs(_) | CallError::OutputLike { .. } => PyTypeError::new_err(message),
+        CallError::Descriptor { .. } | CallError::DoesNotFit { .. } | CallError::Cores(_) => {
+            PyValueError::new_err(message)
+        }
+        CallError::Job(_) | CallError::Run(_) | CallError::Unfinished { .. } => DeviceError::new_err(message),
+    }
+}
+
 #[pymethods]
 impl Library {
-    /// Loads the library at `path`: a package folder (one with `ucode_lib.json`) is
-    /// opened as it is; a kernel library's sources are built and packaged first.
+    /// Loads the library at `path`: a package folder (`ucode_lib.json`), an op
+    /// author's project (built and packaged first), or a built-in example of this
+    /// repository (`examples/<name>.rs`, `examples/<name>/`).
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let package = if path.join("ucode_lib.json").is_file() {
-            Package::open(&path).map_err(|e| PackageError::new_err(format!("{}: {e}", path.display())))?
-        } else {
-            let name = example_name(&path).ok_or_else(|| {
-                PackageError::new_err(format!(
-                    "{}: not a package folder, nor an example of {} (examples/<name>.rs, examples/<name>/)",
-                    path.display(),
-                    repo_root().display()
-                ))
-            })?;
-            py.detach(|| package::package(&name)).map_err(|e| PackageError::new_err(format!("packaging {name}: {e}")))?
-        };
-        Ok(Self { package })
+        let loaded = py.detach(|| match example_name(&path) {
+            Some(name) => host::Library::example(&name),
+            None => host::Library::load(&path),
+        });
+        let library = loaded.map_err(|e| PackageError::new_err(format!("{}: {}", path.display(), with_causes(&e))))?;
+        Ok(Self { library })
     }
 
     /// The library's name.
     #[getter]
     fn name(&self) -> &str {
-        self.package.name()
+        self.library.name()
     }
 
     /// The package folder (the 8 images and `ucode_lib.json`).
     #[getter]
     fn package_dir(&self) -> PathBuf {
-        self.package.dir.clone()
+        self.library.package().dir.clone()
     }
 
-    /// Its kernels, in FunctionId order.
+    /// Its kernels, in registration order.
     #[getter]
-    fn kernels(&self) -> Vec<String> {
-        self.package.kernels().into_iter().map(str::to_owned).collect()
+    fn kernels(&self) -> Vec<&str> {
+        self.library.kernels()
     }
 
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
@@ -80,30 +96,20 @@ impl Library {
         output_shape: Vec<usize>,
         cores: usize,
     ) -> PyResult<RawCall> {
-        let function = self.package.function_id(kernel).ok_or_else(|| {
-            PyKeyError::new_err(format!("{} has no kernel {kernel}; it has {}", self.name(), self.kernels().join(", ")))
-        })?;
-        if !(1..=CORES).contains(&cores) {
-            return Err(PyValueError::new_err(format!("cores = {cores}: the device has 1 to {CORES}")));
+        if inputs.is_empty() {
+            // The dispatch words carry the output descriptor after the inputs'
+            // (docs/abi/dispatch.md): an op with an output has at least one input.
+            return Err(PyTypeError::new_err("no inputs: a kernel call takes at least one"));
         }
-        let output = OutputSpec { dtype: call::dtype(output_dtype)?, shape: output_shape };
-        let mut job = self.package.job(cores).map_err(|e| DeviceError::new_err(e.to_string()))?;
-        // Instructions are counted under `-icount`, where a DMA transfer costs ~200
-        // million of them and takes minutes: `neuron_memcpy` uses the CPU's vector copy,
-        // as `cargo sim run` does (docs/PERFORMANCE.md, "Op flow").
-        job.header.memcpy_method = NeuronMemcpyMethod::VecMemcpy as u32;
-        let (output_descriptor, descriptors, dump) = call::stage(&mut job, &inputs, &output)?;
-        let op = Op {
-            function,
-            output: Some(output_descriptor.to_bytes()),
-            inputs: descriptors.iter().map(|d| d.to_bytes()).collect(),
-            dump,
-        };
-        job.push(&op).map_err(|e| DeviceError::new_err(e.to_string()))?;
-        let images = &self.package.images;
-        let report = py
-            .detach(|| device::run_counting_instructions(images, &job))
-            .map_err(|e| DeviceError::new_err(e.to_string()))?;
-        RawCall::from_report(py, &report, cores, dump.len as usize)
+        let args = inputs
+            .iter()
+            .enumerate()
+            .map(|(index, input)| input.to_arg(&format!("input {index}")))
+            .collect::<PyResult<Vec<_>>>()?;
+        let output = Output::Shape { dtype: call::dtype(output_dtype)?, shape: output_shape };
+        let options = Options { cores, ..Options::default() };
+        let library = &self.library;
+        let done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
+        Ok(RawCall::new(py, done))
     }
 }

@@ -17,7 +17,8 @@ def test_a_failing_kernel_raises_with_its_status_and_untouched_output(relu):
     assert error.statuses == [0x40]
     assert len(error.stdout) == 1
     assert error.output.dtype == np.int32 and error.output.shape == (8,)
-    assert (error.output == -1).all(), "the kernel wrote nothing: the canary is left"
+    assert error.result.unwritten.all(), "the kernel wrote nothing: the canary is left"
+    assert (error.output == np.int32(np.uint32(0xA5A5A5A5).view(np.int32))).all()
     assert "DTYPE_MISMATCH" in str(error)
 
 
@@ -64,7 +65,7 @@ def test_an_unknown_kernel_lists_the_kernels(relu):
         ((np.ones(4, np.float32), 2**40), OverflowError, r"np.int64\(1099511627776\)"),
         ((np.ones(4, np.float32), np.float16(1)), TypeError, "is a float16"),
         ((np.array(1.0, np.float32),), ValueError, "0-d array"),
-        ((np.ones(70_000, np.float32),), ValueError, "dimension"),
+        ((np.ones(70_000, np.float32),), ValueError, "argument 0 cannot be passed to the device"),
     ],
 )
 def test_bad_inputs_are_refused_before_the_device(relu, inputs, error, message):
@@ -73,7 +74,7 @@ def test_bad_inputs_are_refused_before_the_device(relu, inputs, error, message):
 
 
 def test_an_output_larger_than_device_memory_is_refused(relu):
-    with pytest.raises(ValueError, match="does not fit device memory"):
+    with pytest.raises(ValueError, match="bytes of device memory; 134217728 are available"):
         relu.relu(np.ones(4, np.float32), out_shape=(8192, 8192))
 
 
@@ -87,7 +88,7 @@ def test_the_shape_function_checks_the_number_of_inputs(relu):
 def test_cores_and_paths_are_checked(relu):
     with pytest.raises(ValueError, match="1 to 8"):
         relu.relu(np.ones(4, np.float32), cores=9)
-    with pytest.raises(PackageError, match="not a package folder"):
-        neuroncustomop.load("/nonexistent/lib.rs")
+    with pytest.raises(PackageError, match="/nonexistent/lib: reading /nonexistent/lib"):
+        neuroncustomop.load("/nonexistent/lib")
     with pytest.raises(TypeError, match="path, or name= and compute_srcs="):
         neuroncustomop.load()

@@ -24,9 +24,8 @@ class KernelError(RuntimeError):
     stdout : list of str
         What each core printed during the call, in core order.
     output : numpy.ndarray
-        The output as the kernel left it. Elements it never wrote hold the canary
-        (all bits set: NaN for floats, -1 for signed integers, the maximum for
-        ``uint8``).
+        The output as the kernel left it; ``result.unwritten`` marks the elements it
+        never wrote (they hold a canary: a NaN for floats, ``0xA5`` bytes for integers).
     result : CallResult
         Everything the call returned.
     """

@@ -36,8 +36,11 @@ class CallResult:
     stdout_lost : list of int
         Per core, the bytes of output the device's print queue dropped before those
         (it keeps the newest).
-    instructions : list of int or None
-        Per core, the guest instructions the kernel took (to within 25).
+    instructions : list of int
+        Per core, the guest instructions the kernel took (to within 25 when QEMU did
+        not switch cores in the middle; an upper bound otherwise).
+    wall : float
+        Seconds the simulated device took for the call.
     """
 
     output: np.ndarray
@@ -47,6 +50,16 @@ class CallResult:
     stdout: list
     stdout_lost: list
     instructions: list
+    wall: float
+
+    @property
+    def unwritten(self) -> np.ndarray:
+        """A boolean array of the output's shape: True where the element still holds
+        the canary the output was filled with before the call (the kernel never
+        wrote it, or wrote exactly those bits)."""
+        canary = np.frombuffer(_native.canary(self.output.dtype.name), dtype=np.uint8)
+        elements = self.output.reshape(-1).view(np.uint8).reshape(-1, canary.size)
+        return (elements == canary).all(axis=1).reshape(self.output.shape)
 
 
 class Kernel:
@@ -117,22 +130,18 @@ class Kernel:
 
 
 def _result(raw: Any, shape: Sequence[int], dtype: np.dtype) -> CallResult:
-    """The :class:`CallResult` of a native call; ``DeviceError`` if a core did not run
-    the kernel at all."""
-    statuses = []
-    for core, status in enumerate(raw.statuses):
-        if not status.isdigit():
-            raise _native.DeviceError(f"core {core} did not run the kernel: the loader said {status}")
-        statuses.append(int(status))
+    """The :class:`CallResult` of a native call."""
+    statuses = list(raw.statuses)
     failing = next((status for status in statuses if status != 0), 0)
     return CallResult(
         output=raw.output.view(dtype).reshape(shape),
         status=failing,
-        status_name=_native.status_name(failing) if failing else "OK",
+        status_name=_native.status_name(failing),
         statuses=statuses,
-        stdout=[printed.decode("utf-8", errors="replace") for printed in raw.stdout],
+        stdout=list(raw.stdout),
         stdout_lost=list(raw.stdout_lost),
         instructions=list(raw.instructions),
+        wall=raw.wall,
     )
 
 
