@@ -1,8 +1,10 @@
 //! Booting images under `qemu-system-xtensa`: the simulated GPSIMD cluster.
 //!
-//! The board is QEMU's `lx60-nommu` with `de212` cores (windowed ABI, 32 physical
-//! address registers): RAM at `0x60000000..0x88000000` holds the images at their
-//! production addresses, and semihosting carries their output and exit status.
+//! The board is QEMU's `lx60` with `de233_fpu` cores (an LX7 with the windowed ABI, 32
+//! physical address registers and a single-precision FPU; docs/toolchain.md says what
+//! it has and lacks against the device's cores): RAM from physical 0 to `0x88000000`
+//! holds the images at their production addresses under the MMU's reset-time identity
+//! map, and semihosting carries their output and exit status.
 
 use crate::toolchain::QEMU;
 use std::io::{self, Read};
@@ -56,7 +58,7 @@ impl Boot {
     /// The full QEMU command line.
     pub fn command(&self) -> Command {
         let mut qemu = Command::new(QEMU);
-        qemu.args(["-M", "lx60-nommu", "-cpu", "de212", "-m", "640M"])
+        qemu.args(["-M", "lx60", "-cpu", "de233_fpu", "-m", "2176M"])
             .args(["-smp", &self.images.len().max(1).to_string()])
             .args(["-semihosting", "-display", "none", "-monitor", "none", "-serial", "none", "-nographic"]);
         if self.count_instructions {

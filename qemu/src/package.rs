@@ -452,22 +452,48 @@ fn target_features(tools: &Toolchain) -> Result<Vec<String>, PackageError> {
 }
 
 /// `source` to an object in `work`: clang to assembly, llvm-mc to the object.
+///
+/// A file whose float code LLVM 22 cannot compile for the FPU (docs/toolchain.md,
+/// "LLVM defects" 4 and 5: clang aborts with "Cannot select") is compiled again
+/// without `+fp`, with a warning, as the Rust build does for a crate.
 fn compile_c(tools: &Toolchain, source: &Path, work: &Path, features: &[String]) -> Result<PathBuf, PackageError> {
     let stem = source.file_stem().expect("a .c file has a stem").to_string_lossy();
     let (assembly, object) = (work.join(format!("{stem}.s")), work.join(format!("{stem}.o")));
-    let mut clang = Command::new(CLANG);
-    clang
-        .args(["--target=xtensa-none-elf", "-std=c11", "-Os", "-g", "-Wall", "-Wextra", "-Werror"])
-        .args(["-ffreestanding", "-nostdlibinc", "-ffunction-sections", "-fdata-sections", "-S"])
-        // As rustc does: a frame pointer would make clang write `.cfi_def_cfa a7`, which
-        // llvm-mc 22 cannot parse for Xtensa.
-        .arg("-fomit-frame-pointer")
-        .arg("-I")
-        .arg(tools.repo.join("runtime/include"));
-    for feature in features {
-        clang.args(["-Xclang", "-target-feature", "-Xclang", feature]);
+    let clang = |features: &[String]| {
+        let mut clang = Command::new(CLANG);
+        clang
+            .args(["--target=xtensa-none-elf", "-std=c11", "-Os", "-g", "-Wall", "-Wextra", "-Werror"])
+            .args(["-ffreestanding", "-nostdlibinc", "-ffunction-sections", "-fdata-sections", "-S"])
+            // As rustc does: a frame pointer would make clang write `.cfi_def_cfa a7`,
+            // which llvm-mc 22 cannot parse for Xtensa.
+            .arg("-fomit-frame-pointer")
+            .arg("-I")
+            .arg(tools.repo.join("runtime/include"));
+        for feature in features {
+            clang.args(["-Xclang", "-target-feature", "-Xclang", feature]);
+        }
+        clang.arg(source).arg("-o").arg(&assembly);
+        clang
+    };
+    let first = clang(features)
+        .output()
+        .map_err(|e| PackageError::CBuild(format!("cannot run {CLANG}: {e}")))?;
+    let diagnostics = String::from_utf8_lossy(&first.stderr);
+    if !first.status.success() && diagnostics.contains("Cannot select") && features.iter().any(|f| f == "+fp") {
+        eprintln!(
+            "warning: LLVM 22 cannot compile the float code of {} for the FPU (an f16 conversion or a select \
+             between two float constants: docs/toolchain.md, \"LLVM defects\"); it is built with software \
+             floating point instead. Results are exact; instruction counts of its float code are not the device's.",
+            source.display()
+        );
+        let soft: Vec<String> = features.iter().filter(|f| *f != "+fp").cloned().collect();
+        run(&mut clang(&soft))?;
+    } else {
+        eprint!("{diagnostics}");
+        if !first.status.success() {
+            return Err(PackageError::CBuild(format!("{CLANG} failed on {} ({})", source.display(), first.status)));
+        }
     }
-    run(clang.arg(source).arg("-o").arg(&assembly))?;
     run(Command::new(toolchain::LLVM_MC)
         .args(["-triple=xtensa-none-elf", &format!("-mattr={}", features.join(",")), "-filetype=obj"])
         .arg(&assembly)

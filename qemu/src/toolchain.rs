@@ -11,6 +11,8 @@ pub const CARGO: &str = "/usr/bin/cargo";
 pub const RUST_SRC: &str = "/usr/lib/rustlib/src/rust/library/core";
 /// LLVM 22's tools (the Xtensa assembler).
 pub const LLVM_MC: &str = "/usr/lib/llvm-22/bin/llvm-mc";
+/// LLVM 22's disassembler, which knows Xtensa (Debian's `/usr/bin/llvm-objdump` is LLVM 14).
+pub const LLVM_OBJDUMP: &str = "/usr/lib/llvm-22/bin/llvm-objdump";
 /// The linker.
 pub const LD: &str = "xtensa-lx106-elf-ld";
 /// The emulator.

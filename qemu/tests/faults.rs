@@ -69,7 +69,7 @@ fn an_exception_in_a_kernel_is_reported_with_pc_and_cause_and_the_next_op_runs()
     let (report, input) = run_kernels(&["faults", "copy"]);
     assert_eq!(statuses(&report), [("faults".into(), "exception(3)".into()), ("copy".into(), "0".into())]);
     let line = report.outcome.stderr.lines().find(|l| l.contains("exception:")).expect("a fault report");
-    assert!(line.contains("EXCCAUSE=15 (LoadStorePIFAddrError)") && line.contains("EXCVADDR=0xf0000000"), "{line}");
+    assert!(line.contains("EXCCAUSE=15 (LoadStorePIFAddrError)") && line.contains("EXCVADDR=0xa0000000"), "{line}");
     let pc = line.split("EPC1=0x").nth(1).and_then(|t| u32::from_str_radix(&t[..8], 16).ok()).expect("EPC1");
     assert!(LIBRARY_IMAGE_0.contains(&pc), "EPC1 {pc:#x} is not in the kernel's library image");
     assert!(!printed(&report, 0).contains("no exception"));

@@ -34,7 +34,7 @@ fn an_illegal_access_is_reported_with_cause_and_addresses() {
     let report = outcome.stderr.lines().find(|l| l.contains("exception")).expect("an exception report");
     // 15: LoadStorePIFAddrError, what QEMU raises for an address no memory answers.
     assert_eq!(field(report, "EXCCAUSE"), "15", "{report}");
-    assert_eq!(hex(field(report, "EXCVADDR")), 0xF000_0000, "{report}");
+    assert_eq!(hex(field(report, "EXCVADDR")), 0xA000_0000, "{report}");
     let pc = hex(field(report, "EPC1"));
     assert!((CORE_IMAGE_BASE..CORE_IMAGE_BASE + IMAGE_SIZE).contains(&pc), "EPC1 {pc:#x} outside image 0");
     assert!(!outcome.stdout.contains("no exception was raised"), "the load completed");
@@ -106,4 +106,38 @@ fn a_panic_reports_its_message_and_location_and_exits_101() {
     let report = outcome.stderr.lines().find(|l| l.starts_with("panicked")).expect("a panic report");
     assert!(report.contains("src/bin/panics.rs:16:"), "{report}");
     assert!(report.ends_with("the divisor of 7 must not be zero"), "{report}");
+}
+
+#[test]
+fn float_arithmetic_runs_on_the_fpu() {
+    let outcome = boot("fpu", 1, true);
+    assert_eq!(outcome.code(), Some(0), "{}{}", outcome.stdout, outcome.stderr);
+    let line = outcome.stdout.lines().find(|l| l.starts_with("fpu ")).expect("a result line");
+    let len: usize = field(line, "len").parse().unwrap();
+    let expected = (0..len).fold(0.0f32, |sum, i| sum + ((i % 17) as f32 * 0.25 - 1.5) * ((i % 5) as f32 * 1.125 + 0.5));
+    assert_eq!(hex(field(line, "dot")), expected.to_bits(), "{line}");
+    // Per element: two conversions, two multiply-adds for the vectors, the product and
+    // the sum, the loop. On the FPU that is tens of instructions; in software (the
+    // de212 core had none) each float operation alone is a call of 30 to 100.
+    let per_element = field(line, "instructions").parse::<u64>().unwrap() / len as u64;
+    assert!(per_element < 40, "{per_element} instructions per element: software float? {line}");
+    let image = &images::build("fpu").expect("build").cores[0];
+    let disassembly = std::process::Command::new(neuroncustomop_sim::toolchain::LLVM_OBJDUMP)
+        // Without the FPU feature the disassembler prints FPU opcodes as unknown words.
+        .args(["-d", "--triple=xtensa", "--mattr=+fp,+bool,+windowed,+density"])
+        .arg(image)
+        .output()
+        .expect("llvm-objdump runs");
+    let text = String::from_utf8_lossy(&disassembly.stdout);
+    assert!(text.contains("mul.s") || text.contains("madd.s"), "no FPU multiply in the image");
+}
+
+#[test]
+fn float_code_llvm_cannot_compile_for_the_fpu_still_builds_and_is_right() {
+    let outcome = boot("fpu_fallback", 1, false);
+    assert_eq!(outcome.code(), Some(0), "{}{}", outcome.stdout, outcome.stderr);
+    let line = outcome.stdout.lines().find(|l| l.starts_with("fpu_fallback")).expect("a result line");
+    let expected: Vec<String> =
+        [1.0f32, -0.5, -0.5, 1.0].iter().map(|v| format!("{:#010x}", v.to_bits())).collect();
+    assert_eq!(field(line, "signs"), expected.join(","), "{line}");
 }

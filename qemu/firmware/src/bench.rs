@@ -16,7 +16,7 @@
 use neuroncustomop::arch::get_cycle_count;
 
 /// Guest instructions per CCOUNT tick under `-icount shift=0` (1 ns per instruction,
-/// CCOUNT at the de212 core's 40 MHz).
+/// CCOUNT at the de233_fpu core's 40 MHz, as QEMU configures it).
 pub const INSTRUCTIONS_PER_TICK: u64 = 25;
 
 unsafe extern "C" {

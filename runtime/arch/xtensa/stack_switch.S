@@ -21,7 +21,7 @@
  * needs 12 registers beyond the previous frame free, and the chain goes on until it
  * has claimed every physical register, which forces the hardware to overflow every
  * older frame. SPILL_DEPTH = 5 call12 frames rotate the window by 60 registers past
- * this frame's: enough for the 32 physical registers of QEMU's de212 and for a core
+ * this frame's: enough for the 32 physical registers of QEMU's de233_fpu and for a core
  * with 64. The check after the chain turns a core with still more into an error
  * instead of silent corruption.
  *

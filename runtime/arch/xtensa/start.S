@@ -27,6 +27,11 @@ _start:
     /* ATOMCTL: s32c1i works on plain RAM (internal operation for all cache modes). */
     movi    a0, 0x2A
     wsr     a0, atomctl
+    /* CPENABLE: coprocessor 0 is the FPU; with its bit clear the first float
+     * instruction raises Coprocessor0Disabled (the target JSON has +fp). */
+    movi    a0, 1
+    wsr     a0, cpenable
+    rsync
 
     movi    a2, _bss_start
     movi    a3, _bss_end

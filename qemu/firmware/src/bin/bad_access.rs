@@ -8,8 +8,8 @@ use neuroncustomop_firmware::println;
 // A library image with no kernels: these images boot through `_start` instead.
 neuroncustomop::kernels! {}
 
-/// Nothing is mapped here on the simulated board (RAM is 0x60000000..0x88000000).
-const UNMAPPED: usize = 0xF000_0000;
+/// Nothing answers here on the simulated board (RAM is 0..0x88000000, I/O from 0xF0000000).
+const UNMAPPED: usize = 0xA000_0000;
 
 #[unsafe(no_mangle)]
 extern "C" fn main() -> i32 {

@@ -9,7 +9,7 @@ use neuroncustomop::println;
 use neuroncustomop::wrapper_api::{Args, KernelError, Tensor};
 
 /// Nothing answers here on the simulated board.
-const UNMAPPED: usize = 0xF000_0000;
+const UNMAPPED: usize = 0xA000_0000;
 
 /// (tensor x: i32) -> copy of x.
 fn copy(args: &Args) -> Result<Tensor<'_>, KernelError> {
