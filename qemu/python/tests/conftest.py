@@ -24,6 +24,4 @@ def relu():
 @pytest.fixture(scope="session")
 def scale():
     """examples/c_kernel/: scale(x, float factor) and scale_multicore, in C."""
-    return neuroncustomop.load(
-        name="c_kernel", compute_srcs=[REPO / "examples" / "c_kernel" / "scale.c"]
-    )
+    return neuroncustomop.load(REPO / "examples" / "c_kernel")

@@ -92,3 +92,5 @@ def test_cores_and_paths_are_checked(relu):
         neuroncustomop.load("/nonexistent/lib")
     with pytest.raises(TypeError, match="path, or name= and compute_srcs="):
         neuroncustomop.load()
+    with pytest.raises(ValueError, match="is named relu"):
+        neuroncustomop.load(relu.package_dir, name="other")

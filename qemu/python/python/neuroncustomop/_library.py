@@ -238,16 +238,21 @@ def load(
     Parameters
     ----------
     path : str or os.PathLike, optional
-        A kernel library: a package folder (one with ``ucode_lib.json``, as
-        ``cargo sim package`` writes), or a library's sources.
+        A kernel library: an op author's project folder (``ncop new``: a Rust crate, or
+        C sources in ``src/``), a package folder (one with ``ucode_lib.json``), or a
+        built-in example of the checkout (``examples/relu.rs``, ``examples/c_kernel``).
     name : str, optional
-        The library's name (the vendor's ``name``).
+        The library's name (the vendor's ``name``); checked against the library's own.
     compute_srcs : sequence of path, optional
-        The kernel sources (the vendor's ``compute_srcs``): ``.rs`` or ``.c`` files.
+        The kernel sources (the vendor's ``compute_srcs``), all in one folder: the
+        ``src/`` files of a project load that project; one ``.rs`` file is a
+        built-in example; other ``.c`` files are copied into a new C project,
+        ``<build_directory>/<name>/``, and built there.
     build_directory : path, optional
-        Where the package goes (the vendor's ``build_directory``): it is written to
-        ``<build_directory>/<name>/`` and loaded from there, so
-        ``load(<build_directory>/<name>)`` loads it again without a build.
+        Where the build's results go (the vendor's ``build_directory``), in
+        ``<build_directory>/<name>/``: the package (loadable again with
+        ``load(<build_directory>/<name>)``), or the project made from loose C sources.
+        Default for loose C sources: a ``build`` folder beside them.
     multicore : bool, default False
         Run calls on all 8 cores unless a call says otherwise (the vendor's
         ``multicore``). A kernel that splits its work by ``get_cpu_count()`` needs it.
@@ -264,7 +269,7 @@ def load(
     Raises
     ------
     PackageError
-        The library could not be built or packaged.
+        The library could not be built or packaged (the message has the cause).
 
     Examples
     --------
@@ -272,24 +277,27 @@ def load(
     >>> relu = neuroncustomop.load("examples/relu.rs")          # doctest: +SKIP
     >>> relu.relu(np.array([-1.0, 2.0], dtype=np.float32))     # doctest: +SKIP
     array([0., 2.], dtype=float32)
+    >>> lib = neuroncustomop.load(name="muladd", compute_srcs=["muladd.c"],
+    ...                           build_directory="build")      # doctest: +SKIP
     """
+    copy_package = build_directory is not None
     if path is None:
         if not compute_srcs:
             raise TypeError("load needs a path, or name= and compute_srcs=")
-        path = _sources_path([os.fspath(source) for source in compute_srcs])
+        path, made_project = _library_of_sources([os.fspath(source) for source in compute_srcs], name, build_directory)
+        copy_package = copy_package and not made_project
     elif compute_srcs is not None:
         raise TypeError("load takes a path or compute_srcs=, not both")
     native = _native.Library(os.fspath(path))
-    if build_directory is not None:
-        native = _native.Library(_copy_package(native.package_dir, native.name, build_directory))
     if name is not None and name != native.name:
-        raise ValueError(f"name={name!r}, but the library built from {path} is named {native.name}")
+        raise ValueError(f"name={name!r}, but the library at {path} is named {native.name}")
+    if copy_package:
+        native = _native.Library(_copy_package(native.package_dir, native.name, build_directory))
     return Library(native, _native.CORES if multicore else 1, shape_fns or {})
 
 
 def _copy_package(package_dir: PathLike, name: str, build_directory: PathLike) -> str:
-    """Copies the package to ``build_directory/<name>/`` (replacing what was there), so
-    the library is loaded from, and later reloadable from, the folder the caller chose."""
+    """Copies the package to ``build_directory/<name>/`` (replacing what was there)."""
     target = os.path.join(os.fspath(build_directory), name)
     if os.path.abspath(target) != os.path.abspath(os.fspath(package_dir)):
         shutil.rmtree(target, ignore_errors=True)
@@ -297,12 +305,28 @@ def _copy_package(package_dir: PathLike, name: str, build_directory: PathLike) -
     return target
 
 
-def _sources_path(sources: Sequence[str]) -> str:
-    """The one library ``compute_srcs`` make: a Rust file, or the folder of C files."""
-    rust = [source for source in sources if source.endswith(".rs")]
-    if rust and len(sources) == 1:
-        return rust[0]
+def _library_of_sources(
+    sources: Sequence[str], name: Optional[str], build_directory: Optional[PathLike]
+) -> tuple:
+    """The library ``compute_srcs`` name, and whether a project was made for them (by
+    the rules of :func:`load`)."""
     folders = {os.path.dirname(os.path.abspath(source)) for source in sources}
-    if not rust and len(folders) == 1:
-        return folders.pop()
-    raise ValueError(f"compute_srcs {list(sources)}: one .rs file, or .c files of one folder")
+    if len(folders) != 1:
+        raise ValueError(f"compute_srcs {list(sources)} are in {len(folders)} folders: put them in one")
+    folder = folders.pop()
+    if os.path.basename(folder) == "src":
+        return os.path.dirname(folder), False
+    if len(sources) == 1 and sources[0].endswith(".rs"):
+        return sources[0], False
+    if not all(source.endswith(".c") for source in sources):
+        raise ValueError(
+            f"compute_srcs {list(sources)}: loose sources are .c files (a Rust library is a project: ncop new)"
+        )
+    name = name or os.path.basename(folder)
+    project = os.path.join(os.fspath(build_directory or os.path.join(folder, "build")), name)
+    src = os.path.join(project, "src")
+    shutil.rmtree(src, ignore_errors=True)
+    os.makedirs(src)
+    for source in sources:
+        shutil.copy2(source, src)
+    return project, True
