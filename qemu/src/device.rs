@@ -1,14 +1,37 @@
-//! The simulated device: the loader firmware and a library on the cores, a job in RAM,
-//! and what the loader reported, parsed.
+//! The simulated device: the loader firmware and a library on the cores, jobs sent to
+//! it, and what the loader reported, parsed.
+//!
+//! A [`Session`] boots QEMU once for a library and dispatches job after job to it
+//! (the loader stays up between jobs, see `qemu/firmware/src/loader.rs`); [`run`] and
+//! [`run_counting_instructions`] are one-job sessions.
+//!
+//! ```no_run
+//! use neuroncustomop_sim::device::{Session, SessionOptions};
+//! use neuroncustomop_sim::{images, job::Job};
+//!
+//! let library = images::build("fault_probe")?;
+//! let mut session = Session::boot(&library, 1, SessionOptions::default())?;
+//! for _ in 0..3 {
+//!     let job = Job::new(&library, 1)?; // ... with ops pushed and data placed
+//!     let report = session.dispatch(&job)?;
+//!     assert!(report.done);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use crate::images::{self, BuildError, Images};
 use crate::job::{Job, JobError};
 use crate::machine::{Boot, Outcome};
+use neuroncustomop_wire::job::JobHeader;
+use neuroncustomop_wire::report::{Count, Line};
+use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::fs;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
 
 /// Why a run did not happen.
 #[derive(Debug)]
@@ -19,6 +42,12 @@ pub enum RunError {
     Job(JobError),
     /// QEMU could not be started or its files written.
     Io(std::io::Error),
+    /// The job is for another number of cores than the session booted.
+    Cores { session: usize, job: usize },
+    /// The job changes what the library was entered with (handoff size, injected
+    /// registration failure or scratch faults, library symbols): entry happens once per
+    /// session, so such a job needs a session of its own.
+    EntryChanged,
 }
 
 impl fmt::Display for RunError {
@@ -27,6 +56,13 @@ impl fmt::Display for RunError {
             Self::Build(e) => e.fmt(f),
             Self::Job(e) => e.fmt(f),
             Self::Io(e) => write!(f, "running QEMU: {e}"),
+            Self::Cores { session, job } => {
+                write!(f, "the job is for {job} cores, but the session's device has {session}")
+            }
+            Self::EntryChanged => f.write_str(
+                "the job changes how the library is entered (handoff size, injected faults or symbols); \
+                 entry happens once per session: use a new session",
+            ),
         }
     }
 }
@@ -75,11 +111,15 @@ pub struct CoreReport {
 pub struct OpReport {
     /// The kernel's name.
     pub function: String,
-    /// The invocation status, or the loader's word (`unknown-kernel`, `bad-words`, ...).
+    /// How the op ended, as the loader printed it: the invocation status in decimal
+    /// (`0` is success) or the loader's word (`abort`, `exit(101)`, `exception(3)`,
+    /// `over-budget`, `not-entered`, `unknown-kernel`, `bad-words`).
     pub status: String,
-    /// Guest instructions the kernel took, to within 25, when run with
-    /// `count_instructions` (CCOUNT ticks x 25).
+    /// Guest instructions the kernel took, when it ran.
     pub instructions: Option<u64>,
+    /// True when [`OpReport::instructions`] counts exactly this core's instructions;
+    /// false when it is an estimate (see docs/simulation.md, "Counting instructions").
+    pub exact: bool,
 }
 
 impl OpReport {
@@ -89,16 +129,20 @@ impl OpReport {
     }
 }
 
-/// What the loader reported.
+/// What the loader reported about one job.
 #[derive(Debug)]
 pub struct Report {
-    /// Per core.
+    /// Per core: what it did in this job (and, in a session's first job, at entry).
     pub cores: BTreeMap<u32, CoreReport>,
     /// Per op: the bytes core 0 dumped after every core ran it.
     pub dumps: BTreeMap<u32, Vec<u8>>,
-    /// The loader reached the end of the job.
+    /// The loader reached the end of the job: every core finished every op (whatever
+    /// their statuses). False when the device stopped or hung first.
     pub done: bool,
-    /// QEMU's outcome, with the raw output.
+    /// The job's raw output: `stdout` has the loader's lines (not the dumped bytes),
+    /// `stderr` what the guest wrote there during the job. `status` is QEMU's exit
+    /// status if it ended (`None` while the session's device is up); `timed_out` if it
+    /// was stopped at the wall limit.
     pub outcome: Outcome,
 }
 
@@ -109,101 +153,432 @@ impl Report {
     }
 }
 
+/// How a session's device is run.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// Count instructions: QEMU runs with `-icount shift=0,sleep=off`
+    /// ([`Boot::count_instructions`]), so every [`OpReport::instructions`] is a guest
+    /// instruction count.
+    pub count_instructions: bool,
+    /// The longest one job may take on the wall clock; past it the device is declared
+    /// hung, stopped, and booted again for the next job. `None` (the default): it
+    /// scales with the job's instruction budget ([`wall_limit`]).
+    pub wall_limit: Option<Duration>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        Self { count_instructions: false, wall_limit: None }
+    }
+}
+
+/// The slowest QEMU runs guest instructions, per second, on a loaded machine (measured
+/// about 20 M/s under `-icount` at a load average of 14 on 2 host cores).
+const SLOWEST_INSTRUCTIONS_PER_SECOND: u64 = 10_000_000;
+/// Wall time for everything around the kernels: booting, entry, moving the data.
+const JOB_ALLOWANCE: Duration = Duration::from_secs(60);
+
+/// The wall time `job` may take before its device is declared hung: a fixed allowance
+/// plus, for every op, each core's instruction budget at the slowest rate QEMU runs
+/// (the cores share one host thread under `-icount`). The guest stops a kernel at its
+/// budget by itself; this limit only catches a device that stopped answering.
+pub fn wall_limit(job: &Job) -> Duration {
+    let ops = job.dumps.len() as u64;
+    let instructions = job.header.max_instructions().saturating_mul(u64::from(job.header.cores)).saturating_mul(ops);
+    JOB_ALLOWANCE + Duration::from_secs(instructions / SLOWEST_INSTRUCTIONS_PER_SECOND)
+}
+
+/// A booted simulated device with one library loaded: the loader on cores
+/// `0..cores` next to the library's images, the DMA engine on the core after them.
+/// [`Session::dispatch`] sends it job after job without booting again; the library is
+/// entered (`entry_func`, `register_funcs`) on the first job only.
+///
+/// If a job leaves the device unusable (it stopped, or hung past
+/// [`SessionOptions::wall_limit`]), its report says so (`done` is false) and the next
+/// dispatch boots a fresh device first, entering the library again.
+pub struct Session {
+    library: Images,
+    cores: usize,
+    options: SessionOptions,
+    loader: Images,
+    engine: Images,
+    /// The running QEMU, if any.
+    device: Option<Device>,
+    /// What the library was entered with on the running device.
+    entered_with: Option<EntryParameters>,
+}
+
+/// The job fields the loader uses only when it enters the library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct EntryParameters {
+    handoff_size: u32,
+    fail_registration_at: u32,
+    faults: u32,
+    libraries: [neuroncustomop_wire::job::LibrarySymbols; neuroncustomop_wire::job::CORES],
+}
+
+impl EntryParameters {
+    fn of(header: &JobHeader) -> Self {
+        Self {
+            handoff_size: header.handoff_size,
+            fail_registration_at: header.fail_registration_at,
+            faults: header.faults,
+            libraries: header.libraries,
+        }
+    }
+}
+
+/// One QEMU process and the threads reading its output.
+struct Device {
+    child: Child,
+    stdin: ChildStdin,
+    events: Receiver<Event>,
+}
+
+/// What the output readers saw.
+enum Event {
+    /// One text line of stdout (without its newline).
+    Line(String),
+    /// A `DUMP` line's bytes.
+    Dump { op: u32, bytes: Vec<u8> },
+    /// Stdout ended: QEMU exited.
+    StdoutClosed,
+    /// Stderr text; `job_end` if the loader's end-of-job marker followed it.
+    Stderr { bytes: Vec<u8>, job_end: bool },
+    /// Stderr ended.
+    StderrClosed,
+}
+
+impl Session {
+    /// Builds the loader and the DMA engine (if needed) and boots them next to
+    /// `library` on `cores` cores (1 to 8).
+    ///
+    /// # Errors
+    /// [`RunError::Build`] if the firmware does not build, [`RunError::Io`] if QEMU
+    /// cannot be started.
+    pub fn boot(library: &Images, cores: usize, options: SessionOptions) -> Result<Self, RunError> {
+        let (loader, engine) = firmware()?;
+        let mut session =
+            Self { library: library.clone(), cores, options, loader, engine, device: None, entered_with: None };
+        session.start()?;
+        Ok(session)
+    }
+
+    /// The number of library cores.
+    pub fn cores(&self) -> usize {
+        self.cores
+    }
+
+    /// Starts QEMU (the loader waits for the first job).
+    fn start(&mut self) -> Result<(), RunError> {
+        let cores = self.cores;
+        let mut boot = Boot::new(self.loader.cores[..cores].iter().chain(&self.engine.cores[..1]).cloned().collect());
+        boot.elf_data = self.library.cores[..cores].to_vec();
+        boot.count_instructions = self.options.count_instructions;
+        let mut child = boot.spawn().map_err(RunError::Io)?;
+        let stdin = child.stdin.take().expect("piped");
+        let (sender, events) = mpsc::channel();
+        read_stdout(child.stdout.take().expect("piped"), sender.clone());
+        read_stderr(child.stderr.take().expect("piped"), sender);
+        self.device = Some(Device { child, stdin, events });
+        self.entered_with = None;
+        Ok(())
+    }
+
+    /// Runs `job` on the device and returns what the loader reported. The first job
+    /// of a device also enters the library; later jobs must use the same entry
+    /// parameters ([`RunError::EntryChanged`]).
+    ///
+    /// A report with `done` false means the device stopped or hung; the next dispatch
+    /// boots it again.
+    ///
+    /// # Errors
+    /// [`RunError::Cores`] or [`RunError::EntryChanged`] for a job this session
+    /// cannot run; [`RunError::Job`] if the job block does not fit; [`RunError::Io`] if
+    /// QEMU cannot be started.
+    pub fn dispatch(&mut self, job: &Job) -> Result<Report, RunError> {
+        if job.header.cores as usize != self.cores {
+            return Err(RunError::Cores { session: self.cores, job: job.header.cores as usize });
+        }
+        let entry = EntryParameters::of(&job.header);
+        if self.entered_with.is_some_and(|entered| entered != entry) {
+            return Err(RunError::EntryChanged);
+        }
+        let frame = frame(job)?;
+        if self.device.is_none() {
+            self.start()?;
+        }
+        self.entered_with = Some(entry);
+        let device = self.device.as_mut().expect("started above");
+        // A device that died already shows as a closed stdout below.
+        let _ = device.stdin.write_all(&frame).and_then(|()| device.stdin.flush());
+        let deadline = Instant::now() + self.options.wall_limit.unwrap_or_else(|| wall_limit(job));
+        let mut collected = Collected::default();
+        let timed_out = loop {
+            if collected.job_over() || collected.device_gone() {
+                break false;
+            }
+            match device.events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(event) => collected.take(event),
+                Err(RecvTimeoutError::Timeout) => break true,
+                Err(RecvTimeoutError::Disconnected) => collected.stdout_closed = true,
+            }
+        };
+        let mut status = None;
+        if timed_out || collected.device_gone() {
+            let mut device = self.device.take().expect("running");
+            if timed_out {
+                let _ = device.child.kill();
+            }
+            status = device.child.wait().ok();
+            // What it wrote before it went: the readers end once the pipes close.
+            while let Ok(event) = device.events.recv_timeout(Duration::from_secs(1)) {
+                collected.take(event);
+            }
+        }
+        Ok(collected.report(status, timed_out))
+    }
+
+    /// Ends the session: the loader sees end of file and exits; returns QEMU's exit
+    /// status (`None` if the device had already stopped, or did not exit in time and
+    /// was killed).
+    pub fn close(mut self) -> Option<std::process::ExitStatus> {
+        let Device { mut child, stdin, events } = self.device.take()?;
+        drop(stdin);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            // Wait for the output readers' news rather than poll blindly.
+            let _ = events.recv_timeout(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(mut device) = self.device.take() {
+            let _ = device.child.kill();
+            let _ = device.child.wait();
+        }
+    }
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("library", &self.library.name)
+            .field("cores", &self.cores)
+            .field("options", &self.options)
+            .field("running", &self.device.is_some())
+            .finish()
+    }
+}
+
+/// The loader's and the DMA engine's images, built once per process (a build that
+/// finds nothing to do still costs cargo about a second).
+fn firmware() -> Result<(Images, Images), RunError> {
+    static BUILT: std::sync::Mutex<Option<(Images, Images)>> = std::sync::Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if built.is_none() {
+        let loader = images::build("loader").map_err(RunError::Build)?;
+        let engine = images::build("dma_engine").map_err(RunError::Build)?;
+        *built = Some((loader, engine));
+    }
+    Ok(built.clone().expect("built above"))
+}
+
+/// The bytes that hand `job` to the loader: the job block, then its data.
+fn frame(job: &Job) -> Result<Vec<u8>, RunError> {
+    let block = job.to_bytes().map_err(RunError::Job)?;
+    let segments = std::iter::once((Job::ADDRESS, &block[..])).chain(job.data.iter().map(|(a, b)| (*a, &b[..])));
+    let mut bytes = FrameHeader { magic: FRAME_MAGIC, segments: 1 + job.data.len() as u32 }.to_bytes().to_vec();
+    for (address, data) in segments {
+        bytes.extend_from_slice(&SegmentHeader { address, len: data.len() as u32 }.to_bytes());
+        bytes.extend_from_slice(data);
+    }
+    Ok(bytes)
+}
+
+/// Reads QEMU's stdout: text lines, and each `DUMP` line's raw bytes.
+fn read_stdout(stdout: impl Read + Send + 'static, events: Sender<Event>) {
+    thread::spawn(move || {
+        let mut stdout = BufReader::with_capacity(1 << 20, stdout);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match stdout.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let text = String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(&line)).into_owned();
+            let event = match Line::parse(&text) {
+                Ok(Line::Dump { op, len, .. }) => {
+                    // The bytes, then the newline the loader ends them with.
+                    let mut bytes = vec![0; len as usize + 1];
+                    if stdout.read_exact(&mut bytes).is_err() {
+                        break;
+                    }
+                    bytes.pop();
+                    Event::Dump { op, bytes }
+                }
+                _ => Event::Line(text),
+            };
+            if events.send(event).is_err() {
+                return;
+            }
+        }
+        let _ = events.send(Event::StdoutClosed);
+    });
+}
+
+/// Reads QEMU's stderr, cut at the loader's end-of-job markers.
+fn read_stderr(mut stderr: impl Read + Send + 'static, events: Sender<Event>) {
+    thread::spawn(move || {
+        let mut pending = Vec::new();
+        let mut buffer = [0u8; 4096];
+        loop {
+            let read = match stderr.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(read) => read,
+            };
+            pending.extend_from_slice(&buffer[..read]);
+            while let Some(at) = pending.windows(STDERR_JOB_END.len()).position(|w| w == STDERR_JOB_END) {
+                let bytes = pending[..at].to_vec();
+                pending.drain(..at + STDERR_JOB_END.len());
+                if events.send(Event::Stderr { bytes, job_end: true }).is_err() {
+                    return;
+                }
+            }
+        }
+        let _ = events.send(Event::Stderr { bytes: pending, job_end: false });
+        let _ = events.send(Event::StderrClosed);
+    });
+}
+
+/// One job's output, as it arrives.
+#[derive(Default)]
+struct Collected {
+    lines: Vec<String>,
+    dumps: BTreeMap<u32, Vec<u8>>,
+    stderr: Vec<u8>,
+    done: bool,
+    stderr_job_end: bool,
+    stdout_closed: bool,
+    stderr_closed: bool,
+}
+
+impl Collected {
+    fn take(&mut self, event: Event) {
+        match event {
+            Event::Line(line) => {
+                self.done |= matches!(Line::parse(&line), Ok(Line::Done { .. }));
+                self.lines.push(line);
+            }
+            Event::Dump { op, bytes } => self.dumps.entry(op).or_default().extend(bytes),
+            Event::StdoutClosed => self.stdout_closed = true,
+            Event::Stderr { bytes, job_end } => {
+                self.stderr.extend(bytes);
+                self.stderr_job_end |= job_end;
+            }
+            Event::StderrClosed => self.stderr_closed = true,
+        }
+    }
+
+    /// The loader said DONE, and its stderr up to the job's end has arrived.
+    fn job_over(&self) -> bool {
+        self.done && self.stderr_job_end
+    }
+
+    /// QEMU stopped before the job was over.
+    fn device_gone(&self) -> bool {
+        self.stdout_closed && !self.job_over()
+    }
+
+    fn report(self, status: Option<std::process::ExitStatus>, timed_out: bool) -> Report {
+        let mut stdout = self.lines.join("\n");
+        if !stdout.is_empty() {
+            stdout.push('\n');
+        }
+        let outcome = Outcome { status, stdout, stderr: String::from_utf8_lossy(&self.stderr).into_owned(), timed_out };
+        let mut report = parse(outcome);
+        report.dumps = self.dumps;
+        report.done = self.done;
+        report
+    }
+}
+
 /// Boots the loader on `job.header.cores` cores next to `library`, and the DMA engine
-/// on the core after them, with `job` in RAM.
+/// on the core after them, runs `job`, and shuts the device down: a one-job
+/// [`Session`].
 pub fn run(library: &Images, job: &Job) -> Result<Report, RunError> {
-    boot(library, job, false)
+    run_once(library, job, SessionOptions::default())
 }
 
-/// As [`run`], under `-icount shift=0,sleep=off` ([`Boot::count_instructions`]), so every
-/// [`OpReport::instructions`] is a guest instruction count (to within 25).
+/// As [`run`], under `-icount shift=0,sleep=off` ([`SessionOptions::count_instructions`]).
 pub fn run_counting_instructions(library: &Images, job: &Job) -> Result<Report, RunError> {
-    boot(library, job, true)
+    run_once(library, job, SessionOptions { count_instructions: true, ..SessionOptions::default() })
 }
 
-fn boot(library: &Images, job: &Job, count_instructions: bool) -> Result<Report, RunError> {
-    let loader = images::build("loader").map_err(RunError::Build)?;
-    let engine = images::build("dma_engine").map_err(RunError::Build)?;
-    let cores = job.header.cores as usize;
-    let dir = scratch_dir().map_err(RunError::Io)?;
-    let job_file = dir.join("job.bin");
-    fs::write(&job_file, job.to_bytes().map_err(RunError::Job)?).map_err(RunError::Io)?;
-    // Cores 0..cores run the loader next to the library; the next one is the DMA engine.
-    let mut boot = Boot::new(loader.cores[..cores].iter().chain(&engine.cores[..1]).cloned().collect());
-    boot.elf_data = library.cores[..cores].to_vec();
-    boot.count_instructions = count_instructions;
-    boot.data.push((job_file, Job::ADDRESS));
-    for (index, (address, bytes)) in job.data.iter().enumerate() {
-        let file = dir.join(format!("data{index}.bin"));
-        fs::write(&file, bytes).map_err(RunError::Io)?;
-        boot.data.push((file, *address));
+fn run_once(library: &Images, job: &Job, options: SessionOptions) -> Result<Report, RunError> {
+    let mut session = Session::boot(library, job.header.cores as usize, options)?;
+    let mut report = session.dispatch(job)?;
+    if report.outcome.status.is_none() && !report.outcome.timed_out {
+        report.outcome.status = session.close();
     }
-    let outcome = boot.run().map_err(RunError::Io)?;
-    let _ = fs::remove_dir_all(&dir);
-    Ok(parse(outcome))
+    Ok(report)
 }
 
-/// A fresh folder for one run's files.
-fn scratch_dir() -> std::io::Result<PathBuf> {
-    static RUNS: AtomicUsize = AtomicUsize::new(0);
-    let dir = crate::toolchain::repo_root()
-        .join("target/sim-runs")
-        .join(format!("{}-{}", std::process::id(), RUNS.fetch_add(1, Ordering::Relaxed)));
-    fs::create_dir_all(&dir)?;
-    Ok(dir)
-}
-
-/// `key=value` fields of a loader line.
-fn fields(line: &str) -> BTreeMap<&str, &str> {
-    line.split_whitespace().filter_map(|word| word.split_once('=')).collect()
-}
-
-fn number(text: &str) -> u32 {
-    match text.strip_prefix("0x") {
-        Some(hex) => u32::from_str_radix(hex, 16).unwrap_or(u32::MAX),
-        None => text.parse().unwrap_or(u32::MAX),
-    }
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len() / 2).filter_map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()).collect()
-}
-
-/// Parses the loader's lines (see `qemu/firmware/src/loader.rs`).
+/// Parses the loader's lines (the typed `neuroncustomop_wire::report::Line`); lines
+/// of any other form are left in `outcome.stdout` only.
 pub fn parse(outcome: Outcome) -> Report {
     let mut cores: BTreeMap<u32, CoreReport> = BTreeMap::new();
-    let mut dumps: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
     let mut done = false;
-    for line in outcome.stdout.lines() {
-        let f = fields(line);
-        let kind = line.split_whitespace().next().unwrap_or("");
-        if kind == "DUMP" {
-            dumps.entry(number(f["op"])).or_default().extend(unhex(f["hex"]));
+    for text in outcome.stdout.lines() {
+        let Ok(line) = Line::parse(text) else { continue };
+        let Some(c) = line_core(&line) else {
+            done |= matches!(line, Line::Done { .. });
             continue;
-        }
-        if kind == "DONE" {
-            done = true;
-            continue;
-        }
-        let Some(core) = f.get("core").map(|c| number(c)) else { continue };
-        let report = cores.entry(core).or_default();
-        match kind {
-            "CALLBACK" => report.callbacks.push(f["name"].to_string()),
-            "REGISTER" => report.registrations.push(Registration { name: f["name"].into(), status: number(f["status"]) }),
-            "ENTRY" => report.entry_status = Some(number(f["status"])),
-            "KERNEL" => report.kernels.push(Kernel { name: f["name"].into(), ptr: number(f["ptr"]), handle: number(f["handle"]) }),
-            "STDOUT" => {
-                let printed = report.stdout.entry(number(f["op"])).or_default();
-                printed.0.extend(unhex(f.get("hex").unwrap_or(&"")));
-                printed.1 += number(f["lost"]);
+        };
+        let report = cores.entry(c).or_default();
+        match line {
+            Line::Callback { name, .. } => report.callbacks.push(name.to_string()),
+            Line::Register { name, status, .. } => report.registrations.push(Registration { name: name.into(), status }),
+            Line::Entry { status, .. } => report.entry_status = Some(status),
+            Line::Kernel { ptr, name, handle, .. } => report.kernels.push(Kernel { name: name.into(), ptr, handle }),
+            Line::Stdout { op, lost, bytes, .. } => {
+                let printed = report.stdout.entry(op).or_default();
+                printed.0.extend(bytes.iter());
+                printed.1 += lost;
             }
-            "OP" => report.ops.push(OpReport {
-                function: f["function"].into(),
-                status: f["status"].into(),
-                instructions: f.get("ticks").map(|t| u64::from(number(t)) * 25),
+            Line::Op { function, status, count, .. } => report.ops.push(OpReport {
+                function: function.into(),
+                status: status.to_string(),
+                instructions: count.map(|Count { instructions, .. }| instructions),
+                exact: count.is_some_and(|count| count.exact),
             }),
             _ => {}
         }
     }
-    Report { cores, dumps, done, outcome }
+    Report { cores, dumps: BTreeMap::new(), done, outcome }
+}
+
+/// The core a line is about, if it is about one.
+fn line_core(line: &Line<'_>) -> Option<u32> {
+    match *line {
+        Line::Callback { core, .. }
+        | Line::Register { core, .. }
+        | Line::Entry { core, .. }
+        | Line::RegisterFuncs { core, .. }
+        | Line::Kernel { core, .. }
+        | Line::Stdout { core, .. }
+        | Line::BadRing { core, .. }
+        | Line::Op { core, .. }
+        | Line::OverBudget { core, .. } => Some(core),
+        Line::Dump { .. } | Line::Done { .. } | Line::Error { .. } => None,
+    }
 }

@@ -8,7 +8,7 @@
 use crate::elf;
 use crate::images::{CORES, Images};
 use neuroncustomop_wire::job::{
-    DmaMode, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_RECORD_LEN,
+    DEFAULT_MAX_INSTRUCTIONS, DmaMode, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_RECORD_LEN,
     TRANSLATE_REGIONS,
 };
 use neuroncustomop_wire::{Descriptor, FunctionId, encode};
@@ -92,7 +92,9 @@ pub struct Job {
 
 impl Job {
     /// A job for `library` on `cores` cores with the real handoff size, no injected
-    /// failure, and one translate window: [`FRAMEWORK_BASE`] onto [`TENSOR_AREA`].
+    /// failure, the default instruction budget per kernel run
+    /// ([`DEFAULT_MAX_INSTRUCTIONS`]), and one translate window: [`FRAMEWORK_BASE`]
+    /// onto [`TENSOR_AREA`].
     pub fn new(library: &Images, cores: usize) -> Result<Self, JobError> {
         let mut libraries = [LibrarySymbols::default(); CORES];
         for (core, image) in library.cores.iter().enumerate() {
@@ -132,12 +134,15 @@ impl Job {
                 memcpy_method: NEVER,
                 translate: [[0; TRANSLATE_RECORD_LEN]; TRANSLATE_REGIONS],
                 libraries,
+                max_instructions_low: 0,
+                max_instructions_high: 0,
             },
             names: Vec::new(),
             words: Vec::new(),
             dumps: Vec::new(),
             data: Vec::new(),
         };
+        job.header.set_max_instructions(DEFAULT_MAX_INSTRUCTIONS);
         job.set_translate(&[translate_record(FRAMEWORK_BASE, u64::from(TENSOR_AREA_SIZE), u64::from(TENSOR_AREA), 0, 0)]);
         Ok(job)
     }

@@ -9,7 +9,7 @@
 use crate::toolchain::QEMU;
 use std::io::{self, Read};
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -32,8 +32,9 @@ pub struct Boot {
 /// What a boot produced.
 #[derive(Debug)]
 pub struct Outcome {
-    /// QEMU's exit status: the guest's semihosting exit code.
-    pub status: ExitStatus,
+    /// QEMU's exit status: the guest's semihosting exit code; `None` while it runs (a
+    /// job of a [`crate::device::Session`] that finished with the device still up).
+    pub status: Option<ExitStatus>,
     /// Everything the guest wrote to stdout.
     pub stdout: String,
     /// Everything the guest wrote to stderr, then QEMU's own messages.
@@ -45,7 +46,7 @@ pub struct Outcome {
 impl Outcome {
     /// The guest's exit code; `None` if it did not exit by itself.
     pub fn code(&self) -> Option<i32> {
-        if self.timed_out { None } else { self.status.code() }
+        if self.timed_out { None } else { self.status?.code() }
     }
 }
 
@@ -76,6 +77,12 @@ impl Boot {
         qemu
     }
 
+    /// Starts QEMU with its stdin, stdout and stderr piped to the caller, who owns the
+    /// child from then on (a [`crate::device::Session`] talks to the loader over them).
+    pub fn spawn(&self) -> io::Result<Child> {
+        self.command().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()
+    }
+
     /// Runs QEMU to completion (or to the timeout) and collects its output.
     pub fn run(&self) -> io::Result<Outcome> {
         let mut child = self.command().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
@@ -94,7 +101,7 @@ impl Boot {
             thread::sleep(Duration::from_millis(5));
         };
         Ok(Outcome {
-            status,
+            status: Some(status),
             stdout: stdout.join().expect("reader thread"),
             stderr: stderr.join().expect("reader thread"),
             timed_out,

@@ -5,6 +5,7 @@ use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 const SYS_EXIT: u32 = 1;
+const SYS_READ: u32 = 3;
 const SYS_WRITE: u32 = 4;
 
 /// ERI address of the MX distributor's MPSCORE register: one RunStall bit per core.
@@ -29,6 +30,25 @@ pub fn start_all_cores() {
 extern "C" fn __neuron_platform_write(fd: i32, buf: *const u8, len: usize) -> isize {
     // SAFETY: QEMU reads `len` bytes at `buf`, which the caller guarantees are valid.
     unsafe { semihosting_call(SYS_WRITE, fd as u32, buf as u32, len as u32) as isize }
+}
+
+/// Reads up to `buf.len()` bytes of the host's stdin (QEMU's own, binary) into `buf`:
+/// the count read, 0 at end of file, or `None` on an error. Blocks until the host has
+/// written something.
+pub fn read_stdin(buf: &mut [u8]) -> Option<usize> {
+    // SAFETY: QEMU writes at most `buf.len()` bytes at `buf`, which is ours to write.
+    let read = unsafe { semihosting_call(SYS_READ, 0, buf.as_mut_ptr() as u32, buf.len() as u32) };
+    usize::try_from(read).ok()
+}
+
+/// Writes `bytes` to the host's stdout as they are, in one semihosting call.
+pub fn write_stdout(bytes: &[u8]) {
+    __neuron_platform_write(1, bytes.as_ptr(), bytes.len());
+}
+
+/// Writes `bytes` to the host's stderr as they are, in one semihosting call.
+pub fn write_stderr(bytes: &[u8]) {
+    __neuron_platform_write(2, bytes.as_ptr(), bytes.len());
 }
 
 /// Who handles [`__neuron_platform_exit`] instead of ending the simulation: the loader,

@@ -44,18 +44,17 @@ unsafe fn serve_one(m2s: *mut DmaQueueHeader, s2m: *mut DmaQueueHeader, sequence
     }
 }
 
-/// Serves the job's cores forever.
+/// Serves the cores of whatever job is in the job block, forever.
 pub fn run() -> ! {
-    let Some(job) = job() else {
-        loop {
-            core::hint::spin_loop();
-        }
-    };
-    let mode = DmaMode::from_u32(job.dma_mode);
-    let cores = (job.cores as usize).min(CORES);
     let mut served = [0u32; CORES];
     loop {
-        for (core, served) in served.iter_mut().enumerate().take(cores) {
+        // Re-read every pass: the session replaces the job between jobs.
+        let Some(job) = job() else {
+            core::hint::spin_loop();
+            continue;
+        };
+        let mode = DmaMode::from_u32(job.dma_mode);
+        for (core, served) in served.iter_mut().enumerate().take((job.cores as usize).min(CORES)) {
             let (m2s, s2m) = dma_queue_offsets(core as u32);
             let (m2s, s2m) = (queue(m2s), queue(s2m));
             // SAFETY: the core writes `produced` after its descriptors (memw between).

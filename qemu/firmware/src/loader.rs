@@ -1,34 +1,31 @@
 //! The simulated device loader: what the device's firmware does around a library.
 //!
 //! Each core runs its own copy (image `loader<i>`), next to its library image (image
-//! `core<i>`), and reads the job the host placed at [`JOB_ADDRESS`]:
+//! `core<i>`). The device stays booted for a whole session and runs job after job:
 //!
-//! 1. It builds a `SUNDA_UCODE_LIB` handoff block with its own callbacks (handing out
-//!    this core's dataram and HBM scratch and DMA queues) and calls the library's
-//!    `entry_func`, recording every callback and registration; then it asks
-//!    `register_funcs` for every kernel's entry point.
-//! 2. It walks the job's ops: 0x85/0x86 dispatch-word chains. For each, the FunctionId
+//! 1. Core 0 reads the next job from the host (QEMU's stdin, see
+//!    `neuroncustomop_wire::session`): the job block goes to [`JOB_ADDRESS`], its data
+//!    to their device addresses. It then publishes the job's number; the other cores
+//!    wait for it. End of file ends the simulation.
+//! 2. On the first job, each core builds a `SUNDA_UCODE_LIB` handoff block with its own
+//!    callbacks (handing out this core's dataram and HBM scratch and DMA queues) and
+//!    calls the library's `entry_func`, recording every callback and registration;
+//!    then it asks `register_funcs` for every kernel's entry point.
+//! 3. It walks the job's ops: 0x85/0x86 dispatch-word chains. For each, the FunctionId
 //!    names a kernel, the payload descriptors become the kernel's arguments
 //!    (`customop_set_invocation`), the translate windows are configured, the job's
 //!    memcpy backend is selected (if it names one), the kernel runs, and the library's
-//!    stdout ring is drained. Cores run op k only once every core has finished op k-1.
-//! 3. Core 0 prints each op's output bytes once every core has run it, then `DONE`.
+//!    stdout ring is drained. Cores run op k only once every core has finished op k-1
+//!    and core 0 has printed op k-1's output.
+//! 4. Once every core has finished the job, core 0 prints `DONE` (and an end marker on
+//!    stderr, so the host knows where this job's stderr ends).
 //!
-//! Everything it learns is printed as one line per fact, for the host to parse:
-//!
-//! ```text
-//! REGISTER core=<c> index=<i> name=<name> status=<s>
-//! CALLBACK core=<c> name=<callback>
-//! ENTRY core=<c> status=<s>
-//! KERNEL core=<c> index=<i> ptr=<hex> name=<name> handle=<hex>
-//! STDOUT core=<c> op=<k> lost=<n> offset=<o> hex=<bytes>
-//! OP <k> core=<c> function=<name> status=<s> ticks=<CCOUNT ticks of the kernel>
-//! DUMP op=<k> offset=<o> hex=<bytes>
-//! DONE
-//! ```
+//! Everything it learns is printed as one line per fact, typed by
+//! `neuroncustomop_wire::report::Line`, which the host parses with the same type.
 
 use crate::{board, println};
 use core::ffi::{CStr, c_char, c_void};
+use core::fmt::Write;
 use core::ptr::{self, read_volatile, write_volatile};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use neuroncustomop::arch::{get_cycle_count, memw, prid};
@@ -38,6 +35,9 @@ use neuroncustomop_wire::job::{
     FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_REGIONS,
     dma_queue_offsets,
 };
+use neuroncustomop_wire::job::CORES;
+use neuroncustomop_wire::report::{Bytes, Count, Line, OpStatus};
+use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
 use neuroncustomop_wire::{DESCRIPTOR_LEN, DecodedOp, FunctionId, MAX_INPUTS, decode_prefix};
 
 /// Core i's dataram scratch: `DATA_SCRATCH_BASE + i * DATA_SCRATCH_SIZE`.
@@ -52,20 +52,20 @@ pub const HBM_SCRATCH_SIZE: u32 = 0x0080_0000;
 /// What `register_ext_isa_fn` returns for the registration the job makes fail.
 pub const INJECTED_REGISTRATION_FAILURE: u32 = 0x0000_4C52;
 /// The cores' progress counters: core c's at `PROGRESS + c * 64`, past the job block.
-/// A core writes 1 once `entry_func` and `register_funcs` are done, then 1 + k after
-/// its k-th op, so "every core has finished k ops" also means "every core has entered".
+/// A core writes 1 once `entry_func` and `register_funcs` are done, then 1 + k once it
+/// has finished k ops of the session (counted over every job), so "every core has
+/// finished k ops" also means "every core has entered".
 const PROGRESS: usize = (JOB_ADDRESS + JOB_CAPACITY) as usize;
-/// Bound on every wait for another core; a core that never arrives fails the run.
-const WAIT_POLLS: u32 = 200_000_000;
+/// The number of the job in the job block (0 before the first): core 0 writes it once
+/// the job and its data are in place; the other cores wait for it to change.
+const JOB_NUMBER: usize = PROGRESS + CORES * 64;
 /// Most kernels the loader keeps entry points for.
 const MAX_KERNELS: usize = 64;
-/// Bytes of a dump or drained output per printed line.
+/// Bytes of drained output per printed line.
 const HEX_CHUNK: usize = 512;
 
-/// Loader exit status: the job block is missing or malformed.
+/// Loader exit status: the host sent something that is not a job.
 pub const EXIT_BAD_JOB: i32 = 2;
-/// Loader exit status: a core did not finish an op in time.
-pub const EXIT_CORE_LOST: i32 = 4;
 
 /// Library-handle value this loader hands out: recognisable, and never dereferenced.
 fn handle(core: u32) -> *mut c_void {
@@ -83,7 +83,7 @@ fn faults() -> u32 {
 
 unsafe extern "C" fn get_data_scratch(addr: *mut *mut c_void, size: *mut u32) {
     let core = prid();
-    println!("CALLBACK core={core} name=get_data_scratch");
+    println!("{}", Line::Callback { core, name: "get_data_scratch" });
     let base = if faults() & FAULT_NULL_DATA_SCRATCH != 0 { 0 } else { DATA_SCRATCH_BASE + core * DATA_SCRATCH_SIZE };
     // SAFETY: the runtime passes two writable out-parameters.
     unsafe {
@@ -94,7 +94,7 @@ unsafe extern "C" fn get_data_scratch(addr: *mut *mut c_void, size: *mut u32) {
 
 unsafe extern "C" fn get_hbm_scratch(addr: *mut *mut c_void, size: *mut u32) {
     let core = prid();
-    println!("CALLBACK core={core} name=get_hbm_scratch");
+    println!("{}", Line::Callback { core, name: "get_hbm_scratch" });
     let bytes = if faults() & FAULT_EMPTY_HBM_SCRATCH != 0 { 0 } else { HBM_SCRATCH_SIZE };
     // SAFETY: the runtime passes two writable out-parameters.
     unsafe {
@@ -105,7 +105,7 @@ unsafe extern "C" fn get_hbm_scratch(addr: *mut *mut c_void, size: *mut u32) {
 
 unsafe extern "C" fn get_dma_queue(m2s_offset: *mut u32, s2m_offset: *mut u32) {
     let core = prid();
-    println!("CALLBACK core={core} name=get_dma_queue");
+    println!("{}", Line::Callback { core, name: "get_dma_queue" });
     // SAFETY: the runtime passes two writable out-parameters.
     unsafe { (*m2s_offset, *s2m_offset) = dma_queue_offsets(core) };
 }
@@ -113,7 +113,9 @@ unsafe extern "C" fn get_dma_queue(m2s_offset: *mut u32, s2m_offset: *mut u32) {
 unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void {
     // SAFETY: the runtime passes a NUL-terminated name.
     let name = unsafe { CStr::from_ptr(name) };
-    println!("CALLBACK core={} name=get_libc_fn({})", prid(), name.to_str().unwrap_or("?"));
+    let mut callback = heapless::String::<{ NAME_LEN + 16 }>::new();
+    let _ = write!(callback, "get_libc_fn({})", name.to_str().unwrap_or("?"));
+    println!("{}", Line::Callback { core: prid(), name: &callback });
     match name.to_bytes() {
         b"abort" => host_abort as *mut c_void,
         b"exit" => host_exit as *mut c_void,
@@ -150,7 +152,7 @@ unsafe extern "C" fn register_ext_isa_fn(library: *mut c_void, name: *const c_ch
     } else {
         SUNDA_UCODE_LIB_STATUS::SUCCESS
     };
-    println!("REGISTER core={core} index={index} name={name} status={}", status.0);
+    println!("{}", Line::Register { core, index, name, status: status.0 });
     status
 }
 
@@ -169,12 +171,8 @@ unsafe extern "C" fn record_kernel(entry: *const c_void, name: *const c_char, li
     let index = KERNEL_COUNT.fetch_add(1, Ordering::Relaxed) as usize;
     // SAFETY: the runtime passes a NUL-terminated name.
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-    println!(
-        "KERNEL core={core} index={index} ptr={:#010x} name={} handle={:#010x}",
-        entry as usize,
-        core::str::from_utf8(name).unwrap_or("?"),
-        library as usize
-    );
+    let (ptr, handle) = (entry as u32, library as u32);
+    println!("{}", Line::Kernel { core, index: index as u32, ptr, name: core::str::from_utf8(name).unwrap_or("?"), handle });
     if index < MAX_KERNELS && name.len() < NAME_LEN {
         let mut kernel = Kernel { name: [0; NAME_LEN], entry: entry as usize };
         kernel.name[..name.len()].copy_from_slice(name);
@@ -195,25 +193,30 @@ fn find_kernel(name: &[u8]) -> Option<extern "C" fn()> {
     Some(unsafe { core::mem::transmute::<usize, extern "C" fn()>(kernel.entry) })
 }
 
-/// The job, checked.
+/// The current job, checked. Valid until the job is over: core 0 writes the next one
+/// in place only once every core has finished this one.
 pub fn job() -> Option<&'static JobHeader> {
-    // SAFETY: the host placed the job block at JOB_ADDRESS before any core ran, and
-    // nothing writes it afterwards; the magic is checked before any other field is used.
+    // SAFETY: core 0 writes the job block at JOB_ADDRESS only between jobs, when no core
+    // reads it (the cores use the reference for one job only); the magic is checked
+    // before any other field is used.
     let job = unsafe { &*(JOB_ADDRESS as *const JobHeader) };
     (job.magic == JOB_MAGIC && (1..=8).contains(&job.cores)).then_some(job)
 }
 
 fn job_bytes(offset: u32, len: u32) -> &'static [u8] {
     let len = len.min(JOB_CAPACITY.saturating_sub(offset));
-    // SAFETY: the range lies inside the job block (clamped above), which nothing writes.
+    // SAFETY: the range lies inside the job block (clamped above), which nothing writes
+    // while the job runs.
     unsafe { core::slice::from_raw_parts((JOB_ADDRESS + offset) as *const u8, len as usize) }
 }
+
 
 fn progress(core: u32) -> *mut u32 {
     (PROGRESS + core as usize * 64) as *mut u32
 }
 
-/// Records that this core has entered the library and finished `ops_done` ops.
+/// Records that this core has entered the library and finished `ops_done` ops of the
+/// session.
 fn set_progress(core: u32, ops_done: u32) {
     memw();
     // SAFETY: the progress area is RAM past the job block; each core writes its own word.
@@ -221,15 +224,17 @@ fn set_progress(core: u32, ops_done: u32) {
     memw();
 }
 
-/// Waits until every core of the job has entered the library and finished `ops_done` ops.
-fn wait_for_all(cores: u32, ops_done: u32) -> bool {
-    (0..cores).all(|core| {
+/// Waits until each of `cores` has entered the library and finished `ops_done` ops of
+/// the session. No bound: a core that never arrives is the host's to catch (its
+/// instruction budget and wall limit), not a guess here.
+fn wait_for(cores: impl Iterator<Item = u32>, ops_done: u32) {
+    for core in cores {
         // SAFETY: as in `set_progress`; other cores' words are only read.
-        (0..WAIT_POLLS).any(|_| unsafe { read_volatile(progress(core)) } > ops_done)
-    }) && {
-        memw();
-        true
+        while unsafe { read_volatile(progress(core)) } <= ops_done {
+            core::hint::spin_loop();
+        }
     }
+    memw();
 }
 
 /// The library's entry points the loader calls, typed.
@@ -265,9 +270,9 @@ impl Library {
         }
     }
 
-    /// Runs `kernel` on `op`'s arguments; returns the invocation status and the CCOUNT
-    /// ticks the kernel took (instructions / 25 under `-icount shift=0`).
-    fn invoke(&self, job: &JobHeader, kernel: extern "C" fn(), op: &DecodedOp) -> (u32, u32) {
+    /// Runs `kernel` on `op`'s arguments; returns the invocation status and the
+    /// instructions the kernel took.
+    fn invoke(&self, job: &JobHeader, kernel: extern "C" fn(), op: &DecodedOp) -> (u32, Count) {
         let mut inputs = [ArgTensor::ZEROED; MAX_INPUTS];
         for (slot, bytes) in inputs.iter_mut().zip(op.inputs()) {
             *slot = ArgTensor::from_bytes(bytes);
@@ -288,18 +293,11 @@ impl Library {
         let start = get_cycle_count();
         kernel();
         let ticks = get_cycle_count().wrapping_sub(start);
-        ((self.invocation_status)(), ticks)
+        // Under `-icount shift=0` CCOUNT ticks once per 25 instructions of the whole
+        // machine: exact only while no other core runs.
+        let count = Count { instructions: u64::from(ticks) * 25, exact: false };
+        ((self.invocation_status)(), count)
     }
-}
-
-fn print_hex(prefix: core::fmt::Arguments<'_>, offset: usize, bytes: &[u8]) {
-    struct Hex<'a>(&'a [u8]);
-    impl core::fmt::Display for Hex<'_> {
-        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-            self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
-        }
-    }
-    println!("{prefix} offset={offset} hex={}", Hex(bytes));
 }
 
 /// Drains the library's stdout ring: prints what the kernel wrote since the last drain,
@@ -309,9 +307,8 @@ fn drain_stdout(ring: u32, core: u32, op: u32) {
     // SAFETY: the host read this address from the library's symbol table: the ring's
     // header, followed by `capacity` data bytes, in the library's RAM; its kernel has
     // returned, so nothing writes it now.
-    let plan = match DrainPlan::new(&unsafe { read_volatile(header) }) {
-        Ok(plan) => plan,
-        Err(_) => return println!("STDOUT core={core} op={op} lost=0 offset=0 error=bad-ring"),
+    let Ok(plan) = DrainPlan::new(&unsafe { read_volatile(header) }) else {
+        return println!("{}", Line::BadRing { core, op });
     };
     let data = (ring as usize + size_of::<RingHeader>()) as *const u8;
     let mut chunk = [0u8; HEX_CHUNK];
@@ -323,8 +320,9 @@ fn drain_stdout(ring: u32, core: u32, op: u32) {
         chunk[filled] = unsafe { read_volatile(data.add(at)) };
         filled += 1;
         if filled == HEX_CHUNK || index + 1 == plan.len {
-            print_hex(format_args!("STDOUT core={core} op={op} lost={}", if offset == 0 { plan.lost } else { 0 }), offset, &chunk[..filled]);
-            offset += filled;
+            let lost = if offset == 0 { plan.lost } else { 0 };
+            println!("{}", Line::Stdout { core, op, lost, offset, bytes: Bytes::Raw(&chunk[..filled]) });
+            offset += filled as u32;
             filled = 0;
         }
     }
@@ -332,24 +330,106 @@ fn drain_stdout(ring: u32, core: u32, op: u32) {
     unsafe { write_volatile(&raw mut (*header).read_count, plan.next_read_count) };
 }
 
-/// Runs the job on this core. Returns the exit status core 0 ends the simulation with.
+/// Runs the loader on this core: job after job, until the host closes the session.
 pub fn run() -> i32 {
-    let core = prid();
-    if core == 0 {
+    if prid() == 0 {
         board::start_all_cores();
     }
-    let Some(job) = job() else {
-        println!("ERROR core={core} no valid job at {JOB_ADDRESS:#010x}");
-        return EXIT_BAD_JOB;
-    };
-    if core >= job.cores {
-        loop {
+    serve()
+}
+
+/// What this core has done in the session so far.
+/// The number of the last job this core took part in.
+static JOBS_SEEN: AtomicU32 = AtomicU32::new(0);
+/// Ops of the session's earlier jobs: where this job's op indices start on the
+/// progress counters.
+static OPS_BEFORE: AtomicU32 = AtomicU32::new(0);
+/// Whether this core has called `entry_func` (on the session's first job).
+static ENTRY_CALLED: AtomicBool = AtomicBool::new(false);
+
+/// Takes job after job.
+fn serve() -> ! {
+    let core = prid();
+    loop {
+        let job = next_job(core);
+        if core >= job.cores {
+            continue;
+        }
+        if !ENTRY_CALLED.swap(true, Ordering::Relaxed) {
+            enter(job, core);
+        }
+        run_job(job, core, 0, 0);
+    }
+}
+
+/// Waits for the next job and returns it: core 0 reads it from the host and publishes
+/// its number; the other cores wait for that number.
+fn next_job(core: u32) -> &'static JobHeader {
+    let number = JOBS_SEEN.load(Ordering::Relaxed) + 1;
+    let job_number = JOB_NUMBER as *mut u32;
+    if core == 0 {
+        receive_job();
+        memw();
+        // SAFETY: the job number is RAM past the progress counters; only core 0 writes it.
+        unsafe { write_volatile(job_number, number) };
+        memw();
+    } else {
+        // SAFETY: as above; read only.
+        while unsafe { read_volatile(job_number) } != number {
             core::hint::spin_loop();
         }
+        memw();
     }
+    JOBS_SEEN.store(number, Ordering::Relaxed);
+    job().unwrap_or_else(|| {
+        println!("{}", Line::Error { message: "the host sent a frame without a valid job block" });
+        board::exit(EXIT_BAD_JOB)
+    })
+}
+
+/// Reads exactly `buf.len()` bytes of the host's stdin; false at end of file.
+fn read_exact(buf: &mut [u8]) -> bool {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match board::read_stdin(&mut buf[filled..]) {
+            Some(0) | None => return false,
+            Some(read) => filled += read,
+        }
+    }
+    true
+}
+
+/// Reads one frame from the host: the job block and its data, each to its address.
+/// End of file ends the simulation (the host closed the session).
+fn receive_job() {
+    let mut word = [0u8; 8];
+    if !read_exact(&mut word) {
+        board::exit(0);
+    }
+    let frame = FrameHeader::from_bytes(word);
+    if frame.magic != FRAME_MAGIC {
+        println!("{}", Line::Error { message: "the host sent something that is not a job frame" });
+        board::exit(EXIT_BAD_JOB);
+    }
+    for _ in 0..frame.segments {
+        if !read_exact(&mut word) {
+            board::exit(EXIT_BAD_JOB);
+        }
+        let segment = SegmentHeader::from_bytes(word);
+        // SAFETY: the host names RAM of the job (the job block, tensors), which no core
+        // uses between jobs; this is the host's side of the device, trusted as the real
+        // device's host runtime is when it writes device memory.
+        let bytes = unsafe { core::slice::from_raw_parts_mut(segment.address as *mut u8, segment.len as usize) };
+        if !read_exact(bytes) {
+            board::exit(EXIT_BAD_JOB);
+        }
+    }
+}
+
+/// Calls the library's `entry_func` and `register_funcs` on this core, reporting both.
+fn enter(job: &JobHeader, core: u32) {
     FAIL_REGISTRATION_AT.store(job.fail_registration_at, Ordering::Relaxed);
     let library = Library::new(job.libraries[core as usize]);
-
     let block = SUNDA_UCODE_LIB {
         sizeof_ncore_ucode_lib: job.handoff_size,
         library_handle: handle(core),
@@ -370,33 +450,27 @@ pub fn run() -> i32 {
     };
     // SAFETY: the block is valid for the call; the library is loaded at its address.
     let status = unsafe { entry_func(&block) };
-    println!("ENTRY core={core} status={}", status.0);
+    println!("{}", Line::Entry { core, status: status.0 });
     if status.is_success() {
         // SAFETY: as above; `record_kernel` has the registrar's signature.
         let status = unsafe { register_funcs(Some(record_kernel)) };
-        println!("REGISTER_FUNCS core={core} status={}", status.0);
+        println!("{}", Line::RegisterFuncs { core, status: status.0 });
     }
-
-    set_progress(core, 0);
     ENTERED.store(status.is_success(), Ordering::Relaxed);
-    dispatch(job, &library, core, 0, 0)
+    set_progress(core, 0);
 }
 
-/// Runs the job's ops from op `index` (its words at `at`), then finishes: core 0 waits
-/// for every core and returns the simulation's exit status; the others park.
-fn dispatch(job: &JobHeader, library: &Library, core: u32, index: u32, at: usize) -> i32 {
-    let Some(ops) = run_ops(job, library, core, index, at) else { return EXIT_CORE_LOST };
-    if core != 0 {
-        loop {
-            core::hint::spin_loop();
-        }
+/// Runs the current job's ops from op `index` (its words at `at`), then finishes the
+/// job: core 0 waits for every core, then says `DONE`.
+fn run_job(job: &JobHeader, core: u32, index: u32, at: usize) {
+    let library = Library::new(job.libraries[core as usize]);
+    let ops = run_ops(job, &library, core, index, at);
+    let before = OPS_BEFORE.fetch_add(ops, Ordering::Relaxed);
+    if core == 0 {
+        wait_for(0..job.cores, before + ops);
+        board::write_stderr(STDERR_JOB_END);
+        println!("{}", Line::Done { job: JOBS_SEEN.load(Ordering::Relaxed) });
     }
-    if !wait_for_all(job.cores, ops) {
-        println!("ERROR a core did not finish");
-        return EXIT_CORE_LOST;
-    }
-    println!("DONE");
-    0
 }
 
 /// How a kernel left without returning.
@@ -439,24 +513,27 @@ fn kernel_stopped(stop: KernelStop) -> ! {
 /// How the last kernel stopped: kind << 24 | code (see `kernel_stopped`).
 static STOP: AtomicU32 = AtomicU32::new(0);
 
-/// Where the loader carries on after a kernel stopped (on a fresh stack).
+/// Where the loader carries on after a kernel stopped (on a fresh stack): it reports
+/// the op, finishes the job, and serves the next ones.
 extern "C" fn resume(_: u32) {
     let core = prid();
     let job = job().expect("the job was valid when the kernel started");
     let library = Library::new(job.libraries[core as usize]);
     let index = CURRENT_OP.load(Ordering::Relaxed);
     let stop = STOP.load(Ordering::Relaxed);
-    let (kind, code) = (stop >> 24, stop & 0xFF_FFFF);
+    let code = (stop & 0xFF_FFFF) as i32;
+    // The code is 24 bits wide: sign-extend it back.
+    let code = (code << 8) >> 8;
+    let status = match stop >> 24 {
+        0 => OpStatus::Abort,
+        1 => OpStatus::Exit(code),
+        _ => OpStatus::Exception(code),
+    };
     drain_stdout(library.symbols.stdout_ring, core, index);
-    let name = current_name();
-    match kind {
-        0 => println!("OP {index} core={core} function={name} status=abort"),
-        1 => println!("OP {index} core={core} function={name} status=exit({code})"),
-        _ => println!("OP {index} core={core} function={name} status=exception({code})"),
-    }
+    println!("{}", Line::Op { index, core, function: current_name(), status, count: None, error: None });
     finish_op(job, core, index);
-    let status = dispatch(job, &library, core, index + 1, NEXT_AT.load(Ordering::Relaxed) as usize);
-    board::exit(status)
+    run_job(job, core, index + 1, NEXT_AT.load(Ordering::Relaxed) as usize);
+    serve()
 }
 
 /// The name of the kernel the current op runs (recorded when it started).
@@ -468,23 +545,21 @@ fn current_name() -> &'static str {
 
 static mut CURRENT_NAME: [u8; NAME_LEN] = [0; NAME_LEN];
 
-/// Marks op `index` done on this core; core 0 then prints its output once every core
-/// has done it.
-fn finish_op(job: &JobHeader, core: u32, index: u32) -> bool {
-    set_progress(core, index + 1);
+/// Marks op `index` of the job done on this core. Core 0 first waits for every other
+/// core to finish it and prints its output, so no core starts the next op (which may
+/// overwrite it) or prints a line in the middle of the output.
+fn finish_op(job: &JobHeader, core: u32, index: u32) {
+    let done = OPS_BEFORE.load(Ordering::Relaxed) + index + 1;
     if core == 0 {
-        if !wait_for_all(job.cores, index + 1) {
-            println!("ERROR op={index}: a core did not finish it");
-            return false;
-        }
+        wait_for(1..job.cores, done);
         dump_output(job, index);
     }
-    true
+    set_progress(core, done);
 }
 
 /// Runs the job's ops from op `index` (its words at `at`); returns how many ops the job
-/// has, or `None` if another core got lost.
-fn run_ops(job: &JobHeader, library: &Library, core: u32, mut index: u32, mut at: usize) -> Option<u32> {
+/// has.
+fn run_ops(job: &JobHeader, library: &Library, core: u32, mut index: u32, mut at: usize) -> u32 {
     let names = job_bytes(job.names_offset, job.names_count * NAME_LEN as u32);
     let name_of = |id: FunctionId| -> Option<&[u8]> {
         let slot = names.get(id.get() as usize * NAME_LEN..)?.get(..NAME_LEN)?;
@@ -493,24 +568,26 @@ fn run_ops(job: &JobHeader, library: &Library, core: u32, mut index: u32, mut at
     let known = |id: FunctionId| name_of(id).is_some();
     let ops = job_bytes(job.ops_offset, job.ops_len);
     let entered = ENTERED.load(Ordering::Relaxed);
+    let before = OPS_BEFORE.load(Ordering::Relaxed);
     while at < ops.len() {
-        if !wait_for_all(job.cores, index) {
-            println!("ERROR core={core} op={index}: another core did not finish the previous op");
-            return None;
-        }
+        wait_for(0..job.cores, before + index);
         let (op, used) = match decode_prefix(&ops[at..], &known) {
             Ok(decoded) => decoded,
             Err(error) => {
-                println!("OP {index} core={core} function=? status=bad-words error={error}");
+                let mut text = heapless::String::<200>::new();
+                let _ = write!(text, "{error}");
+                let status = OpStatus::BadWords;
+                println!("{}", Line::Op { index, core, function: "?", status, count: None, error: Some(&text) });
                 break;
             }
         };
         at += used;
         let name = name_of(op.function_id()).unwrap_or(b"?");
-        let name_text = core::str::from_utf8(name).unwrap_or("?");
+        let function = core::str::from_utf8(name).unwrap_or("?");
+        let stopped = |status| Line::Op { index, core, function, status, count: None, error: None };
         match (entered, find_kernel(name)) {
-            (false, _) => println!("OP {index} core={core} function={name_text} status=not-entered"),
-            (true, None) => println!("OP {index} core={core} function={name_text} status=unknown-kernel"),
+            (false, _) => println!("{}", stopped(OpStatus::NotEntered)),
+            (true, None) => println!("{}", stopped(OpStatus::UnknownKernel)),
             (true, Some(kernel)) => {
                 CURRENT_OP.store(index, Ordering::Relaxed);
                 NEXT_AT.store(at as u32, Ordering::Relaxed);
@@ -521,35 +598,35 @@ fn run_ops(job: &JobHeader, library: &Library, core: u32, mut index: u32, mut at
                     current[..name.len().min(NAME_LEN - 1)].copy_from_slice(&name[..name.len().min(NAME_LEN - 1)]);
                 }
                 board::set_exit_handler(Some(kernel_faulted));
-                let (status, ticks) = library.invoke(job, kernel, &op);
+                let (status, count) = library.invoke(job, kernel, &op);
                 board::set_exit_handler(None);
                 drain_stdout(library.symbols.stdout_ring, core, index);
-                println!("OP {index} core={core} function={name_text} status={status} ticks={ticks}");
+                let status = OpStatus::Returned(status);
+                println!("{}", Line::Op { index, core, function, status, count: Some(count), error: None });
             }
         }
-        if !finish_op(job, core, index) {
-            return None;
-        }
+        finish_op(job, core, index);
         index += 1;
     }
-    Some(index)
+    index
 }
 
-/// Prints the bytes the job asks to see after op `op`.
+/// Prints the bytes the job asks to see after op `op`: a `DUMP` line, then the bytes
+/// as they are.
 fn dump_output(job: &JobHeader, op: u32) {
     let dumps = job_bytes(job.dumps_offset + op * size_of::<OutputDump>() as u32, size_of::<OutputDump>() as u32);
     let Some(word) = dumps.get(..8) else { return };
     let address = u32::from_le_bytes([word[0], word[1], word[2], word[3]]) as usize;
-    let len = u32::from_le_bytes([word[4], word[5], word[6], word[7]]) as usize;
+    let len = u32::from_le_bytes([word[4], word[5], word[6], word[7]]);
     if len == 0 {
         return;
     }
     // SAFETY: the host named this range of simulated RAM as op `op`'s output; every core
     // has finished the op, so nothing writes it now.
-    let bytes = unsafe { core::slice::from_raw_parts(address as *const u8, len) };
-    for (chunk_index, chunk) in bytes.chunks(HEX_CHUNK).enumerate() {
-        print_hex(format_args!("DUMP op={op}"), chunk_index * HEX_CHUNK, chunk);
-    }
+    let bytes = unsafe { core::slice::from_raw_parts(address as *const u8, len as usize) };
+    println!("{}", Line::Dump { op, offset: 0, len });
+    board::write_stdout(bytes);
+    board::write_stdout(b"\n");
 }
 
 const _: () = assert!(DESCRIPTOR_LEN == size_of::<ArgTensor>());

@@ -28,6 +28,10 @@ pub const CORES: usize = 8;
 pub const TRANSLATE_REGIONS: usize = 5;
 /// Size of one translate record.
 pub const TRANSLATE_RECORD_LEN: usize = 32;
+/// The default instruction budget of one kernel run: far above any op of the examples
+/// (the longest, a sort of 65,536 elements on one core, takes about 2 G), low enough
+/// that an infinite loop is stopped within a minute or two of wall time.
+pub const DEFAULT_MAX_INSTRUCTIONS: u64 = 10_000_000_000;
 /// [`JobHeader::fail_registration_at`] when every registration succeeds.
 pub const NEVER: u32 = u32::MAX;
 /// [`JobHeader::faults`]: `get_data_scratch` hands out a null region.
@@ -133,6 +137,12 @@ pub struct JobHeader {
     pub translate: [[u8; TRANSLATE_RECORD_LEN]; TRANSLATE_REGIONS],
     /// Core i's library entry points.
     pub libraries: [LibrarySymbols; CORES],
+    /// The instruction budget of each kernel run (one op on one core), low word: a
+    /// kernel still running after this many instructions is stopped and reported
+    /// (`OVER_BUDGET`), and the job goes on.
+    pub max_instructions_low: u32,
+    /// The budget's high word.
+    pub max_instructions_high: u32,
 }
 
 const _: () = {
@@ -144,10 +154,21 @@ const _: () = {
     assert!(offset_of!(JobHeader, memcpy_method) == 48);
     assert!(offset_of!(JobHeader, translate) == 52);
     assert!(offset_of!(JobHeader, libraries) == 212);
-    assert!(size_of::<JobHeader>() == 436);
+    assert!(offset_of!(JobHeader, max_instructions_low) == 436);
+    assert!(size_of::<JobHeader>() == 444);
 };
 
 impl JobHeader {
+    /// The instruction budget of each kernel run.
+    pub const fn max_instructions(&self) -> u64 {
+        (self.max_instructions_high as u64) << 32 | self.max_instructions_low as u64
+    }
+
+    /// Sets the instruction budget of each kernel run.
+    pub fn set_max_instructions(&mut self, budget: u64) {
+        (self.max_instructions_low, self.max_instructions_high) = (budget as u32, (budget >> 32) as u32);
+    }
+
     /// The header's bytes, as the loader reads them.
     pub fn to_bytes(&self) -> [u8; size_of::<JobHeader>()] {
         let mut bytes = [0u8; size_of::<JobHeader>()];
@@ -188,6 +209,8 @@ impl JobHeader {
                 put(value);
             }
         }
+        put(self.max_instructions_low);
+        put(self.max_instructions_high);
         bytes
     }
 }

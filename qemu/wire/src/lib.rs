@@ -42,6 +42,8 @@ mod error;
 mod function_id;
 pub mod job;
 pub mod layout;
+pub mod report;
+pub mod session;
 
 pub use decode::{DecodedOp, decode, decode_prefix};
 pub use encode::{EncodedOp, encode};

@@ -1,6 +1,7 @@
 //! A library image of kernels that stop without returning, for the fault-injection
 //! tests (`qemu/tests/faults.rs`): a panic, `abort`, `exit(7)`, and a load from an
-//! address no memory answers; and `copy`, which shows the next op still runs.
+//! address no memory answers; a loop that never ends (`spins`); and `copy`, which
+//! shows the next op still runs.
 #![no_std]
 #![no_main]
 
@@ -44,4 +45,13 @@ extern "C" fn faults() {
     println!("the load returned {value}: no exception");
 }
 
-neuroncustomop::kernels! { fn copy, fn panics, aborts, exits, faults }
+/// Never returns: the infinite loop an instruction budget or a wall limit must stop.
+#[unsafe(no_mangle)]
+extern "C" fn spins() {
+    let mut turns = 0u32;
+    loop {
+        turns = black_box(turns.wrapping_add(1));
+    }
+}
+
+neuroncustomop::kernels! { fn copy, fn panics, aborts, exits, faults, spins }

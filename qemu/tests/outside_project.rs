@@ -1,0 +1,88 @@
+//! An op author's project outside this checkout (issue 14): `ncop new` in a temporary
+//! folder, then `ncop run` packages it and calls its kernel with generated data and
+//! with `.npy` files, saves the output, and compares it with an expected `.npy`; a
+//! Rust and a C library, and no file of the checkout changes.
+
+use neuroncustomop_sim::array::Array;
+use neuroncustomop_sim::npy;
+use neuroncustomop_sim::toolchain::repo_root;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A fresh folder outside the checkout.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ncop-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!dir.starts_with(repo_root()), "{} is inside the checkout", dir.display());
+    dir
+}
+
+fn ncop(dir: &Path, args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_ncop")).current_dir(dir).args(args).output().expect("ncop runs");
+    eprintln!("ncop {}:\n{}{}", args.join(" "), String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `git status --porcelain` of the checkout, which the test must leave as it was.
+fn checkout_status() -> String {
+    let output = Command::new("git").arg("-C").arg(repo_root()).args(["status", "--porcelain"]).output().expect("git");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `ncop new --lang <lang>`, then a run with generated inputs, one against the saved
+/// reference, one against a wrong reference, and one with bad arguments.
+fn new_project_runs_and_checks(lang: &str) {
+    let before = checkout_status();
+    let root = scratch(lang);
+    std::fs::create_dir_all(&root).unwrap();
+    let dir = root.join(format!("my_{lang}_op"));
+    assert!(ncop(&root, &["new", dir.to_str().unwrap(), "--lang", lang]).status.success());
+    assert!(!ncop(&root, &["new", dir.to_str().unwrap(), "--lang", lang]).status.success(), "not over a project");
+
+    let run = ncop(&dir, &["run", "scale", "--arg", "gen:float32:3x50:normal:0:10", "--arg", "float:-0.5", "--save", "out.npy", "--save-inputs", "in"]);
+    assert!(run.status.success() && stdout(&run).contains("status      OK (0x0)"), "{}", stdout(&run));
+    let x = npy::read(&dir.join("in/arg0.npy")).unwrap();
+    let got = npy::read(&dir.join("out.npy")).unwrap();
+    let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v * -0.5).collect();
+    assert_eq!(got, Array::from_vec(vec![3, 50], want.clone()).unwrap());
+
+    // The op author's reference as a .npy file: bit-exact, then one element off.
+    npy::write(&dir.join("want.npy"), &got).unwrap();
+    let exact = ncop(&dir, &["run", "scale", "--arg", "in/arg0.npy", "--arg", "float:-0.5", "--expect", "want.npy"]);
+    assert!(exact.status.success() && stdout(&exact).contains("result      OK: matches want.npy"));
+    let mut off = want;
+    off[57] += 1.0;
+    npy::write(&dir.join("off.npy"), &Array::from_vec(vec![3, 50], off).unwrap()).unwrap();
+    let args = ["run", "scale", "--arg", "in/arg0.npy", "--arg", "float:-0.5", "--expect", "off.npy", "--rtol", "1e-6"];
+    let mismatch = ncop(&dir, &args);
+    assert_eq!(mismatch.status.code(), Some(1));
+    assert!(stdout(&mismatch).contains("1 of 150 elements differ\n  at [1, 7]: got"), "{}", stdout(&mismatch));
+
+    // Bad input: each a clear error or the kernel's named status.
+    let failed = ncop(&dir, &["run", "scale", "--arg", "in/arg0.npy", "--arg", "int:2"]);
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(stdout(&failed).contains("SCALAR_KIND_MISMATCH"), "{}", stdout(&failed));
+    let unknown = ncop(&dir, &["run", "scal", "--arg", "in/arg0.npy"]);
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("has no kernel scal; it has scale"));
+    std::fs::write(dir.join("short.npy"), &std::fs::read(dir.join("want.npy")).unwrap()[..200]).unwrap();
+    let short = ncop(&dir, &["run", "scale", "--arg", "short.npy", "--arg", "float:1"]);
+    assert_eq!(short.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&short.stderr).contains("the header promises 600 data bytes"));
+
+    std::fs::remove_dir_all(&root).unwrap();
+    assert_eq!(checkout_status(), before, "the checkout changed");
+}
+
+#[test]
+fn a_rust_library_outside_the_checkout() {
+    new_project_runs_and_checks("rust");
+}
+
+#[test]
+fn a_c_library_outside_the_checkout() {
+    new_project_runs_and_checks("c");
+}

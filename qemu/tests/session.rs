@@ -1,0 +1,134 @@
+//! The persistent device session: one boot, job after job; the library is entered
+//! once; a kernel that stops ends only its op; a hung device is restarted for the next
+//! job; jobs that do not fit the session are refused with a named error.
+
+use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
+use neuroncustomop_sim::device::{Report, RunError, Session, SessionOptions};
+use neuroncustomop_sim::images::{self, Images};
+use neuroncustomop_sim::job::{Job, Op};
+use neuroncustomop_wire::job::OutputDump;
+use std::time::Duration;
+
+fn fault_probe() -> Images {
+    images::build("fault_probe").expect("build fault_probe")
+}
+
+fn int_bytes(values: &[i32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// A 1-core job of `kernels` in order, each (x: 16 x i32) -> out, every output dumped.
+fn job_of(library: &Images, kernels: &[&str], input: &[i32]) -> Job {
+    let mut job = Job::new(library, 1).expect("job");
+    let (x, _) = job.place(0, int_bytes(input));
+    for (i, kernel) in kernels.iter().enumerate() {
+        let (out, out_device) = job.place(0x1000 * (i as u32 + 1), vec![0xAB; 64]);
+        let op = Op {
+            function: job.function(kernel),
+            output: Some(ArgTensor::hbm_tensor(Dtype::Int32, &[16], out).unwrap().to_bytes()),
+            inputs: vec![ArgTensor::hbm_tensor(Dtype::Int32, &[16], x).unwrap().to_bytes()],
+            dump: OutputDump { address: out_device, len: 64 },
+        };
+        job.push(&op).expect("op");
+    }
+    job
+}
+
+fn statuses(report: &Report) -> Vec<String> {
+    report.core(0).ops.iter().map(|op| op.status.clone()).collect()
+}
+
+fn words(bytes: &[u8]) -> Vec<i32> {
+    bytes.chunks(4).map(|w| i32::from_le_bytes(w.try_into().unwrap())).collect()
+}
+
+#[test]
+fn one_boot_runs_job_after_job_and_enters_the_library_once() {
+    let library = fault_probe();
+    let mut session = Session::boot(&library, 1, SessionOptions::default()).expect("boot");
+    for round in 0..5 {
+        let input: Vec<i32> = (0..16).map(|i| i * 7 - round * 100).collect();
+        let report = session.dispatch(&job_of(&library, &["copy"], &input)).expect("dispatch");
+        assert!(report.done, "round {round}:\n{}\n{}", report.outcome.stdout, report.outcome.stderr);
+        assert_eq!(report.outcome.status, None, "the device stays up");
+        assert_eq!(statuses(&report), ["0"], "round {round}");
+        assert_eq!(words(&report.dumps[&0]), input, "round {round}: each job's own data");
+        let entered = report.core(0).entry_status;
+        assert_eq!(entered, (round == 0).then_some(0), "round {round}: entry_func runs on the first job only");
+    }
+    let status = session.close().expect("the loader exits when the session closes");
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_kernel_that_stops_ends_only_its_op_and_its_stderr_stays_with_its_job() {
+    let library = fault_probe();
+    let input: Vec<i32> = (0..16).collect();
+    let mut session = Session::boot(&library, 1, SessionOptions::default()).expect("boot");
+    let first = session.dispatch(&job_of(&library, &["faults", "copy"], &input)).expect("dispatch");
+    assert_eq!(statuses(&first), ["exception(3)", "0"]);
+    assert!(first.outcome.stderr.contains("exception:"), "{}", first.outcome.stderr);
+    let second = session.dispatch(&job_of(&library, &["panics"], &input)).expect("dispatch");
+    assert_eq!(statuses(&second), ["exit(101)"]);
+    assert!(!second.outcome.stderr.contains("exception:"), "the first job's stderr leaked: {}", second.outcome.stderr);
+    let third = session.dispatch(&job_of(&library, &["copy"], &input)).expect("dispatch");
+    assert_eq!(statuses(&third), ["0"]);
+    assert_eq!(words(&third.dumps[&0]), input);
+}
+
+#[test]
+fn a_hung_device_is_reported_and_booted_again_for_the_next_job() {
+    let library = fault_probe();
+    let input: Vec<i32> = (0..16).map(|i| -i).collect();
+    let options = SessionOptions { wall_limit: Some(Duration::from_secs(3)), ..SessionOptions::default() };
+    let mut session = Session::boot(&library, 1, options).expect("boot");
+    let hung = session.dispatch(&job_of(&library, &["spins"], &input)).expect("dispatch");
+    assert!(!hung.done && hung.outcome.timed_out, "{}", hung.outcome.stdout);
+    let next = session.dispatch(&job_of(&library, &["copy"], &input)).expect("dispatch");
+    assert!(next.done, "{}\n{}", next.outcome.stdout, next.outcome.stderr);
+    assert_eq!(next.core(0).entry_status, Some(0), "the fresh device entered the library");
+    assert_eq!(words(&next.dumps[&0]), input);
+}
+
+#[test]
+fn eight_core_jobs_in_one_session_each_compute_their_own_data() {
+    let library = images::build("relu").expect("build relu");
+    let mut session = Session::boot(&library, 8, SessionOptions::default()).expect("boot");
+    for round in 0..3u32 {
+        let n = 4096u32;
+        let input: Vec<f32> = (0..n).map(|i| (i as f32 - 2000.5) * (round as f32 + 1.0)).collect();
+        let mut job = Job::new(&library, 8).expect("job");
+        let (x, _) = job.place(0, input.iter().flat_map(|v| v.to_le_bytes()).collect());
+        let (out, out_device) = job.place(0x10_0000, vec![0xFF; 4 * n as usize]);
+        let function = job.function("relu_multicore");
+        job.push(&Op {
+            function,
+            output: Some(ArgTensor::hbm_tensor(Dtype::Float32, &[n], out).unwrap().to_bytes()),
+            inputs: vec![ArgTensor::hbm_tensor(Dtype::Float32, &[n], x).unwrap().to_bytes()],
+            dump: OutputDump { address: out_device, len: 4 * n },
+        })
+        .expect("op");
+        let report = session.dispatch(&job).expect("dispatch");
+        assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
+        for core in 0..8 {
+            assert_eq!(report.core(core).ops.iter().map(|op| op.status.as_str()).collect::<Vec<_>>(), ["0"], "core {core}");
+        }
+        let expected: Vec<u8> = input.iter().flat_map(|v| v.max(0.0).to_le_bytes()).collect();
+        assert!(report.dumps[&0] == expected, "round {round}: the output differs from max(x, 0)");
+    }
+}
+
+#[test]
+fn jobs_the_session_cannot_run_are_refused_by_name() {
+    let library = fault_probe();
+    let mut session = Session::boot(&library, 1, SessionOptions::default()).expect("boot");
+    let wide = Job::new(&library, 2).expect("job");
+    assert!(matches!(session.dispatch(&wide), Err(RunError::Cores { session: 1, job: 2 })));
+    let input: Vec<i32> = (0..16).collect();
+    assert!(session.dispatch(&job_of(&library, &["copy"], &input)).expect("dispatch").done);
+    let mut reentry = job_of(&library, &["copy"], &input);
+    reentry.header.handoff_size = 32;
+    assert!(matches!(session.dispatch(&reentry), Err(RunError::EntryChanged)));
+    let report = session.dispatch(&job_of(&library, &["copy"], &input)).expect("the session still works");
+    assert_eq!(words(&report.dumps[&0]), input);
+}
