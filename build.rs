@@ -38,9 +38,6 @@ fn main() {
     // The search path also reaches every image that links this crate, so they find
     // the scripts (link-search propagates to dependents).
     xtensa_asm::assemble_into_library(&sources, Path::new(".cargo/xtensa-gpsimd-none-elf.json"), &out, "neuroncustomop_arch");
-    // Op-author examples are library images: core 0's script here, the others by
-    // linker/link-cores.
-    println!("cargo:rustc-link-arg-examples=-Tcore0.x");
 }
 
 /// Every `.S` file of `dir`, in a stable order.

@@ -42,6 +42,9 @@ pub enum Tolerance {
 impl Tolerance {
     /// NumPy's `allclose` defaults.
     pub const NUMPY: Tolerance = Tolerance::Close { rtol: 1e-5, atol: 1e-8, equal_nan: false };
+    /// Equal as numbers (`-0.0 == 0.0`), NaN equal to NaN: a computation that must be
+    /// exact but may differ from the reference in a zero's sign or a NaN's payload.
+    pub const VALUE: Tolerance = Tolerance::Close { rtol: 0.0, atol: 0.0, equal_nan: true };
 
     fn same(self, got: Value, want: Value, got_bytes: &[u8], want_bytes: &[u8]) -> bool {
         match self {
@@ -196,6 +199,8 @@ mod tests {
         assert!(close(f32::NAN, f32::NAN, true));
         assert!(!close(f32::NAN, 1.0, true));
         assert!(close(-0.0, 0.0, false));
+        let value = |got: f32, want: f32| compare(&f32s(&[got]), &f32s(&[want]), Tolerance::VALUE).is_ok();
+        assert!(value(-0.0, 0.0) && value(f32::NAN, -f32::NAN) && !value(1.0, 1.0 + f32::EPSILON));
     }
 
     #[test]

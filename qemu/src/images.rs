@@ -2,13 +2,14 @@
 //!
 //! Xtensa builds use Debian's rustc and cargo with `.cargo/xtensa.toml`, in their own
 //! target directory (`target/xtensa`), so they never contend with host builds. The
-//! results are copied to a predictable place: `target/images/<name>/core<i>.elf`.
+//! per-core link writes the images to a folder the tool names (`linker/link-cores
+//! --neuron-image-dir`): `target/images/<name>/core<i>.elf`.
 
+use crate::project::Project;
 use crate::toolchain::{self, Toolchain};
 use std::fmt;
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -18,29 +19,37 @@ pub const CORES: usize = 8;
 /// What to build.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Program {
-    /// An op author's example: `examples/<name>.rs` of the runtime crate.
-    Example(String),
+    /// An op author's example: the project `examples/<name>/` ([`Project::example`]).
+    Example(Project),
     /// A firmware program of the simulation: `qemu/firmware/src/bin/<name>.rs`.
     Firmware(String),
 }
 
 impl Program {
     /// Finds `name` among the examples, then among the firmware programs.
-    pub fn find(repo: &Path, name: &str) -> Option<Self> {
-        if repo.join("examples").join(format!("{name}.rs")).is_file() {
-            Some(Self::Example(name.into()))
+    ///
+    /// # Errors
+    /// An example whose folder cannot be read.
+    pub fn find(repo: &Path, name: &str) -> Result<Option<Self>, BuildError> {
+        if let Some(project) = Project::example(name).map_err(|e| BuildError::Example(Box::new(e)))? {
+            Ok(Some(Self::Example(project)))
         } else if repo.join("qemu/firmware/src/bin").join(format!("{name}.rs")).is_file() {
-            Some(Self::Firmware(name.into()))
+            Ok(Some(Self::Firmware(name.into())))
         } else {
-            None
+            Ok(None)
         }
     }
 
-    /// The program's name.
-    pub fn name(&self) -> &str {
-        match self {
-            Self::Example(name) | Self::Firmware(name) => name,
-        }
+    /// The names of every program: the examples, then the firmware programs.
+    pub fn names(repo: &Path) -> Vec<String> {
+        let mut firmware: Vec<String> = fs::read_dir(repo.join("qemu/firmware/src/bin"))
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter_map(|entry| entry.file_name().to_string_lossy().strip_suffix(".rs").map(str::to_owned))
+            .collect();
+        firmware.sort();
+        Project::examples().into_iter().chain(firmware).collect()
     }
 }
 
@@ -59,8 +68,10 @@ pub struct Images {
 pub enum BuildError {
     /// The toolchain is incomplete.
     Toolchain(toolchain::Missing),
-    /// No example or firmware program has that name.
-    UnknownProgram(String),
+    /// No example or firmware program has that name; the names there are.
+    UnknownProgram(String, Vec<String>),
+    /// An example did not build.
+    Example(Box<crate::project::ProjectError>),
     /// cargo failed; its diagnostics went to stderr.
     Cargo(String),
     /// Reading or copying the results failed.
@@ -71,10 +82,13 @@ impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Toolchain(missing) => missing.fmt(f),
-            Self::UnknownProgram(name) => write!(
+            Self::UnknownProgram(name, known) => write!(
                 f,
-                "no program named {name}: expected examples/{name}.rs or qemu/firmware/src/bin/{name}.rs"
+                "no program named {name} (an example in examples/{name}/ or qemu/firmware/src/bin/{name}.rs); \
+                 there are: {}",
+                known.join(", ")
             ),
+            Self::Example(e) => e.fmt(f),
             Self::Cargo(what) => write!(f, "the Xtensa build failed: {what}"),
             Self::Io(e) => write!(f, "collecting the images failed: {e}"),
         }
@@ -89,25 +103,30 @@ impl From<io::Error> for BuildError {
     }
 }
 
-/// Builds `name` (an example or a firmware program) and returns its 8 images.
+/// Builds `name` (an example or a firmware program) and returns its images: 8 for a
+/// library, one for a program linked once (the DMA engine).
 pub fn build(name: &str) -> Result<Images, BuildError> {
     let tools = Toolchain::locate().map_err(BuildError::Toolchain)?;
-    let program = Program::find(&tools.repo, name).ok_or_else(|| BuildError::UnknownProgram(name.into()))?;
-    // Examples need the runtime's `device` feature (host test runs skip them).
-    let (manifest, selector) = match &program {
-        Program::Example(name) => ("Cargo.toml", vec!["--features", "device", "--example", name]),
-        Program::Firmware(name) => ("qemu/firmware/Cargo.toml", vec!["--bin", name]),
-    };
-    let status = xtensa_cargo(&tools)
-        .args(["build", "--release", "--manifest-path"])
-        .arg(tools.repo.join(manifest))
-        .args(selector)
-        .status()
-        .map_err(|e| BuildError::Cargo(format!("cannot run {}: {e}", toolchain::CARGO)))?;
-    if !status.success() {
-        return Err(BuildError::Cargo(format!("cargo exited with {status}")));
+    let unknown = || BuildError::UnknownProgram(name.into(), Program::names(&tools.repo));
+    match Program::find(&tools.repo, name)?.ok_or_else(unknown)? {
+        Program::Example(project) => project.build().map_err(|e| BuildError::Example(Box::new(e))),
+        Program::Firmware(name) => {
+            let out = tools.repo.join("target/images").join(&name);
+            // The per-core link writes the images into `out` (linker/link-cores); the
+            // argument is this binary's own, so cargo relinks when it changes.
+            let status = xtensa_cargo(&tools)
+                .args(["rustc", "--release", "--manifest-path"])
+                .arg(tools.repo.join("qemu/firmware/Cargo.toml"))
+                .args(["--bin", &name, "--", "-C"])
+                .arg(format!("link-arg=--neuron-image-dir={}", out.display()))
+                .status()
+                .map_err(|e| BuildError::Cargo(format!("cannot run {}: {e}", toolchain::CARGO)))?;
+            if !status.success() {
+                return Err(BuildError::Cargo(format!("cargo exited with {status}")));
+            }
+            read_dir(&name, &out)
+        }
     }
-    collect(&tools, &program)
 }
 
 /// Debian's cargo, set up for the Xtensa target (see docs/toolchain.md).
@@ -123,44 +142,6 @@ pub fn xtensa_cargo(tools: &Toolchain) -> Command {
         .arg("--config")
         .arg(tools.repo.join(".cargo/xtensa.toml"));
     cargo
-}
-
-/// Copies the images of `program` to `target/images/<name>/core<i>.elf`.
-///
-/// cargo publishes core 0's image; `linker/link-cores` wrote the others beside the
-/// file cargo linked in `deps/`, which is the one with the same inode.
-fn collect(tools: &Toolchain, program: &Program) -> Result<Images, BuildError> {
-    let release = tools.repo.join("target/xtensa/xtensa-gpsimd-none-elf/release");
-    let published = match program {
-        Program::Example(name) => release.join("examples").join(name),
-        Program::Firmware(name) => release.join(name),
-    };
-    let inode = fs::metadata(&published)?.ino();
-    let deps = published.parent().expect("published in a folder").join(match program {
-        Program::Example(_) => "",
-        Program::Firmware(_) => "deps",
-    });
-    let linked = fs::read_dir(&deps)?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .find(|path| path != &published && fs::metadata(path).is_ok_and(|m| m.ino() == inode))
-        .ok_or_else(|| BuildError::Cargo(format!("no linked file behind {}", published.display())))?;
-    let out = tools.repo.join("target/images").join(program.name());
-    fs::create_dir_all(&out)?;
-    let mut cores = Vec::with_capacity(CORES);
-    for core in 0..CORES {
-        let source = if core == 0 { linked.clone() } else { with_suffix(&linked, &format!(".core{core}")) };
-        if core > 0 && !source.exists() {
-            break; // a one-image program (linked without a per-core script)
-        }
-        let image = out.join(format!("core{core}.elf"));
-        // Copy, then rename: a concurrent reader of the image sees a whole file.
-        let partial = out.join(format!("core{core}.elf.{:?}.partial", std::thread::current().id()));
-        fs::copy(&source, &partial)?;
-        fs::rename(&partial, &image)?;
-        cores.push(image);
-    }
-    Ok(Images { name: program.name().into(), cores })
 }
 
 /// The images of `name` the per-core link wrote into `dir` (`linker/link-cores
@@ -181,10 +162,4 @@ pub fn read_dir(name: &str, dir: &Path) -> Result<Images, BuildError> {
         )));
     }
     Ok(Images { name: name.into(), cores })
-}
-
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    name.into()
 }

@@ -9,12 +9,16 @@
 //! - [`elf`]: the little of ELF the checks need;
 //! - [`ucode_lib`]: the `ucode_lib.json` library package description;
 //! - [`package`]: packaging a library (8 images and `ucode_lib.json`);
-//! - [`examples`]: the examples' inputs and host references.
+//! - [`project`]: an op author's library anywhere on disk (the examples are ones);
+//! - [`library`]: the host API: load a library, call its kernels with [`array`]s,
+//!   read and write them as NumPy files ([`npy`]), [`generate`] inputs, and
+//!   [`compare`] outputs;
+//! - [`cli`]: the commands of the `ncop` and `sim` tools.
 pub mod array;
-pub mod device;
+pub mod cli;
 pub mod compare;
+pub mod device;
 pub mod elf;
-pub mod examples;
 pub mod generate;
 pub mod images;
 pub mod job;

@@ -24,15 +24,19 @@
 
 use crate::array::{Array, dtype_name};
 use crate::compare::canary;
-use crate::device::{self, RunError};
+use crate::device::{RunError, Session, SessionOptions};
 use crate::images::CORES;
-use crate::job::{JobError, Op, TENSOR_AREA_SIZE};
+use crate::job::{Job, JobError, Op, TENSOR_AREA, TENSOR_AREA_SIZE};
 use crate::package::{self, Package, PackageError};
 use crate::project::{Project, ProjectError};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
-use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, ScalarKind, Status};
+use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
+use neuroncustomop_wire::Descriptor;
 use neuroncustomop_wire::job::OutputDump;
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::fmt;
+use std::sync::{Mutex, PoisonError};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -73,7 +77,7 @@ pub enum Output {
     /// As given.
     Shape {
         /// Its dtype.
-        dtype: neuroncustomop::wrapper_api::Dtype,
+        dtype: Dtype,
         /// Its shape.
         shape: Vec<usize>,
     },
@@ -275,10 +279,13 @@ pub enum LoadError {
     Package(#[from] PackageError),
 }
 
-/// A packaged library, ready to call.
-#[derive(Debug, Clone)]
+/// A packaged library, ready to call. It keeps one booted device per core count and
+/// counting mode ([`crate::device::Session`]): the first call of each boots QEMU and
+/// enters the library, later calls only dispatch.
+#[derive(Debug)]
 pub struct Library {
     package: Package,
+    sessions: Mutex<BTreeMap<(usize, bool), Session>>,
 }
 
 /// The most arguments a kernel takes (the runtime's pull stream).
@@ -293,10 +300,10 @@ impl Library {
     pub fn load(path: impl AsRef<Path>) -> Result<Self, LoadError> {
         let path = path.as_ref();
         if path.join("ucode_lib.json").is_file() {
-            return Ok(Self { package: Package::open(path)? });
+            return Ok(Self::from_package(Package::open(path)?));
         }
         let project = Project::open(path)?.ok_or_else(|| LoadError::NotALibrary(path.into()))?;
-        Ok(Self { package: project.package()? })
+        Ok(Self::from_package(project.package()?))
     }
 
     /// The built-in example `name` of this repository (`examples/`), packaged.
@@ -304,12 +311,12 @@ impl Library {
     /// # Errors
     /// As [`package::package`].
     pub fn example(name: &str) -> Result<Self, LoadError> {
-        Ok(Self { package: package::package(name)? })
+        Ok(Self::from_package(package::package(name)?))
     }
 
     /// A library from a package already made.
     pub fn from_package(package: Package) -> Self {
-        Self { package }
+        Self { package, sessions: Mutex::new(BTreeMap::new()) }
     }
 
     /// The library's name.
@@ -348,74 +355,27 @@ impl Library {
         if !(1..=CORES).contains(&options.cores) {
             return Err(CallError::Cores(options.cores));
         }
-        if args.len() > MAX_ARGS {
-            return Err(CallError::TooManyArgs(args.len()));
-        }
-        let (out_dtype, out_shape) = match output {
-            Output::Shape { dtype, shape } => (dtype, shape),
-            Output::Like(index) => match args.get(index) {
-                Some(Arg::Tensor(like)) => (like.dtype(), like.shape().to_vec()),
-                other => {
-                    return Err(CallError::OutputLike { index, found: other.map(Arg::describe), count: args.len() });
-                }
-            },
-        };
-        let out_len = crate::array::numel(&out_shape) as u64 * out_dtype.size() as u64;
-        let mut staged: Vec<Vec<u8>> = args.iter().map(arg_bytes).collect();
-        let needed: u64 =
-            staged.iter().map(|bytes| (bytes.len().max(1) as u64).next_multiple_of(64)).sum::<u64>() + out_len.max(1);
-        if needed > u64::from(TENSOR_AREA_SIZE) {
-            return Err(CallError::DoesNotFit { needed, available: u64::from(TENSOR_AREA_SIZE) });
-        }
-        staged.push(canary(out_dtype).repeat(out_len as usize / out_dtype.size()));
-
         let mut job = self.package.job(options.cores).map_err(CallError::Job)?;
         job.header.memcpy_method = options.memcpy as u32;
-        let mut offset = 0u32;
-        let mut placed = Vec::with_capacity(staged.len());
-        for mut bytes in staged {
-            let len = bytes.len() as u32;
-            // The loader places no empty file: an empty tensor still gets one byte.
-            if bytes.is_empty() {
-                bytes.push(0);
-            }
-            let padded = (bytes.len() as u32).next_multiple_of(64);
-            placed.push((job.place(offset, bytes), len));
-            offset += padded;
-        }
-        let descriptor = |what: String, array: &Array, address: u64| {
-            let dims: Vec<u32> = array.shape().iter().map(|&d| u32::try_from(d).unwrap_or(u32::MAX)).collect();
-            ArgTensor::hbm_tensor(array.dtype(), &dims, address)
-                .map(|d| d.to_bytes())
-                .map_err(|reason| CallError::Descriptor { what, reason })
-        };
-        let mut inputs = Vec::with_capacity(args.len());
-        for (index, (arg, ((framework, _), _))) in args.iter().zip(&placed).enumerate() {
-            inputs.push(match arg {
-                Arg::Tensor(array) => descriptor(format!("argument {index}"), array, *framework)?,
-                Arg::Int(_) => ArgTensor::hbm_scalar(ScalarKind::Int, *framework).to_bytes(),
-                Arg::LongLong(_) => ArgTensor::hbm_scalar(ScalarKind::LongLong, *framework).to_bytes(),
-                Arg::Float(_) => ArgTensor::hbm_scalar(ScalarKind::Float, *framework).to_bytes(),
-            });
-        }
-        let ((out_framework, out_device), out_bytes) = *placed.last().expect("the output is placed");
-        let out_template = Array::filled(out_dtype, out_shape.clone(), &canary(out_dtype));
-        let output_descriptor = descriptor("the output".into(), &out_template, out_framework)?;
-        let op = Op {
-            function,
-            output: Some(output_descriptor),
-            inputs,
-            dump: OutputDump { address: out_device, len: out_bytes },
-        };
+        let staged = stage(&mut job, args, output)?;
+        let (out_dtype, out_shape) = (staged.dtype, staged.shape);
+        let op = Op { function, output: Some(staged.output), inputs: staged.inputs, dump: staged.dump };
         job.push(&op).map_err(CallError::Job)?;
 
         let started = Instant::now();
-        let report = if options.count_instructions {
-            device::run_counting_instructions(&self.package.images, &job)
-        } else {
-            device::run(&self.package.images, &job)
-        }
-        .map_err(CallError::Run)?;
+        let report = {
+            let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            let key = (options.cores, options.count_instructions);
+            let session = match sessions.entry(key) {
+                Entry::Occupied(session) => session.into_mut(),
+                Entry::Vacant(slot) => {
+                    let session_options =
+                        SessionOptions { count_instructions: options.count_instructions, ..SessionOptions::default() };
+                    slot.insert(Session::boot(&self.package.images, options.cores, session_options).map_err(CallError::Run)?)
+                }
+            };
+            session.dispatch(&job).map_err(CallError::Run)?
+        };
         let wall = started.elapsed();
 
         let mut statuses = Vec::with_capacity(options.cores);
@@ -445,6 +405,87 @@ impl Library {
     }
 }
 
+/// An op's arguments and output, placed in a job's device memory.
+#[derive(Debug, Clone)]
+pub struct Staged {
+    /// The output's descriptor.
+    pub output: Descriptor,
+    /// The arguments' descriptors, in order.
+    pub inputs: Vec<Descriptor>,
+    /// Where the output lands, for the loader to send back after the op.
+    pub dump: OutputDump,
+    /// The output's dtype.
+    pub dtype: Dtype,
+    /// The output's shape.
+    pub shape: Vec<usize>,
+}
+
+/// Places `args` and the output `output` describes in `job`'s tensor area, after what
+/// is there already (each 64-byte aligned), and describes them. The output starts as
+/// [`canary`] elements. [`Library::call_with`] stages this way; tests that write their
+/// own dispatch words do too.
+///
+/// # Errors
+/// [`CallError::TooManyArgs`], [`CallError::OutputLike`], [`CallError::DoesNotFit`],
+/// [`CallError::Descriptor`].
+pub fn stage(job: &mut Job, args: &[Arg], output: Output) -> Result<Staged, CallError> {
+    if args.len() > MAX_ARGS {
+        return Err(CallError::TooManyArgs(args.len()));
+    }
+    let (dtype, shape) = match output {
+        Output::Shape { dtype, shape } => (dtype, shape),
+        Output::Like(index) => match args.get(index) {
+            Some(Arg::Tensor(like)) => (like.dtype(), like.shape().to_vec()),
+            other => return Err(CallError::OutputLike { index, found: other.map(Arg::describe), count: args.len() }),
+        },
+    };
+    let out_len = crate::array::numel(&shape) as u64 * dtype.size() as u64;
+    let used = job
+        .data
+        .iter()
+        .filter(|(address, _)| *address >= TENSOR_AREA)
+        .map(|(address, bytes)| u64::from(address - TENSOR_AREA) + bytes.len() as u64)
+        .max()
+        .unwrap_or(0)
+        .next_multiple_of(64);
+    let args_len: u64 = args.iter().map(|arg| (arg_bytes(arg).len().max(1) as u64).next_multiple_of(64)).sum();
+    let needed = used + args_len + out_len.max(1);
+    if needed > u64::from(TENSOR_AREA_SIZE) {
+        return Err(CallError::DoesNotFit { needed, available: u64::from(TENSOR_AREA_SIZE) });
+    }
+    // Fits: every offset below is under TENSOR_AREA_SIZE, a u32.
+    let mut offset = used as u32;
+    let mut place = |mut bytes: Vec<u8>| {
+        // The loader places no empty file: an empty tensor still gets one byte.
+        if bytes.is_empty() {
+            bytes.push(0);
+        }
+        let padded = (bytes.len() as u32).next_multiple_of(64);
+        let placed = job.place(offset, bytes);
+        offset += padded;
+        placed
+    };
+    let describe = |what: String, dtype: Dtype, shape: &[usize], address: u64| {
+        let dims: Vec<u32> = shape.iter().map(|&d| u32::try_from(d).unwrap_or(u32::MAX)).collect();
+        ArgTensor::hbm_tensor(dtype, &dims, address)
+            .map(|d| d.to_bytes())
+            .map_err(|reason| CallError::Descriptor { what, reason })
+    };
+    let mut inputs = Vec::with_capacity(args.len());
+    for (index, arg) in args.iter().enumerate() {
+        let (framework, _) = place(arg_bytes(arg));
+        inputs.push(match arg {
+            Arg::Tensor(array) => describe(format!("argument {index}"), array.dtype(), array.shape(), framework)?,
+            Arg::Int(_) => ArgTensor::hbm_scalar(ScalarKind::Int, framework).to_bytes(),
+            Arg::LongLong(_) => ArgTensor::hbm_scalar(ScalarKind::LongLong, framework).to_bytes(),
+            Arg::Float(_) => ArgTensor::hbm_scalar(ScalarKind::Float, framework).to_bytes(),
+        });
+    }
+    let (framework, device) = place(canary(dtype).repeat(out_len as usize / dtype.size()));
+    let output = describe("the output".into(), dtype, &shape, framework)?;
+    Ok(Staged { output, inputs, dump: OutputDump { address: device, len: out_len as u32 }, dtype, shape })
+}
+
 /// The bytes an argument occupies in device memory.
 fn arg_bytes(arg: &Arg) -> Vec<u8> {
     match arg {
@@ -458,6 +499,13 @@ fn arg_bytes(arg: &Arg) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_library_can_be_shared_between_threads() {
+        // Python bindings and test harnesses hold one from several threads.
+        fn shared<T: Send + Sync>() {}
+        shared::<Library>();
+    }
 
     #[test]
     fn statuses_are_named() {

@@ -24,13 +24,14 @@
 //! runtime's `CUSTOMOP_LIB_VERSION` ([`ucode_version`]), `ulib_to_isa_version` the
 //! target the images are compiled for ([`ISA_VERSION`]).
 //!
-//! An example is Rust (`examples/<name>.rs`, built by [`images::build`]) or C: the
-//! `.c` files of `examples/<name>/`, compiled by Debian's `clang-22` and linked with the
-//! runtime's `libneuroncustomop.a` ([`build_images`]).
+//! A library is a project (`crate::project`): Rust, or the C files of its `src/`,
+//! compiled by Debian's `clang-22` and linked with the runtime's `libneuroncustomop.a`
+//! ([`compile_and_link_c`]).
 
 use crate::device::{self, RunError};
 use crate::images::{self, BuildError, CORES, Images};
 use crate::job::{Job, JobError};
+use crate::project::{Project, ProjectError};
 use crate::toolchain::{self, Toolchain};
 use crate::ucode_lib::{UcodeLib, UcodeLibError, UcodeLibRegistry};
 use neuroncustomop::start_exit::CUSTOMOP_LIB_VERSION;
@@ -68,8 +69,6 @@ pub fn package_dir(name: &str) -> PathBuf {
 /// Why a library could not be packaged.
 #[derive(Debug)]
 pub enum PackageError {
-    /// No `examples/<name>.rs` and no `.c` file in `examples/<name>/`.
-    UnknownExample(String),
     /// The Rust build failed.
     Build(BuildError),
     /// A C build step failed; says which.
@@ -110,9 +109,6 @@ pub enum PackageError {
 impl fmt::Display for PackageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::UnknownExample(name) => {
-                write!(f, "no example named {name}: expected examples/{name}.rs or C sources in examples/{name}/")
-            }
             Self::Build(e) => e.fmt(f),
             Self::CBuild(what) => write!(f, "the C build failed: {what}"),
             Self::Run(e) => write!(f, "reading the registered kernels: {e}"),
@@ -228,13 +224,14 @@ impl Package {
     }
 }
 
-/// Builds example `name`, reads its kernels from the images, and writes
-/// `target/package/<name>/`.
+/// Builds the built-in example `name` (`examples/<name>/`), reads its kernels from the
+/// images, and writes `target/package/<name>/`.
 ///
 /// # Errors
-/// Every [`PackageError`] but [`PackageError::Malformed`].
-pub fn package(name: &str) -> Result<Package, PackageError> {
-    package_into(name, &build_images(name)?, &package_dir(name))
+/// [`ProjectError::UnknownExample`] naming the examples there are, or the build's or
+/// packaging's error.
+pub fn package(name: &str) -> Result<Package, ProjectError> {
+    Project::example(name)?.ok_or_else(|| ProjectError::UnknownExample(name.into(), Project::examples()))?.package()
 }
 
 /// Reads the kernels `built` registers and writes the package of library `name` into
@@ -317,56 +314,6 @@ pub fn registered_kernels(library: &Images) -> Result<Vec<String>, PackageError>
     Ok(first)
 }
 
-/// How an example is written.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    /// `examples/<name>.rs`: a Rust library image with a `kernels!` table.
-    Rust,
-    /// The `.c` files of `examples/<name>/`, in name order.
-    C(Vec<PathBuf>),
-}
-
-/// How example `name` is written, if it exists.
-pub fn source(repo: &Path, name: &str) -> Option<Source> {
-    let examples = repo.join("examples");
-    if examples.join(format!("{name}.rs")).is_file() {
-        return Some(Source::Rust);
-    }
-    let mut sources: Vec<PathBuf> = fs::read_dir(examples.join(name))
-        .ok()?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "c"))
-        .collect();
-    sources.sort();
-    (!sources.is_empty()).then_some(Source::C(sources))
-}
-
-/// Builds example `name` into its 8 images (`target/images/<name>/core<i>.elf`).
-///
-/// A C example: each `.c` file is compiled by clang to assembly (`-S`, with the ISA
-/// features of the Rust target) and assembled by llvm-mc: objects LLVM 22 writes
-/// itself misplace their literal pools (llvm issue 190204, docs/toolchain.md), its
-/// assembly does not. The objects are linked with the runtime's `libneuroncustomop.a`
-/// by `linker/link-cores`, with the per-core scripts the runtime's build writes.
-///
-/// # Errors
-/// [`PackageError::UnknownExample`], [`PackageError::Build`] or
-/// [`PackageError::CBuild`].
-pub fn build_images(name: &str) -> Result<Images, PackageError> {
-    let tools = Toolchain::locate().map_err(|e| PackageError::Build(BuildError::Toolchain(e)))?;
-    match source(&tools.repo, name).ok_or_else(|| PackageError::UnknownExample(name.into()))? {
-        Source::Rust => images::build(name).map_err(PackageError::Build),
-        Source::C(sources) => build_c(&tools, name, &sources),
-    }
-}
-
-fn build_c(tools: &Toolchain, name: &str, sources: &[PathBuf]) -> Result<Images, PackageError> {
-    let work = tools.repo.join("target/c-examples").join(name);
-    let out = tools.repo.join("target/images").join(name);
-    compile_and_link_c(tools, name, sources, &work, &out)
-}
-
 /// Compiles the C `sources` of library `name` in `work`, links them with the runtime,
 /// and writes the 8 images as `out/core<i>.elf`.
 ///
@@ -411,10 +358,9 @@ struct RuntimeArchive {
 /// `libneuroncustomop.a` it wrote and its build script's output folder (the scripts
 /// `core<i>.x` and the assembled `.S` files, which the archive already holds).
 fn runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
-    // The `device` feature only selects the examples; with it the library is the very
-    // build the Rust examples link, so it is not compiled twice.
+    // The root package's library alone, as a Rust library's build compiles it.
     let output = images::xtensa_cargo(tools)
-        .args(["build", "--release", "--lib", "--features", "device", "--message-format=json-render-diagnostics"])
+        .args(["build", "--release", "--lib", "--message-format=json-render-diagnostics"])
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| PackageError::CBuild(format!("cannot run {}: {e}", toolchain::CARGO)))?;
@@ -555,15 +501,6 @@ mod tests {
             ucode_lib("twice", &kernels(&["a", "b", "a"])),
             Err(UcodeLibError::ConflictingFunctionId { .. } | UcodeLibError::FunctionRebound { .. })
         ));
-    }
-
-    #[test]
-    fn sources_are_rust_files_or_folders_of_c_files() {
-        let repo = toolchain::repo_root();
-        assert_eq!(source(&repo, "relu"), Some(Source::Rust));
-        assert_eq!(source(&repo, "c_kernel"), Some(Source::C(vec![repo.join("examples/c_kernel/scale.c")])));
-        assert_eq!(source(&repo, "common"), None, "a folder without C files");
-        assert_eq!(source(&repo, "missing"), None);
     }
 
     #[test]

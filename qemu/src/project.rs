@@ -15,7 +15,8 @@
 //!   runtime's `libneuroncustomop.a`; a `Cargo.toml` for its tests is optional.
 //!
 //! Outputs go to `target/neuroncustomop/` in the project: `images/core<i>.elf`, and
-//! the package in `package/<name>/`. The device build shares this repository's
+//! the package in `package/<name>/` (the built-in examples of `examples/` keep theirs
+//! in this repository's `target/images/<name>/` and `target/package/<name>/`). The device build shares this repository's
 //! `target/xtensa`, so `core`, `alloc` and the runtime are compiled once for all
 //! projects.
 
@@ -50,6 +51,12 @@ pub struct Project {
     pub name: String,
     /// Rust or C.
     pub language: Language,
+    /// Where the build writes the 8 images (`core<i>.elf`).
+    pub image_dir: PathBuf,
+    /// Where [`Project::package`] writes the package.
+    pub package_dir: PathBuf,
+    /// Scratch for the C build's objects.
+    pub work_dir: PathBuf,
 }
 
 /// Why a project could not be read, built or packaged.
@@ -87,6 +94,9 @@ pub enum ProjectError {
         #[source]
         source: BuildError,
     },
+    /// No built-in example has that name; the names there are.
+    #[error("no example named {} in examples/; there are: {}", .0, .1.join(", "))]
+    UnknownExample(String, Vec<String>),
     /// Packaging failed (the C build among it).
     #[error("packaging {name}")]
     Package {
@@ -134,17 +144,46 @@ impl Project {
                 .map(|name| name.replace('-', "_"))
                 .unwrap_or_else(folder_name),
         };
-        Ok(Some(Self { dir, name, language }))
+        let repo = toolchain::repo_root();
+        let mut name = name;
+        let (image_dir, package_dir, work_dir) = if dir.parent() == Some(&repo.join("examples")) {
+            // A built-in example: named after its folder, its outputs where `cargo sim`
+            // has always put them.
+            name = dir.file_name().expect("in examples/").to_string_lossy().into_owned();
+            (repo.join("target/images").join(&name), package::package_dir(&name), repo.join("target/c-examples").join(&name))
+        } else {
+            let out = dir.join("target/neuroncustomop");
+            (out.join("images"), out.join("package").join(&name), out.join("c"))
+        };
+        Ok(Some(Self { dir, name, language, image_dir, package_dir, work_dir }))
     }
 
-    /// Where the build's outputs go: `target/neuroncustomop/` in the project.
-    pub fn out_dir(&self) -> PathBuf {
-        self.dir.join("target/neuroncustomop")
+    /// The built-in example `name` (`examples/<name>/` of this repository), with its
+    /// outputs where `cargo sim` has always put them: `target/images/<name>/` and
+    /// `target/package/<name>/`. `None` when there is no such example.
+    ///
+    /// # Errors
+    /// As [`Project::open`].
+    pub fn example(name: &str) -> Result<Option<Self>, ProjectError> {
+        let dir = toolchain::repo_root().join("examples").join(name);
+        if name.is_empty() || name.contains('/') || !dir.is_dir() {
+            return Ok(None);
+        }
+        Self::open(&dir)
     }
 
-    /// Where [`Project::package`] writes.
-    pub fn package_dir(&self) -> PathBuf {
-        self.out_dir().join("package").join(&self.name)
+    /// The names of the built-in examples (the libraries among `examples/`' folders:
+    /// `examples/common` is a helper crate), sorted.
+    pub fn examples() -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(toolchain::repo_root().join("examples"))
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter(|entry| matches!(Self::open(&entry.path()), Ok(Some(_))))
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
     }
 
     /// Builds the 8 device images.
@@ -154,7 +193,7 @@ impl Project {
     pub fn build(&self) -> Result<Images, ProjectError> {
         let build_error = |source| ProjectError::Build { name: self.name.clone(), source };
         let tools = Toolchain::locate().map_err(|e| build_error(BuildError::Toolchain(e)))?;
-        let image_dir = self.out_dir().join("images");
+        let image_dir = &self.image_dir;
         match &self.language {
             Language::Rust { bin, device_feature } => {
                 let mut cargo = images::xtensa_cargo(&tools);
@@ -174,10 +213,10 @@ impl Project {
                 if !status.success() {
                     return Err(build_error(BuildError::Cargo(format!("cargo exited with {status}"))));
                 }
-                images::read_dir(&self.name, &image_dir).map_err(build_error)
+                images::read_dir(&self.name, image_dir).map_err(build_error)
             }
             Language::C(sources) => {
-                package::compile_and_link_c(&tools, &self.name, sources, &self.out_dir().join("c"), &image_dir)
+                package::compile_and_link_c(&tools, &self.name, sources, &self.work_dir, image_dir)
                     .map_err(|source| ProjectError::Package { name: self.name.clone(), source })
             }
         }
@@ -189,7 +228,7 @@ impl Project {
     /// [`ProjectError::Build`] or [`ProjectError::Package`].
     pub fn package(&self) -> Result<Package, ProjectError> {
         let built = self.build()?;
-        package::package_into(&self.name, &built, &self.package_dir())
+        package::package_into(&self.name, &built, &self.package_dir)
             .map_err(|source| ProjectError::Package { name: self.name.clone(), source })
     }
 }
@@ -256,7 +295,7 @@ mod tests {
         assert_eq!(project.name, format!("project_test_{}_my_c_op", std::process::id()));
         let dir = dir.canonicalize().unwrap();
         assert_eq!(project.language, Language::C(vec![dir.join("src/a.c"), dir.join("src/b.c")]));
-        assert_eq!(project.package_dir(), dir.join("target/neuroncustomop/package").join(&project.name));
+        assert_eq!(project.package_dir, dir.join("target/neuroncustomop/package").join(&project.name));
         fs::remove_dir_all(dir).unwrap();
     }
 
@@ -277,5 +316,17 @@ mod tests {
         let empty = scratch("empty");
         assert_eq!(Project::open(&empty).unwrap(), None);
         fs::remove_dir_all(&empty).unwrap();
+    }
+
+    #[test]
+    fn the_examples_are_projects_with_the_usual_outputs() {
+        assert_eq!(Project::examples(), ["c_kernel", "relu", "sort", "vector_add"]);
+        let relu = Project::example("relu").unwrap().unwrap();
+        assert_eq!(relu.language, Language::Rust { bin: "relu".into(), device_feature: true });
+        assert_eq!(relu.package_dir, toolchain::repo_root().join("target/package/relu"));
+        let c = Project::example("c_kernel").unwrap().unwrap();
+        assert_eq!((c.name.as_str(), matches!(c.language, Language::C(_))), ("c_kernel", true));
+        assert!(matches!(Project::example("common"), Err(ProjectError::NoBinary { .. })), "a helper crate");
+        assert_eq!(Project::example("missing").unwrap(), None);
     }
 }

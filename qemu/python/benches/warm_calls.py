@@ -25,7 +25,7 @@ def main() -> None:
     options = parser.parse_args()
 
     started = time.perf_counter()
-    library = neuroncustomop.load(REPO / "examples" / "relu.rs")
+    library = neuroncustomop.load(REPO / "examples" / "relu")
     loading = time.perf_counter() - started
     kernel = library[options.kernel]
     x = np.random.default_rng(1).uniform(-100, 100, (2, 32768)).astype(np.float32)

@@ -4,28 +4,15 @@
 use crate::call::{self, Input, RawCall};
 use crate::{DeviceError, PackageError};
 use neuroncustomop_sim::library::{self as host, CallError, Options, Output};
-use neuroncustomop_sim::toolchain::repo_root;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::error::Error;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A packaged kernel library, ready to run.
 #[pyclass(module = "neuroncustomop._native", frozen)]
 pub struct Library {
     library: host::Library,
-}
-
-/// Which built-in example of this repository `path` is: `examples/<name>.rs` or the
-/// folder `examples/<name>/`.
-fn example_name(path: &Path) -> Option<String> {
-    let path = path.canonicalize().ok()?;
-    let examples = repo_root().join("examples").canonicalize().ok()?;
-    if path.parent()? != examples {
-        return None;
-    }
-    let name = if path.is_dir() { path.file_name()? } else { path.file_stem()? };
-    Some(name.to_str()?.to_owned())
 }
 
 /// `error` and each of its causes, one per line.
@@ -54,15 +41,11 @@ fn call_error(error: CallError) -> PyErr {
 
 #[pymethods]
 impl Library {
-    /// Loads the library at `path`: a package folder (`ucode_lib.json`), an op
-    /// author's project (built and packaged first), or a built-in example of this
-    /// repository (`examples/<name>.rs`, `examples/<name>/`).
+    /// Loads the library at `path`: a package folder (`ucode_lib.json`), or a project
+    /// (`ncop new`, the checkout's `examples/<name>/`), built and packaged first.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let loaded = py.detach(|| match example_name(&path) {
-            Some(name) => host::Library::example(&name),
-            None => host::Library::load(&path),
-        });
+        let loaded = py.detach(|| host::Library::load(&path));
         let library = loaded.map_err(|e| PackageError::new_err(format!("{}: {}", path.display(), with_causes(&e))))?;
         Ok(Self { library })
     }
@@ -86,7 +69,9 @@ impl Library {
     }
 
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
-    /// `output_dtype` and `output_shape`, counting instructions.
+    /// `output_dtype` and `output_shape`. The library's device for that core count
+    /// and counting mode stays booted between calls.
+    #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
     fn call(
         &self,
         py: Python<'_>,
@@ -95,6 +80,7 @@ impl Library {
         output_dtype: &str,
         output_shape: Vec<usize>,
         cores: usize,
+        count_instructions: bool,
     ) -> PyResult<RawCall> {
         if inputs.is_empty() {
             // The dispatch words carry the output descriptor after the inputs'
@@ -107,9 +93,14 @@ impl Library {
             .map(|(index, input)| input.to_arg(&format!("input {index}")))
             .collect::<PyResult<Vec<_>>>()?;
         let output = Output::Shape { dtype: call::dtype(output_dtype)?, shape: output_shape };
-        let options = Options { cores, ..Options::default() };
+        let options = Options { cores, count_instructions, ..Options::default() };
         let library = &self.library;
-        let done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
+        let mut done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
+        if !count_instructions {
+            // Without -icount the loader still reports CCOUNT ticks, which then follow
+            // the host's clock and count nothing; the host API passes them on.
+            done.instructions.clear();
+        }
         Ok(RawCall::new(py, done))
     }
 }

@@ -17,8 +17,8 @@ def repo():
 
 @pytest.fixture(scope="session")
 def relu():
-    """examples/relu.rs: relu, relu_tcm, relu_multicore over float32."""
-    return neuroncustomop.load(REPO / "examples" / "relu.rs")
+    """examples/relu: relu, relu_tcm, relu_multicore over float32."""
+    return neuroncustomop.load(REPO / "examples" / "relu")
 
 
 @pytest.fixture(scope="session")

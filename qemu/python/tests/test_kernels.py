@@ -29,6 +29,15 @@ def test_every_relu_variant_on_its_cores(relu):
     assert not result.unwritten.any()
 
 
+def test_instructions_are_counted_unless_asked_not_to(relu):
+    x = random_floats(256, 8)
+    counted = relu.relu.run(x)
+    assert len(counted.instructions) == 1 and counted.instructions[0] > 256
+    uncounted = relu.relu.run(x, count_instructions=False)
+    assert uncounted.instructions == []
+    np.testing.assert_array_equal(uncounted.output, np.maximum(x, 0))
+
+
 def test_a_non_contiguous_input_is_copied(relu):
     x = random_floats((40, 30), 3)
     view = x[::2, ::3]
@@ -74,7 +83,7 @@ def test_the_output_shape_and_dtype_can_be_given(relu):
 
 
 def test_the_package_goes_to_the_build_directory(repo, tmp_path):
-    source = repo / "examples" / "relu.rs"
+    source = repo / "examples" / "relu" / "src" / "kernels.rs"
     built = neuroncustomop.load(name="relu", compute_srcs=[source], build_directory=tmp_path)
     assert built.package_dir == str(tmp_path / "relu")
     assert sorted(p.name for p in (tmp_path / "relu").iterdir())[-1] == "ucode_lib.json"

@@ -4,7 +4,7 @@ A library is loaded once and its kernels are called with NumPy arrays (or PyTorc
 tensors, through the array protocol); they return NumPy arrays.
 
 >>> import numpy as np, neuroncustomop                      # doctest: +SKIP
->>> lib = neuroncustomop.load("examples/relu.rs")
+>>> lib = neuroncustomop.load("examples/relu")
 >>> x = np.linspace(-1, 1, 8, dtype=np.float32)
 >>> np.testing.assert_array_equal(lib.relu(x), np.maximum(x, 0))
 

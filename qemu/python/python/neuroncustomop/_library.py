@@ -38,7 +38,8 @@ class CallResult:
         (it keeps the newest).
     instructions : list of int
         Per core, the guest instructions the kernel took (to within 25 when QEMU did
-        not switch cores in the middle; an upper bound otherwise).
+        not switch cores in the middle; an upper bound otherwise); empty when the call
+        did not count them.
     wall : float
         Seconds the simulated device took for the call.
     """
@@ -85,6 +86,7 @@ class Kernel:
         out_shape: Optional[Sequence[int]] = None,
         out_dtype: Any = None,
         cores: Optional[int] = None,
+        count_instructions: bool = True,
     ) -> CallResult:
         """Runs the kernel once on the simulated device.
 
@@ -103,6 +105,10 @@ class Kernel:
         cores : int, optional
             Cores to run on, 1 to 8. Default: 8 for a library loaded with
             ``multicore=True``, else 1.
+        count_instructions : bool, default True
+            Count each core's guest instructions (QEMU's ``-icount``). Without, calls
+            are faster and ``instructions`` is empty. The library keeps one booted
+            device per core count and counting mode.
 
         Returns
         -------
@@ -122,7 +128,7 @@ class Kernel:
         shape, dtype = self.library._output_of(self.name, inputs, out_shape, out_dtype)
         arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
         cores = self.library.cores if cores is None else cores
-        raw = self.library._native.call(self.name, arguments, dtype.name, list(shape), cores)
+        raw = self.library._native.call(self.name, arguments, dtype.name, list(shape), cores, count_instructions)
         result = _result(raw, shape, dtype)
         if result.status != 0:
             raise KernelError(self.name, result)
@@ -238,16 +244,15 @@ def load(
     Parameters
     ----------
     path : str or os.PathLike, optional
-        A kernel library: an op author's project folder (``ncop new``: a Rust crate, or
-        C sources in ``src/``), a package folder (one with ``ucode_lib.json``), or a
-        built-in example of the checkout (``examples/relu.rs``, ``examples/c_kernel``).
+        A kernel library: a project folder (``ncop new``, or an example of the
+        checkout such as ``examples/relu``: a Rust crate, or C sources in ``src/``),
+        or a package folder (one with ``ucode_lib.json``).
     name : str, optional
         The library's name (the vendor's ``name``); checked against the library's own.
     compute_srcs : sequence of path, optional
         The kernel sources (the vendor's ``compute_srcs``), all in one folder: the
-        ``src/`` files of a project load that project; one ``.rs`` file is a
-        built-in example; other ``.c`` files are copied into a new C project,
-        ``<build_directory>/<name>/``, and built there.
+        ``src/`` files of a project load that project; ``.c`` files elsewhere are
+        copied into a new C project, ``<build_directory>/<name>/``, and built there.
     build_directory : path, optional
         Where the build's results go (the vendor's ``build_directory``), in
         ``<build_directory>/<name>/``: the package (loadable again with
@@ -274,7 +279,7 @@ def load(
     Examples
     --------
     >>> import numpy as np, neuroncustomop
-    >>> relu = neuroncustomop.load("examples/relu.rs")          # doctest: +SKIP
+    >>> relu = neuroncustomop.load("examples/relu")          # doctest: +SKIP
     >>> relu.relu(np.array([-1.0, 2.0], dtype=np.float32))     # doctest: +SKIP
     array([0., 2.], dtype=float32)
     >>> lib = neuroncustomop.load(name="muladd", compute_srcs=["muladd.c"],
@@ -316,8 +321,6 @@ def _library_of_sources(
     folder = folders.pop()
     if os.path.basename(folder) == "src":
         return os.path.dirname(folder), False
-    if len(sources) == 1 and sources[0].endswith(".rs"):
-        return sources[0], False
     if not all(source.endswith(".c") for source in sources):
         raise ValueError(
             f"compute_srcs {list(sources)}: loose sources are .c files (a Rust library is a project: ncop new)"

@@ -1,7 +1,7 @@
 //! `ncop new`: a kernel library with one kernel and its test, anywhere on disk.
 
 use clap::{Args, ValueEnum};
-use neuroncustomop_sim::toolchain::repo_root;
+use crate::toolchain::repo_root;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,16 +22,16 @@ impl Lang {
     fn files(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Lang::Rust => &[
-                ("Cargo.toml", include_str!("../../../templates/rust/Cargo.toml")),
-                ("src/kernels.rs", include_str!("../../../templates/rust/src/kernels.rs")),
-                ("tests/kernels.rs", include_str!("../../../templates/rust/tests/kernels.rs")),
-                (".gitignore", include_str!("../../../templates/rust/gitignore")),
+                ("Cargo.toml", include_str!("../../templates/rust/Cargo.toml")),
+                ("src/kernels.rs", include_str!("../../templates/rust/src/kernels.rs")),
+                ("tests/kernels.rs", include_str!("../../templates/rust/tests/kernels.rs")),
+                (".gitignore", include_str!("../../templates/rust/gitignore")),
             ],
             Lang::C => &[
-                ("Cargo.toml", include_str!("../../../templates/c/Cargo.toml")),
-                ("src/kernels.c", include_str!("../../../templates/c/src/kernels.c")),
-                ("tests/kernels.rs", include_str!("../../../templates/c/tests/kernels.rs")),
-                (".gitignore", include_str!("../../../templates/c/gitignore")),
+                ("Cargo.toml", include_str!("../../templates/c/Cargo.toml")),
+                ("src/kernels.c", include_str!("../../templates/c/src/kernels.c")),
+                ("tests/kernels.rs", include_str!("../../templates/c/tests/kernels.rs")),
+                (".gitignore", include_str!("../../templates/c/gitignore")),
             ],
         }
     }
@@ -73,7 +73,7 @@ pub enum NewError {
     },
 }
 
-pub fn exec(args: NewArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+pub fn exec(args: NewArgs) -> super::Outcome {
     let name = match &args.name {
         Some(name) => name.clone(),
         None => args.dir.file_name().map(|n| n.to_string_lossy().replace('-', "_")).unwrap_or_default(),

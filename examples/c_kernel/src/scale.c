@@ -7,7 +7,7 @@
  * (customop_tensor_dtype and customop_tensor_numel read a descriptor's shape).
  *
  * Two kernels: `scale` on one core, and `scale_multicore`, where every core scales its
- * own slice (core i takes [i * share, (i + 1) * share), the last core the remainder).
+ * own slice (core i of n takes [i * count / n, (i + 1) * count / n)).
  */
 #include <neuroncustomop.h>
 
@@ -30,9 +30,10 @@ static void scale_share(uint32_t core, uint32_t cores) {
             customop_tensor_dtype(out) != NEURON_ISA_TPB_DTYPE_FLOAT32 || customop_tensor_numel(out) != count) {
             customop_fail(SHAPE_MISMATCH);
         } else if (src != NULL && dst != NULL) { /* NULL: empty, or a status already set */
-            uint32_t share = count / cores;
-            uint32_t begin = core * share;
-            uint32_t end = core + 1 == cores ? count : begin + share;
+            /* Core i of n takes [i * count / n, (i + 1) * count / n): shares differ by at
+             * most one element (64-bit products: count * cores may pass 2^32). */
+            uint32_t begin = (uint32_t)((uint64_t)count * core / cores);
+            uint32_t end = (uint32_t)((uint64_t)count * (core + 1) / cores);
             for (uint32_t i = begin; i < end; i++) {
                 dst[i] = src[i] * factor;
             }

@@ -10,11 +10,8 @@
 //! the checkout's path when it is built, and builds every project with that
 //! checkout's runtime and Xtensa set-up (docs/op-author-guide.md).
 
-mod new;
-mod package;
-mod run;
-
 use clap::{Parser, Subcommand};
+use neuroncustomop_sim::cli::{self, new, package, run};
 use std::process::ExitCode;
 
 /// An op author's tool: make a kernel library anywhere, package it, run its kernels
@@ -34,23 +31,13 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
+    let outcome = match Cli::parse().command {
         Command::New(args) => new::exec(args),
         Command::Package(args) => package::exec(args),
         Command::Run(args) => run::exec(args),
     };
-    match result {
-        Ok(code) => code,
-        Err(error) => {
-            // The error and every cause under it, outermost first.
-            eprintln!("ncop: {error}");
-            let mut source = error.source();
-            while let Some(cause) = source {
-                eprintln!("  caused by: {cause}");
-                source = cause.source();
-            }
-            ExitCode::from(2)
-        }
-    }
+    outcome.unwrap_or_else(|error| {
+        cli::report("ncop", error.as_ref());
+        ExitCode::from(2)
+    })
 }

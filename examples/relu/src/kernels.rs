@@ -44,14 +44,15 @@ fn relu_tcm(args: &Args) -> Result<Tensor<'_>, KernelError> {
     Ok(out)
 }
 
-/// All cores: each takes its own slice of the tensor, the last core the remainder.
+/// All cores: each takes its own slice of the tensor.
 fn relu_multicore(args: &Args) -> Result<Tensor<'_>, KernelError> {
     let x = args.tensor()?;
     let mut out = args.output()?;
-    let (core, cores) = (get_cpu_id() as usize, get_cpu_count() as usize);
-    let share = x.numel() / cores;
-    let end = if core + 1 == cores { x.numel() } else { (core + 1) * share };
-    relu_through_tcm(args, &x, &mut out, core * share..end)?;
+    // Core i of n takes [i * count / n, (i + 1) * count / n): shares differ by at most
+    // one element, and every element has one core (in u64: the device's usize is 32 bits).
+    let (core, cores, count) = (u64::from(get_cpu_id()), u64::from(get_cpu_count()), x.numel() as u64);
+    let bound = |core: u64| (count * core / cores) as usize;
+    relu_through_tcm(args, &x, &mut out, bound(core)..bound(core + 1))?;
     Ok(out)
 }
 

@@ -1,8 +1,8 @@
-//! `ncop package`: build a project for the device and package it.
+//! `ncop package` and `sim package`: build a library for the device and package it.
 
 use clap::Args;
-use neuroncustomop_sim::library::{LoadError, Library};
-use neuroncustomop_sim::project::Project;
+use crate::library::{LoadError, Library};
+use crate::project::Project;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -15,7 +15,7 @@ pub struct PackageArgs {
     pub dir: PathBuf,
 }
 
-pub fn exec(args: PackageArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+pub fn exec(args: PackageArgs) -> super::Outcome {
     let library = load(&args.dir)?;
     let package = library.package();
     println!("{} in {} (kernels: {})", library.name(), package.dir.display(), library.kernels().join(", "));
@@ -29,4 +29,18 @@ pub fn load(dir: &Path) -> Result<Library, LoadError> {
         eprintln!("ncop: building {} for the device ({})", project.name, project.dir.display());
     }
     Library::load(dir)
+}
+
+/// Build a built-in example (examples/<name>/) and write its package to
+/// target/package/<name>/.
+#[derive(Debug, Args)]
+pub struct ExampleArgs {
+    /// The example.
+    pub example: String,
+}
+
+pub fn exec_example(args: ExampleArgs) -> super::Outcome {
+    let package = crate::package::package(&args.example)?;
+    println!("{} in {} (kernels: {})", package.name(), package.dir.display(), package.kernels().join(", "));
+    Ok(ExitCode::SUCCESS)
 }

@@ -2,21 +2,17 @@
 
 use clap::{Args, ValueEnum};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
-use neuroncustomop_sim::array::{Dtype, dtype_name, parse_dtype};
-use neuroncustomop_sim::compare::{Mismatch, Tolerance, compare};
-use neuroncustomop_sim::generate::{Distribution, generate};
-use neuroncustomop_sim::library::{Arg, Options, Output};
-use neuroncustomop_sim::npy::{self, NpyError};
-use std::path::PathBuf;
+use crate::array::{Dtype, dtype_name, parse_dtype};
+use crate::compare::{Mismatch, Tolerance, compare};
+use crate::generate::{Distribution, generate};
+use crate::library::{Arg, Options, Output};
+use crate::npy::{self, NpyError};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
 
-/// Package the library, call KERNEL once on the simulated device, print its status,
-/// what each core printed and the instruction counts; save the output as .npy and
-/// compare it with an expected .npy. Exits with 0 when the kernel succeeded (and
-/// matched), 1 when it failed or differed, 2 on bad input.
-#[derive(Debug, Args)]
-#[command(after_help = "\
+/// How `--arg` is written, for the commands that take it.
+pub const ARGUMENTS_HELP: &str = "\
 Arguments, in the order the kernel pulls them (--arg, repeated):
   x.npy                     a tensor from a NumPy file (every device dtype; bfloat16 as |V2)
   gen:DTYPE:SHAPE[:DIST]    a generated tensor, e.g. gen:float32:4x128:normal:0:2
@@ -24,13 +20,28 @@ Arguments, in the order the kernel pulls them (--arg, repeated):
                             DIST uniform (in [-1, 1)), uniform:LOW:HIGH, normal, normal:MEAN:STD, range
   int:V, longlong:V, float:V   a scalar of that C kind
 
-Example: ncop run scale --arg x.npy --arg float:0.5 --save out.npy --expect want.npy --rtol 1e-6")]
+Example: ncop run scale --arg x.npy --arg float:0.5 --save out.npy --expect want.npy --rtol 1e-6";
+
+/// Package the library, call KERNEL once on the simulated device, print its status,
+/// what each core printed and the instruction counts; save the output as .npy and
+/// compare it with an expected .npy. Exits with 0 when the kernel succeeded (and
+/// matched), 1 when it failed or differed, 2 on bad input.
+#[derive(Debug, Args)]
+#[command(after_help = ARGUMENTS_HELP)]
 pub struct RunArgs {
     /// The kernel to call.
     pub kernel: String,
     /// The library: a project folder, or a package folder (ucode_lib.json).
     #[arg(short, long, default_value = ".")]
     pub lib: PathBuf,
+    /// The call's data and settings.
+    #[command(flatten)]
+    pub call: CallArgs,
+}
+
+/// What a call takes: its arguments, its output, how it runs, and what to compare.
+#[derive(Debug, Args)]
+pub struct CallArgs {
     /// One argument of the kernel (see below); repeat in argument order.
     #[arg(long = "arg", value_name = "ARG")]
     pub args: Vec<ArgSpec>,
@@ -47,6 +58,11 @@ pub struct RunArgs {
     /// Cores that run the kernel (8 for a kernel that splits its work by get_cpu_count()).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub cores: u8,
+    /// Call the kernel R times (the device stays booted); each core's count is its
+    /// fewest (a count also holds what QEMU ran on other cores meanwhile: the fewest
+    /// has the least of that). Every output is checked.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
     /// The backend of the runtime's neuron_memcpy.
     #[arg(long, value_enum, default_value_t = Memcpy::Vector)]
     pub memcpy: Memcpy,
@@ -165,12 +181,20 @@ pub enum RunError {
     /// A file could not be written.
     #[error("saving")]
     Save(#[source] NpyError),
+    /// A repeated call gave another output or status than the first.
+    #[error("the kernel gave another output or status when called again with the same arguments")]
+    Unrepeatable,
     /// No tensor argument to take the output's form from.
     #[error("no tensor argument to give the output its shape: say --output DTYPE:SHAPE")]
     NoOutputForm,
 }
 
-pub fn exec(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
+pub fn exec(args: RunArgs) -> super::Outcome {
+    call(&args.lib, &args.kernel, &args.call)
+}
+
+/// Loads the library at `lib` and calls `kernel` as `args` say.
+pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     let mut call_args = Vec::with_capacity(args.args.len());
     for (index, spec) in args.args.iter().enumerate() {
         call_args.push(match spec {
@@ -199,7 +223,7 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
     }
 
-    let library = super::package::load(&args.lib)?;
+    let library = super::package::load(lib)?;
     let memcpy = match args.memcpy {
         Memcpy::C => NeuronMemcpyMethod::CMemcpy,
         Memcpy::Vector => NeuronMemcpyMethod::VecMemcpy,
@@ -207,13 +231,24 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
     };
     let options = Options { cores: usize::from(args.cores), memcpy, count_instructions: true };
     let described: Vec<String> = call_args.iter().map(Arg::describe).collect();
-    let call = library.call_with(&args.kernel, &call_args, output, &options)?;
+    let mut call = library.call_with(kernel, &call_args, output.clone(), &options)?;
+    for _ in 1..args.repeat {
+        let again = library.call_with(kernel, &call_args, output.clone(), &options)?;
+        if again.output != call.output || again.statuses != call.statuses {
+            return Err(RunError::Unrepeatable.into());
+        }
+        call.instructions = call.instructions.iter().zip(&again.instructions).map(|(a, b)| *a.min(b)).collect();
+        call.wall = call.wall.min(again.wall);
+    }
 
-    println!("{} / {}({}) on {} core(s)", library.name(), args.kernel, described.join(", "), options.cores);
+    println!("{} / {}({}) on {} core(s)", library.name(), kernel, described.join(", "), options.cores);
     println!("  output      {} {:?}", dtype_name(call.output.dtype()), call.output.shape());
     println!("  status      {}", call.status);
-    println!("  wall time   {:.2} s under QEMU", call.wall.as_secs_f64());
-    println!("  instructions per core {:?}", call.instructions);
+    let elements = call.output.numel().max(1) as f64;
+    println!("  wall time   {:.3} s under QEMU (the fastest of {} calls)", call.wall.as_secs_f64(), args.repeat);
+    if let Some(&slowest) = call.instructions.iter().max() {
+        println!("  instructions {slowest} on the slowest core, {:.2} per output element; per core {:?}", slowest as f64 / elements, call.instructions);
+    }
     for (core, printed) in call.stdout.iter().enumerate().filter(|(_, p)| !p.text.is_empty() || p.lost > 0) {
         let lost = if printed.lost > 0 { format!(" ({} bytes lost first)", printed.lost) } else { String::new() };
         println!("  core {core} printed{lost}:\n{}", printed.text.trim_end());
@@ -244,6 +279,57 @@ pub fn exec(args: RunArgs) -> Result<ExitCode, Box<dyn std::error::Error>> {
             println!("  result      MISMATCH ({tolerance:?}): {mismatch}");
             Ok(ExitCode::FAILURE)
         }
+    }
+}
+
+/// Run an example's own tests, one of its kernels, or a firmware program.
+///
+/// `sim run <example>` packages the example and runs its tests (examples/<name>/tests/,
+/// the kernels against their host reference), showing what they print. `sim run
+/// <example> <kernel> --arg ...` calls one kernel, as `ncop run` does. `sim run
+/// <program>` builds a firmware program and boots it, and exits with its status.
+#[derive(Debug, Args)]
+#[command(after_help = ARGUMENTS_HELP)]
+pub struct SimRunArgs {
+    /// An example (examples/<name>/) or a firmware program (qemu/firmware/src/bin/).
+    pub name: String,
+    /// The example's kernel to call.
+    pub kernel: Option<String>,
+    /// A firmware program: count instructions (-icount shift=0,sleep=off).
+    #[arg(long)]
+    pub count_instructions: bool,
+    /// The call's data and settings.
+    #[command(flatten)]
+    pub call: CallArgs,
+}
+
+pub fn exec_sim(args: SimRunArgs) -> super::Outcome {
+    super::setup::setup()?;
+    let repo = crate::toolchain::repo_root();
+    let cargo = || std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    match (crate::project::Project::example(&args.name)?, &args.kernel) {
+        (Some(project), Some(kernel)) => call(&project.dir, kernel, &args.call),
+        (Some(project), None) => {
+            let manifest = project.dir.join("Cargo.toml");
+            let status = cargo().current_dir(&repo).args(["test", "--manifest-path"]).arg(manifest).args(["--", "--nocapture"]).status()?;
+            Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        (None, _) => boot_program(&args),
+    }
+}
+
+/// Builds a firmware program and boots it on `--cores` cores.
+fn boot_program(args: &SimRunArgs) -> super::Outcome {
+    let built = crate::images::build(&args.name)?;
+    let cores = usize::from(args.call.cores).min(built.cores.len());
+    let mut boot = crate::machine::Boot::new(built.cores[..cores].to_vec());
+    boot.count_instructions = args.count_instructions;
+    let outcome = boot.run()?;
+    print!("{}", outcome.stdout);
+    eprint!("{}", outcome.stderr);
+    match outcome.code() {
+        Some(code) => Ok(ExitCode::from(u8::try_from(code).unwrap_or(255))),
+        None => Err(format!("{} did not finish within {:?}", args.name, boot.timeout).into()),
     }
 }
 

@@ -1,0 +1,45 @@
+//! c_kernel's C kernels on the simulated device against the host reference
+//! `x * factor`.
+
+use neuroncustomop_sim::array::{Array, Dtype};
+use neuroncustomop_sim::compare::{Tolerance, compare};
+use neuroncustomop_sim::generate::{Distribution, generate};
+use neuroncustomop_sim::library::{Arg, Library, Options, Output};
+use std::sync::OnceLock;
+
+fn c_kernel() -> &'static Library {
+    static LIBRARY: OnceLock<Library> = OnceLock::new();
+    LIBRARY.get_or_init(|| Library::load(env!("CARGO_MANIFEST_DIR")).unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn check(kernel: &str, shape: Vec<usize>, cores: usize, seed: u64) {
+    let x = generate(Dtype::Float32, shape, Distribution::Uniform { low: -100.0, high: 100.0 }, seed);
+    let factor = -2.75f32;
+    let options = Options { cores, ..Options::default() };
+    let call = c_kernel().call_with(kernel, &[Arg::Tensor(x.clone()), Arg::Float(factor)], Output::Like(0), &options);
+    let call = call.unwrap().check().unwrap_or_else(|failed| panic!("{failed}"));
+    let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v * factor).collect();
+    let want = Array::from_vec(x.shape().to_vec(), want).unwrap();
+    compare(&call.output, &want, Tolerance::VALUE).unwrap_or_else(|mismatch| panic!("{kernel}: {mismatch}"));
+}
+
+#[test]
+fn one_core_matches_the_host() {
+    check("scale", vec![3, 1001], 1, 15);
+}
+
+#[test]
+fn eight_cores_match_the_host() {
+    check("scale_multicore", vec![5003], 8, 16);
+    check("scale_multicore", vec![6], 8, 17); // fewer elements than cores
+}
+
+#[test]
+fn an_output_of_another_size_fails_with_the_kernels_code() {
+    // The kernel reads the shapes with customop_tensor_numel and reports its code with
+    // customop_fail.
+    let x = generate(Dtype::Float32, vec![10], Distribution::Range, 0);
+    let nine = Output::Shape { dtype: Dtype::Float32, shape: vec![9] };
+    let call = c_kernel().call("scale", &[Arg::Tensor(x), Arg::Float(1.0)], nine).unwrap();
+    assert_eq!(call.status.kernel_code(), Some(1), "{}", call.status);
+}
