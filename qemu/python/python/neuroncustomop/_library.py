@@ -293,7 +293,7 @@ def load(
         copy_package = copy_package and not made_project
     elif compute_srcs is not None:
         raise TypeError("load takes a path or compute_srcs=, not both")
-    native = _native.Library(os.fspath(path))
+    native = _native.Library(os.path.expanduser(os.fspath(path)))
     if name is not None and name != native.name:
         raise ValueError(f"name={name!r}, but the library at {path} is named {native.name}")
     if copy_package:
