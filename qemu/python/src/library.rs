@@ -45,8 +45,8 @@ impl Library {
     /// (`ncop new`, the checkout's `examples/<name>/`), built and packaged first.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let loaded = py.detach(|| host::Library::load(&path));
-        let library = loaded.map_err(|e| PackageError::new_err(format!("{}: {}", path.display(), with_causes(&e))))?;
+        let loaded = py.detach(|| host::Library::load(&path).map_err(|e| with_causes(&e)));
+        let library = loaded.map_err(|why| PackageError::new_err(format!("{}: {why}", path.display())))?;
         Ok(Self { library })
     }
 
