@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import neuroncustomop
+from neuroncustomop import KernelError
 
 
 def random_floats(shape, seed):
@@ -91,3 +92,19 @@ def test_the_package_goes_to_the_build_directory(repo, tmp_path):
     x = random_floats(16, 7)
     np.testing.assert_array_equal(again.relu(x), np.maximum(x, 0))
 
+
+
+@pytest.mark.parametrize("dtype", neuroncustomop.DTYPES)
+def test_every_device_dtype_reaches_the_kernel(relu, dtype):
+    """relu reads float32: every other dtype must arrive as itself and be refused."""
+    if dtype == "bfloat16":
+        dtype = pytest.importorskip("ml_dtypes").bfloat16
+    x = np.arange(-3, 3).astype(dtype).reshape(2, 3)
+    if np.dtype(dtype) == np.float32:
+        np.testing.assert_array_equal(relu.relu(x), np.maximum(x, 0))
+        return
+    with pytest.raises(KernelError) as caught:
+        relu.relu(x)
+    assert caught.value.status_name == "DTYPE_MISMATCH"
+    assert caught.value.output.dtype == np.dtype(dtype) and caught.value.output.shape == (2, 3)
+    assert caught.value.result.unwritten.all()
