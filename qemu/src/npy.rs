@@ -101,6 +101,7 @@ fn type_str(dtype: Dtype) -> &'static str {
 /// device has not, [`NpyError::FortranOrder`], [`NpyError::DataLength`] for data that
 /// does not match the header (a truncated file among them).
 pub fn from_bytes(bytes: &[u8]) -> Result<Array, NpyError> {
+    check_nesting(bytes)?;
     let mut rest = bytes;
     let header = npyz::NpyHeader::from_reader(&mut rest).map_err(NpyError::Header)?;
     let dtype = abi_dtype(&header.dtype())?;
@@ -139,6 +140,40 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Array, NpyError> {
             Ok(Array::from_bytes(Dtype::Bfloat16, dims, raw.iter().flat_map(|b| b.0).collect())?)
         }
     }
+}
+
+/// How deep brackets may nest in a header: NumPy's own headers of the dtypes read
+/// here nest 2 deep (the dictionary, the shape's tuple).
+const MAX_HEADER_NESTING: usize = 4;
+
+/// Refuses a header whose brackets nest deeper than [`MAX_HEADER_NESTING`] before
+/// `npyz` parses it: its Python-literal parser takes time exponential in the nesting
+/// (a 190-byte header of nested `{` took over 15 s; found by the `npy` fuzz target).
+fn check_nesting(bytes: &[u8]) -> Result<(), NpyError> {
+    // Magic (6 bytes), version (2), header length (2 bytes in version 1, 4 after).
+    let Some(&major) = bytes.get(6) else { return Ok(()) };
+    let start = if major == 1 { 10 } else { 12 };
+    let header = bytes.get(start..).unwrap_or_default();
+    let (mut depth, mut quote) = (0usize, None);
+    for &byte in header.iter().take_while(|&&b| b != b'\n') {
+        match (quote, byte) {
+            (Some(open), b) if b == open => quote = None,
+            (Some(_), _) => {}
+            (None, b'\'' | b'"') => quote = Some(byte),
+            (None, b'{' | b'(' | b'[') => {
+                depth += 1;
+                if depth > MAX_HEADER_NESTING {
+                    return Err(NpyError::Header(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("the header nests brackets deeper than {MAX_HEADER_NESTING}"),
+                    )));
+                }
+            }
+            (None, b'}' | b')' | b']') => depth = depth.saturating_sub(1),
+            (None, _) => {}
+        }
+    }
+    Ok(())
 }
 
 /// The `.npy` bytes of `array`.
@@ -261,6 +296,8 @@ mod tests {
         assert_eq!(bad(&short), "the header promises 12 data bytes ([3] of float32), but the file holds 11");
         short.extend([0; 2]);
         assert!(bad(&short).contains("holds 13"), "trailing bytes are not dropped silently");
+        let nested = header("<f4", false, &format!("(4, 8, {}", "{".repeat(60)));
+        assert!(bad(&nested).contains("nests brackets deeper than 4"), "{}", bad(&nested));
         let huge = header("<i8", false, "(4294967296, 4294967296)");
         assert!(bad(&huge).contains("promises"), "{}", bad(&huge));
     }
