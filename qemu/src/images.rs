@@ -7,7 +7,6 @@
 
 use crate::project::Project;
 use crate::toolchain::{self, Toolchain};
-use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -64,43 +63,26 @@ pub struct Images {
 }
 
 /// Why a build did not produce images.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     /// The toolchain is incomplete.
+    #[error(transparent)]
     Toolchain(toolchain::Missing),
     /// No example or firmware program has that name; the names there are.
+    #[error(
+        "no program named {} (an example in examples/{}/ or qemu/firmware/src/bin/{}.rs); there are: {}",
+        .0, .0, .0, .1.join(", ")
+    )]
     UnknownProgram(String, Vec<String>),
     /// An example did not build.
+    #[error(transparent)]
     Example(Box<crate::project::ProjectError>),
     /// cargo failed; its diagnostics went to stderr.
+    #[error("the Xtensa build failed: {0}")]
     Cargo(String),
     /// Reading or copying the results failed.
-    Io(io::Error),
-}
-
-impl fmt::Display for BuildError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Toolchain(missing) => missing.fmt(f),
-            Self::UnknownProgram(name, known) => write!(
-                f,
-                "no program named {name} (an example in examples/{name}/ or qemu/firmware/src/bin/{name}.rs); \
-                 there are: {}",
-                known.join(", ")
-            ),
-            Self::Example(e) => e.fmt(f),
-            Self::Cargo(what) => write!(f, "the Xtensa build failed: {what}"),
-            Self::Io(e) => write!(f, "collecting the images failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for BuildError {}
-
-impl From<io::Error> for BuildError {
-    fn from(e: io::Error) -> Self {
-        Self::Io(e)
-    }
+    #[error("collecting the images")]
+    Io(#[from] io::Error),
 }
 
 /// Builds `name` (an example or a firmware program) and returns its images: 8 for a

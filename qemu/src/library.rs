@@ -279,6 +279,24 @@ pub enum LoadError {
     Package(#[from] PackageError),
 }
 
+/// `error` and every cause under it, one per line, outermost first: the whole story of
+/// an error whose own message gives only its context (`packaging my_op`).
+///
+/// ```
+/// let io = std::io::Error::other("disk full");
+/// let error = neuroncustomop_sim::npy::NpyError::Io { path: "x.npy".into(), source: io };
+/// assert_eq!(neuroncustomop_sim::library::describe(&error), "x.npy\n  caused by: disk full");
+/// ```
+pub fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!("\n  caused by: {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
 /// A packaged library, ready to call. It keeps one booted device per core count and
 /// counting mode ([`crate::device::Session`]): the first call of each boots QEMU and
 /// enters the library, later calls only dispatch.

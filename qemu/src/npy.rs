@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum NpyError {
     /// The file could not be opened, read or written.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -101,7 +101,7 @@ fn type_str(dtype: Dtype) -> &'static str {
 /// device has not, [`NpyError::FortranOrder`], [`NpyError::DataLength`] for data that
 /// does not match the header (a truncated file among them).
 pub fn from_bytes(bytes: &[u8]) -> Result<Array, NpyError> {
-    check_nesting(bytes)?;
+    precheck_header(bytes)?;
     let mut rest = bytes;
     let header = npyz::NpyHeader::from_reader(&mut rest).map_err(NpyError::Header)?;
     let dtype = abi_dtype(&header.dtype())?;
@@ -146,16 +146,20 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Array, NpyError> {
 /// here nest 2 deep (the dictionary, the shape's tuple).
 const MAX_HEADER_NESTING: usize = 4;
 
-/// Refuses a header whose brackets nest deeper than [`MAX_HEADER_NESTING`] before
-/// `npyz` parses it: its Python-literal parser takes time exponential in the nesting
-/// (a 190-byte header of nested `{` took over 15 s; found by the `npy` fuzz target).
-fn check_nesting(bytes: &[u8]) -> Result<(), NpyError> {
+/// Refuses, before `npyz` parses the header, two headers it does not survive well:
+/// brackets nested deeper than [`MAX_HEADER_NESTING`] (its Python-literal parser takes
+/// time exponential in the nesting: a 190-byte header of nested `{` took over 15 s;
+/// found by the `npy` fuzz target), and a shape whose element count overflows `u64`
+/// (it multiplies the dimensions unchecked, which panics in a debug build).
+fn precheck_header(bytes: &[u8]) -> Result<(), NpyError> {
+    let invalid = |what: String| NpyError::Header(io::Error::new(io::ErrorKind::InvalidData, what));
     // Magic (6 bytes), version (2), header length (2 bytes in version 1, 4 after).
     let Some(&major) = bytes.get(6) else { return Ok(()) };
     let start = if major == 1 { 10 } else { 12 };
     let header = bytes.get(start..).unwrap_or_default();
+    let header = &header[..header.iter().position(|&b| b == b'\n').unwrap_or(header.len())];
     let (mut depth, mut quote) = (0usize, None);
-    for &byte in header.iter().take_while(|&&b| b != b'\n') {
+    for &byte in header {
         match (quote, byte) {
             (Some(open), b) if b == open => quote = None,
             (Some(_), _) => {}
@@ -163,15 +167,24 @@ fn check_nesting(bytes: &[u8]) -> Result<(), NpyError> {
             (None, b'{' | b'(' | b'[') => {
                 depth += 1;
                 if depth > MAX_HEADER_NESTING {
-                    return Err(NpyError::Header(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("the header nests brackets deeper than {MAX_HEADER_NESTING}"),
-                    )));
+                    return Err(invalid(format!("the header nests brackets deeper than {MAX_HEADER_NESTING}")));
                 }
             }
             (None, b'}' | b')' | b']') => depth = depth.saturating_sub(1),
             (None, _) => {}
         }
+    }
+    // The shape's tuple: the digits between the parentheses after `shape`.
+    let text = String::from_utf8_lossy(header);
+    let Some(after) = text.find("shape").map(|at| &text[at..]) else { return Ok(()) };
+    let Some(tuple) = after.split_once('(').and_then(|(_, rest)| rest.split_once(')')).map(|(tuple, _)| tuple) else {
+        return Ok(());
+    };
+    let mut count = 1u64;
+    for dim in tuple.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        // Not a plain number: npyz's parser decides.
+        let Ok(dim) = dim.trim_end_matches('L').parse::<u64>() else { return Ok(()) };
+        count = count.checked_mul(dim).ok_or_else(|| invalid(format!("the shape ({tuple}) has more than 2^64 elements")))?;
     }
     Ok(())
 }
@@ -299,7 +312,9 @@ mod tests {
         let nested = header("<f4", false, &format!("(4, 8, {}", "{".repeat(60)));
         assert!(bad(&nested).contains("nests brackets deeper than 4"), "{}", bad(&nested));
         let huge = header("<i8", false, "(4294967296, 4294967296)");
-        assert!(bad(&huge).contains("promises"), "{}", bad(&huge));
+        assert!(bad(&huge).contains("has more than 2^64 elements"), "{}", bad(&huge));
+        let large = header("<i8", false, "(4294967296, 4294967295)");
+        assert!(bad(&large).contains("promises"), "{}", bad(&large));
     }
 
     #[test]

@@ -36,7 +36,6 @@ use crate::toolchain::{self, Toolchain};
 use crate::ucode_lib::{UcodeLib, UcodeLibError, UcodeLibRegistry};
 use neuroncustomop::start_exit::CUSTOMOP_LIB_VERSION;
 use neuroncustomop_wire::FunctionId;
-use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -67,17 +66,22 @@ pub fn package_dir(name: &str) -> PathBuf {
 }
 
 /// Why a library could not be packaged.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum PackageError {
     /// The Rust build failed.
+    #[error(transparent)]
     Build(BuildError),
     /// A C build step failed; says which.
+    #[error("the C build failed: {0}")]
     CBuild(String),
     /// The loader could not be run to read the registrations.
-    Run(RunError),
+    #[error("reading the registered kernels")]
+    Run(#[source] RunError),
     /// The empty job could not be made.
+    #[error(transparent)]
     Job(JobError),
     /// A core's `entry_func` failed (or never reported); the loader's output follows.
+    #[error("core {core}: entry_func {}\n{output}", match status { Some(status) => format!("returned status {status}"), None => "did not report".into() })]
     Entry {
         /// The core.
         core: usize,
@@ -87,6 +91,7 @@ pub enum PackageError {
         output: String,
     },
     /// Core `core` registered other kernels than core 0.
+    #[error("core {core} registered {other:?}, core 0 {first:?}")]
     KernelsDiffer {
         /// The core.
         core: usize,
@@ -96,50 +101,18 @@ pub enum PackageError {
         other: Vec<String>,
     },
     /// The library registers no kernel.
+    #[error("the library registers no kernel")]
     NoKernels,
     /// The registry refused the library (e.g. more than 254 kernels), or a
     /// `ucode_lib.json` read back was invalid.
-    UcodeLib(UcodeLibError),
+    #[error("ucode_lib.json")]
+    UcodeLib(#[from] UcodeLibError),
     /// A package file is missing or not in the package's shape; says which.
+    #[error("not a package: {0}")]
     Malformed(String),
     /// Reading or writing the package failed.
-    Io(io::Error),
-}
-
-impl fmt::Display for PackageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Build(e) => e.fmt(f),
-            Self::CBuild(what) => write!(f, "the C build failed: {what}"),
-            Self::Run(e) => write!(f, "reading the registered kernels: {e}"),
-            Self::Job(e) => e.fmt(f),
-            Self::Entry { core, status: Some(status), output } => {
-                write!(f, "core {core}: entry_func returned status {status}\n{output}")
-            }
-            Self::Entry { core, status: None, output } => write!(f, "core {core}: entry_func did not report\n{output}"),
-            Self::KernelsDiffer { core, first, other } => {
-                write!(f, "core {core} registered {other:?}, core 0 {first:?}")
-            }
-            Self::NoKernels => write!(f, "the library registers no kernel"),
-            Self::UcodeLib(e) => write!(f, "ucode_lib.json: {e}"),
-            Self::Malformed(what) => write!(f, "not a package: {what}"),
-            Self::Io(e) => write!(f, "writing the package: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for PackageError {}
-
-impl From<io::Error> for PackageError {
-    fn from(e: io::Error) -> Self {
-        Self::Io(e)
-    }
-}
-
-impl From<UcodeLibError> for PackageError {
-    fn from(e: UcodeLibError) -> Self {
-        Self::UcodeLib(e)
-    }
+    #[error("reading or writing the package")]
+    Io(#[from] io::Error),
 }
 
 /// A packaged library: its folder, its 8 images and its `ucode_lib.json`.

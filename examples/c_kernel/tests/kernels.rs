@@ -4,12 +4,12 @@
 use neuroncustomop_sim::array::{Array, Dtype};
 use neuroncustomop_sim::compare::{Tolerance, compare};
 use neuroncustomop_sim::generate::{Distribution, generate};
-use neuroncustomop_sim::library::{Arg, Library, Options, Output};
+use neuroncustomop_sim::library::{Arg, Library, Options, Output, describe};
 use std::sync::OnceLock;
 
 fn c_kernel() -> &'static Library {
     static LIBRARY: OnceLock<Library> = OnceLock::new();
-    LIBRARY.get_or_init(|| Library::load(env!("CARGO_MANIFEST_DIR")).unwrap_or_else(|e| panic!("{e}")))
+    LIBRARY.get_or_init(|| Library::load(env!("CARGO_MANIFEST_DIR")).unwrap_or_else(|e| panic!("{}", describe(&e))))
 }
 
 fn check(kernel: &str, shape: Vec<usize>, cores: usize, seed: u64) {

@@ -4,13 +4,13 @@
 use neuroncustomop_sim::array::{Array, Dtype};
 use neuroncustomop_sim::compare::{Tolerance, compare};
 use neuroncustomop_sim::generate::Rng;
-use neuroncustomop_sim::library::{Arg, Library, Options, Output};
+use neuroncustomop_sim::library::{Arg, Library, Options, Output, describe};
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 
 fn sort() -> &'static Library {
     static LIBRARY: OnceLock<Library> = OnceLock::new();
-    LIBRARY.get_or_init(|| Library::load(env!("CARGO_MANIFEST_DIR")).unwrap_or_else(|e| panic!("{e}")))
+    LIBRARY.get_or_init(|| Library::load(env!("CARGO_MANIFEST_DIR")).unwrap_or_else(|e| panic!("{}", describe(&e))))
 }
 
 /// All 8 cores: the kernels split the rows by `get_cpu_count()`.

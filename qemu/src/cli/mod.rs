@@ -18,10 +18,5 @@ pub type Outcome = Result<std::process::ExitCode, Box<dyn std::error::Error>>;
 
 /// Prints `error` and every cause under it, outermost first, after `tool: `.
 pub fn report(tool: &str, error: &dyn std::error::Error) {
-    eprintln!("{tool}: {error}");
-    let mut source = error.source();
-    while let Some(cause) = source {
-        eprintln!("  caused by: {cause}");
-        source = cause.source();
-    }
+    eprintln!("{tool}: {}", crate::library::describe(error));
 }

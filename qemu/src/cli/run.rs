@@ -245,7 +245,11 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     println!("  output      {} {:?}", dtype_name(call.output.dtype()), call.output.shape());
     println!("  status      {}", call.status);
     let elements = call.output.numel().max(1) as f64;
-    println!("  wall time   {:.3} s under QEMU (the fastest of {} calls)", call.wall.as_secs_f64(), args.repeat);
+    let timing = match args.repeat {
+        1 => "booting the device included".to_string(),
+        calls => format!("the fastest of {calls} calls on one booted device"),
+    };
+    println!("  wall time   {:.3} s under QEMU ({timing})", call.wall.as_secs_f64());
     if let Some(&slowest) = call.instructions.iter().max() {
         println!("  instructions {slowest} on the slowest core, {:.2} per output element; per core {:?}", slowest as f64 / elements, call.instructions);
     }

@@ -5,11 +5,11 @@
 use neuroncustomop_sim::array::{Array, Dtype};
 use neuroncustomop_sim::compare::{Tolerance, compare};
 use neuroncustomop_sim::generate::{Distribution, generate};
-use neuroncustomop_sim::library::{Arg, Library, Output};
+use neuroncustomop_sim::library::{Arg, Library, Output, describe};
 
 #[test]
 fn scale_matches_the_reference() {
-    let library = Library::load(env!("CARGO_MANIFEST_DIR")).unwrap_or_else(|e| panic!("{e:?}"));
+    let library = Library::load(env!("CARGO_MANIFEST_DIR")).unwrap_or_else(|e| panic!("{}", describe(&e)));
     let x = generate(Dtype::Float32, vec![4, 100], Distribution::Normal { mean: 0.0, std: 10.0 }, 1);
     let factor = 0.5;
     let call = library.call("scale", &[Arg::Tensor(x.clone()), Arg::Float(factor)], Output::Like(0)).unwrap();
