@@ -6,7 +6,6 @@ use crate::{DeviceError, PackageError};
 use neuroncustomop_sim::library::{self as host, CallError, Options, Output};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use std::error::Error;
 use std::path::PathBuf;
 
 /// A packaged kernel library, ready to run.
@@ -15,20 +14,9 @@ pub struct Library {
     library: host::Library,
 }
 
-/// `error` and each of its causes, one per line.
-fn with_causes(error: &dyn Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        text.push_str(&format!("\n  because: {inner}"));
-        cause = inner.source();
-    }
-    text
-}
-
 /// The Python exception for a call the host API refused or could not run.
 fn call_error(error: CallError) -> PyErr {
-    let message = with_causes(&error);
+    let message = host::describe(&error);
     match error {
         CallError::UnknownKernel { .. } => PyKeyError::new_err(message),
         CallError::TooManyArgs(_) | CallError::OutputLike { .. } => PyTypeError::new_err(message),
@@ -45,7 +33,7 @@ impl Library {
     /// (`ncop new`, the checkout's `examples/<name>/`), built and packaged first.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let loaded = py.detach(|| host::Library::load(&path).map_err(|e| with_causes(&e)));
+        let loaded = py.detach(|| host::Library::load(&path).map_err(|e| host::describe(&e)));
         let library = loaded.map_err(|why| PackageError::new_err(format!("{}: {why}", path.display())))?;
         Ok(Self { library })
     }
