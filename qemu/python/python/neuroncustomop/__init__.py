@@ -1,0 +1,51 @@
+"""Run neuroncustomop kernel libraries on the simulated GPSIMD device, from Python.
+
+A library is loaded once and its kernels are called with NumPy arrays (or PyTorch
+tensors, through the array protocol); they return NumPy arrays.
+
+>>> import numpy as np, neuroncustomop                      # doctest: +SKIP
+>>> lib = neuroncustomop.load("examples/relu")
+>>> x = np.linspace(-1, 1, 8, dtype=np.float32)
+>>> np.testing.assert_array_equal(lib.relu(x), np.maximum(x, 0))
+
+The call shape follows the AWS Neuron custom-op flow
+(``custom_op.load(name=..., compute_srcs=[...], build_directory=..., multicore=...)``);
+see :func:`load`. The output's shape and dtype are the first tensor input's unless
+the call (``out_shape=``, ``out_dtype=``) or the library's shape function
+(``load(shape_fns=...)``) says otherwise. Scalars are passed as Python or NumPy
+numbers, their C kind by their type: ``int``/``np.int32`` an ``int``, ``np.int64`` a
+``long long``, ``float``/``np.float32`` a ``float``.
+
+Errors
+------
+KernelError
+    The kernel ran and returned a non-zero status; it carries the status, its name,
+    each core's stdout and the output as the kernel left it.
+UnknownKernelError
+    No kernel of that name; the message lists the library's kernels.
+PackageError
+    The library could not be built or packaged.
+DeviceError
+    The simulated device could not run the op.
+TypeError, ValueError, OverflowError
+    Bad inputs: a dtype the device lacks, an ambiguous scalar, a wrong number of
+    inputs, an output too large for device memory.
+"""
+
+from ._args import DTYPES
+from ._errors import KernelError, UnknownKernelError
+from ._library import CallResult, Kernel, Library, load
+from ._native import CORES, DeviceError, PackageError
+
+__all__ = [
+    "CORES",
+    "DTYPES",
+    "CallResult",
+    "DeviceError",
+    "Kernel",
+    "KernelError",
+    "Library",
+    "PackageError",
+    "UnknownKernelError",
+    "load",
+]

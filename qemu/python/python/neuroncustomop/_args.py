@@ -1,0 +1,90 @@
+"""Turning what a caller passes into what the device takes: every tensor a
+little-endian, C-contiguous byte buffer with a device dtype and a shape, and every
+scalar one of the three C kinds.
+
+The device's dtypes (NumPy names): ``float32``, ``bfloat16`` (with the ``ml_dtypes``
+package), ``float16``, ``int32``, ``int8``, ``int64``, ``int16``, ``uint8``.
+
+Scalars and their C kind:
+
+==============================  ===============  ==================================
+Python value                    C kind           note
+==============================  ===============  ==================================
+``int``, ``numpy.int32``        ``int``          a Python int must fit 32 bits
+``numpy.int64``                 ``long long``    the only way to pass a long long
+``float``, ``numpy.float32``,   ``float``        rounded to float32 (the only float
+``numpy.float64``                                kind the kernel ABI has)
+==============================  ===============  ==================================
+
+``bool`` and other NumPy scalar types are refused: their kind would be a guess.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+DTYPES = ("float32", "bfloat16", "float16", "int32", "int8", "int64", "int16", "uint8")
+"""The device's dtypes, as NumPy names them."""
+
+_INT32 = np.iinfo(np.int32)
+
+
+def device_dtype(dtype: Any, what: str) -> np.dtype:
+    """``dtype`` as a NumPy dtype the device has; ``TypeError`` naming ``what`` if not."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError as error:
+        raise TypeError(f"{what}: {dtype!r} is not a dtype") from error
+    if dtype.name not in DTYPES:
+        raise TypeError(
+            f"{what} has dtype {dtype.name}, which the device does not have: "
+            f"use one of {', '.join(DTYPES)} (e.g. x.astype(np.float32))"
+        )
+    return dtype
+
+
+def tensor(value: Any, what: str) -> tuple[str, list[int], np.ndarray]:
+    """``value`` (anything NumPy can view as an array: an ndarray, a CPU PyTorch
+    tensor) as ``(dtype name, shape, bytes)``. A non-contiguous or big-endian array is
+    copied, never refused."""
+    array = np.asarray(value)
+    dtype = device_dtype(array.dtype, what)
+    if array.ndim == 0:
+        raise ValueError(f"{what} is a 0-d array: pass a scalar (e.g. np.float32(x)) or a shape (1,) array")
+    if dtype.byteorder == ">":
+        array = array.astype(dtype.newbyteorder("<"))
+    array = np.ascontiguousarray(array)
+    return (dtype.name, list(array.shape), array.reshape(-1).view(np.uint8))
+
+
+def scalar(value: Any, what: str) -> tuple[str, np.ndarray]:
+    """``value`` as ``(C kind, bytes)``, by the table in this module's docstring."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what} is a bool: pass int(x) or np.int32(x) for an int")
+    if isinstance(value, np.int64):
+        return ("long long", np.array([value], dtype="<i8").view(np.uint8))
+    if isinstance(value, np.int32):
+        return ("int", np.array([value], dtype="<i4").view(np.uint8))
+    if isinstance(value, int) and not isinstance(value, np.generic):
+        if not _INT32.min <= value <= _INT32.max:
+            raise OverflowError(f"{what} = {value} does not fit a C int: pass np.int64({value}) for a long long")
+        return ("int", np.array([value], dtype="<i4").view(np.uint8))
+    if isinstance(value, (float, np.float32)):
+        return ("float", np.array([value], dtype="<f4").view(np.uint8))
+    raise TypeError(
+        f"{what} is a {type(value).__name__}: a scalar is an int or np.int32 (C int), np.int64 (long long), "
+        f"or a float or np.float32 (float)"
+    )
+
+
+def is_scalar(value: Any) -> bool:
+    """Whether ``value`` is passed as a scalar rather than a tensor."""
+    return isinstance(value, (int, float, np.generic))
+
+
+def argument(value: Any, index: int) -> tuple:
+    """Input ``index`` in the form the native module takes."""
+    what = f"input {index}"
+    return scalar(value, what) if is_scalar(value) else tensor(value, what)

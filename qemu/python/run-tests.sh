@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Python package into a virtualenv under target/ and runs its pytest tests.
+# `.ci/run` runs it after `cargo sim test` (which built the device tools and images).
+#
+# The virtualenv (target/python-venv) gets maturin, numpy, pytest and ml_dtypes (NumPy's
+# bfloat16) from PyPI; the
+# package is built by `pip install qemu/python` exactly as a user installs it, with the
+# Rust build in target/python. pytest's exit code 5 (no test collected) is a failure.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+venv="$repo/target/python-venv"
+
+if [[ ! -x "$venv/bin/python" ]]; then
+    python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "ml_dtypes>=0.3"
+# No build isolation: the venv's maturin builds it, so a run needs no fresh download.
+PATH="$venv/bin:$PATH" CARGO_TARGET_DIR="$repo/target/python" \
+    "$venv/bin/python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps "$repo/qemu/python"
+
+status=0
+(cd "$repo/qemu/python" && "$venv/bin/python" -m pytest -q "$@") || status=$?
+if ((status == 5)); then
+    echo "qemu/python/run-tests.sh: pytest collected no test" >&2
+fi
+exit "$status"

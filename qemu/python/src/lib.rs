@@ -1,0 +1,46 @@
+//! `neuroncustomop._native`: the Rust half of the `neuroncustomop` Python package.
+//!
+//! The Python half (`python/neuroncustomop/`) turns what a user passes (NumPy arrays,
+//! PyTorch tensors, Python and NumPy scalars) into plain byte buffers with a dtype
+//! and a shape; this half hands them to the host API (`neuroncustomop_sim::library`),
+//! which packages the library and runs the kernel, and hands back the output bytes
+//! with the per-core status, stdout and instruction count. Splitting there keeps
+//! every Python-object rule in Python, and everything about the device in the host
+//! API, which the Rust tests use too.
+//!
+//! Errors: bad arguments raise `ValueError`/`TypeError`; a library that cannot be
+//! built or packaged raises [`PackageError`]; a device that could not run the op
+//! raises [`DeviceError`]. A kernel that ran and failed is not an error here: its
+//! status is part of the result, and the Python half raises `KernelError`.
+
+mod call;
+mod library;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+create_exception!(
+    neuroncustomop,
+    PackageError,
+    PyRuntimeError,
+    "The library could not be built or packaged (the message has the build's output)."
+);
+create_exception!(
+    neuroncustomop,
+    DeviceError,
+    PyRuntimeError,
+    "The simulated device could not run the op (QEMU failed, or the loader did not finish)."
+);
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<library::Library>()?;
+    module.add_class::<call::RawCall>()?;
+    module.add("PackageError", module.py().get_type::<PackageError>())?;
+    module.add("DeviceError", module.py().get_type::<DeviceError>())?;
+    module.add_function(wrap_pyfunction!(call::status_name, module)?)?;
+    module.add_function(wrap_pyfunction!(call::canary, module)?)?;
+    module.add("CORES", neuroncustomop_sim::images::CORES)?;
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! A loaded library: the host API's [`host::Library`], and its errors as Python
+//! exceptions.
+
+use crate::call::{self, Input, RawCall};
+use crate::{DeviceError, PackageError};
+use neuroncustomop_sim::library::{self as host, CallError, Options, Output};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use std::path::PathBuf;
+
+/// A packaged kernel library, ready to run.
+#[pyclass(module = "neuroncustomop._native", frozen)]
+pub struct Library {
+    library: host::Library,
+}
+
+/// The Python exception for a call the host API refused or could not run.
+fn call_error(error: CallError) -> PyErr {
+    let message = host::describe(&error);
+    match error {
+        CallError::UnknownKernel { .. } => PyKeyError::new_err(message),
+        CallError::TooManyArgs(_) | CallError::OutputLike { .. } => PyTypeError::new_err(message),
+        CallError::Descriptor { .. } | CallError::DoesNotFit { .. } | CallError::Cores(_) => {
+            PyValueError::new_err(message)
+        }
+        CallError::Job(_) | CallError::Run(_) | CallError::Unfinished { .. } => DeviceError::new_err(message),
+    }
+}
+
+#[pymethods]
+impl Library {
+    /// Loads the library at `path`: a package folder (`ucode_lib.json`), or a project
+    /// (`ncop new`, the checkout's `examples/<name>/`), built and packaged first.
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let loaded = py.detach(|| host::Library::load(&path).map_err(|e| host::describe(&e)));
+        let library = loaded.map_err(|why| PackageError::new_err(format!("{}: {why}", path.display())))?;
+        Ok(Self { library })
+    }
+
+    /// The library's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.library.name()
+    }
+
+    /// The package folder (the 8 images and `ucode_lib.json`).
+    #[getter]
+    fn package_dir(&self) -> PathBuf {
+        self.library.package().dir.clone()
+    }
+
+    /// Its kernels, in registration order.
+    #[getter]
+    fn kernels(&self) -> Vec<&str> {
+        self.library.kernels()
+    }
+
+    /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
+    /// `output_dtype` and `output_shape`. The library's device for that core count
+    /// and counting mode stays booted between calls.
+    #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
+    fn call(
+        &self,
+        py: Python<'_>,
+        kernel: &str,
+        inputs: Vec<Input<'_>>,
+        output_dtype: &str,
+        output_shape: Vec<usize>,
+        cores: usize,
+        count_instructions: bool,
+    ) -> PyResult<RawCall> {
+        if inputs.is_empty() {
+            // The dispatch words carry the output descriptor after the inputs'
+            // (docs/abi/dispatch.md): an op with an output has at least one input.
+            return Err(PyTypeError::new_err("no inputs: a kernel call takes at least one"));
+        }
+        let args = inputs
+            .iter()
+            .enumerate()
+            .map(|(index, input)| input.to_arg(&format!("input {index}")))
+            .collect::<PyResult<Vec<_>>>()?;
+        let output = Output::Shape { dtype: call::dtype(output_dtype)?, shape: output_shape };
+        let options = Options { cores, count_instructions, ..Options::default() };
+        let library = &self.library;
+        let mut done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
+        if !count_instructions {
+            // Without -icount the loader still reports CCOUNT ticks, which then follow
+            // the host's clock and count nothing; the host API passes them on.
+            done.instructions.clear();
+        }
+        Ok(RawCall::new(py, done))
+    }
+}

@@ -1,0 +1,96 @@
+"""Failing kernels and bad inputs: each a clear Python exception."""
+
+import numpy as np
+import pytest
+
+import neuroncustomop
+from neuroncustomop import KernelError, PackageError, UnknownKernelError
+
+
+def test_a_failing_kernel_raises_with_its_status_and_untouched_output(relu):
+    x = np.arange(-4, 4, dtype=np.int32)  # relu reads float32: DTYPE_MISMATCH
+    with pytest.raises(KernelError) as caught:
+        relu.relu(x)
+    error = caught.value
+    assert error.status == 0x40
+    assert error.status_name == "DTYPE_MISMATCH"
+    assert error.statuses == [0x40]
+    assert len(error.stdout) == 1
+    assert error.output.dtype == np.int32 and error.output.shape == (8,)
+    assert error.result.unwritten.all(), "the kernel wrote nothing: the canary is left"
+    assert (error.output == np.int32(np.uint32(0xA5A5A5A5).view(np.int32))).all()
+    assert "DTYPE_MISMATCH" in str(error)
+
+
+def test_a_kernels_own_code_is_named(scale):
+    x = np.ones(8, dtype=np.float32)
+    with pytest.raises(KernelError) as caught:
+        scale.scale(x, 2.0, out_shape=(4,))  # fewer output elements than x: SHAPE_MISMATCH, code 1
+    assert (caught.value.status, caught.value.status_name) == (0x10001, "KERNEL+1")
+
+
+def test_a_scalar_of_the_wrong_kind_is_the_kernels_error(scale):
+    with pytest.raises(KernelError) as caught:
+        scale.scale(np.ones(4, dtype=np.float32), np.int64(2))
+    assert caught.value.status_name == "SCALAR_KIND_MISMATCH"
+
+
+def test_too_few_inputs_and_a_scalar_for_a_tensor_are_the_kernels_errors(relu, scale):
+    with pytest.raises(KernelError) as caught:
+        scale.scale(np.ones(4, dtype=np.float32))
+    assert caught.value.status_name == "NO_MORE_ARGS"
+    with pytest.raises(KernelError) as caught:
+        relu.relu(np.float32(1), out_shape=(4,), out_dtype=np.float32)
+    assert caught.value.status_name == "EXPECTED_TENSOR"
+
+
+def test_an_unknown_kernel_lists_the_kernels(relu):
+    with pytest.raises(UnknownKernelError, match="has no kernel relu6; it has relu, relu_tcm, relu_multicore"):
+        relu.relu6
+    with pytest.raises(UnknownKernelError):
+        relu["relu6"]
+    assert not hasattr(relu, "relu6")
+    with pytest.raises(UnknownKernelError, match="relu6"):
+        neuroncustomop.load(relu.package_dir, shape_fns={"relu6": lambda x: x})
+
+
+@pytest.mark.parametrize(
+    "inputs, error, message",
+    [
+        ((np.ones(4),), TypeError, "float64, which the device does not have"),
+        ((np.ones(4, dtype=bool),), TypeError, "bool"),
+        ((np.float32(1),) * 11, TypeError, "at most 10"),
+        ((), TypeError, "no inputs"),
+        ((np.ones(4, np.float32), True), TypeError, "is a bool"),
+        ((np.ones(4, np.float32), 2**40), OverflowError, r"np.int64\(1099511627776\)"),
+        ((np.ones(4, np.float32), np.float16(1)), TypeError, "is a float16"),
+        ((np.array(1.0, np.float32),), ValueError, "0-d array"),
+        ((np.ones(70_000, np.float32),), ValueError, "argument 0 cannot be passed to the device"),
+    ],
+)
+def test_bad_inputs_are_refused_before_the_device(relu, inputs, error, message):
+    with pytest.raises(error, match=message):
+        relu.relu(*inputs, out_shape=(4,), out_dtype=np.float32)
+
+
+def test_an_output_larger_than_device_memory_is_refused(relu):
+    with pytest.raises(ValueError, match="bytes of device memory; 134217728 are available"):
+        relu.relu(np.ones(4, np.float32), out_shape=(8192, 8192))
+
+
+def test_the_shape_function_checks_the_number_of_inputs(relu):
+    checked = neuroncustomop.load(relu.package_dir, shape_fns={"relu": lambda x: np.empty_like(x)})
+    x = np.ones(4, np.float32)
+    with pytest.raises(TypeError, match="do not match its shape function"):
+        checked.relu(x, x)
+
+
+def test_cores_and_paths_are_checked(relu):
+    with pytest.raises(ValueError, match="1 to 8"):
+        relu.relu(np.ones(4, np.float32), cores=9)
+    with pytest.raises(PackageError, match="/nonexistent/lib: reading /nonexistent/lib"):
+        neuroncustomop.load("/nonexistent/lib")
+    with pytest.raises(TypeError, match="path, or name= and compute_srcs="):
+        neuroncustomop.load()
+    with pytest.raises(ValueError, match="is named relu"):
+        neuroncustomop.load(relu.package_dir, name="other")

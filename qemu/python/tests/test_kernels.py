@@ -1,0 +1,110 @@
+"""Kernels of the repository's examples against NumPy."""
+
+import numpy as np
+import pytest
+
+import neuroncustomop
+from neuroncustomop import KernelError
+
+
+def random_floats(shape, seed):
+    return np.random.default_rng(seed).uniform(-100, 100, shape).astype(np.float32)
+
+
+def test_relu_matches_numpy_and_keeps_the_shape(relu):
+    x = random_floats((4, 250), 1)
+    out = relu.relu(x)
+    assert out.shape == (4, 250) and out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.maximum(x, 0))
+
+
+def test_every_relu_variant_on_its_cores(relu):
+    x = random_floats(3000, 2)
+    assert relu.kernels == ["relu", "relu_tcm", "relu_multicore"]
+    np.testing.assert_array_equal(relu.relu_tcm(x), np.maximum(x, 0))
+    result = relu["relu_multicore"].run(x, cores=8)
+    np.testing.assert_array_equal(result.output, np.maximum(x, 0))
+    assert (result.status, result.status_name, result.statuses) == (0, "OK", [0] * 8)
+    assert len(result.stdout) == 8
+    assert all(count > 3000 / 8 for count in result.instructions) and len(result.instructions) == 8
+    assert not result.unwritten.any()
+
+
+def test_instructions_are_counted_unless_asked_not_to(relu):
+    x = random_floats(256, 8)
+    counted = relu.relu.run(x)
+    assert len(counted.instructions) == 1 and counted.instructions[0] > 256
+    uncounted = relu.relu.run(x, count_instructions=False)
+    assert uncounted.instructions == []
+    np.testing.assert_array_equal(uncounted.output, np.maximum(x, 0))
+
+
+def test_a_non_contiguous_input_is_copied(relu):
+    x = random_floats((40, 30), 3)
+    view = x[::2, ::3]
+    assert not view.flags.c_contiguous
+    np.testing.assert_array_equal(relu.relu(view), np.maximum(view, 0))
+
+
+def test_anything_with_the_array_protocol_is_a_tensor(relu):
+    class Tensorish:
+        """What a CPU PyTorch tensor offers NumPy: __array__."""
+
+        def __init__(self, values):
+            self.values = values
+
+        def __array__(self, dtype=None, copy=None):
+            return self.values
+
+    x = random_floats(64, 4)
+    np.testing.assert_array_equal(relu.relu(Tensorish(x)), np.maximum(x, 0))
+
+
+def test_a_pytorch_tensor_in_a_numpy_array_out(relu):
+    torch = pytest.importorskip("torch")
+    x = torch.linspace(-2, 2, 17)
+    out = relu.relu(x)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, torch.relu(x).numpy())
+
+
+def test_a_float_scalar_reaches_a_c_kernel(scale):
+    x = random_floats(500, 5)
+    np.testing.assert_array_equal(scale.scale(x, 2.5), x * np.float32(2.5))
+    np.testing.assert_array_equal(scale.scale(x, np.float32(-0.75)), x * np.float32(-0.75))
+    np.testing.assert_array_equal(scale.scale_multicore(x, 3.0, cores=8), x * np.float32(3.0))
+
+
+def test_the_output_shape_and_dtype_can_be_given(relu):
+    x = random_floats(12, 6)
+    out = relu.relu(x, out_shape=(3, 4))
+    np.testing.assert_array_equal(out, np.maximum(x, 0).reshape(3, 4))
+    shaped = neuroncustomop.load(relu.package_dir, shape_fns={"relu": lambda x: np.empty((2, 6), np.float32)})
+    assert shaped.relu(x).shape == (2, 6)
+
+
+def test_the_package_goes_to_the_build_directory(repo, tmp_path):
+    source = repo / "examples" / "relu" / "src" / "kernels.rs"
+    built = neuroncustomop.load(name="relu", compute_srcs=[source], build_directory=tmp_path)
+    assert built.package_dir == str(tmp_path / "relu")
+    assert sorted(p.name for p in (tmp_path / "relu").iterdir())[-1] == "ucode_lib.json"
+    again = neuroncustomop.load(tmp_path / "relu")
+    x = random_floats(16, 7)
+    np.testing.assert_array_equal(again.relu(x), np.maximum(x, 0))
+
+
+
+@pytest.mark.parametrize("dtype", neuroncustomop.DTYPES)
+def test_every_device_dtype_reaches_the_kernel(relu, dtype):
+    """relu reads float32: every other dtype must arrive as itself and be refused."""
+    if dtype == "bfloat16":
+        dtype = pytest.importorskip("ml_dtypes").bfloat16
+    x = np.arange(-3, 3).astype(dtype).reshape(2, 3)
+    if np.dtype(dtype) == np.float32:
+        np.testing.assert_array_equal(relu.relu(x), np.maximum(x, 0))
+        return
+    with pytest.raises(KernelError) as caught:
+        relu.relu(x)
+    assert caught.value.status_name == "DTYPE_MISMATCH"
+    assert caught.value.output.dtype == np.dtype(dtype) and caught.value.output.shape == (2, 3)
+    assert caught.value.result.unwritten.all()
