@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Python package into a virtualenv under target/ and runs its pytest tests.
-# `.ci/run` runs it after `cargo sim test` (which built the device tools and images).
+# `cargo sim test` runs it after the cargo tests (which built the device tools and images).
 #
 # The virtualenv (target/python-venv) gets maturin, numpy, pytest and ml_dtypes (NumPy's
 # bfloat16) from PyPI; the

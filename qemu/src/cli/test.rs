@@ -5,7 +5,8 @@ use clap::Args;
 use std::process::{Command, ExitCode};
 
 /// Set up, then run every test: the host unit tests and QEMU tests of every crate,
-/// every example's own tests (examples/<name>/tests/), then each fuzz target briefly.
+/// every example's own tests (examples/<name>/tests/), the Python package's pytest tests,
+/// then each fuzz target briefly.
 #[derive(Debug, Args)]
 pub struct TestArgs {}
 
@@ -16,6 +17,11 @@ pub fn exec(_: TestArgs) -> super::Outcome {
     // --workspace: the examples are members, so their tests run with the rest.
     let tests = Command::new(cargo).current_dir(repo_root()).args(["test", "--workspace"]).status()?;
     if !tests.success() {
+        return Ok(ExitCode::FAILURE);
+    }
+    // The Python package (qemu/python): built into target/python-venv, then pytest.
+    let python = Command::new("bash").arg(repo_root().join("qemu/python/run-tests.sh")).status()?;
+    if !python.success() {
         return Ok(ExitCode::FAILURE);
     }
     let fuzzing = Command::new("bash").arg(repo_root().join("qemu/fuzz/run.sh")).status()?;
