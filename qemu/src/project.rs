@@ -331,7 +331,12 @@ mod tests {
 
     #[test]
     fn the_examples_are_projects_with_the_usual_outputs() {
-        assert_eq!(Project::examples(), ["c_kernel", "relu", "sort", "vector_add"]);
+        let cxx = ["cxx_misuse", "cxx_ops", "cxx_relu", "cxx_relu_multicore", "cxx_relu_tcm", "cxx_scalars", "cxx_softmax", "cxx_stream"];
+        let mut all: Vec<&str> = ["c_kernel", "relu", "sort", "vector_add"].into_iter().chain(cxx).collect();
+        all.sort();
+        assert_eq!(Project::examples(), all);
+        let cxx_relu = Project::example("cxx_relu").unwrap().unwrap();
+        assert_eq!((cxx_relu.name.as_str(), &cxx_relu.language), ("cxx_relu", &Language::Cxx));
         let relu = Project::example("relu").unwrap().unwrap();
         assert_eq!(relu.language, Language::Rust { bin: "relu".into(), device_feature: true });
         assert_eq!(relu.package_dir, toolchain::repo_root().join("target/package/relu"));

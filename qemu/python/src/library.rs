@@ -23,7 +23,9 @@ fn call_error(error: CallError) -> PyErr {
         CallError::Descriptor { .. } | CallError::DoesNotFit { .. } | CallError::Cores(_) => {
             PyValueError::new_err(message)
         }
-        CallError::Job(_) | CallError::Run(_) | CallError::Unfinished { .. } => DeviceError::new_err(message),
+        CallError::Job(_) | CallError::Run(_) | CallError::Unfinished { .. } | CallError::Stopped { .. } => {
+            DeviceError::new_err(message)
+        }
     }
 }
 
