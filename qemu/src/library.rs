@@ -99,7 +99,7 @@ pub struct Options {
     /// count is exact either way (its ICOUNT register); without, each core runs on a
     /// host thread of its own.
     pub count_instructions: bool,
-    /// Stop a kernel past this many instructions on a core ([`CallError::OverBudget`]).
+    /// Stop a kernel past this many instructions on a core ([`CallError::Unfinished`]).
     pub max_instructions: u64,
 }
 
@@ -258,10 +258,8 @@ pub enum CallError {
     /// QEMU could not run it.
     #[error("running the device")]
     Run(#[source] RunError),
-    /// A kernel ran past [`Options::max_instructions`] on a core and was stopped.
-    #[error("{0}")]
-    OverBudget(String),
-    /// A core did not report the op: the device stopped (a fault, a hang, a timeout).
+    /// A core did not finish the op: the kernel ran past [`Options::max_instructions`]
+    /// and was stopped (`output` says where), or the device stopped (a fault, a hang).
     #[error("core {core} did not finish kernel {kernel}; the device said:\n{output}")]
     Unfinished {
         /// The kernel.
@@ -409,7 +407,8 @@ impl Library {
         let wall = started.elapsed();
 
         if let Some(stopped) = report.over_budget().first() {
-            return Err(CallError::OverBudget(stopped.to_string()));
+            let (core, output) = (stopped.core as usize, stopped.to_string());
+            return Err(CallError::Unfinished { kernel: kernel.into(), core, output });
         }
         let mut statuses = Vec::with_capacity(options.cores);
         let mut stdout = Vec::with_capacity(options.cores);
