@@ -7,12 +7,12 @@
 //!
 //! ```
 //! use neuroncustomop_sim::array::Array;
-//! use neuroncustomop_sim::compare::{Tolerance, compare};
+//! use neuroncustomop_sim::compare::{Mismatch, Tolerance, compare};
 //!
 //! let want = Array::from_vec(vec![3], vec![1.0f32, 2.0, 3.0]).unwrap();
 //! let got = Array::from_vec(vec![3], vec![1.0f32, 2.000001, 3.5]).unwrap();
 //! assert!(compare(&got, &want, Tolerance::Exact).is_err());
-//! let report = compare(&got, &want, Tolerance::Close { rtol: 1e-5, atol: 1e-8, equal_nan: false }).unwrap_err();
+//! let Err(Mismatch::Values(report)) = compare(&got, &want, Tolerance::NUMPY) else { panic!() };
 //! assert_eq!((report.bad, report.first[0].position.clone()), (1, vec![2]));
 //! ```
 
