@@ -4,8 +4,10 @@
 //! reference.
 //!
 //! ```sh
-//! cargo run --release -p neuroncustomop-sim --example dispatch_bench [-- --count-instructions]
+//! cargo run --release -p neuroncustomop-sim --example dispatch_bench [-- --threads]
 //! ```
+//!
+//! `--threads` runs each core on a host thread of its own (no `-icount`, QEMU's MTTCG).
 
 use neuroncustomop_sim::array::{Array, Dtype};
 use neuroncustomop_sim::generate::{Distribution, generate};
@@ -13,7 +15,7 @@ use neuroncustomop_sim::library::{Arg, Library, Options, Output};
 use std::time::Instant;
 
 fn main() {
-    let count_instructions = std::env::args().any(|arg| arg == "--count-instructions");
+    let count_instructions = !std::env::args().any(|arg| arg == "--threads");
     let library = Library::example("relu").expect("package relu");
     let x = generate(Dtype::Float32, vec![2, 32_768], Distribution::Uniform { low: -100.0, high: 100.0 }, 1);
     let want: Vec<f32> = x.to_vec::<f32>().expect("f32").iter().map(|v| v.max(0.0)).collect();

@@ -1,4 +1,4 @@
-//! Assembles the board's semihosting call and points each image at its linker script.
+//! Assembles the board's semihosting call, the instruction counter, and points each image at its linker script.
 
 #[path = "../../linker/xtensa_asm.rs"]
 mod xtensa_asm;
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     xtensa_asm::assemble_into_library(
-        &[PathBuf::from("src/board.S"), PathBuf::from("src/resume.S")],
+        &[PathBuf::from("src/board.S"), PathBuf::from("src/resume.S"), PathBuf::from("src/icount.S")],
         Path::new("../../.cargo/xtensa-gpsimd-none-elf.json"),
         &out,
         "qemu_board",

@@ -104,6 +104,49 @@ pub struct CoreReport {
     pub ops: Vec<OpReport>,
     /// Per op index: what the kernel printed, and how many bytes the ring lost first.
     pub stdout: BTreeMap<u32, (Vec<u8>, u32)>,
+    /// Kernels this core stopped at their instruction budget.
+    pub over_budget: Vec<OverBudget>,
+}
+
+/// A kernel the loader stopped because it ran past the job's instruction budget
+/// (`JobHeader::max_instructions`): an infinite loop, or a budget set too low.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverBudget {
+    /// The op's index in its job.
+    pub op: u32,
+    /// The core it ran on.
+    pub core: u32,
+    /// The kernel.
+    pub function: String,
+    /// Instructions it had run when stopped (the budget, plus the few the stop took).
+    pub instructions: u64,
+    /// Where it was: the address of the next instruction it would have run.
+    pub pc: u32,
+}
+
+impl fmt::Display for OverBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self { op, core, function, instructions, pc } = self;
+        write!(
+            f,
+            "kernel `{function}` on core {core} ran past {} instructions (op {op}, stopped at pc {pc:#010x}): \
+             an infinite loop? If not, raise the budget (max_instructions)",
+            Giga(*instructions)
+        )
+    }
+}
+
+/// An instruction count as an author reads it: `10 G`, `512 M`, or the number.
+struct Giga(u64);
+
+impl fmt::Display for Giga {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            n if n >= 1_000_000_000 => write!(f, "{:.1} G", n as f64 / 1e9),
+            n if n >= 1_000_000 => write!(f, "{:.1} M", n as f64 / 1e6),
+            n => write!(f, "{n}"),
+        }
+    }
 }
 
 /// One op on one core.
@@ -151,14 +194,25 @@ impl Report {
     pub fn core(&self, core: u32) -> CoreReport {
         self.cores.get(&core).cloned().unwrap_or_default()
     }
+
+    /// Every kernel stopped at its instruction budget, on any core.
+    pub fn over_budget(&self) -> Vec<OverBudget> {
+        self.cores.values().flat_map(|core| core.over_budget.iter().cloned()).collect()
+    }
 }
 
 /// How a session's device is run.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
-    /// Count instructions: QEMU runs with `-icount shift=0,sleep=off`
-    /// ([`Boot::count_instructions`]), so every [`OpReport::instructions`] is a guest
-    /// instruction count.
+    /// Run QEMU with `-icount shift=0,sleep=off` ([`Boot::count_instructions`]), the
+    /// default: all cores on one host thread, in turn, with a deterministic virtual
+    /// clock (CCOUNT) that jumps ahead when every core sleeps. Instruction counts do not
+    /// need it ([`OpReport::instructions`] is each core's own exact count either way),
+    /// but waits do: with `false` each core is a host thread of its own (QEMU's MTTCG),
+    /// and a core that sleeps (waiting for a DMA transfer, for another core) waits for
+    /// the host's scheduler to wake its thread, milliseconds on a loaded machine, so
+    /// kernels that wait often run far slower, and the runtime's DMA timeout (1 s of
+    /// CCOUNT, then real time) can expire.
     pub count_instructions: bool,
     /// The longest one job may take on the wall clock; past it the device is declared
     /// hung, stopped, and booted again for the next job. `None` (the default): it
@@ -168,13 +222,14 @@ pub struct SessionOptions {
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        Self { count_instructions: false, wall_limit: None }
+        Self { count_instructions: true, wall_limit: None }
     }
 }
 
-/// The slowest QEMU runs guest instructions, per second, on a loaded machine (measured
-/// about 20 M/s under `-icount` at a load average of 14 on 2 host cores).
-const SLOWEST_INSTRUCTIONS_PER_SECOND: u64 = 10_000_000;
+/// The slowest QEMU is expected to run one core's guest instructions, per second: a
+/// warm 65,536-element relu (852,822 instructions) takes 7 ms at a load average of 10
+/// on this 2-host-core machine (120 M/s); this leaves room for twice that load.
+const SLOWEST_INSTRUCTIONS_PER_SECOND: u64 = 50_000_000;
 /// Wall time for everything around the kernels: booting, entry, moving the data.
 const JOB_ALLOWANCE: Duration = Duration::from_secs(60);
 
@@ -514,14 +569,15 @@ impl Collected {
 
 /// Boots the loader on `job.header.cores` cores next to `library`, and the DMA engine
 /// on the core after them, runs `job`, and shuts the device down: a one-job
-/// [`Session`].
+/// [`Session`] with the default options (`-icount`).
 pub fn run(library: &Images, job: &Job) -> Result<Report, RunError> {
     run_once(library, job, SessionOptions::default())
 }
 
-/// As [`run`], under `-icount shift=0,sleep=off` ([`SessionOptions::count_instructions`]).
+/// The same as [`run`], whose default is `-icount shift=0,sleep=off`
+/// ([`SessionOptions::count_instructions`]); for the callers that say they count.
 pub fn run_counting_instructions(library: &Images, job: &Job) -> Result<Report, RunError> {
-    run_once(library, job, SessionOptions { count_instructions: true, ..SessionOptions::default() })
+    run(library, job)
 }
 
 fn run_once(library: &Images, job: &Job, options: SessionOptions) -> Result<Report, RunError> {
@@ -554,6 +610,9 @@ pub fn parse(outcome: Outcome) -> Report {
                 let printed = report.stdout.entry(op).or_default();
                 printed.0.extend(bytes.iter());
                 printed.1 += lost;
+            }
+            Line::OverBudget { op, function, instructions, pc, .. } => {
+                report.over_budget.push(OverBudget { op, core: c, function: function.into(), instructions, pc })
             }
             Line::Op { function, status, count, .. } => report.ops.push(OpReport {
                 function: function.into(),

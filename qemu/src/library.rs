@@ -92,17 +92,25 @@ pub struct Options {
     /// Cores that run the kernel, 1 to 8: a kernel that splits its work by
     /// `get_cpu_count()` (which is 8) needs all 8.
     pub cores: usize,
-    /// The backend of the runtime's `neuron_memcpy` for this op. The vector copy is the
-    /// default here: under QEMU's instruction counting a DMA wait costs far more than
-    /// on the device (docs/PERFORMANCE.md).
+    /// The backend of the runtime's `neuron_memcpy` for this op; the default is the
+    /// library's own, the DMA engine (a core waiting for it sleeps, docs/PERFORMANCE.md).
     pub memcpy: NeuronMemcpyMethod,
-    /// Count guest instructions (`-icount`); [`Call::instructions`] is empty without.
+    /// Run QEMU under `-icount` (the default): a deterministic clock. Each core's
+    /// count is exact either way (its ICOUNT register); without, each core runs on a
+    /// host thread of its own.
     pub count_instructions: bool,
+    /// Stop a kernel past this many instructions on a core ([`CallError::Unfinished`]).
+    pub max_instructions: u64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { cores: 1, memcpy: NeuronMemcpyMethod::VecMemcpy, count_instructions: true }
+        Self {
+            cores: 1,
+            memcpy: NeuronMemcpyMethod::Dma,
+            count_instructions: true,
+            max_instructions: neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS,
+        }
     }
 }
 
@@ -155,8 +163,8 @@ pub struct Call {
     pub statuses: Vec<KernelStatus>,
     /// Per core, in core order: what it printed.
     pub stdout: Vec<CoreStdout>,
-    /// Per core, in core order: guest instructions the kernel took (CCOUNT x 25, exact
-    /// to within 25 when QEMU did not switch cores meanwhile); empty unless counted.
+    /// Per core, in core order: guest instructions the kernel took (exact: the core's
+    /// own ICOUNT).
     pub instructions: Vec<u64>,
     /// Wall time of the device run.
     pub wall: Duration,
@@ -250,7 +258,8 @@ pub enum CallError {
     /// QEMU could not run it.
     #[error("running the device")]
     Run(#[source] RunError),
-    /// A core did not report the op: the device stopped (a fault, a hang, a timeout).
+    /// A core did not finish the op: the kernel ran past [`Options::max_instructions`]
+    /// and was stopped (`output` says where), or the device stopped (a fault, a hang).
     #[error("core {core} did not finish kernel {kernel}; the device said:\n{output}")]
     Unfinished {
         /// The kernel.
@@ -375,6 +384,7 @@ impl Library {
         }
         let mut job = self.package.job(options.cores).map_err(CallError::Job)?;
         job.header.memcpy_method = options.memcpy as u32;
+        job.header.set_max_instructions(options.max_instructions);
         let staged = stage(&mut job, args, output)?;
         let (out_dtype, out_shape) = (staged.dtype, staged.shape);
         let op = Op { function, output: Some(staged.output), inputs: staged.inputs, dump: staged.dump };
@@ -396,6 +406,10 @@ impl Library {
         };
         let wall = started.elapsed();
 
+        if let Some(stopped) = report.over_budget().first() {
+            let (core, output) = (stopped.core as usize, stopped.to_string());
+            return Err(CallError::Unfinished { kernel: kernel.into(), core, output });
+        }
         let mut statuses = Vec::with_capacity(options.cores);
         let mut stdout = Vec::with_capacity(options.cores);
         let mut instructions = Vec::new();

@@ -335,6 +335,30 @@ fn stdout_overflow_keeps_the_newest_bytes_and_counts_the_lost_ones() {
 }
 
 /// `count` f32s: negatives, positives and zeros, small and large, including subnormals.
+#[test]
+fn every_cores_output_reaches_the_host_per_core_and_per_op_with_its_losses() {
+    let probe = images("runtime_probe");
+    let mut job = Job::new(&probe, CORES).expect("job");
+    let flood = job.function("flood");
+    let output = ArgTensor::hbm_tensor(Dtype::Float32, &[1], job.place(0, vec![0; 4]).0).expect("output").to_bytes();
+    let (count, _) = job.place(0x100, i32::to_le_bytes(3000).to_vec());
+    let scalar = ArgTensor::hbm_scalar(ScalarKind::Int, count).to_bytes();
+    let hello = bare_op(&mut job, "hello");
+    job.push(&hello).expect("op");
+    job.push(&Op { function: flood, output: Some(output), inputs: vec![scalar], dump: OutputDump::default() })
+        .expect("op");
+    let report = run(&probe, &job);
+    for core in 0..CORES as u32 {
+        let seen = report.core(core);
+        let greeting = format!("hello from core {core}\n").into_bytes();
+        assert_eq!(seen.stdout.get(&0), Some(&(greeting, 0)), "core {core}, op 0");
+        let (text, lost) = drained(&flood_text(3000));
+        let (got, got_lost) = seen.stdout.get(&1).unwrap_or_else(|| panic!("core {core}: op 1 printed nothing"));
+        assert_eq!((*got_lost, got.len()), (lost, text.len()), "core {core}, op 1: bytes lost and kept");
+        assert!(*got == text, "core {core}, op 1: the newest bytes are kept");
+    }
+}
+
 fn relu_input(count: usize) -> Vec<f32> {
     let mut state = 0x2545_F491_u32;
     (0..count)

@@ -48,12 +48,14 @@ fn the_job_selects_any_memcpy_backend_for_the_tcm_copies() {
         assert_eq!(call.output, relu_of(&x), "{memcpy:?}");
         counts.insert(memcpy as u32, call.instructions[0]);
     }
-    // Each backend shows in the kernel's count: the two CPU copies differ, and both are
-    // far below waiting for the DMA engine.
+    // Each backend shows in the kernel's count: the three differ. The DMA copies cost
+    // the waiting core only its queueing and a few wake-ups (it sleeps while the
+    // engine works), so they stay within 2x the vector memcpy (docs/PERFORMANCE.md).
     let count = |method: NeuronMemcpyMethod| counts[&(method as u32)];
     let (c, vector, dma) =
         (count(NeuronMemcpyMethod::CMemcpy), count(NeuronMemcpyMethod::VecMemcpy), count(NeuronMemcpyMethod::Dma));
-    assert!(c != vector && c.max(vector) < dma, "C {c}, vector {vector}, DMA {dma}: the job's method was not used");
+    assert!(c != vector && dma != vector && dma != c, "C {c}, vector {vector}, DMA {dma}: the job's method was not used");
+    assert!(dma <= 2 * vector, "C {c}, vector {vector}, DMA {dma}: waiting for the engine costs too much");
 
     // An invalid method is refused by the runtime: the library keeps its own (DMA).
     let mut job = library.package().job(1).expect("job");

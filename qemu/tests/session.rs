@@ -61,6 +61,17 @@ fn one_boot_runs_job_after_job_and_enters_the_library_once() {
 }
 
 #[test]
+fn a_kernel_that_sleeps_wakes_on_its_timer() {
+    let library = fault_probe();
+    let input: Vec<i32> = (0..16).collect();
+    let options = SessionOptions { wall_limit: Some(Duration::from_secs(30)), ..SessionOptions::default() };
+    let mut session = Session::boot(&library, 1, options).expect("boot");
+    let report = session.dispatch(&job_of(&library, &["sleeps"], &input)).expect("dispatch");
+    assert_eq!(statuses(&report), ["0"], "{}\n{}", report.outcome.stdout, report.outcome.stderr);
+    assert_eq!(words(&report.dumps[&0]), input);
+}
+
+#[test]
 fn a_kernel_that_stops_ends_only_its_op_and_its_stderr_stays_with_its_job() {
     let library = fault_probe();
     let input: Vec<i32> = (0..16).collect();
@@ -93,7 +104,8 @@ fn a_hung_device_is_reported_and_booted_again_for_the_next_job() {
 #[test]
 fn eight_core_jobs_in_one_session_each_compute_their_own_data() {
     let library = images::build("relu").expect("build relu");
-    let mut session = Session::boot(&library, 8, SessionOptions::default()).expect("boot");
+    let options = SessionOptions { wall_limit: Some(Duration::from_secs(60)), ..SessionOptions::default() };
+    let mut session = Session::boot(&library, 8, options).expect("boot");
     for round in 0..3u32 {
         let n = 4096u32;
         let input: Vec<f32> = (0..n).map(|i| (i as f32 - 2000.5) * (round as f32 + 1.0)).collect();

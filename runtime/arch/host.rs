@@ -27,3 +27,8 @@ pub fn memw() {
     fence(Ordering::SeqCst);
     compiler_fence(Ordering::SeqCst);
 }
+
+/// On the host: yields the thread (a waiting loop's stand-in for `waiti`).
+pub fn wait_for_interrupt(_ticks: u32) {
+    std::thread::yield_now();
+}

@@ -10,6 +10,17 @@ const SYS_WRITE: u32 = 4;
 
 /// ERI address of the MX distributor's MPSCORE register: one RunStall bit per core.
 const MPSCORE: u32 = 0x200;
+/// The distributor input the board pulses to wake sleeping cores. The distributor
+/// drives input i onto external line i + 2 of every core it is routed to; line 10 is
+/// de233_fpu's interrupt 15, edge-triggered, which `arch::wait_for_interrupt` sleeps on.
+const WAKE_INPUT: u32 = 8;
+/// ERI address of MIROUT(i): which cores input i reaches (a mask of cores).
+const fn mirout(input: u32) -> u32 {
+    input
+}
+/// ERI addresses of MIASG (write: de-assert inputs by mask) and MIASGSET (assert).
+const MIASG: u32 = 0x188;
+const MIASGSET: u32 = 0x18C;
 
 unsafe extern "C" {
     /// `simcall` (board.S).
@@ -21,8 +32,23 @@ unsafe extern "C" {
 /// Lets every core run. The lx60 board holds all cores but core 0 in RunStall at
 /// reset, as a device's boot firmware would until it has loaded their images.
 pub fn start_all_cores() {
-    // SAFETY: clearing RunStall only starts cores at the entry QEMU's loader gave them.
-    unsafe { board_write_eri(MPSCORE, 0) }
+    // SAFETY: routing an input no device drives touches nothing else; clearing RunStall
+    // only starts cores at the entry QEMU's loader gave them.
+    unsafe {
+        board_write_eri(mirout(WAKE_INPUT), u32::MAX);
+        board_write_eri(MPSCORE, 0);
+    }
+}
+
+/// Wakes every core sleeping in `arch::wait_for_interrupt` (and makes the next sleep
+/// of a core that is not asleep return at once): a pulse on the wake input, which
+/// every core latches as an edge.
+pub fn wake_all_cores() {
+    // SAFETY: asserts and de-asserts an input routed only to the wake interrupt.
+    unsafe {
+        board_write_eri(MIASGSET, 1 << WAKE_INPUT);
+        board_write_eri(MIASG, 1 << WAKE_INPUT);
+    }
 }
 
 /// Platform hook: write to the host's stdout/stderr.

@@ -3,12 +3,14 @@
 //! It speaks the runtime's queue protocol (`neuroncustomop::data_transfer::dma`): for
 //! each core of the job, whenever `produced` runs ahead of what it has served, it moves
 //! the bytes of each new transfer (m2s descriptor: where to read; s2m: where to write),
-//! marks both descriptors done and publishes `completed`. The job's `dma_mode` makes
+//! marks both descriptors done and publishes `completed`, then pulses the board's wake
+//! interrupt. Between passes that find nothing it sleeps. The job's `dma_mode` makes
 //! it misbehave on purpose: complete out of order, or never.
 
 use crate::loader::job;
 use core::ptr::{read_volatile, write_volatile};
-use neuroncustomop::arch::memw;
+use crate::board;
+use neuroncustomop::arch::{memw, wait_for_interrupt};
 use neuroncustomop::data_transfer::dma::{DESCRIPTOR_DONE, DMA_QUEUE_WINDOW, DmaDescriptor, DmaQueueHeader, QUEUE_SLOTS};
 use neuroncustomop_wire::job::{CORES, DmaMode, dma_queue_offsets};
 
@@ -44,15 +46,31 @@ unsafe fn serve_one(m2s: *mut DmaQueueHeader, s2m: *mut DmaQueueHeader, sequence
     }
 }
 
-/// Serves the cores of whatever job is in the job block, forever.
+/// The engine's sleep between passes that found nothing: from [`FIRST_NAP`] CCOUNT
+/// ticks (1 µs) after work, doubling up to [`LONGEST_NAP`] (10 µs) while the cores may
+/// still be copying, then [`IDLE_NAP`] (1 ms) once nothing came for [`IDLE_AFTER`]
+/// passes (about 10 ms: between ops, or between jobs, where a session on host threads
+/// would otherwise wake it 100,000 times a second). Nothing wakes it when a core
+/// queues a transfer (the runtime does not know the board), so this is its latency;
+/// the sleeping costs no instructions of the library's cores.
+const FIRST_NAP: u32 = 40;
+const LONGEST_NAP: u32 = 400;
+const IDLE_NAP: u32 = 40_000;
+const IDLE_AFTER: u32 = 1_000;
+
+/// Serves the cores of whatever job is in the job block, forever; after serving it
+/// wakes the cores (a core waiting for its transfer sleeps until then).
 pub fn run() -> ! {
     let mut served = [0u32; CORES];
+    let mut nap = FIRST_NAP;
+    let mut empty_passes = 0u32;
     loop {
         // Re-read every pass: the session replaces the job between jobs.
         let Some(job) = job() else {
-            core::hint::spin_loop();
+            wait_for_interrupt(IDLE_NAP);
             continue;
         };
+        let mut worked = false;
         let mode = DmaMode::from_u32(job.dma_mode);
         for (core, served) in served.iter_mut().enumerate().take((job.cores as usize).min(CORES)) {
             let (m2s, s2m) = dma_queue_offsets(core as u32);
@@ -78,6 +96,15 @@ pub fn run() -> ! {
                 unsafe { write_volatile(&raw mut (*queue).completed, produced) };
             }
             *served = produced;
+            worked = true;
+        }
+        if worked {
+            board::wake_all_cores();
+            (nap, empty_passes) = (FIRST_NAP, 0);
+        } else {
+            empty_passes = empty_passes.saturating_add(1);
+            wait_for_interrupt(if empty_passes > IDLE_AFTER { IDLE_NAP } else { nap });
+            nap = (nap * 2).min(LONGEST_NAP);
         }
     }
 }

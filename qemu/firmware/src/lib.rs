@@ -4,6 +4,7 @@
 //! - [`bench`]: the instruction-count harness (`-icount shift=0` makes CCOUNT count
 //!   guest instructions).
 //! - [`loader`] and [`dma_engine`]: the simulated device loader and DMA engine.
+//! - [`icount`]: exact per-core instruction counts and the instruction budget.
 //! - `src/bin/`: self-test images, and the loader's and the engine's images.
 //!
 //! Linking this crate into an image is what makes it a simulation image; the runtime
@@ -13,6 +14,7 @@
 pub mod bench;
 pub mod board;
 pub mod dma_engine;
+pub mod icount;
 pub mod loader;
 
 pub use neuroncustomop;

@@ -23,12 +23,12 @@
 //! Everything it learns is printed as one line per fact, typed by
 //! `neuroncustomop_wire::report::Line`, which the host parses with the same type.
 
-use crate::{board, println};
+use crate::{board, icount, println};
 use core::ffi::{CStr, c_char, c_void};
 use core::fmt::Write;
 use core::ptr::{self, read_volatile, write_volatile};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use neuroncustomop::arch::{get_cycle_count, memw, prid};
+use neuroncustomop::arch::{mask_interrupts, memw, prid, restore_interrupts, wait_for_interrupt};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop::wrapper_api::ArgTensor;
 use neuroncustomop_wire::job::{
@@ -222,16 +222,21 @@ fn set_progress(core: u32, ops_done: u32) {
     // SAFETY: the progress area is RAM past the job block; each core writes its own word.
     unsafe { write_volatile(progress(core), ops_done + 1) };
     memw();
+    board::wake_all_cores();
 }
 
-/// Waits until each of `cores` has entered the library and finished `ops_done` ops of
-/// the session. No bound: a core that never arrives is the host's to catch (its
+/// The longest a waiting loader sleeps between two looks: 1 ms of the 40 MHz CCOUNT
+/// (the pulse of `board::wake_all_cores` usually ends the sleep long before).
+const IDLE_TICKS: u32 = 40_000;
+
+/// Waits, asleep between looks, until each of `cores` has entered the library and
+/// finished `ops_done` ops of the session. No bound: a core that never arrives is the host's to catch (its
 /// instruction budget and wall limit), not a guess here.
 fn wait_for(cores: impl Iterator<Item = u32>, ops_done: u32) {
     for core in cores {
         // SAFETY: as in `set_progress`; other cores' words are only read.
         while unsafe { read_volatile(progress(core)) } <= ops_done {
-            core::hint::spin_loop();
+            wait_for_interrupt(IDLE_TICKS);
         }
     }
     memw();
@@ -290,12 +295,9 @@ impl Library {
             // An invalid method is refused by the runtime and leaves its own in place.
             (self.set_memcpy_method)(job.memcpy_method);
         }
-        let start = get_cycle_count();
+        icount::start(job.max_instructions());
         kernel();
-        let ticks = get_cycle_count().wrapping_sub(start);
-        // Under `-icount shift=0` CCOUNT ticks once per 25 instructions of the whole
-        // machine: exact only while no other core runs.
-        let count = Count { instructions: u64::from(ticks) * 25, exact: false };
+        let count = Count { instructions: icount::stop(), exact: true };
         ((self.invocation_status)(), count)
     }
 }
@@ -335,7 +337,17 @@ pub fn run() -> i32 {
     if prid() == 0 {
         board::start_all_cores();
     }
+    run_at_level_zero();
     serve()
+}
+
+/// Runs this core at interrupt level 0 (`_start` and the fault path leave 15): ICOUNT
+/// counts, and debug exceptions (the instruction budget) are taken, only below level
+/// 6. INTENABLE stays 0, so no interrupt is taken but the wake-ups of `waiti` sleeps.
+fn run_at_level_zero() {
+    let ps = mask_interrupts();
+    // SAFETY: the same PS with a lower level; nothing here relies on interrupts masked.
+    unsafe { restore_interrupts(ps & !0xF) };
 }
 
 /// What this core has done in the session so far.
@@ -373,10 +385,11 @@ fn next_job(core: u32) -> &'static JobHeader {
         // SAFETY: the job number is RAM past the progress counters; only core 0 writes it.
         unsafe { write_volatile(job_number, number) };
         memw();
+        board::wake_all_cores();
     } else {
         // SAFETY: as above; read only.
         while unsafe { read_volatile(job_number) } != number {
-            core::hint::spin_loop();
+            wait_for_interrupt(IDLE_TICKS);
         }
         memw();
     }
@@ -479,6 +492,14 @@ enum KernelStop {
     Abort,
     Exit(i32),
     Fault(i32),
+    OverBudget,
+}
+
+/// Where `icount.S` sends a kernel that ran past its instruction budget (on the
+/// loader's stack, the kernel's frames discarded).
+#[unsafe(no_mangle)]
+extern "C" fn loader_over_budget() -> ! {
+    kernel_stopped(KernelStop::OverBudget)
 }
 
 /// Whether `entry_func` succeeded on this core.
@@ -504,6 +525,7 @@ fn kernel_stopped(stop: KernelStop) -> ! {
         KernelStop::Abort => (0, 0),
         KernelStop::Exit(status) => (1, status as u32),
         KernelStop::Fault(status) => (2, status as u32),
+        KernelStop::OverBudget => (3, 0),
     };
     STOP.store(kind << 24 | (code & 0xFF_FFFF), Ordering::Relaxed);
     // SAFETY: the stack top is this image's own; nothing on the stack is used again.
@@ -516,6 +538,7 @@ static STOP: AtomicU32 = AtomicU32::new(0);
 /// Where the loader carries on after a kernel stopped (on a fresh stack): it reports
 /// the op, finishes the job, and serves the next ones.
 extern "C" fn resume(_: u32) {
+    run_at_level_zero();
     let core = prid();
     let job = job().expect("the job was valid when the kernel started");
     let library = Library::new(job.libraries[core as usize]);
@@ -524,13 +547,23 @@ extern "C" fn resume(_: u32) {
     let code = (stop & 0xFF_FFFF) as i32;
     // The code is 24 bits wide: sign-extend it back.
     let code = (code << 8) >> 8;
+    let instructions = icount::stop();
+    let function = current_name();
     let status = match stop >> 24 {
         0 => OpStatus::Abort,
         1 => OpStatus::Exit(code),
-        _ => OpStatus::Exception(code),
+        2 => OpStatus::Exception(code),
+        _ => {
+            let pc = icount::stopped_pc();
+            println!("{}", Line::OverBudget { core, op: index, function, instructions, pc });
+            OpStatus::OverBudget
+        }
     };
     drain_stdout(library.symbols.stdout_ring, core, index);
-    println!("{}", Line::Op { index, core, function: current_name(), status, count: None, error: None });
+    // Up to the loader's resumption: the kernel's instructions plus the few hundred of
+    // the way it stopped (the fault report, the exit, the stack reset), so not exact.
+    let count = Some(Count { instructions, exact: false });
+    println!("{}", Line::Op { index, core, function, status, count, error: None });
     finish_op(job, core, index);
     run_job(job, core, index + 1, NEXT_AT.load(Ordering::Relaxed) as usize);
     serve()

@@ -63,9 +63,12 @@ pub struct CallArgs {
     /// has the least of that). Every output is checked.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
-    /// The backend of the runtime's neuron_memcpy.
-    #[arg(long, value_enum, default_value_t = Memcpy::Vector)]
+    /// The backend of the runtime's neuron_memcpy (the library's own: dma).
+    #[arg(long, value_enum, default_value_t = Memcpy::Dma)]
     pub memcpy: Memcpy,
+    /// Stop the kernel past this many instructions on a core (an infinite loop).
+    #[arg(long, default_value_t = neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS)]
+    pub max_instructions: u64,
     /// Save the output here (.npy).
     #[arg(long, value_name = "PATH")]
     pub save: Option<PathBuf>,
@@ -91,9 +94,9 @@ pub struct CallArgs {
 pub enum Memcpy {
     /// The portable C memcpy.
     C,
-    /// The vector word loops (the default here: see docs/PERFORMANCE.md).
+    /// The vector word loops.
     Vector,
-    /// The DMA engine (slow under QEMU's instruction counting).
+    /// The DMA engine: the library's own.
     Dma,
 }
 
@@ -229,7 +232,8 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         Memcpy::Vector => NeuronMemcpyMethod::VecMemcpy,
         Memcpy::Dma => NeuronMemcpyMethod::Dma,
     };
-    let options = Options { cores: usize::from(args.cores), memcpy, count_instructions: true };
+    let options =
+        Options { cores: usize::from(args.cores), memcpy, count_instructions: true, max_instructions: args.max_instructions };
     let described: Vec<String> = call_args.iter().map(Arg::describe).collect();
     let mut call = library.call_with(kernel, &call_args, output.clone(), &options)?;
     for _ in 1..args.repeat {

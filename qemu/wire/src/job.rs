@@ -32,6 +32,44 @@ pub const TRANSLATE_RECORD_LEN: usize = 32;
 /// (the longest, a sort of 65,536 elements on one core, takes about 2 G), low enough
 /// that an infinite loop is stopped within a minute or two of wall time.
 pub const DEFAULT_MAX_INSTRUCTIONS: u64 = 10_000_000_000;
+/// Instructions from one wrap of the 32-bit `ICOUNT` register to the next: the
+/// firmware's debug handler restarts it at 0 each time it would pass `0xFFFFFFFF`.
+pub const ICOUNT_WRAP: u64 = 0xFFFF_FFFF;
+
+/// Where `ICOUNT` starts, and after how many wraps the budget is spent, for a kernel
+/// run with an instruction budget of `budget` (0: none): the first wrap comes after
+/// `ICOUNT_WRAP - start` instructions, each later one after [`ICOUNT_WRAP`] more, so
+/// the budget runs out exactly at wrap `wraps + 1`.
+///
+/// ```
+/// use neuroncustomop_wire::job::{icount_plan, icount_total, ICOUNT_WRAP};
+///
+/// let (start, wraps) = icount_plan(10_000_000_000);
+/// assert_eq!(wraps, 2);
+/// // The budget runs out at wrap 3, with ICOUNT at 0: exactly 10 G instructions.
+/// assert_eq!(icount_total(start, 3, 0), 10_000_000_000);
+/// ```
+pub const fn icount_plan(budget: u64) -> (u32, u32) {
+    if budget == 0 {
+        return (0, u32::MAX);
+    }
+    let wraps = budget.div_ceil(ICOUNT_WRAP);
+    let first = budget - (wraps - 1) * ICOUNT_WRAP;
+    // A budget of more than 2^32 wraps (18 * 10^18 instructions) is as good as none.
+    let later = if wraps > u32::MAX as u64 { u32::MAX - 1 } else { (wraps - 1) as u32 };
+    ((ICOUNT_WRAP - first) as u32, later)
+}
+
+/// The instructions counted since `ICOUNT` was set to `start`, after `wraps` wraps,
+/// with `ICOUNT` now at `end`.
+pub const fn icount_total(start: u32, wraps: u32, end: u32) -> u64 {
+    if wraps == 0 {
+        end as u64 - start as u64
+    } else {
+        (ICOUNT_WRAP - start as u64) + (wraps as u64 - 1) * ICOUNT_WRAP + end as u64
+    }
+}
+
 /// [`JobHeader::fail_registration_at`] when every registration succeeds.
 pub const NEVER: u32 = u32::MAX;
 /// [`JobHeader::faults`]: `get_data_scratch` hands out a null region.
@@ -212,5 +250,29 @@ impl JobHeader {
         put(self.max_instructions_low);
         put(self.max_instructions_high);
         bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_runs_out_after_exactly_its_instructions() {
+        for budget in [1, 2, 1000, ICOUNT_WRAP - 1, ICOUNT_WRAP, ICOUNT_WRAP + 1, 3 * ICOUNT_WRAP, 10_000_000_000, u64::MAX / 2] {
+            let (start, wraps) = icount_plan(budget);
+            // The wrap that spends the budget comes with ICOUNT about to pass
+            // 0xFFFFFFFF once more: after `wraps` earlier wraps, at ICOUNT = 0xFFFFFFFF.
+            let spent = if wraps == 0 { icount_total(start, 0, u32::MAX) } else { icount_total(start, wraps, u32::MAX) };
+            assert_eq!(spent, budget, "budget {budget}");
+        }
+        assert_eq!(icount_plan(0), (0, u32::MAX), "no budget: never");
+    }
+
+    #[test]
+    fn totals_add_up_across_wraps() {
+        assert_eq!(icount_total(100, 0, 350), 250);
+        assert_eq!(icount_total(u32::MAX - 9, 1, 5), 9 + 5);
+        assert_eq!(icount_total(0, 3, 7), 2 * ICOUNT_WRAP + ICOUNT_WRAP + 7);
     }
 }

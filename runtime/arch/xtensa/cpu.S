@@ -60,3 +60,33 @@ xtensa_get_ps:
     entry   a1, 16
     rsr     a2, ps
     retw
+
+/*
+ * void xtensa_wait_for_interrupt(u32 ticks, u32 interrupts): sleeps (waiti) until one
+ * of `interrupts` (an INTENABLE mask of level-1 interrupts) is raised, or `ticks`
+ * CCOUNT ticks have passed (timer 0, CCOMPARE0, is armed for it), whichever is first.
+ * The level-1 path of the exception vectors (vectors.S) disables every interrupt
+ * again and clears the edge-triggered ones before this returns, at the caller's PS.
+ * An interrupt raised before the waiti is not lost: it is pending, and waiti returns
+ * at once. The caller's PS (its interrupt level) is restored on return.
+ */
+    .global xtensa_wait_for_interrupt
+    .type xtensa_wait_for_interrupt, @function
+    .align 4
+xtensa_wait_for_interrupt:
+    entry   a1, 16
+    /* Masked until the waiti, which lowers the level and sleeps in one step: an
+     * interrupt already pending is taken there, and returns after the waiti. */
+    rsil    a4, 15
+    rsr     a5, ccount
+    add     a5, a5, a2
+    /* Arms timer 0, and clears its pending interrupt. */
+    wsr     a5, ccompare0
+    movi    a6, 0x40            /* 1 << XCHAL_TIMER0_INTERRUPT (6) */
+    or      a3, a3, a6
+    wsr     a3, intenable
+    rsync
+    waiti   0
+    wsr     a4, ps
+    rsync
+    retw

@@ -23,13 +23,18 @@ extern "C" fn __neuron_start() -> ! {
 }
 
 /// Which vector reported the fault (the kind the vector stub loads into a6).
-const FAULT_KINDS: [&str; 3] = ["user", "kernel", "double"];
+const FAULT_KINDS: [&str; 4] = ["user", "kernel", "double", "debug"];
 
 /// Called by the exception vectors (vectors.S) on a fresh stack; never returns.
 #[unsafe(no_mangle)]
 extern "C" fn __neuron_fault(kind: u32, cause: u32, pc: u32, vaddr: u32) -> ! {
-    // A double exception's PC is in DEPC; the others' in EPC1 (vectors.S reads it).
-    let pc_register = if kind == 2 { "DEPC" } else { "EPC1" };
+    // A double exception's PC is in DEPC, a debug exception's in EPC6 (the debug
+    // level); the others' in EPC1 (vectors.S reads it).
+    let pc_register = match kind {
+        2 => "DEPC",
+        3 => "EPC6",
+        _ => "EPC1",
+    };
     let kind = FAULT_KINDS.get(kind as usize).copied().unwrap_or("unknown");
     let mut line = platform::LineWriter::<128>::new();
     let _ = writeln!(

@@ -17,6 +17,23 @@ unsafe extern "C" {
     fn xtensa_mask_interrupts() -> u32;
     fn xtensa_restore_ps(ps: u32);
     fn xtensa_get_ps() -> u32;
+    fn xtensa_wait_for_interrupt(ticks: u32, interrupts: u32);
+}
+
+/// The interrupts that end a [`wait_for_interrupt`] besides its timer: the core's
+/// edge-triggered external interrupts (de233_fpu: 15 to 20), the ones a platform can
+/// pulse to say "something changed" without the core having to acknowledge it.
+const WAKE_INTERRUPTS: u32 = 0x001F_8000;
+
+/// Sleeps (`waiti`) until an external edge interrupt arrives or `ticks` CCOUNT ticks
+/// have passed, whichever is first. For waits on memory another agent writes (a DMA
+/// engine, another core): the caller re-checks after every return. The timer makes it
+/// correct with no interrupt at all (it is then a slow poll); an agent that raises an
+/// edge interrupt when it writes wakes the core at once. Uses timer 0 (CCOMPARE0).
+pub fn wait_for_interrupt(ticks: u32) {
+    // SAFETY: arms timer 0 and enables interrupts only for the waiti; the vectors'
+    // level-1 path disables them again and returns here, with the caller's PS.
+    unsafe { xtensa_wait_for_interrupt(ticks, WAKE_INTERRUPTS) }
 }
 
 /// The processor id (PRID): the core's index in the cluster.

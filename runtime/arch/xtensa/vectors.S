@@ -6,7 +6,9 @@
  * reached (l32r only reaches backwards).
  *
  *   0x000 .. 0x17F  window overflow / underflow handlers for call4, call8, call12
- *   0x180 .. 0x2FF  literals used by the exception path
+ *   0x180 .. 0x27F  literals used by the exception path (the level 2-5 interrupt
+ *                   vectors' slots: no interrupt of those levels is ever enabled)
+ *   0x280           debug exception vector (XCHAL_DEBUG_VECOFS, level 6)
  *   0x300           kernel exception vector
  *   0x340           user exception vector
  *   0x3C0           double exception vector
@@ -15,6 +17,13 @@
  * __neuron_fault (runtime/arch/xtensa/mod.rs), which never returns. To be able to call
  * that windowed Rust function whatever state the faulting code left, the path discards
  * every other live register window, switches to its own stack and clears PS.EXCM.
+ *
+ * Two things are not faults:
+ * - a level-1 interrupt (EXCCAUSE 4) is the end of a `waiti` sleep (xtensa_wait_for_
+ *   interrupt in cpu.S enables interrupts only around its `waiti`): the handler
+ *   disables them again, clears the edge-triggered and software ones, and returns;
+ * - a debug exception goes to __neuron_debug_exception, which an image may define
+ *   (the simulation's instruction budget does); by default it is a fault.
  */
 
     .section .vectors, "ax"
@@ -115,12 +124,29 @@ _WindowUnderflow12:
 .Lfault_ps:
     /* PS for the report: WOE, user vector mode, interrupts masked, EXCM clear. */
     .4byte  0x0004002F
+.Ldebug_handler:
+    .4byte  __neuron_debug_exception
+
+/* Debug exception (an ICOUNT overflow, a breakpoint): to the image's handler, with a0
+ * in EXCSAVE6 and every other register as the interrupted code left it. LLVM 22's
+ * assembler knows EXCSAVE6 and EPC6 only with +highpriinterrupts-level7, which the
+ * target does not list: those instructions are spelled as their encodings. */
+    .org 0x280
+    .global _DebugExceptionVector
+_DebugExceptionVector:
+    .byte   0x00, 0xd6, 0x13    /* wsr a0, excsave6: see below */
+    l32r    a0, .Ldebug_handler
+    jx      a0
 
 /* Each vector loads its kind (FAULT_KINDS in fault.rs) and the faulting PC (EPC1, or
  * DEPC for a double exception), then joins the common path. */
     .org 0x300
     .global _KernelExceptionVector
 _KernelExceptionVector:
+    wsr     a0, excsave1
+    rsr     a0, exccause
+    beqi    a0, 4, .Lwake
+    rsr     a0, excsave1
     movi    a6, 1
     rsr     a8, epc1
     j       .Lfault_common
@@ -128,9 +154,23 @@ _KernelExceptionVector:
     .org 0x340
     .global _UserExceptionVector
 _UserExceptionVector:
+    wsr     a0, excsave1
+    rsr     a0, exccause
+    beqi    a0, 4, .Lwake
+    rsr     a0, excsave1
     movi    a6, 0
     rsr     a8, epc1
     j       .Lfault_common
+
+/* A level-1 interrupt ended a waiti: interrupts off again, edge and software ones
+ * cleared (a level one stays until its source drops; it is masked now), then back. */
+.Lwake:
+    movi    a0, 0
+    wsr     a0, intenable
+    rsr     a0, interrupt
+    wsr     a0, intclear
+    rsr     a0, excsave1
+    rfe
 
     .org 0x3C0
     .global _DoubleExceptionVector
@@ -155,6 +195,13 @@ _DoubleExceptionVector:
     l32r    a4, .Lfault_fn
     callx4  a4
 1:  j       1b
+
+/* The default debug exception handler: a fault of kind 3 at EPC6. */
+    .global __neuron_default_debug_exception
+__neuron_default_debug_exception:
+    movi    a6, 3
+    .byte   0x80, 0xb6, 0x03    /* rsr a8, epc6 */
+    j       .Lfault_common
 
 /* The fault path's own stack: the faulting code's stack may be the broken thing. */
     .section .bss.fault_stack, "aw", @nobits

@@ -54,4 +54,12 @@ extern "C" fn spins() {
     }
 }
 
-neuroncustomop::kernels! { fn copy, fn panics, aborts, exits, faults, spins }
+/// Sleeps three times on the core's timer, then copies: `waiti` wakes and comes back.
+fn sleeps(args: &Args) -> Result<Tensor<'_>, KernelError> {
+    for _ in 0..3 {
+        neuroncustomop::arch::wait_for_interrupt(400);
+    }
+    copy(args)
+}
+
+neuroncustomop::kernels! { fn copy, fn panics, aborts, exits, faults, spins, fn sleeps }

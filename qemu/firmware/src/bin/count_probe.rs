@@ -1,0 +1,26 @@
+//! A library image whose kernel does a known amount of work, for the instruction-count
+//! tests (`qemu/tests/counting.rs`): `work` reads `iterations` (an i32 tensor `[n]`)
+//! and runs a loop of `n[core]` turns on core `core`, writing what it computed.
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+use neuroncustomop::multicore::get_cpu_id;
+use neuroncustomop::wrapper_api::{Args, KernelError, Tensor};
+
+/// (iterations: i32 [cores]) -> out: i32 [cores]; core c runs `iterations[c]` turns.
+fn work(args: &Args) -> Result<Tensor<'_>, KernelError> {
+    let core = get_cpu_id() as usize;
+    let turns = args.tensor()?.as_slice::<i32>()?.get(core).copied().unwrap_or(0);
+    let mut sum = 0u32;
+    for turn in 0..turns as u32 {
+        sum = black_box(sum.wrapping_mul(31).wrapping_add(turn));
+    }
+    let mut out = args.output()?;
+    if let Some(slot) = out.as_mut_slice::<i32>()?.get_mut(core) {
+        *slot = sum as i32;
+    }
+    Ok(out)
+}
+
+neuroncustomop::kernels! { fn work }

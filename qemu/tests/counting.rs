@@ -1,0 +1,114 @@
+//! Exact per-core instruction counts (the Debug option's ICOUNT) and the instruction
+//! budget: a kernel's count on 8 cores is its count alone on one core, and a kernel
+//! that runs past its budget is stopped, named, and the next op runs.
+
+use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
+use neuroncustomop_sim::device::{self, Report};
+use neuroncustomop_sim::images::{self, Images};
+use neuroncustomop_sim::job::{Job, Op};
+use neuroncustomop_wire::job::OutputDump;
+
+fn int_bytes(values: &[i32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// One `work` op per entry of `turns`: core c of the op runs `turns[op][c]` turns.
+fn work_job(library: &Images, cores: usize, turns: &[[i32; 8]]) -> Job {
+    let mut job = Job::new(library, cores).expect("job");
+    let function = job.function("work");
+    for (op, turns) in turns.iter().enumerate() {
+        let at = 0x1000 * op as u32;
+        let (x, _) = job.place(at, int_bytes(turns));
+        let (out, out_device) = job.place(at + 0x800, vec![0; 32]);
+        job.push(&Op {
+            function,
+            output: Some(ArgTensor::hbm_tensor(Dtype::Int32, &[8], out).unwrap().to_bytes()),
+            inputs: vec![ArgTensor::hbm_tensor(Dtype::Int32, &[8], x).unwrap().to_bytes()],
+            dump: OutputDump { address: out_device, len: 32 },
+        })
+        .expect("op");
+    }
+    job
+}
+
+fn counts(report: &Report, core: u32) -> Vec<u64> {
+    let ops = report.core(core).ops;
+    assert!(ops.iter().all(|op| op.status == "0" && op.exact), "core {core}: {ops:?}\n{}", report.outcome.stdout);
+    ops.iter().map(|op| op.instructions.expect("counted")).collect()
+}
+
+#[test]
+fn each_cores_count_on_eight_cores_is_its_count_alone_on_one_core() {
+    let library = images::build("count_probe").expect("build count_probe");
+    // About 70 M instructions a core, each core a different amount: 560 M in all.
+    let turns: [i32; 8] = std::array::from_fn(|core| 10_000_000 + 100_000 * core as i32);
+    let together = device::run(&library, &work_job(&library, 8, &[turns])).expect("QEMU runs");
+    assert!(together.done, "{}\n{}", together.outcome.stdout, together.outcome.stderr);
+    // The same work alone on core 0: op c runs core c's turns.
+    let alone: Vec<[i32; 8]> = turns.iter().map(|&t| [t, 0, 0, 0, 0, 0, 0, 0]).collect();
+    let single = device::run(&library, &work_job(&library, 1, &alone)).expect("QEMU runs");
+    assert!(single.done, "{}\n{}", single.outcome.stdout, single.outcome.stderr);
+    let alone_counts = counts(&single, 0);
+    let mut total = 0;
+    for core in 0..8u32 {
+        let count = counts(&together, core)[0];
+        let reference = alone_counts[core as usize];
+        total += count;
+        let off = count.abs_diff(reference) as f64 / reference as f64;
+        println!("core {core}: {count} instructions on 8 cores, {reference} alone");
+        assert!(off <= 0.001, "core {core}: {count} on 8 cores, {reference} alone ({:.4}% off)", off * 100.0);
+    }
+    assert!(total >= 500_000_000, "the kernel is big enough to have fooled a shared clock: {total}");
+}
+
+#[test]
+fn a_kernel_past_its_budget_is_stopped_and_named_and_the_next_op_runs() {
+    let library = images::build("fault_probe").expect("build fault_probe");
+    let mut job = Job::new(&library, 1).expect("job");
+    let budget = 20_000_000;
+    job.header.set_max_instructions(budget);
+    let input: Vec<i32> = (0..16).collect();
+    let (x, _) = job.place(0, int_bytes(&input));
+    for (i, kernel) in ["spins", "copy"].iter().enumerate() {
+        let (out, out_device) = job.place(0x1000 * (i as u32 + 1), vec![0xAB; 64]);
+        let op = Op {
+            function: job.function(kernel),
+            output: Some(ArgTensor::hbm_tensor(Dtype::Int32, &[16], out).unwrap().to_bytes()),
+            inputs: vec![ArgTensor::hbm_tensor(Dtype::Int32, &[16], x).unwrap().to_bytes()],
+            dump: OutputDump { address: out_device, len: 64 },
+        };
+        job.push(&op).expect("op");
+    }
+    let report = device::run(&library, &job).expect("QEMU runs");
+    assert!(report.done, "a run whose ops all ended is done:\n{}", report.outcome.stdout);
+    let ops = report.core(0).ops;
+    assert_eq!(ops.iter().map(|op| op.status.as_str()).collect::<Vec<_>>(), ["over-budget", "0"]);
+    assert_eq!(ops.iter().map(|op| op.exact).collect::<Vec<_>>(), [false, true], "a stopped kernel's count is not exact");
+    let stopped = report.over_budget();
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    let stopped = &stopped[0];
+    assert_eq!((stopped.op, stopped.core, stopped.function.as_str()), (0, 0, "spins"));
+    assert!((budget..budget + 10_000).contains(&stopped.instructions), "{stopped:?}");
+    assert!((0x8400_0000..0x8420_0000).contains(&stopped.pc), "the pc is in the library image: {stopped:?}");
+    let message = stopped.to_string();
+    assert!(message.starts_with("kernel `spins` on core 0 ran past 20.0 M instructions"), "{message}");
+    assert_eq!(report.dumps[&1], int_bytes(&input), "the op after it ran");
+}
+
+#[test]
+fn a_count_past_the_32_bit_icount_is_exact() {
+    let library = images::build("count_probe").expect("build count_probe");
+    // Two short runs give the cost of a turn and the fixed cost; the long one (about
+    // 4.5 G instructions) wraps ICOUNT once and must land exactly on the line. The
+    // first op pays 36 instructions of first-time setup the later ones do not: a
+    // warm-up op comes first.
+    let turns = [1_000_000, 1_000_000, 2_000_000, 650_000_000];
+    let job = work_job(&library, 1, &turns.map(|t| [t, 0, 0, 0, 0, 0, 0, 0]));
+    let report = device::run(&library, &job).expect("QEMU runs");
+    assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
+    let [_, one, two, long] = counts(&report, 0)[..] else { panic!("four ops") };
+    let per_turn = (two - one) / 1_000_000;
+    assert_eq!((two - one) % 1_000_000, 0, "a turn costs a whole number of instructions");
+    assert!(long > u64::from(u32::MAX), "the count wrapped: {long}");
+    assert_eq!(long, one + 649_000_000 * per_turn, "one wrap, counted exactly");
+}
