@@ -132,13 +132,11 @@ impl KernelStatus {
     }
 }
 
+/// As every printer of the project shows a status: hex, then the runtime's name
+/// (`0x0 OK`, `0x44 TCM_EXHAUSTED`, `0x10007 Op(7)`: the runtime's `Status`).
 impl fmt::Display for KernelStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (Status(self.0).name(), self.kernel_code()) {
-            (Some(name), _) => write!(f, "{name} ({:#x})", self.0),
-            (None, Some(code)) => write!(f, "the kernel's code {code} ({:#x})", self.0),
-            (None, None) => write!(f, "unknown status {:#x}", self.0),
-        }
+        Status(self.0).fmt(f)
     }
 }
 
@@ -583,10 +581,10 @@ mod tests {
 
     #[test]
     fn statuses_are_named() {
-        assert_eq!(KernelStatus(0).to_string(), "OK (0x0)");
-        assert_eq!(KernelStatus(Status::NO_MORE_ARGS.0).to_string(), "NO_MORE_ARGS (0x6)");
-        assert_eq!(KernelStatus(0x1_0001).to_string(), "the kernel's code 1 (0x10001)");
-        assert_eq!(KernelStatus(0x2_0000).to_string(), "unknown status 0x20000");
+        assert_eq!(KernelStatus(0).to_string(), "0x0 OK");
+        assert_eq!(KernelStatus(Status::NO_MORE_ARGS.0).to_string(), "0x6 NO_MORE_ARGS");
+        assert_eq!(KernelStatus(0x1_0001).to_string(), "0x10001 Op(1)");
+        assert_eq!(KernelStatus(0x2_0000).to_string(), "0x20000 (unknown)");
     }
 
     #[test]
@@ -601,6 +599,6 @@ mod tests {
             wall: Duration::ZERO,
         };
         let failed = call.check().unwrap_err();
-        assert_eq!(failed.to_string(), "kernel k failed on core 1: the kernel's code 2 (0x10002)\ncore 1 printed:\nbad shape");
+        assert_eq!(failed.to_string(), "kernel k failed on core 1: 0x10002 Op(2)\ncore 1 printed:\nbad shape");
     }
 }

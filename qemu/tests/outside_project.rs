@@ -44,7 +44,7 @@ fn new_project_runs_and_checks(lang: &str) {
     assert!(!ncop(&root, &["new", dir.to_str().unwrap(), "--lang", lang]).status.success(), "not over a project");
 
     let run = ncop(&dir, &["run", "scale", "--arg", "gen:float32:3x50:normal:0:10", "--arg", "float:-0.5", "--save", "out.npy", "--save-inputs", "in"]);
-    assert!(run.status.success() && stdout(&run).contains("status      OK (0x0)"), "{}", stdout(&run));
+    assert!(run.status.success() && stdout(&run).contains("status      0x0 OK"), "{}", stdout(&run));
     let x = npy::read(&dir.join("in/arg0.npy")).unwrap();
     let got = npy::read(&dir.join("out.npy")).unwrap();
     let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v * -0.5).collect();

@@ -94,12 +94,13 @@ impl RawCall {
 }
 
 /// The name of invocation status `code`: `OK`, a runtime status such as
-/// `DTYPE_MISMATCH`, `KERNEL+n` for a kernel's own code `n`, else its hex value.
+/// `DTYPE_MISMATCH`, `Op(n)` for a kernel's own code `n` (as the runtime's `Status`
+/// prints it), else its hex value.
 #[pyfunction]
 pub fn status_name(code: u32) -> String {
     match Status(code).name() {
         Some(name) => name.to_owned(),
-        None if code >= Status::KERNEL_BASE => format!("KERNEL+{}", code - Status::KERNEL_BASE),
+        None if code >= Status::KERNEL_BASE => format!("Op({})", code - Status::KERNEL_BASE),
         None => format!("{code:#x}"),
     }
 }

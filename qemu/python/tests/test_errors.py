@@ -26,7 +26,7 @@ def test_a_kernels_own_code_is_named(scale):
     x = np.ones(8, dtype=np.float32)
     with pytest.raises(KernelError) as caught:
         scale.scale(x, 2.0, out_shape=(4,))  # fewer output elements than x: SHAPE_MISMATCH, code 1
-    assert (caught.value.status, caught.value.status_name) == (0x10001, "KERNEL+1")
+    assert (caught.value.status, caught.value.status_name) == (0x10001, "Op(1)")
 
 
 def test_a_scalar_of_the_wrong_kind_is_the_kernels_error(scale):

@@ -51,7 +51,7 @@ def test_an_extra_input_is_the_templates_own_error(my_op):
     x = np.ones((2, 3), np.float32)
     with pytest.raises(KernelError) as caught:
         my_op.scale(x, 2.0, x)
-    assert caught.value.status_name == "KERNEL+2"  # the template's TOO_MANY_ARGS
+    assert caught.value.status_name == "Op(2)"  # the template's TOO_MANY_ARGS
     assert caught.value.result.unwritten.all()
 
 
@@ -62,5 +62,5 @@ def test_what_a_kernel_prints_comes_back_and_with_its_failure(my_op):
     assert result.stdout == ["shout: 4 elements\n"]
     with pytest.raises(KernelError, match="shout: 5 elements") as caught:
         my_op.shout(np.arange(5, dtype=np.float32))
-    assert (caught.value.status, caught.value.status_name) == (0x10007, "KERNEL+7")
+    assert (caught.value.status, caught.value.status_name) == (0x10007, "Op(7)")
     assert caught.value.stdout == ["shout: 5 elements\n"]

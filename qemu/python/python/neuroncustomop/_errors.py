@@ -18,7 +18,7 @@ class KernelError(RuntimeError):
         The first failing core's invocation status (cores in order), e.g. ``0x40``, or
         ``0x10000 + n`` for a kernel's own code ``n``.
     status_name : str
-        Its name: ``DTYPE_MISMATCH``, ``NO_MORE_ARGS``, ... or ``KERNEL+n``.
+        Its name: ``DTYPE_MISMATCH``, ``NO_MORE_ARGS``, ... or ``Op(n)`` (a kernel's own code n).
     statuses : list of int
         Every core's status, in core order.
     stdout : list of str
