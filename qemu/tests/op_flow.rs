@@ -49,13 +49,15 @@ fn the_job_selects_any_memcpy_backend_for_the_tcm_copies() {
         counts.insert(memcpy as u32, call.instructions[0]);
     }
     // The backend shows in the kernel's count: the two CPU copies are one routine since
-    // the libc `memcpy` became the vector copy (the same count); the DMA copies differ,
-    // costing the waiting core only its queueing and a few wake-ups (it sleeps while
-    // the engine works), so they stay within 2x the vector memcpy (docs/PERFORMANCE.md).
+    // the libc `memcpy` became the vector copy (within 1%: only their way in differs);
+    // the DMA copies differ, costing the waiting core only its queueing and a few
+    // wake-ups (it sleeps while the engine works), so they stay within 2x the vector
+    // memcpy (docs/PERFORMANCE.md).
     let count = |method: NeuronMemcpyMethod| counts[&(method as u32)];
     let (c, vector, dma) =
         (count(NeuronMemcpyMethod::CMemcpy), count(NeuronMemcpyMethod::VecMemcpy), count(NeuronMemcpyMethod::Dma));
-    assert!(c == vector && dma != vector, "C {c}, vector {vector}, DMA {dma}: the job's method was not used");
+    assert!(c.abs_diff(vector) * 100 <= vector, "C {c}, vector {vector}: not the same copy");
+    assert!(dma != vector && dma != c, "C {c}, vector {vector}, DMA {dma}: the job's method was not used");
     assert!(dma <= 2 * vector, "C {c}, vector {vector}, DMA {dma}: waiting for the engine costs too much");
 
     // An invalid method is refused by the runtime: the library keeps its own (DMA).
