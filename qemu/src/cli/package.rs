@@ -27,7 +27,7 @@ pub fn exec(args: PackageArgs) -> super::Outcome {
 /// compiles `core` and `alloc` for the device: cargo shows its progress).
 pub fn load(dir: &Path) -> Result<Library, LoadError> {
     if let Ok(Some(project)) = Project::open(dir) {
-        eprintln!("ncop: building {} for the device ({})", project.name, project.dir.display());
+        eprintln!("building {} for the device ({})", project.name, project.dir.display());
     }
     Library::load(dir)
 }
