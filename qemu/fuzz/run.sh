@@ -2,7 +2,7 @@
 # Runs every fuzz target of qemu/fuzz for a bounded time, or a bounded number of
 # executions, and fails if any target finds an input that breaks its checks.
 #
-#   qemu/fuzz/run.sh                 each target for 6 s (all seven: about 45 s, after the build)
+#   qemu/fuzz/run.sh                 each target for 6 s (all eight: about 55 s, after the build)
 #   qemu/fuzz/run.sh 60              each target for 60 s
 #   qemu/fuzz/run.sh --runs 10000000 each target for 10 M executions (the long mode)
 #   qemu/fuzz/run.sh 30 heap wire    only these targets
@@ -29,7 +29,7 @@ set -euo pipefail
 
 fuzz_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$fuzz_dir/../.." && pwd)
-targets_all=(handoff descriptor pull_stream translate heap wire ucode_lib)
+targets_all=(handoff descriptor pull_stream translate heap wire ucode_lib npy)
 cargo_fuzz_version=0.13.2
 
 limit=(-max_total_time=6)
