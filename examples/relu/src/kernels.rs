@@ -4,7 +4,7 @@
 #![no_std]
 #![no_main]
 
-use neuroncustomop::multicore::{get_cpu_count, get_cpu_id};
+use neuroncustomop::multicore::core_range;
 use neuroncustomop::wrapper_api::{Args, KernelError, Tensor};
 
 /// Elements per TCM round trip: 4 KiB of f32.
@@ -48,11 +48,8 @@ fn relu_tcm(args: &Args) -> Result<Tensor<'_>, KernelError> {
 fn relu_multicore(args: &Args) -> Result<Tensor<'_>, KernelError> {
     let x = args.tensor()?;
     let mut out = args.output()?;
-    // Core i of n takes [i * count / n, (i + 1) * count / n): shares differ by at most
-    // one element, and every element has one core (in u64: the device's usize is 32 bits).
-    let (core, cores, count) = (u64::from(get_cpu_id()), u64::from(get_cpu_count()), x.numel() as u64);
-    let bound = |core: u64| (count * core / cores) as usize;
-    relu_through_tcm(args, &x, &mut out, bound(core)..bound(core + 1))?;
+    // This core's fair share of the elements (they differ by at most one).
+    relu_through_tcm(args, &x, &mut out, core_range(x.numel()))?;
     Ok(out)
 }
 

@@ -246,7 +246,7 @@ fn sort_rows(args: &Args, order: Order, select: Select) -> Result<Tensor<'_>, Ke
     let mut out = args.output()?;
     let (n, k) = row_lengths(&x, &out, select)?;
     // This core's rows: none when K = 0 (n may be 0 too).
-    let rows = if k == 0 { 0..0 } else { example_common::core_range(x.numel() / n) };
+    let rows = if k == 0 { 0..0 } else { neuroncustomop::multicore::core_range(x.numel() / n) };
     if rows.is_empty() {
         return Ok(out);
     }

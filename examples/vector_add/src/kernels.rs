@@ -39,7 +39,7 @@ fn vector_add_multicore(args: &Args) -> Result<Tensor<'_>, KernelError> {
     let (a, b, mut out) = operands(args)?;
     let mut sums = args.tcm_buffer::<f32>(CHUNK)?;
     let mut addends = args.tcm_buffer::<f32>(CHUNK)?;
-    let elements = example_common::core_range(out.numel());
+    let elements = neuroncustomop::multicore::core_range(out.numel());
     let mut start = elements.start;
     while start < elements.end {
         let len = CHUNK.min(elements.end - start);
