@@ -27,7 +27,7 @@ use crate::compare::canary;
 use crate::device::{RunError, Session, SessionOptions};
 use crate::images::CORES;
 use crate::job::{Job, JobError, Op, TENSOR_AREA, TENSOR_AREA_SIZE};
-use crate::package::{self, Package, PackageError};
+use crate::package::{Package, PackageError};
 use crate::project::{Project, ProjectError};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
@@ -257,6 +257,14 @@ pub enum CallError {
     /// QEMU could not run it.
     #[error("running the device")]
     Run(#[source] RunError),
+    /// A C++ library's shape function for the kernel failed ([`Library::output_of`]).
+    #[error("the shape function of {kernel} failed: {message}")]
+    ShapeFunction {
+        /// The kernel.
+        kernel: String,
+        /// What the shape driver said.
+        message: String,
+    },
     /// The kernel stopped without returning on some core: an exception, a stack
     /// overflow, a panic, an abort or exit, or its instruction budget.
     #[error("kernel {kernel} stopped on core {core}: {stop}\n{explained}")]
@@ -326,6 +334,9 @@ pub fn describe(error: &dyn std::error::Error) -> String {
 pub struct Library {
     package: Package,
     sessions: Mutex<BTreeMap<(usize, bool), Session>>,
+    /// A C++ library's shape driver: its shape functions, run on the host
+    /// ([`Library::output_of`]).
+    shape_driver: Option<PathBuf>,
 }
 
 /// The most arguments a kernel takes (the runtime's pull stream).
@@ -343,25 +354,68 @@ impl Library {
             return Ok(Self::from_package(Package::open(path)?));
         }
         let project = Project::open(path)?.ok_or_else(|| LoadError::NotALibrary(path.into()))?;
-        Ok(Self::from_package(project.package()?))
+        Self::from_project(&project)
+    }
+
+    /// Builds and packages `project`; a C++ project keeps its shape functions
+    /// ([`Library::output_of`]).
+    fn from_project(project: &Project) -> Result<Self, LoadError> {
+        let mut library = Self::from_package(project.package()?);
+        if project.language == crate::project::Language::Cxx {
+            let tools = crate::toolchain::Toolchain::locate().ok();
+            let cxx = crate::cxx::Library::open(&project.dir).ok();
+            library.shape_driver =
+                tools.zip(cxx).map(|(tools, cxx)| cxx.shape_driver_path(&tools)).filter(|driver| driver.is_file());
+        }
+        Ok(library)
     }
 
     /// The built-in example `name` of this repository (`examples/`), packaged.
     ///
     /// # Errors
-    /// As [`package::package`].
+    /// [`LoadError`]: an unknown example (naming those there are), or its build's or
+    /// packaging's error.
     pub fn example(name: &str) -> Result<Self, LoadError> {
-        Ok(Self::from_package(package::package(name)?))
+        let project = Project::example(name)?
+            .ok_or_else(|| ProjectError::UnknownExample(name.into(), Project::examples()))?;
+        Self::from_project(&project)
     }
 
     /// A library from a package already made.
     pub fn from_package(package: Package) -> Self {
-        Self { package, sessions: Mutex::new(BTreeMap::new()) }
+        Self { package, sessions: Mutex::new(BTreeMap::new()), shape_driver: None }
     }
 
     /// The library's name.
     pub fn name(&self) -> &str {
         self.package.name()
+    }
+
+    /// The output `kernel` makes of `args`, as the library's own shape function says:
+    /// a C++ library on the AWS torch API registers one per op (`NEURON_LIBRARY`), run
+    /// here on the host, so its calls need no output shape. `None` for a Rust or C
+    /// library, which has none.
+    ///
+    /// # Errors
+    /// [`CallError::ShapeFunction`]: the shape function failed or gave an output the
+    /// device cannot hold.
+    pub fn output_of(&self, kernel: &str, args: &[Arg]) -> Result<Option<Output>, CallError> {
+        let Some(driver) = &self.shape_driver else { return Ok(None) };
+        use crate::cxx::ShapeArg;
+        let shape_args: Vec<ShapeArg> = args
+            .iter()
+            .map(|arg| match arg {
+                Arg::Tensor(array) => {
+                    ShapeArg::Tensor(array.dtype(), array.shape().iter().map(|&d| d as u32).collect())
+                }
+                Arg::Int(v) => ShapeArg::Int(*v),
+                Arg::LongLong(v) => ShapeArg::Long(*v),
+                Arg::Float(v) => ShapeArg::Float(*v),
+            })
+            .collect();
+        let shaped = crate::cxx::output_shape(driver, kernel, &shape_args)
+            .map_err(|message| CallError::ShapeFunction { kernel: kernel.into(), message })?;
+        Ok(Some(Output::Shape { dtype: shaped.dtype, shape: shaped.shape.iter().map(|&d| usize::from(d)).collect() }))
     }
 
     /// Its kernels, in registration order.

@@ -570,3 +570,22 @@ fn accessors_of_a_const_tensor_are_read_only() {
     assert!(!compiles("const_tcm", &kernel("in.tcm_accessor().tcm_to_tensor<float>(tcm, 0, 1);")));
     assert!(!compiles("const_stream", &kernel("auto w = in.write_stream_accessor<float>();")));
 }
+
+#[test]
+fn the_host_api_asks_a_cxx_librarys_shape_function_for_the_output() {
+    use neuroncustomop_sim::array::Array;
+    use neuroncustomop_sim::library::{self, Output};
+    let relu = library::Library::example("cxx_relu").unwrap_or_else(|e| panic!("{}", library::describe(&e)));
+    let x: Vec<f32> = random(6 * 40, 31);
+    // The AWS sample's kernel reads its input with a 1-dimensional accessor.
+    let input = Array::from_vec(vec![240], x.clone()).unwrap();
+    let args = [library::Arg::Tensor(input)];
+    let output = relu.output_of("relu_forward", &args).expect("the shape function runs");
+    // The AWS sample's relu_fwd_shape: `torch::zeros({t_in.numel()}, torch::kFloat)`, one dimension.
+    assert_eq!(output, Some(Output::Shape { dtype: Dtype::Float32, shape: vec![240] }), "relu_fwd_shape");
+    let call = relu.call("relu_forward", &args, output.unwrap()).unwrap().check().unwrap_or_else(|f| panic!("{f}"));
+    assert_eq!(call.output.to_vec::<f32>().unwrap(), self::relu(&x));
+    // A Rust library has no shape functions: the caller says.
+    let rust = library::Library::example("relu").unwrap_or_else(|e| panic!("{}", library::describe(&e)));
+    assert_eq!(rust.output_of("relu", &args).unwrap(), None);
+}

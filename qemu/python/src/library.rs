@@ -20,7 +20,7 @@ fn call_error(error: CallError) -> PyErr {
     match error {
         CallError::UnknownKernel { .. } => PyKeyError::new_err(message),
         CallError::TooManyArgs(_) | CallError::OutputLike { .. } => PyTypeError::new_err(message),
-        CallError::Descriptor { .. } | CallError::DoesNotFit { .. } | CallError::Cores(_) => {
+        CallError::Descriptor { .. } | CallError::DoesNotFit { .. } | CallError::Cores(_) | CallError::ShapeFunction { .. } => {
             PyValueError::new_err(message)
         }
         CallError::Job(_) | CallError::Run(_) | CallError::Unfinished { .. } | CallError::Stopped { .. } => {

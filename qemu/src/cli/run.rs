@@ -45,8 +45,8 @@ pub struct CallArgs {
     /// One argument of the kernel (see below); repeat in argument order.
     #[arg(long = "arg", value_name = "ARG")]
     pub args: Vec<ArgSpec>,
-    /// The output's dtype and shape, DTYPE:SHAPE (e.g. float32:4x128). Default: those of
-    /// the first tensor argument.
+    /// The output's dtype and shape, DTYPE:SHAPE (e.g. float32:4x128). Default: what a
+    /// C++ library's shape function says, else those of the first tensor argument.
     #[arg(long, value_name = "DTYPE:SHAPE", conflicts_with = "output_like")]
     pub output: Option<OutputSpec>,
     /// The output has the dtype and shape of argument K (counting from 0).
@@ -219,12 +219,17 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     }
     // Read the expected array before the run, so a bad file costs no device time.
     let expected = args.expect.as_deref().map(npy::read).transpose().map_err(RunError::Expected)?;
+    let library = super::package::load(lib)?;
     let output = match (&args.output, args.output_like) {
         (Some(spec), _) => Output::Shape { dtype: spec.dtype, shape: spec.shape.clone() },
         (None, Some(k)) => Output::Like(k),
-        (None, None) => {
-            Output::Like(call_args.iter().position(|a| matches!(a, Arg::Tensor(_))).ok_or(RunError::NoOutputForm)?)
-        }
+        // A C++ library's shape function says; else the first tensor's form.
+        (None, None) => match library.output_of(kernel, &call_args)? {
+            Some(output) => output,
+            None => Output::Like(
+                call_args.iter().position(|a| matches!(a, Arg::Tensor(_))).ok_or(RunError::NoOutputForm)?,
+            ),
+        },
     };
     if let Some(dir) = &args.save_inputs {
         std::fs::create_dir_all(dir)?;
@@ -235,7 +240,6 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         }
     }
 
-    let library = super::package::load(lib)?;
     let memcpy = match args.memcpy {
         Memcpy::C => NeuronMemcpyMethod::CMemcpy,
         Memcpy::Vector => NeuronMemcpyMethod::VecMemcpy,
