@@ -8,9 +8,8 @@ use neuroncustomop_sim::images::{self, Images};
 use neuroncustomop_sim::job::{Job, Op};
 use neuroncustomop_wire::job::OutputDump;
 
-fn int_bytes(values: &[i32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
+mod probe_job;
+use probe_job::{int_bytes, probe_job};
 
 /// One `work` op per entry of `turns`: core c of the op runs `turns[op][c]` turns.
 fn work_job(library: &Images, cores: usize, turns: &[[i32; 8]]) -> Job {
@@ -64,21 +63,10 @@ fn each_cores_count_on_eight_cores_is_its_count_alone_on_one_core() {
 #[test]
 fn a_kernel_past_its_budget_is_stopped_and_named_and_the_next_op_runs() {
     let library = images::build("fault_probe").expect("build fault_probe");
-    let mut job = Job::new(&library, 1).expect("job");
     let budget = 20_000_000;
-    job.header.set_max_instructions(budget);
     let input: Vec<i32> = (0..16).collect();
-    let (x, _) = job.place(0, int_bytes(&input));
-    for (i, kernel) in ["spins", "copy"].iter().enumerate() {
-        let (out, out_device) = job.place(0x1000 * (i as u32 + 1), vec![0xAB; 64]);
-        let op = Op {
-            function: job.function(kernel),
-            output: Some(ArgTensor::hbm_tensor(Dtype::Int32, &[16], out).unwrap().to_bytes()),
-            inputs: vec![ArgTensor::hbm_tensor(Dtype::Int32, &[16], x).unwrap().to_bytes()],
-            dump: OutputDump { address: out_device, len: 64 },
-        };
-        job.push(&op).expect("op");
-    }
+    let mut job = probe_job(&library, &["spins", "copy"], &input);
+    job.header.set_max_instructions(budget);
     let report = device::run(&library, &job).expect("QEMU runs");
     assert!(report.done, "a run whose ops all ended is done:\n{}", report.outcome.stdout);
     let ops = report.core(0).ops;

@@ -11,6 +11,9 @@ use neuroncustomop_sim::job::{Job, Op};
 use neuroncustomop_sim::symbolize::{self, Symbolizer};
 use neuroncustomop_wire::job::{FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, OutputDump};
 
+mod probe_job;
+use probe_job::probe_job;
+
 const LIBRARY_IMAGE_0: std::ops::Range<u32> = 0x8400_0000..0x8420_0000;
 
 fn words(bytes: &[u8]) -> Vec<i32> {
@@ -32,21 +35,10 @@ fn run_kernels_with_images(kernels: &[&str]) -> (Report, Vec<i32>, Vec<std::path
 /// given (the job's default otherwise).
 fn run_kernels_within(kernels: &[&str], budget: Option<u64>) -> (Report, Vec<i32>, Vec<std::path::PathBuf>) {
     let library = images::build("fault_probe").expect("build fault_probe");
-    let mut job = Job::new(&library, 1).expect("job");
+    let input: Vec<i32> = (0..16).map(|i| i * 11 - 40).collect();
+    let mut job = probe_job(&library, kernels, &input);
     if let Some(budget) = budget {
         job.header.set_max_instructions(budget);
-    }
-    let input: Vec<i32> = (0..16).map(|i| i * 11 - 40).collect();
-    let (x, _) = job.place(0, input.iter().flat_map(|v| v.to_le_bytes()).collect());
-    for (i, kernel) in kernels.iter().enumerate() {
-        let (out, out_device) = job.place(0x1000 * (i as u32 + 1), vec![0xAB; 64]);
-        let op = Op {
-            function: job.function(kernel),
-            output: Some(ArgTensor::hbm_tensor(Dtype::Int32, &[16], out).unwrap().to_bytes()),
-            inputs: vec![ArgTensor::hbm_tensor(Dtype::Int32, &[16], x).unwrap().to_bytes()],
-            dump: OutputDump { address: out_device, len: 64 },
-        };
-        job.push(&op).expect("op");
     }
     let report = device::run(&library, &job).expect("QEMU runs");
     assert!(report.done, "the loader did not finish:\n{}\n{}", report.outcome.stdout, report.outcome.stderr);

@@ -9,29 +9,11 @@ use neuroncustomop_sim::job::{Job, Op};
 use neuroncustomop_wire::job::OutputDump;
 use std::time::Duration;
 
+mod probe_job;
+use probe_job::probe_job;
+
 fn fault_probe() -> Images {
     images::build("fault_probe").expect("build fault_probe")
-}
-
-fn int_bytes(values: &[i32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
-
-/// A 1-core job of `kernels` in order, each (x: 16 x i32) -> out, every output dumped.
-fn job_of(library: &Images, kernels: &[&str], input: &[i32]) -> Job {
-    let mut job = Job::new(library, 1).expect("job");
-    let (x, _) = job.place(0, int_bytes(input));
-    for (i, kernel) in kernels.iter().enumerate() {
-        let (out, out_device) = job.place(0x1000 * (i as u32 + 1), vec![0xAB; 64]);
-        let op = Op {
-            function: job.function(kernel),
-            output: Some(ArgTensor::hbm_tensor(Dtype::Int32, &[16], out).unwrap().to_bytes()),
-            inputs: vec![ArgTensor::hbm_tensor(Dtype::Int32, &[16], x).unwrap().to_bytes()],
-            dump: OutputDump { address: out_device, len: 64 },
-        };
-        job.push(&op).expect("op");
-    }
-    job
 }
 
 fn statuses(report: &Report) -> Vec<String> {
@@ -48,7 +30,7 @@ fn one_boot_runs_job_after_job_and_enters_the_library_once() {
     let mut session = Session::boot(&library, 1, SessionOptions::default()).expect("boot");
     for round in 0..5 {
         let input: Vec<i32> = (0..16).map(|i| i * 7 - round * 100).collect();
-        let report = session.dispatch(&job_of(&library, &["copy"], &input)).expect("dispatch");
+        let report = session.dispatch(&probe_job(&library, &["copy"], &input)).expect("dispatch");
         assert!(report.done, "round {round}:\n{}\n{}", report.outcome.stdout, report.outcome.stderr);
         assert_eq!(report.outcome.status, None, "the device stays up");
         assert_eq!(statuses(&report), ["0"], "round {round}");
@@ -66,7 +48,7 @@ fn a_kernel_that_sleeps_wakes_on_its_timer() {
     let input: Vec<i32> = (0..16).collect();
     let options = SessionOptions { wall_limit: Some(Duration::from_secs(30)), ..SessionOptions::default() };
     let mut session = Session::boot(&library, 1, options).expect("boot");
-    let report = session.dispatch(&job_of(&library, &["sleeps"], &input)).expect("dispatch");
+    let report = session.dispatch(&probe_job(&library, &["sleeps"], &input)).expect("dispatch");
     assert_eq!(statuses(&report), ["0"], "{}\n{}", report.outcome.stdout, report.outcome.stderr);
     assert_eq!(words(&report.dumps[&0]), input);
 }
@@ -76,13 +58,13 @@ fn a_kernel_that_stops_ends_only_its_op_and_its_stderr_stays_with_its_job() {
     let library = fault_probe();
     let input: Vec<i32> = (0..16).collect();
     let mut session = Session::boot(&library, 1, SessionOptions::default()).expect("boot");
-    let first = session.dispatch(&job_of(&library, &["faults", "copy"], &input)).expect("dispatch");
+    let first = session.dispatch(&probe_job(&library, &["faults", "copy"], &input)).expect("dispatch");
     assert_eq!(statuses(&first), ["exception(3)", "0"]);
     assert!(first.outcome.stderr.contains("exception:"), "{}", first.outcome.stderr);
-    let second = session.dispatch(&job_of(&library, &["panics"], &input)).expect("dispatch");
+    let second = session.dispatch(&probe_job(&library, &["panics"], &input)).expect("dispatch");
     assert_eq!(statuses(&second), ["exit(101)"]);
     assert!(!second.outcome.stderr.contains("exception:"), "the first job's stderr leaked: {}", second.outcome.stderr);
-    let third = session.dispatch(&job_of(&library, &["copy"], &input)).expect("dispatch");
+    let third = session.dispatch(&probe_job(&library, &["copy"], &input)).expect("dispatch");
     assert_eq!(statuses(&third), ["0"]);
     assert_eq!(words(&third.dumps[&0]), input);
 }
@@ -93,9 +75,9 @@ fn a_hung_device_is_reported_and_booted_again_for_the_next_job() {
     let input: Vec<i32> = (0..16).map(|i| -i).collect();
     let options = SessionOptions { wall_limit: Some(Duration::from_secs(3)), ..SessionOptions::default() };
     let mut session = Session::boot(&library, 1, options).expect("boot");
-    let hung = session.dispatch(&job_of(&library, &["spins"], &input)).expect("dispatch");
+    let hung = session.dispatch(&probe_job(&library, &["spins"], &input)).expect("dispatch");
     assert!(!hung.done && hung.outcome.timed_out, "{}", hung.outcome.stdout);
-    let next = session.dispatch(&job_of(&library, &["copy"], &input)).expect("dispatch");
+    let next = session.dispatch(&probe_job(&library, &["copy"], &input)).expect("dispatch");
     assert!(next.done, "{}\n{}", next.outcome.stdout, next.outcome.stderr);
     assert_eq!(next.core(0).entry_status, Some(0), "the fresh device entered the library");
     assert_eq!(words(&next.dumps[&0]), input);
@@ -137,10 +119,10 @@ fn jobs_the_session_cannot_run_are_refused_by_name() {
     let wide = Job::new(&library, 2).expect("job");
     assert!(matches!(session.dispatch(&wide), Err(RunError::Cores { session: 1, job: 2 })));
     let input: Vec<i32> = (0..16).collect();
-    assert!(session.dispatch(&job_of(&library, &["copy"], &input)).expect("dispatch").done);
-    let mut reentry = job_of(&library, &["copy"], &input);
+    assert!(session.dispatch(&probe_job(&library, &["copy"], &input)).expect("dispatch").done);
+    let mut reentry = probe_job(&library, &["copy"], &input);
     reentry.header.handoff_size = 32;
     assert!(matches!(session.dispatch(&reentry), Err(RunError::EntryChanged)));
-    let report = session.dispatch(&job_of(&library, &["copy"], &input)).expect("the session still works");
+    let report = session.dispatch(&probe_job(&library, &["copy"], &input)).expect("the session still works");
     assert_eq!(words(&report.dumps[&0]), input);
 }
