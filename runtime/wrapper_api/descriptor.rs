@@ -525,6 +525,45 @@ const SCALAR_DTYPES: [u8; 8] = {
     dtypes
 };
 
+/// [`ArgTensor::check_common`] of the descriptor whose little-endian word `i` is
+/// `word(i)`. Reads each of the 12 words exactly once, in order, before deciding, so
+/// that a `word` that also copies always copies the whole descriptor.
+#[inline(always)]
+fn check_common_words(mut word: impl FnMut(usize) -> u32) -> Option<Checked> {
+    const fn index(offset: usize) -> usize {
+        offset / 4
+    }
+    // Bytes 0..4 at once: dtype 1..=8, arg type 1..=4, an inline shape (0), rank 1..=8.
+    // Less one from the three 1-based bytes, only their low bits may be set; a zero byte
+    // borrows and sets its own high bits, so a wrong byte never passes.
+    let header = word(0);
+    // Storage kind HBM, and its three reserved bytes zero.
+    let kind = word(index(offset_of!(ArgTensor, storage_kind)));
+    let shape = index(offset_of!(ArgTensor, shape));
+    let dims = word(shape);
+    let rank = header >> 24;
+    // Rank 1: the second dimension must be zero; rank 2: 16 x 16 bits, no overflow.
+    let (unused, shape_elems) =
+        if rank == 1 { (dims >> 16, dims & 0xFFFF) } else { (0, (dims & 0xFFFF) * (dims >> 16)) };
+    let mut zero = unused | word(shape + 1) | word(shape + 2) | word(shape + 3);
+    let address = u64::from(word(index(wire::HBM_ADDR))) | u64::from(word(index(wire::HBM_ADDR) + 1)) << 32;
+    let num_elem = word(index(wire::HBM_NUM_ELEM));
+    zero |= word(index(wire::HBM_RESERVED)) | word(index(wire::RESERVED1)) | word(index(wire::RESERVED1) + 1);
+    let (raw_type, raw_dtype) = ((header >> 8) as u8, header as u8);
+    let scalar_ok =
+        raw_type == ArgType::Tensor as u8 || (num_elem == 1 && raw_dtype == SCALAR_DTYPES[usize::from(raw_type & 7)]);
+    if header.wrapping_sub(0x0100_0101) & 0xF8FF_FCF8 != 0
+        || rank > 2
+        || kind != u32::from(storage_kind::HBM)
+        || zero != 0
+        || shape_elems != num_elem
+        || !scalar_ok
+    {
+        return None;
+    }
+    Some(Checked { arg_type: ArgType::from_raw(raw_type)?, dtype: Dtype::from_raw(raw_dtype)?, num_elem, address })
+}
+
 /// `ReservedNonZero` for the first non-zero byte of the little-endian `word` (not zero)
 /// found at descriptor offset `offset`.
 #[cold]
@@ -696,42 +735,28 @@ impl ArgTensor {
     /// valid or not, which [`check_any`](Self::check_any) decides.
     #[inline(always)]
     pub(super) fn check_common(&self) -> Option<Checked> {
-        // Bytes 0..4 at once: dtype 1..=8, arg type 1..=4, an inline shape (0), rank
-        // 1..=8. Less one from the three 1-based bytes, only their low bits may be set; a
-        // zero byte borrows and sets its own high bits, so a wrong byte never passes.
-        let header = self.word_at(0);
-        let rank = header >> 24;
-        let shape = offset_of!(ArgTensor, shape);
-        if header.wrapping_sub(0x0100_0101) & 0xF8FF_FCF8 != 0
-            || rank > 2
-            // Storage kind HBM, and its three reserved bytes zero.
-            || self.word_at(offset_of!(ArgTensor, storage_kind)) != u32::from(storage_kind::HBM)
-        {
-            return None;
-        }
-        let dims = self.word_at(shape);
-        // Rank 1: the second dimension must be zero; rank 2: 16 x 16 bits, no overflow.
-        let (unused, shape_elems) =
-            if rank == 1 { (dims >> 16, dims & 0xFFFF) } else { (0, (dims & 0xFFFF) * (dims >> 16)) };
-        let zero = unused
-            | self.word_at(shape + 4)
-            | self.word_at(shape + 8)
-            | self.word_at(shape + 12)
-            | self.word_at(wire::HBM_RESERVED)
-            | self.word_at(wire::RESERVED1)
-            | self.word_at(wire::RESERVED1 + 4);
-        let num_elem = self.word_at(wire::HBM_NUM_ELEM);
-        let (raw_type, raw_dtype) = ((header >> 8) as u8, header as u8);
-        let scalar_ok = raw_type == ArgType::Tensor as u8
-            || (num_elem == 1 && raw_dtype == SCALAR_DTYPES[usize::from(raw_type & 7)]);
-        if zero != 0 || shape_elems != num_elem || !scalar_ok {
-            return None;
-        }
-        Some(Checked {
-            arg_type: ArgType::from_raw(raw_type)?,
-            dtype: Dtype::from_raw(raw_dtype)?,
-            num_elem,
-            address: self.hbm_address(),
+        check_common_words(|word| self.word_at(4 * word))
+    }
+
+    /// Copies the descriptor at `src` to `dst` and returns what
+    /// [`check_common`](Self::check_common) says of the copy, from the words as they
+    /// are copied: each word is loaded once, where a copy and then a check load it twice.
+    ///
+    /// # Safety
+    /// `src` is valid for reads and `dst` for writes of 48 bytes, both 4-aligned; they
+    /// are the same descriptor or do not overlap.
+    #[inline(always)]
+    pub(crate) unsafe fn copy_checking_common(src: *const ArgTensor, dst: *mut ArgTensor) -> Option<Checked> {
+        let (src, dst) = (src.cast::<u32>(), dst.cast::<u32>());
+        check_common_words(|word| {
+            // SAFETY: `word < 12` (`check_common_words`' contract) of both 48-byte ranges,
+            // 4-aligned (the caller's contract); any bits are a valid `u32`, and each word
+            // is read before it is written, so `src == dst` copies it onto itself.
+            unsafe {
+                let value = src.add(word).read();
+                dst.add(word).write(value);
+                u32::from_le(value)
+            }
         })
     }
 

@@ -163,43 +163,16 @@ impl Ready {
     const NONE: Ready =
         Ready { arg_type: Ready::NOT_READY, dtype: Dtype::Uint8, num_elem: 0, data: core::ptr::null_mut() };
 
-    /// Checks and translates `desc` into `ready`: ready as its arg type, or not ready
-    /// (the slow path names the error when a pull meets it). A scalar is ready only at
-    /// an address aligned for it, so that a pull reads it with one load. The common
-    /// descriptor ([`ArgTensor::check_common`]) is decided here, in registers; any other
-    /// by `resolve_any`. Each outcome is stored where it is decided: a `Ready` value
-    /// merged from several paths would go through the stack.
-    #[inline(always)]
-    fn resolve(desc: &ArgTensor, platform: &Platform, ready: &Cell<Ready>) {
-        match desc.check_common() {
-            Some(checked) => Ready::translate(&checked, platform, ready),
-            None => Ready::resolve_any(desc, platform, ready),
-        }
-    }
-
-    #[inline(never)]
-    fn resolve_any(desc: &ArgTensor, platform: &Platform, ready: &Cell<Ready>) {
-        match desc.check_any() {
-            Some(checked) => Ready::translate(&checked, platform, ready),
-            None => ready.set(Ready::NONE),
-        }
-    }
-
-    /// Translates the descriptor `checked` describes into `ready`: ready, or not.
-    #[inline(always)]
-    fn translate(checked: &Checked, platform: &Platform, ready: &Cell<Ready>) {
-        match platform.translate(checked) {
-            Ok(data) if checked.arg_type == ArgType::Tensor || data.addr() & (checked.dtype.size() - 1) == 0 => {
-                ready.set(Ready::of(checked, data));
-            }
-            _ => ready.set(Ready::NONE),
-        }
-    }
-
-    /// Makes `copy` a copy of the descriptor at `src` and `ready` its resolution:
-    /// when `reuse` (`ready` is the resolution of `copy` under the current translation)
-    /// and the bytes are the same, there is nothing to do; otherwise copies and
-    /// resolves. Returns whether it resolved.
+    /// Makes `copy` a copy of the descriptor at `src` and `ready` its resolution, and
+    /// returns the resolution's [`tensor_bytes`](Self::tensor_bytes): when `reuse`
+    /// (`ready` is the resolution of `copy` under the current translation) and the
+    /// bytes are the same, `ready` stays; otherwise the descriptor is copied, checked
+    /// and translated: ready as its arg type, or not ready (the slow path names the
+    /// error when a pull meets it). A scalar is ready only at an address aligned for
+    /// it, so that a pull reads it with one load. The common descriptor
+    /// ([`ArgTensor::check_common`]) is checked as it is copied and decided in
+    /// registers; any other by `resolve_any`. Each outcome is stored where it is
+    /// decided: a `Ready` value merged from several paths would go through the stack.
     ///
     /// # Safety
     /// `src` is valid for reads of one descriptor (any alignment) and is not `copy`.
@@ -210,15 +183,75 @@ impl Ready {
         ready: &Cell<Ready>,
         platform: &Platform,
         reuse: bool,
-    ) -> bool {
+    ) -> (usize, usize) {
         // SAFETY: the caller's contract.
         if reuse && unsafe { copy.is_copy_of(src) } {
-            return false;
+            return ready.get().tensor_bytes();
         }
+        if !src.addr().is_multiple_of(4) {
+            // SAFETY: the caller's contract.
+            return unsafe { Ready::resolve_unaligned(src, copy, ready, platform) };
+        }
+        // SAFETY: `src` is readable (the caller's contract) and 4-aligned (checked);
+        // `copy` is a distinct, writable descriptor, 8-aligned as every `ArgTensor`.
+        match unsafe { ArgTensor::copy_checking_common(src, copy) } {
+            Some(checked) => Ready::translate(&checked, platform, ready),
+            None => Ready::resolve_any(copy, ready, platform),
+        }
+    }
+
+    /// [`refresh`](Self::refresh) of a descriptor at an address that is not 4-aligned.
+    ///
+    /// # Safety
+    /// As [`refresh`](Self::refresh).
+    #[cold]
+    #[inline(never)]
+    unsafe fn resolve_unaligned(
+        src: *const ArgTensor,
+        copy: &mut ArgTensor,
+        ready: &Cell<Ready>,
+        platform: &Platform,
+    ) -> (usize, usize) {
         // SAFETY: the caller's contract; `copy` is a distinct, writable descriptor.
         unsafe { ArgTensor::copy(src, copy) };
-        Ready::resolve(copy, platform, ready);
-        true
+        Ready::resolve_any(copy, ready, platform)
+    }
+
+    /// Resolves any descriptor into `ready` ([`ArgTensor::check_any`]); returns its
+    /// [`tensor_bytes`](Self::tensor_bytes).
+    #[inline(never)]
+    fn resolve_any(desc: &ArgTensor, ready: &Cell<Ready>, platform: &Platform) -> (usize, usize) {
+        match desc.check_any() {
+            Some(checked) => Ready::translate(&checked, platform, ready),
+            None => {
+                ready.set(Ready::NONE);
+                (0, 0)
+            }
+        }
+    }
+
+    /// Translates the valid descriptor `checked` describes into `ready`: ready when its
+    /// bytes translate (and, for a scalar, are aligned for it). Returns its
+    /// [`tensor_bytes`](Self::tensor_bytes).
+    #[inline(always)]
+    fn translate(checked: &Checked, platform: &Platform, ready: &Cell<Ready>) -> (usize, usize) {
+        match platform.translate(checked) {
+            Ok(data) if checked.arg_type == ArgType::Tensor => {
+                ready.set(Ready::of(checked, data));
+                let start = data.addr();
+                // Cannot overflow: `translate` checked the length fits and the range is
+                // inside one device window.
+                (start, start + ((checked.num_elem as usize) << checked.dtype.size_log2()))
+            }
+            Ok(data) if data.addr() & (checked.dtype.size() - 1) == 0 => {
+                ready.set(Ready::of(checked, data));
+                (0, 0)
+            }
+            _ => {
+                ready.set(Ready::NONE);
+                (0, 0)
+            }
+        }
     }
 
     #[inline(always)]
@@ -226,19 +259,17 @@ impl Ready {
         Ready { arg_type: checked.arg_type as u8, dtype: checked.dtype, num_elem: checked.num_elem, data }
     }
 
-    /// Whether this is a tensor whose bytes overlap those of `output` (an empty one, or
-    /// a not-ready output, overlaps nothing).
+    /// The device bytes of a ready tensor, as its start and end addresses; an empty
+    /// range at 0 for a scalar or what is not ready, which overlap nothing.
     #[inline(always)]
-    fn overlaps_output(&self, output: &Ready) -> bool {
+    fn tensor_bytes(&self) -> (usize, usize) {
         if self.arg_type != ArgType::Tensor as u8 {
-            return false;
+            return (0, 0);
         }
-        let (start, output_start) = (self.data as usize, output.data as usize);
+        let start = self.data as usize;
         // Cannot overflow: `translate` checked each length fits and each range is
         // inside one device window.
-        let end = start + ((self.num_elem as usize) << self.dtype.size_log2());
-        let output_end = output_start + ((output.num_elem as usize) << output.dtype.size_log2());
-        start < output_end && output_start < end
+        (start, start + ((self.num_elem as usize) << self.dtype.size_log2()))
     }
 }
 
@@ -520,13 +551,29 @@ impl Invocation {
     #[inline(never)]
     unsafe fn prepare(&mut self) {
         let generation = crate::translate::generation();
+        // SAFETY: the caller's contract.
+        if !unsafe { self.all_reusable(generation) } {
+            // SAFETY: the caller's contract.
+            unsafe { self.resolve(generation) };
+        }
+    }
+
+    /// Whether every pending descriptor has the bytes of the runtime's copy, and each
+    /// copy's resolution is reusable under `generation`.
+    ///
+    /// # Safety
+    /// As [`prepare`](Self::prepare).
+    #[inline(always)]
+    unsafe fn all_reusable(&self, generation: u64) -> bool {
         let num_args = self.num_args as usize;
         let wanted = ((1u32 << num_args) - 1) as u16 | OUTPUT_BIT;
-        let reusable = generation == self.resolved_generation && self.reusable & wanted == wanted;
         // SAFETY: the caller's contract; `result` is not null here.
-        if !reusable || self.result.is_null() || !unsafe { self.dst_desc.is_copy_of(self.result) } {
-            // SAFETY: the caller's contract.
-            return unsafe { self.resolve(generation) };
+        if generation != self.resolved_generation
+            || self.reusable & wanted != wanted
+            || self.result.is_null()
+            || !unsafe { self.dst_desc.is_copy_of(self.result) }
+        {
+            return false;
         }
         let mut src = self.args;
         for copy in self.parser.extractor.args.iter().take(num_args) {
@@ -535,15 +582,18 @@ impl Invocation {
             // is one past them.
             unsafe {
                 if !copy.is_copy_of(src) {
-                    return self.resolve(generation);
+                    return false;
                 }
                 src = src.add(1);
             }
         }
+        true
     }
 
     /// Copies and resolves the pending output and arguments, except those whose copies
-    /// the same bytes and whose resolutions are still reusable under `generation`.
+    /// have the same bytes and whose resolutions are still reusable under `generation`,
+    /// in one loop: no call on the common path, so no register window spills either.
+    /// Each argument's overlap with the output is tested as it is resolved.
     ///
     /// # Safety
     /// As [`prepare`](Self::prepare).
@@ -551,72 +601,41 @@ impl Invocation {
     unsafe fn resolve(&mut self, generation: u64) {
         let reusable = if generation == self.resolved_generation { self.reusable } else { 0 };
         let num_args = (self.num_args as usize).min(MAX_ARGS);
-        let mut resolved_anew = if self.result.is_null() {
+        let (output_start, output_end) = if self.result.is_null() {
             self.dst_desc = ArgTensor::ZEROED;
             self.dst_resolved.set(Ready::NONE);
-            (self.output_overlaps, self.first_overlap) = (0, 16);
-            false
+            (0, 0)
         } else {
-            // SAFETY: `result` is not null, so readable by the caller's contract.
-            unsafe { self.refresh_output(reusable & OUTPUT_BIT != 0) }
-        };
-        for i in 0..num_args {
-            // SAFETY: `i < num_args`: the caller's contract.
-            resolved_anew |= unsafe { self.refresh_arg(i, reusable & (1 << i) != 0) };
-        }
-        let output_bit = if self.result.is_null() { 0 } else { OUTPUT_BIT };
-        let mut reusable = reusable | ((1u32 << num_args) - 1) as u16 | output_bit;
-        if resolved_anew {
-            self.output_overlaps = self.tensors_overlapping();
-            self.first_overlap = self.output_overlaps.trailing_zeros() as u8;
-            // `output_overlaps` covers this op's arguments: a later op with more must
-            // resolve the others again, which recomputes it.
-            reusable &= ((1u32 << num_args) - 1) as u16 | OUTPUT_BIT;
-        }
-        self.reusable = reusable;
-        self.resolved_generation = generation;
-    }
-
-    /// [`Ready::refresh`] of the output.
-    ///
-    /// # Safety
-    /// `result` is not null, and readable (`set_invocation`'s contract).
-    #[inline(never)]
-    unsafe fn refresh_output(&mut self, reuse: bool) -> bool {
-        // SAFETY: the caller's contract; `result` is not the runtime's `dst_desc`.
-        unsafe { Ready::refresh(self.result, &mut self.dst_desc, &self.dst_resolved, &self.platform, reuse) }
-    }
-
-    /// [`Ready::refresh`] of argument `i`, and its `arg_types` byte. Out of line, so
-    /// that `resolve`'s loop keeps its few values in the registers a call preserves.
-    ///
-    /// # Safety
-    /// `i < num_args`, and the arguments are readable (`set_invocation`'s contract).
-    #[inline(never)]
-    unsafe fn refresh_arg(&mut self, i: usize, reuse: bool) -> bool {
-        let extractor = &mut self.parser.extractor;
-        let (Some(copy), Some(ready)) = (extractor.args.get_mut(i), self.ready.get(i)) else {
-            return false;
-        };
-        // SAFETY: the caller's contract; `copy` is the runtime's own.
-        let resolved = unsafe { Ready::refresh(self.args.add(i), copy, ready, &self.platform, reuse) };
-        if resolved {
-            extractor.arg_types[i] = copy.arg_type;
-        }
-        resolved
-    }
-
-    /// The bits of this op's arguments that are ready tensors overlapping the output.
-    #[inline(never)]
-    fn tensors_overlapping(&self) -> u16 {
-        let output = self.dst_resolved.get();
-        let mut bits = 0;
-        for (i, slot) in self.ready.iter().enumerate().take(self.num_args as usize) {
-            if slot.get().overlaps_output(&output) {
-                bits |= 1 << i;
+            // SAFETY: `result` is not null, so readable by the caller's contract; it is
+            // not the runtime's `dst_desc`.
+            unsafe {
+                Ready::refresh(self.result, &mut self.dst_desc, &self.dst_resolved, &self.platform, reusable & OUTPUT_BIT != 0)
             }
+        };
+        let extractor = &mut self.parser.extractor;
+        let mut overlaps = 0u16;
+        let mut src = self.args;
+        let mut bit = 1u16;
+        let slots = extractor.args.iter_mut().zip(&self.ready).zip(&mut extractor.arg_types);
+        for ((copy, ready), arg_type) in slots.take(num_args) {
+            // SAFETY: `src` is one of the `num_args` pending descriptors (the caller's
+            // contract), and `copy` the runtime's own.
+            let (start, end) = unsafe { Ready::refresh(src, copy, ready, &self.platform, reusable & bit != 0) };
+            *arg_type = copy.arg_type;
+            if start < output_end && output_start < end {
+                overlaps |= bit;
+            }
+            bit <<= 1;
+            // SAFETY: at most one past the `num_args` pending descriptors.
+            src = unsafe { src.add(1) };
         }
-        bits
+        self.output_overlaps = overlaps;
+        self.first_overlap = overlaps.trailing_zeros() as u8;
+        // `output_overlaps` covers this op's arguments: a later op with more must resolve
+        // the others again, which recomputes it.
+        let output_bit = if self.result.is_null() { 0 } else { OUTPUT_BIT };
+        self.reusable = ((1u32 << num_args) - 1) as u16 | output_bit;
+        self.resolved_generation = generation;
     }
 
     #[inline(always)]
