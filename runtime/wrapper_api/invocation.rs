@@ -170,7 +170,7 @@ impl Ready {
     /// and translated: ready as its arg type, or not ready (the slow path names the
     /// error when a pull meets it). A scalar is ready only at an address aligned for
     /// it, so that a pull reads it with one load. The common descriptor
-    /// ([`ArgTensor::check_common`]) is checked as it is copied and decided in
+    /// (`ArgTensor::check_common`) is checked as it is copied and decided in
     /// registers; any other by `resolve_any`. Each outcome is stored where it is
     /// decided: a `Ready` value merged from several paths would go through the stack.
     ///
