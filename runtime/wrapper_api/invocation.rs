@@ -174,9 +174,13 @@ impl Ready {
     /// registers; any other by `resolve_any`. Each outcome is stored where it is
     /// decided: a `Ready` value merged from several paths would go through the stack.
     ///
+    /// Out of line, one copy for the output and the arguments: a call gives it a fresh
+    /// register window, where inlined into `resolve`'s loop its values and the loop's
+    /// spill to the stack (and the text is twice the size).
+    ///
     /// # Safety
     /// `src` is valid for reads of one descriptor (any alignment) and is not `copy`.
-    #[inline(always)]
+    #[inline(never)]
     unsafe fn refresh(
         src: *const ArgTensor,
         copy: &mut ArgTensor,
@@ -569,12 +573,11 @@ impl Invocation {
     unsafe fn all_reusable(&self, generation: u64) -> bool {
         let num_args = self.num_args as usize;
         let wanted = ((1u32 << num_args) - 1) as u16 | OUTPUT_BIT;
-        // SAFETY: the caller's contract; `result` is not null here.
-        if generation != self.resolved_generation
-            || self.reusable & wanted != wanted
-            || self.result.is_null()
-            || !unsafe { self.dst_desc.is_copy_of(self.result) }
-        {
+        if generation != self.resolved_generation || self.reusable & wanted != wanted || self.result.is_null() {
+            return false;
+        }
+        // SAFETY: the caller's contract; `result` is not null (checked).
+        if !unsafe { self.dst_desc.is_copy_of(self.result) } {
             return false;
         }
         let mut src = self.args;
@@ -593,9 +596,9 @@ impl Invocation {
     }
 
     /// Copies and resolves the pending output and arguments, except those whose copies
-    /// have the same bytes and whose resolutions are still reusable under `generation`,
-    /// in one loop: no call on the common path, so no register window spills either.
-    /// Each argument's overlap with the output is tested as it is resolved.
+    /// have the same bytes and whose resolutions are still reusable under `generation`
+    /// ([`Ready::refresh`]), the output first, then the arguments in one loop; each
+    /// argument's overlap with the output is tested as it is resolved.
     ///
     /// # Safety
     /// As [`prepare`](Self::prepare).
