@@ -518,11 +518,25 @@ impl Invocation {
     /// [`ArgError::TooManyArgs`], [`ArgError::NullPointer`]. A malformed argument is
     /// not an error here: the pull that meets it reports it.
     pub fn setup(&mut self, first_call: bool) -> Result<(), ArgError> {
-        let result = self.try_setup(first_call);
+        let result = self.try_setup::<false>(first_call);
         self.record(result)
     }
 
-    fn try_setup(&mut self, first_call: bool) -> Result<(), ArgError> {
+    /// [`setup`](Self::setup) for [`run`](Self::run), with `prepare`'s compare inlined:
+    /// a call level less, which on a Rust kernel's dispatch saves a register window
+    /// spill and refill. The C glue's `customop_setup` keeps `prepare` out of line: a C
+    /// kernel calls setup one level deeper, where inlining it costs a spill instead
+    /// (docs/PERFORMANCE.md, "Dispatch").
+    #[inline(never)]
+    fn setup_for_run(&mut self) -> Result<(), ArgError> {
+        let result = self.try_setup::<true>(false);
+        self.record(result)
+    }
+
+    /// The work of [`setup`](Self::setup); `INLINE_PREPARE` decides whether `prepare`
+    /// is inlined into it.
+    #[inline(always)]
+    fn try_setup<const INLINE_PREPARE: bool>(&mut self, first_call: bool) -> Result<(), ArgError> {
         match self.phase {
             Phase::Active => return Err(ArgError::AlreadySetUp),
             Phase::Idle => return Err(ArgError::NoInvocation),
@@ -531,7 +545,13 @@ impl Invocation {
         self.check_arg_block()?;
         // SAFETY: `check_arg_block` passed, so `set_invocation`'s contract makes the
         // pending descriptors readable.
-        unsafe { self.prepare() };
+        unsafe {
+            if INLINE_PREPARE {
+                self.prepare();
+            } else {
+                self.prepare_out_of_line();
+            }
+        }
         self.parser.extractor.num_args = self.num_args;
         self.parser.curr_arg.set(0);
         self.pullable = self.num_args;
@@ -547,9 +567,8 @@ impl Invocation {
     /// arguments, and `dst_resolved` and `ready` their resolutions. When all of them
     /// are, byte for byte, the runtime's copies already, each resolution is reusable and
     /// translation has not changed, there is nothing to copy, check or translate (a
-    /// kernel dispatched again with the same arguments): 12 word compares each.
-    /// Inlined into `setup`: a call level less, which the register windows hold
-    /// without a spill on a Rust kernel's dispatch; the resolver stays out of line.
+    /// kernel dispatched again with the same arguments): 12 word compares each. The
+    /// resolver stays out of line.
     ///
     /// # Safety
     /// The pending descriptors are readable (`set_invocation`'s contract, with
@@ -562,6 +581,16 @@ impl Invocation {
             // SAFETY: the caller's contract.
             unsafe { self.resolve(generation) };
         }
+    }
+
+    /// [`prepare`](Self::prepare), not inlined (see `setup_for_run`).
+    ///
+    /// # Safety
+    /// As [`prepare`](Self::prepare).
+    #[inline(never)]
+    unsafe fn prepare_out_of_line(&mut self) {
+        // SAFETY: the caller's contract.
+        unsafe { self.prepare() }
     }
 
     /// Whether every pending descriptor has the bytes of the runtime's copy, and each
@@ -965,7 +994,7 @@ impl Invocation {
     where
         K: for<'a> FnOnce(&'a Args) -> Result<Tensor<'a>, KernelError>,
     {
-        if self.setup(false).is_err() {
+        if self.setup_for_run().is_err() {
             return self.invocation_status();
         }
         match kernel(Args::new(self)) {
