@@ -525,7 +525,7 @@ const SCALAR_DTYPES: [u8; 8] = {
     dtypes
 };
 
-/// `ArgTensor::check_common` of the descriptor whose little-endian word `i` is
+/// [`ArgTensor::check_common`] of the descriptor whose little-endian word `i` is
 /// `word(i)`. Reads each of the 12 words exactly once, in order, before deciding, so
 /// that a `word` that also copies always copies the whole descriptor.
 #[inline(always)]
@@ -706,41 +706,46 @@ impl ArgTensor {
         u64::from(self.word_at(wire::HBM_ADDR)) | u64::from(self.word_at(wire::HBM_ADDR + 4)) << 32
     }
 
-    /// [`validate`](Self::validate) without building a [`TensorDesc`]: the pull stream's
-    /// check of a descriptor setup did not resolve (a C kernel's, or one a pull must
-    /// name the error of). A valid descriptor takes [`check_any`](Self::check_any)'s
-    /// word tests; anything else goes to the ordered checks, which name the first bad
-    /// field.
+    /// [`validate`](Self::validate) without building a [`TensorDesc`]: the check of a
+    /// descriptor a C kernel hands the runtime (`customop_return_tensor`,
+    /// `customop_tensor_data`). A valid descriptor takes the fast path, a few word
+    /// compares inlined into the caller ([`check_fast`](Self::check_fast)); anything
+    /// else goes to the ordered checks, which name the first bad field. (Where only an
+    /// error is expected, the pulls' slow paths, [`check_in_order`](Self::check_in_order)
+    /// is called directly: it accepts every valid descriptor too.)
     #[inline(always)]
     pub(crate) fn check(&self) -> Result<Checked, DescriptorError> {
-        match self.check_any() {
+        match self.check_fast() {
             Some(checked) => Ok(checked),
             None => self.check_in_order(),
         }
     }
 
-    /// Setup's verdict on a descriptor: [`check_common`](Self::check_common), then
-    /// [`check_any`](Self::check_any) for what it declines. The host tests hold it to
-    /// [`check_in_order`](Self::check_in_order)'s verdicts.
-    #[cfg(test)]
+    /// What [`check_in_order`](Self::check_in_order) returns for a valid descriptor:
+    /// [`check_common`](Self::check_common), then [`check_any`](Self::check_any) for
+    /// what it declines; `None` for every descriptor they reject. (Were this ever to
+    /// refuse a valid one, `check` would still accept it, the slow way: the host tests
+    /// hold the two to the same verdicts.)
+    #[inline(always)]
     pub(super) fn check_fast(&self) -> Option<Checked> {
-        self.check_common().or_else(|| self.check_any())
+        match self.check_common() {
+            Some(checked) => Some(checked),
+            None => self.check_any(),
+        }
     }
 
-    /// What [`check_in_order`](Self::check_in_order) returns for the common case, an
-    /// HBM tensor or scalar of rank 1 or 2, in a dozen straight-line word tests; `None`
-    /// for anything else, valid or not, which [`check_any`](Self::check_any) decides.
-    /// Setup runs it as it copies a descriptor
-    /// ([`copy_checking_common`](Self::copy_checking_common)).
-    #[cfg(test)]
+    /// [`check_fast`](Self::check_fast) for the common case, an HBM tensor or scalar of
+    /// rank 1 or 2, in a dozen straight-line word tests; `None` for anything else,
+    /// valid or not, which [`check_any`](Self::check_any) decides. Setup runs it as it
+    /// copies a descriptor ([`copy_checking_common`](Self::copy_checking_common)).
+    #[inline(always)]
     pub(super) fn check_common(&self) -> Option<Checked> {
         check_common_words(|word| self.word_at(4 * word))
     }
 
-    /// Copies the descriptor at `src` to `dst` and returns what `check_common` (the
-    /// common case of [`check_any`](Self::check_any): an HBM tensor or scalar of rank 1
-    /// or 2, `None` for anything else) says of the copy, from the words as they are
-    /// copied: each word is loaded once, where a copy and then a check load it twice.
+    /// Copies the descriptor at `src` to `dst` and returns what
+    /// [`check_common`](Self::check_common) says of the copy, from the words as they
+    /// are copied: each word is loaded once, where a copy and then a check load it twice.
     ///
     /// # Safety
     /// `src` is valid for reads and `dst` for writes of 48 bytes, both 4-aligned; they
@@ -760,11 +765,9 @@ impl ArgTensor {
         })
     }
 
-    /// What [`check_in_order`](Self::check_in_order) returns for any valid descriptor
-    /// (every storage form and rank), from the same conditions tested in any order, a
-    /// word at a time; `None` for every descriptor it rejects. (Were this ever to refuse
-    /// a valid one, `check` would still accept it, the slow way: the host tests hold the
-    /// two to the same verdicts.)
+    /// [`check_fast`](Self::check_fast) for any descriptor: every storage form and rank,
+    /// from the same conditions as the ordered checks, tested in any order, a word at a
+    /// time; `None` for every descriptor it rejects.
     #[inline(never)]
     pub(super) fn check_any(&self) -> Option<Checked> {
         // Bytes 0..4 at once: dtype 1..=8, arg type 1..=4, an inline shape (0), rank

@@ -170,7 +170,7 @@ impl Ready {
     /// and translated: ready as its arg type, or not ready (the slow path names the
     /// error when a pull meets it). A scalar is ready only at an address aligned for
     /// it, so that a pull reads it with one load. The common descriptor
-    /// (`ArgTensor::check_common`) is checked as it is copied and decided in
+    /// ([`ArgTensor::check_common`]) is checked as it is copied and decided in
     /// registers; any other by `resolve_any`. Each outcome is stored where it is
     /// decided: a `Ready` value merged from several paths would go through the stack.
     ///
@@ -729,7 +729,8 @@ impl Invocation {
         if desc.arg_type != raw_type(wanted) {
             return Err(type_mismatch(wanted, desc.arg_type));
         }
-        let checked = desc.check()?;
+        // The ordered checks alone: a slow path, whatever the descriptor.
+        let checked = desc.check_in_order()?;
         let data = self.platform.translate(&checked)?;
         let ready = Ready::of(&checked, data);
         if self.aliasing.get() & (1 << index) != 0 {
@@ -855,7 +856,8 @@ impl Invocation {
         if self.result.is_null() {
             return Err(ArgError::NoOutput);
         }
-        let checked = self.dst_desc.check()?;
+        // As in `resolve_next`.
+        let checked = self.dst_desc.check_in_order()?;
         if checked.arg_type != ArgType::Tensor {
             return Err(ArgError::ExpectedTensor(checked.arg_type));
         }
