@@ -86,9 +86,16 @@ impl Platform {
     /// [`ArgError::RangeOutsideWindow`] when the bytes run past it.
     #[inline(always)]
     fn translate(&self, checked: &Checked) -> Result<*mut u8, ArgError> {
+        self.translate_bytes(checked).map(|(data, _)| data)
+    }
+
+    /// [`translate`](Self::translate), and the byte length of the elements (0 when
+    /// there are none).
+    #[inline(always)]
+    fn translate_bytes(&self, checked: &Checked) -> Result<(*mut u8, usize), ArgError> {
         let num_elem = checked.num_elem as usize;
         if num_elem == 0 {
-            return Ok(core::ptr::null_mut());
+            return Ok((core::ptr::null_mut(), 0));
         }
         let shift = checked.dtype.size_log2();
         if num_elem > isize::MAX as usize >> shift {
@@ -99,10 +106,11 @@ impl Platform {
             None => crate::translate::translate_range(checked.address, len),
             Some(translate) => translate(checked.address, len),
         };
-        translated.map_err(|error| match error {
-            RangeError::Miss => ArgError::Translate(TranslateError::Miss),
-            RangeError::OutsideWindow => ArgError::RangeOutsideWindow,
-        })
+        match translated {
+            Ok(data) => Ok((data, len)),
+            Err(RangeError::Miss) => Err(ArgError::Translate(TranslateError::Miss)),
+            Err(RangeError::OutsideWindow) => Err(ArgError::RangeOutsideWindow),
+        }
     }
 }
 
@@ -239,15 +247,13 @@ impl Ready {
     /// [`tensor_bytes`](Self::tensor_bytes).
     #[inline(always)]
     fn translate(checked: &Checked, platform: &Platform, ready: &Cell<Ready>) -> (usize, usize) {
-        match platform.translate(checked) {
-            Ok(data) if checked.arg_type == ArgType::Tensor => {
+        match platform.translate_bytes(checked) {
+            Ok((data, len)) if checked.arg_type == ArgType::Tensor => {
                 ready.set(Ready::of(checked, data));
-                let start = data.addr();
-                // Cannot overflow: `translate` checked the length fits and the range is
-                // inside one device window.
-                (start, start + ((checked.num_elem as usize) << checked.dtype.size_log2()))
+                // Cannot overflow: the range is inside one device window.
+                (data.addr(), data.addr() + len)
             }
-            Ok(data) if data.addr() & (checked.dtype.size() - 1) == 0 => {
+            Ok((data, _)) if data.addr() & (checked.dtype.size() - 1) == 0 => {
                 ready.set(Ready::of(checked, data));
                 (0, 0)
             }
