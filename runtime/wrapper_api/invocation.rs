@@ -528,10 +528,12 @@ impl Invocation {
         self.record(result)
     }
 
-    /// [`setup`](Self::setup) for [`run`](Self::run), with `prepare`'s compare inlined:
-    /// a call level less, which on a Rust kernel's dispatch saves a register window
-    /// spill and refill. The C glue's `customop_setup` keeps `prepare` out of line: a C
-    /// kernel calls setup one level deeper, where inlining it costs a spill instead
+    /// [`setup`](Self::setup) for [`run`](Self::run), flat: `prepare` and its resolver
+    /// inlined, two call levels less. On a Rust kernel's dispatch that saves a register
+    /// window spill and refill (24 instructions) and the calls when the arguments are
+    /// new, and costs 9 in the compare when they are the same (the inlined resolver's
+    /// registers). The C glue's `customop_setup` keeps both out of line: a C kernel
+    /// calls setup one level deeper, where the flat form costs a spill instead
     /// (docs/PERFORMANCE.md, "Dispatch").
     #[inline(never)]
     fn setup_for_run(&mut self) -> Result<(), ArgError> {
@@ -539,10 +541,9 @@ impl Invocation {
         self.record(result)
     }
 
-    /// The work of [`setup`](Self::setup); `INLINE_PREPARE` decides whether `prepare`
-    /// is inlined into it.
+    /// The work of [`setup`](Self::setup); `FLAT` inlines `prepare` and its resolver.
     #[inline(always)]
-    fn try_setup<const INLINE_PREPARE: bool>(&mut self, first_call: bool) -> Result<(), ArgError> {
+    fn try_setup<const FLAT: bool>(&mut self, first_call: bool) -> Result<(), ArgError> {
         match self.phase {
             Phase::Active => return Err(ArgError::AlreadySetUp),
             Phase::Idle => return Err(ArgError::NoInvocation),
@@ -552,8 +553,8 @@ impl Invocation {
         // SAFETY: `check_arg_block` passed, so `set_invocation`'s contract makes the
         // pending descriptors readable.
         unsafe {
-            if INLINE_PREPARE {
-                self.prepare();
+            if FLAT {
+                self.prepare::<true>();
             } else {
                 self.prepare_out_of_line();
             }
@@ -573,30 +574,36 @@ impl Invocation {
     /// arguments, and `dst_resolved` and `ready` their resolutions. When all of them
     /// are, byte for byte, the runtime's copies already, each resolution is reusable and
     /// translation has not changed, there is nothing to copy, check or translate (a
-    /// kernel dispatched again with the same arguments): 12 word compares each. The
-    /// resolver stays out of line.
+    /// kernel dispatched again with the same arguments): 12 word compares each.
+    /// `FLAT`: the resolver inlined (see `setup_for_run`).
     ///
     /// # Safety
     /// The pending descriptors are readable (`set_invocation`'s contract, with
     /// `check_arg_block` passed).
     #[inline(always)]
-    unsafe fn prepare(&mut self) {
+    unsafe fn prepare<const FLAT: bool>(&mut self) {
         let generation = crate::translate::generation();
         // SAFETY: the caller's contract.
         if !unsafe { self.all_reusable(generation) } {
             // SAFETY: the caller's contract.
-            unsafe { self.resolve(generation) };
+            unsafe {
+                if FLAT {
+                    self.resolve(generation);
+                } else {
+                    self.resolve_out_of_line(generation);
+                }
+            }
         }
     }
 
-    /// [`prepare`](Self::prepare), not inlined (see `setup_for_run`).
+    /// [`prepare`](Self::prepare), not flat, and not inlined (see `setup_for_run`).
     ///
     /// # Safety
     /// As [`prepare`](Self::prepare).
     #[inline(never)]
     unsafe fn prepare_out_of_line(&mut self) {
         // SAFETY: the caller's contract.
-        unsafe { self.prepare() }
+        unsafe { self.prepare::<false>() }
     }
 
     /// Whether every pending descriptor has the bytes of the runtime's copy, and each
@@ -630,6 +637,16 @@ impl Invocation {
         true
     }
 
+    /// [`resolve`](Self::resolve), not inlined.
+    ///
+    /// # Safety
+    /// As [`prepare`](Self::prepare).
+    #[inline(never)]
+    unsafe fn resolve_out_of_line(&mut self, generation: u64) {
+        // SAFETY: the caller's contract.
+        unsafe { self.resolve(generation) }
+    }
+
     /// Copies and resolves the pending output and arguments, except those whose copies
     /// have the same bytes and whose resolutions are still reusable under `generation`
     /// ([`Ready::refresh`]), the output first, then the arguments in one loop; each
@@ -637,7 +654,7 @@ impl Invocation {
     ///
     /// # Safety
     /// As [`prepare`](Self::prepare).
-    #[inline(never)]
+    #[inline(always)]
     unsafe fn resolve(&mut self, generation: u64) {
         let reusable = if generation == self.resolved_generation { self.reusable } else { 0 };
         let num_args = (self.num_args as usize).min(MAX_ARGS);
