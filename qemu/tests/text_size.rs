@@ -20,9 +20,11 @@ use neuroncustomop_sim::images;
 use neuroncustomop_sim::toolchain::repo_root;
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
-/// The most runtime text bytes the image may hold: the measurement (docs/PERFORMANCE.md,
-/// goal 5: the goal of 20 KiB is not met, and the reason is recorded there).
-const RUNTIME_TEXT_LIMIT: u64 = 25_400;
+/// The most runtime text bytes the image may hold. The goal is 20 KiB; it is not met
+/// (docs/PERFORMANCE.md, "Text size": the floor and what would lower it), so this is
+/// the measurement, 24,938 B, rounded up. Lower it with every change that shrinks the
+/// runtime.
+const RUNTIME_TEXT_LIMIT: u64 = 25_000;
 
 /// A function in the image: its address range and every name it goes by.
 struct Function {
@@ -122,6 +124,9 @@ fn runtime_text_of_a_library_image_stays_within_its_goal() {
             float_bytes += bytes;
         } else if bytes > 0 {
             runtime.push((bytes, function.names.join(" = ")));
+        } else if let Some((_, container)) = runtime.last_mut() {
+            // A function inside the previous one (memcpy inside memmove): named with it.
+            *container = format!("{container} (with {})", function.names.join(" = "));
         }
     }
     let total: u64 = runtime.iter().map(|(bytes, _)| bytes).sum();

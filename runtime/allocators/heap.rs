@@ -372,6 +372,7 @@ impl Heap {
     /// `arena` is granule aligned with `granules` granules of exclusive memory;
     /// `metadata` is 4-byte aligned with `MetadataLayout::for_granules(granules)
     /// .u32_words()` exclusive words.
+    #[inline(never)]
     unsafe fn build(arena: *mut u8, granules: u32, metadata: *mut u32) -> Heap {
         let layout = MetadataLayout::for_granules(granules);
         // SAFETY: the caller gives us these words.

@@ -51,22 +51,21 @@ impl ReportLine {
     #[cfg_attr(target_os = "none", optimize(size))]
     pub fn decimal(&mut self, value: u32) -> &mut Self {
         let mut digits = [0u8; 10];
-        let mut first = digits.len();
+        let mut count = 0;
         let mut rest = value;
-        loop {
-            first -= 1;
-            digits[first] = b'0' + (rest % 10) as u8;
+        for digit in digits.iter_mut().rev() {
+            *digit = b'0' + (rest % 10) as u8;
+            count += 1;
             rest /= 10;
             if rest == 0 {
                 break;
             }
         }
-        self.append(&digits[first..])
+        self.append(&digits[digits.len() - count..])
     }
 
     /// Appends `value` as `0x` and 8 lowercase hex digits (`{:#010x}`).
     #[inline(never)]
-    #[cfg_attr(target_os = "none", optimize(size))]
     pub fn hex(&mut self, value: u32) -> &mut Self {
         let mut digits = *b"0x00000000";
         let mut rest = value;
@@ -92,13 +91,14 @@ impl ReportLine {
 
     /// The line so far.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
+        self.bytes.split_at(self.len.min(REPORT_LINE_CAPACITY)).0
     }
 
     #[inline(never)]
     fn append(&mut self, bytes: &[u8]) -> &mut Self {
-        let kept = bytes.len().min(REPORT_LINE_CAPACITY - self.len);
-        self.bytes[self.len..self.len + kept].copy_from_slice(&bytes[..kept]);
+        let (_, free) = self.bytes.split_at_mut(self.len.min(REPORT_LINE_CAPACITY));
+        let kept = bytes.len().min(free.len());
+        free[..kept].copy_from_slice(&bytes[..kept]);
         self.len += kept;
         self
     }
@@ -143,7 +143,8 @@ mod tests {
     fn clear_starts_a_new_line_and_formatting_matches_core_fmt() {
         let mut line = ReportLine::new();
         line.text("first").clear();
-        write!(line, "{}:{}", "file.rs", 12).unwrap();
+        let (file, line_number) = ("file.rs", 12);
+        write!(line, "{file}:{line_number}").unwrap();
         line.end();
         assert_eq!(line.as_bytes(), b"file.rs:12\n");
     }
