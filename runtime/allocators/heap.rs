@@ -720,8 +720,10 @@ impl Heap {
             let live_here = self.word(Bitmap::LiveStarts, word) & below;
             let free_here = self.word(Bitmap::FreeStarts, word) & below;
             if live_here | free_here != 0 {
-                // The highest start wins; the two never share a bit.
-                return free_here.leading_zeros() < live_here.leading_zeros();
+                // The highest start wins. The two never share a bit, so the word with
+                // the highest bit is the larger (a compare: `leading_zeros` is a long
+                // expansion on this core, see `lowest_set_bit`).
+                return free_here > live_here;
             }
             if word == 0 {
                 return false;

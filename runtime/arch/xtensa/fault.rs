@@ -264,7 +264,10 @@ static PANICKING: AtomicBool = AtomicBool::new(false);
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
     let mut line = ReportLine::new();
-    let double = PANICKING.swap(true, Ordering::Relaxed);
+    // A load and a store, not a `swap` (a compare-and-swap loop on this core): the flag
+    // is this core's own (each core has its own image) and one context runs at a time.
+    let double = PANICKING.load(Ordering::Relaxed);
+    PANICKING.store(true, Ordering::Relaxed);
     line.text(if double { "panicked while panicking" } else { "panicked" });
     if let Some(location) = info.location() {
         line.text(" at ").text(location.file()).text(":").decimal(location.line());
