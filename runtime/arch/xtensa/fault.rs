@@ -222,18 +222,17 @@ extern "C" fn __neuron_fault(record: &FaultRecord) -> ! {
     let name = FAULT_KINDS.get(kind as usize).copied().unwrap_or("unknown");
     let mut line = ReportLine::new();
     let frames = record.state.load(Ordering::Relaxed) == STATE_FRAMES;
-    let trace = if kind == KIND_STACK_OVERFLOW {
+    let mut trace = Backtrace::at(pc);
+    if kind == KIND_STACK_OVERFLOW {
         line.text("stack overflow: SP=").hex(vaddr).text(" below the stack limit at PC=").hex(pc).end();
         // The PC is in the newest frame; `cause` returns into the oldest live one, whose
         // own return address and stack pointer are `ra` and `sp`. The frames between,
         // all below the limit, were discarded.
-        let mut trace = Backtrace::at(pc);
         let spilled = pc & 0xC000_0000 | cause & 0x3FFF_FFFF;
         trace.push(spilled);
         // SAFETY: every frame older than the spilled one is in memory (the hardware
         // spills oldest first), on the stack whose pointer is `sp`.
         unsafe { trace.walk_callers(spilled, ra, sp) };
-        trace
     } else {
         // A double exception's PC is in DEPC, a debug exception's in EPC6 (the debug
         // level); the others' in EPC1 (vectors.S reads it).
@@ -244,13 +243,11 @@ extern "C" fn __neuron_fault(record: &FaultRecord) -> ! {
         };
         line.text(name).text(" exception: EXCCAUSE=").decimal(cause).text(" (").text(cause_name(cause));
         line.text(") ").text(pc_register).text("=").hex(pc).text(" EXCVADDR=").hex(vaddr).end();
-        let mut trace = Backtrace::at(pc);
         if frames {
             // SAFETY: the vectors spilled every frame older than the faulting one.
             unsafe { trace.walk_callers(pc, ra, sp) };
         }
-        trace
-    };
+    }
     platform::write(2, line.as_bytes());
     let kind_word = if kind == KIND_STACK_OVERFLOW { "stack-overflow" } else { "exception" };
     report_frames(&mut line, kind_word, cause, vaddr, &trace);
