@@ -163,23 +163,14 @@ pub unsafe fn init_heaps(
     dataram_base: *mut u8,
     dataram_size: usize,
 ) -> Result<(), HeapError> {
-    // SAFETY: the caller hands over both regions.
-    let (hbm, dataram) = unsafe { (Heap::new(hbm_base, hbm_size), Heap::new(dataram_base, dataram_size)) };
-    // Both are installed, whatever the first one's result.
-    with_memory(|memory| install_heap(&mut memory.hbm, hbm).and(install_heap(&mut memory.dataram, dataram)))
-}
-
-/// Makes `slot` the heap `built`, or an empty heap if its region was refused. One
-/// out-of-line copy for the two heaps and the TCM pool: a `Heap` is 18 words, which
-/// every inlined copy of this move repeats.
-#[inline(never)]
-fn install_heap(slot: &mut Heap, built: Result<Heap, HeapError>) -> Result<(), HeapError> {
-    let (heap, result) = match built {
-        Ok(heap) => (heap, Ok(())),
-        Err(error) => (Heap::empty(), Err(error)),
-    };
-    *slot = heap;
-    result
+    with_memory(|memory| {
+        // Both are set up, whatever the first one's result.
+        // SAFETY: the caller hands over both regions.
+        let hbm = unsafe { memory.hbm.build_in_place(Heap::place_in_region(hbm_base, hbm_size)) };
+        // SAFETY: as above.
+        let dataram = unsafe { memory.dataram.build_in_place(Heap::place_in_region(dataram_base, dataram_size)) };
+        hbm.and(dataram)
+    })
 }
 
 /// Allocates `size` bytes aligned to `align` (at least 64) from heap `id`, first fit.

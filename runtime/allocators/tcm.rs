@@ -8,7 +8,7 @@
 //! every op ([`tcm_reset`]), which rebuilds the heap only if a block was taken since the
 //! last rebuild: most ops never touch TCM, and a rebuild costs hundreds of instructions.
 
-use super::{GRANULE, Heap, HeapError, HeapStats, install_heap, metadata_words, with_core_memory, with_memory};
+use super::{GRANULE, Heap, HeapError, HeapStats, metadata_words, with_core_memory, with_memory};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 use core::ptr::{self, NonNull};
@@ -66,11 +66,11 @@ impl TcmPool {
 
     /// Empties the pool: a new heap over the same region.
     fn rebuild(&mut self) -> Result<(), HeapError> {
+        let placement = Heap::place_with_metadata(self.base, self.size, metadata(), METADATA_WORDS);
         // SAFETY: `init_tcm`'s caller gave the region to the runtime; the metadata static
         // holds `metadata_words(TCM_POOL_MAX)` words, enough as `size <= TCM_POOL_MAX`,
         // and only this heap uses it; any previous heap over it is replaced right here.
-        let heap = unsafe { Heap::with_metadata(self.base, self.size, metadata(), METADATA_WORDS) };
-        let result = install_heap(&mut self.heap, heap);
+        let result = unsafe { self.heap.build_in_place(placement) };
         self.fresh = result.is_ok();
         result
     }
