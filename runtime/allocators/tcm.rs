@@ -94,13 +94,11 @@ impl TcmPool {
 pub unsafe fn init_tcm(base: *mut u8, size: usize) -> Result<(), HeapError> {
     with_memory(|memory| {
         let pool = &mut memory.tcm;
-        *pool = TcmPool::EMPTY;
-        if size > TCM_POOL_MAX {
-            return Err(HeapError::InvalidRegion);
-        }
-        pool.base = base;
-        pool.size = size;
-        pool.rebuild()
+        // A region above the limit leaves no pool: the (empty) heap of no region.
+        let fits = size <= TCM_POOL_MAX;
+        (pool.base, pool.size) = if fits { (base, size) } else { (ptr::null_mut(), 0) };
+        let rebuilt = pool.rebuild();
+        if fits { rebuilt } else { Err(HeapError::InvalidRegion) }
     })
 }
 
