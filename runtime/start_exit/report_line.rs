@@ -61,7 +61,7 @@ impl ReportLine {
                 break;
             }
         }
-        self.append(&digits[digits.len() - count..])
+        self.append(digits.split_at(digits.len().saturating_sub(count)).1)
     }
 
     /// Appends `value` as `0x` and 8 lowercase hex digits (`{:#010x}`).
