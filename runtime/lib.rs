@@ -34,6 +34,8 @@
 #![no_std]
 // C `printf` is variadic; device builds are nightly-enabled (docs/toolchain.md).
 #![cfg_attr(target_os = "none", feature(c_variadic))]
+// Cold paths the runtime's `opt-level = 3` would unroll (docs/PERFORMANCE.md, "Text size").
+#![cfg_attr(target_os = "none", feature(optimize_attribute))]
 
 // On the host the library links std, for its tests and for a staticlib that needs a
 // panic handler; the runtime's own code uses only `core` (and `alloc` where stated).

@@ -34,10 +34,16 @@ pub fn core_range(count: usize) -> Range<usize> {
     share(count, get_cpu_id() as usize, get_cpu_count() as usize)
 }
 
-/// Core `core` of `cores`' share of `count` items ([`core_range`]).
+/// Core `core` of `cores`' share of `count` items ([`core_range`]), for `core < cores`
+/// and up to 65,536 cores.
+///
+/// `core * count / cores` can pass 2^32 on the 32-bit device, and a 64-bit division is a
+/// library routine of about 1 KiB there (docs/PERFORMANCE.md, "Text size"). With
+/// `count = q * cores + r` it is exactly `q * core + r * core / cores`, whose product
+/// `r * core` is below `cores²`: 32-bit arithmetic throughout.
 pub fn share(count: usize, core: usize, cores: usize) -> Range<usize> {
-    // In u64: on the 32-bit device `count * cores` passes usize past 2^29 items.
-    let bound = |core: usize| (count as u64 * core as u64 / cores as u64) as usize;
+    let (quotient, remainder) = (count / cores, count % cores);
+    let bound = |core: usize| quotient * core + remainder * core / cores;
     bound(core)..bound(core + 1)
 }
 
@@ -55,5 +61,19 @@ mod tests {
             assert!(max.unwrap() - min.unwrap() <= 1, "{count}: {shares:?}");
         }
         assert_eq!(share(3, 7, 8), 2..3, "3 rows on 8 cores: the last core takes one, not all");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn shares_are_the_64_bit_products_divided(count in 0..=u32::MAX, cores in 1..=65_536u32, core_seed: u32) {
+            let core = core_seed % cores;
+            // The device's 32-bit arithmetic holds every intermediate.
+            proptest::prop_assert!(u64::from(count % cores) * u64::from(core + 1) <= u64::from(u32::MAX));
+            let bound = |core: u32| (u64::from(count) * u64::from(core) / u64::from(cores)) as usize;
+            proptest::prop_assert_eq!(
+                share(count as usize, core as usize, cores as usize),
+                bound(core)..bound(core + 1)
+            );
+        }
     }
 }

@@ -240,6 +240,10 @@ struct Merge {
     right: RightNeighbour,
 }
 
+/// Where a heap's arena and metadata go, `(arena, granules, metadata)`, as its
+/// constructor checked them; `None` for the empty heap.
+pub(super) type Placement = Option<(*mut u8, u32, *mut u32)>;
+
 /// A first-fit heap of 64-byte-aligned blocks over one region. See the module docs.
 ///
 /// ```
@@ -311,24 +315,10 @@ impl Heap {
     /// `region..region + size` is memory this heap alone may read and write for as long
     /// as it (or any block it handed out) is used.
     pub unsafe fn new(region: *mut u8, size: usize) -> Result<Heap, HeapError> {
-        if size == 0 {
-            return Ok(Heap::empty());
-        }
-        let (first, total) = granule_span(region, size)?;
-        let total = total.min(MAX_GRANULES);
-        let metadata_granules = metadata_granules(total);
-        let granules = total.saturating_sub(metadata_granules);
-        if granules == 0 {
-            return Err(HeapError::RegionTooSmall);
-        }
-        // SAFETY: `first` is `region` rounded up to a granule, and the metadata plus
-        // `granules` granules fit in `total` granules from there, all inside the region
-        // (`granule_span`), because the metadata of `granules <= total` granules is no
-        // larger than that of `total`.
-        unsafe {
-            let arena = first.add(metadata_granules as usize * GRANULE);
-            Ok(Heap::build(arena, granules, first.cast::<u32>()))
-        }
+        let mut heap = Heap::empty();
+        // SAFETY: forwarded from this function's contract.
+        unsafe { heap.build_in_place(Heap::place_in_region(region, size)) }?;
+        Ok(heap)
     }
 
     /// A heap whose arena is exactly the granules of `arena..arena + size` (rounded
@@ -349,8 +339,46 @@ impl Heap {
         metadata: *mut u32,
         metadata_len: usize,
     ) -> Result<Heap, HeapError> {
+        let mut heap = Heap::empty();
+        let placement = Heap::place_with_metadata(arena, size, metadata, metadata_len);
+        // SAFETY: forwarded from this function's contract.
+        unsafe { heap.build_in_place(placement) }?;
+        Ok(heap)
+    }
+
+    /// Where [`Heap::new`] puts the arena and the metadata of a heap over `size` bytes
+    /// at `region`: the checks, without building anything. Out of line: `init_heaps`
+    /// places two heaps.
+    #[inline(never)]
+    pub(super) fn place_in_region(region: *mut u8, size: usize) -> Result<Placement, HeapError> {
         if size == 0 {
-            return Ok(Heap::empty());
+            return Ok(None);
+        }
+        let (first, total) = granule_span(region, size)?;
+        let total = total.min(MAX_GRANULES);
+        let metadata_granules = metadata_granules(total);
+        let granules = total.saturating_sub(metadata_granules);
+        if granules == 0 {
+            return Err(HeapError::RegionTooSmall);
+        }
+        // `first` is `region` rounded up to a granule, and the metadata plus `granules`
+        // granules fit in `total` granules from there, all inside the region
+        // (`granule_span`), because the metadata of `granules <= total` granules is no
+        // larger than that of `total`.
+        let arena = first.wrapping_add(metadata_granules as usize * GRANULE);
+        Ok(Some((arena, granules, first.cast::<u32>())))
+    }
+
+    /// Where [`Heap::with_metadata`] puts the arena: its checks, without building
+    /// anything.
+    pub(super) fn place_with_metadata(
+        arena: *mut u8,
+        size: usize,
+        metadata: *mut u32,
+        metadata_len: usize,
+    ) -> Result<Placement, HeapError> {
+        if size == 0 {
+            return Ok(None);
         }
         let (first, granules) = granule_span(arena, size)?;
         let granules = granules.min(MAX_GRANULES);
@@ -360,19 +388,30 @@ impl Heap {
         if granules == 0 || metadata.is_null() || metadata_len < MetadataLayout::for_granules(granules).u32_words() {
             return Err(HeapError::RegionTooSmall);
         }
-        // SAFETY: `granule_span` keeps `granules` granules from `first` inside the arena;
-        // the metadata buffer holds the layout (checked above); the caller gives us both.
-        Ok(unsafe { Heap::build(first, granules, metadata) })
+        // `granule_span` keeps `granules` granules from `first` inside the arena, and the
+        // metadata buffer holds the layout (checked above).
+        Ok(Some((first, granules, metadata)))
     }
 
-    /// Initialises the metadata at `metadata` for `granules` (> 0) granules at `arena`:
-    /// the whole arena is the top block, and the arena is not written.
+    /// Makes this heap the one `placement` describes, in place (a `Heap` is 18 words,
+    /// which every move of one copies): for `Some((arena, granules, metadata))`, the
+    /// metadata initialised for `granules` (> 0) granules at `arena`, the whole arena the
+    /// top block (the arena is not written); for `None` or an error, the empty heap, and
+    /// the error returned.
     ///
     /// # Safety
-    /// `arena` is granule aligned with `granules` granules of exclusive memory;
-    /// `metadata` is 4-byte aligned with `MetadataLayout::for_granules(granules)
-    /// .u32_words()` exclusive words.
-    unsafe fn build(arena: *mut u8, granules: u32, metadata: *mut u32) -> Heap {
+    /// A placement from [`Heap::place_in_region`] or [`Heap::place_with_metadata`], whose
+    /// memory (the arena's granules, the metadata's words) this heap alone may use for as
+    /// long as it (or any block it handed out) is used.
+    #[inline(never)]
+    pub(super) unsafe fn build_in_place(&mut self, placement: Result<Placement, HeapError>) -> Result<(), HeapError> {
+        let (arena, granules, metadata) = match placement {
+            Ok(Some(placement)) => placement,
+            refused => {
+                *self = Heap::empty();
+                return refused.map(drop);
+            }
+        };
         let layout = MetadataLayout::for_granules(granules);
         // SAFETY: the caller gives us these words.
         unsafe { slice::from_raw_parts_mut(metadata, layout.u32_words()) }.fill(0);
@@ -380,7 +419,7 @@ impl Heap {
         // Offsets inside the metadata buffer, so `wrapping_add` stays in bounds.
         let bitmaps = [0, 1, 2, 3].map(|index| metadata.wrapping_add(index * words));
         let tree = metadata.wrapping_add(3 * words + layout.summary_words());
-        Heap {
+        *self = Heap {
             arena,
             granules,
             layout,
@@ -391,7 +430,8 @@ impl Heap {
             parked: ptr::null_mut(),
             taken_align: 0,
             parked_count: 0,
-        }
+        };
+        Ok(())
     }
 
     /// Allocates at least `size` bytes at a multiple of `align` (and always of 64):
@@ -719,8 +759,10 @@ impl Heap {
             let live_here = self.word(Bitmap::LiveStarts, word) & below;
             let free_here = self.word(Bitmap::FreeStarts, word) & below;
             if live_here | free_here != 0 {
-                // The highest start wins; the two never share a bit.
-                return free_here.leading_zeros() < live_here.leading_zeros();
+                // The highest start wins. The two never share a bit, so the word with
+                // the highest bit is the larger (a compare: `leading_zeros` is a long
+                // expansion on this core, see `lowest_set_bit`).
+                return free_here > live_here;
             }
             if word == 0 {
                 return false;

@@ -163,17 +163,13 @@ pub unsafe fn init_heaps(
     dataram_base: *mut u8,
     dataram_size: usize,
 ) -> Result<(), HeapError> {
-    // SAFETY: the caller hands over both regions.
-    let (hbm, dataram) = unsafe { (Heap::new(hbm_base, hbm_size), Heap::new(dataram_base, dataram_size)) };
     with_memory(|memory| {
-        let mut first_error = Ok(());
-        for (slot, heap) in [(&mut memory.hbm, hbm), (&mut memory.dataram, dataram)] {
-            *slot = heap.unwrap_or_else(|error| {
-                first_error = first_error.and(Err(error));
-                Heap::empty()
-            });
-        }
-        first_error
+        // Both are set up, whatever the first one's result.
+        // SAFETY: the caller hands over both regions.
+        let hbm = unsafe { memory.hbm.build_in_place(Heap::place_in_region(hbm_base, hbm_size)) };
+        // SAFETY: as above.
+        let dataram = unsafe { memory.dataram.build_in_place(Heap::place_in_region(dataram_base, dataram_size)) };
+        hbm.and(dataram)
     })
 }
 

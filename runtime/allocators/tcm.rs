@@ -66,15 +66,11 @@ impl TcmPool {
 
     /// Empties the pool: a new heap over the same region.
     fn rebuild(&mut self) -> Result<(), HeapError> {
+        let placement = Heap::place_with_metadata(self.base, self.size, metadata(), METADATA_WORDS);
         // SAFETY: `init_tcm`'s caller gave the region to the runtime; the metadata static
         // holds `metadata_words(TCM_POOL_MAX)` words, enough as `size <= TCM_POOL_MAX`,
         // and only this heap uses it; any previous heap over it is replaced right here.
-        let heap = unsafe { Heap::with_metadata(self.base, self.size, metadata(), METADATA_WORDS) };
-        let (heap, result) = match heap {
-            Ok(heap) => (heap, Ok(())),
-            Err(error) => (Heap::empty(), Err(error)),
-        };
-        self.heap = heap;
+        let result = unsafe { self.heap.build_in_place(placement) };
         self.fresh = result.is_ok();
         result
     }
@@ -98,13 +94,11 @@ impl TcmPool {
 pub unsafe fn init_tcm(base: *mut u8, size: usize) -> Result<(), HeapError> {
     with_memory(|memory| {
         let pool = &mut memory.tcm;
-        *pool = TcmPool::EMPTY;
-        if size > TCM_POOL_MAX {
-            return Err(HeapError::InvalidRegion);
-        }
-        pool.base = base;
-        pool.size = size;
-        pool.rebuild()
+        // A region above the limit leaves no pool: the (empty) heap of no region.
+        let fits = size <= TCM_POOL_MAX;
+        (pool.base, pool.size) = if fits { (base, size) } else { (ptr::null_mut(), 0) };
+        let rebuilt = pool.rebuild();
+        if fits { rebuilt } else { Err(HeapError::InvalidRegion) }
     })
 }
 

@@ -11,6 +11,7 @@
 //! - [`kernels!`](crate::kernels): the author's table for Rust kernels.
 //! - The device libc: `memcpy` & co., `atexit` / `exit` / `abort`, the `write` shims,
 //!   `CUSTOMOP_LIB_VERSION`.
+//! - [`ReportLine`]: the line a fault, panic or abort report is written into.
 //! - stdout: the [`StdoutRing`] the loader drains, and [`print!`](crate::print) /
 //!   [`println!`](crate::println); C's `printf`, `puts` and `putchar` over it.
 //! - The freestanding C++ support: `operator new` / `delete`, `__cxa_*`, `_init`,
@@ -27,6 +28,7 @@ pub mod libcpp_threads;
 pub mod math;
 mod mem;
 mod printf;
+mod report_line;
 mod stdout;
 
 pub use crt::{
@@ -58,6 +60,7 @@ pub use mem::{bcmp, compare, memcmp, memcpy, memmove, memset};
 pub use mem::{copy_backward, copy_forward, copy_overlapping, fill};
 #[cfg(target_os = "none")]
 pub use printf::printf;
+pub use report_line::{REPORT_LINE_CAPACITY, ReportLine};
 pub use printf::{ArgKind, ArgSource, format, neuron_printf_packed, putchar, puts};
 pub use stdout::{
     _write_r, DrainPlan, MAX_STDOUT_RING_CAPACITY, RingError, RingHeader, RingWriter,

@@ -31,9 +31,12 @@ static void scale_share(uint32_t core, uint32_t cores) {
             customop_fail(SHAPE_MISMATCH);
         } else if (src != NULL && dst != NULL) { /* NULL: empty, or a status already set */
             /* Core i of n takes [i * count / n, (i + 1) * count / n): shares differ by at
-             * most one element (64-bit products: count * cores may pass 2^32). */
-            uint32_t begin = (uint32_t)((uint64_t)count * core / cores);
-            uint32_t end = (uint32_t)((uint64_t)count * (core + 1) / cores);
+             * most one element. i * count may pass 2^32, and a 64-bit division is a
+             * library call of about 1 KiB; with count = q * n + r the bound is exactly
+             * q * i + r * i / n, all in 32 bits (r * i < n * n). */
+            uint32_t quotient = count / cores, remainder = count % cores;
+            uint32_t begin = quotient * core + remainder * core / cores;
+            uint32_t end = quotient * (core + 1) + remainder * (core + 1) / cores;
             for (uint32_t i = begin; i < end; i++) {
                 dst[i] = src[i] * factor;
             }

@@ -16,6 +16,7 @@
 //! with the 1 GiB quarter of the PC below it: windowed calls never leave a quarter.
 
 use super::platform;
+use crate::start_exit::ReportLine;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -156,6 +157,7 @@ impl Backtrace {
     /// Every caller of the frame at `pc` is spilled to its stack (the vectors' spill,
     /// `xtensa_backtrace_origin`), and those stacks are readable where the chain of
     /// stack pointers leads while it climbs by at most [`MAX_FRAME_BYTES`].
+    #[inline(never)]
     unsafe fn walk_callers(&mut self, pc: u32, mut ra: u32, mut sp: u32) {
         let mut quarter = pc & 0xC000_0000;
         while ra != 0 && self.depth < MAX_DEPTH && sp % 4 == 0 && sp >= 16 {
@@ -199,21 +201,16 @@ impl Backtrace {
     }
 }
 
-/// Writes the `FAULT` line (module docs) to stderr.
-fn report_frames(kind: &str, cause: u32, vaddr: u32, trace: &Backtrace) {
-    let mut line = platform::LineWriter::<320>::new();
+/// Writes the `FAULT` line (module docs) to stderr, in `line` (emptied first).
+fn report_frames(line: &mut ReportLine, kind: &str, cause: u32, vaddr: u32, trace: &Backtrace) {
     let pc = trace.frames.first().copied().unwrap_or(0);
-    let _ = write!(
-        line,
-        "FAULT core={} kind={kind} cause={cause} pc={pc:#010x} vaddr={vaddr:#010x} depth={} frames=",
-        super::prid(),
-        trace.depth
-    );
-    for (i, frame) in trace.frames.iter().enumerate() {
-        let _ = write!(line, "{}{frame:#010x}", if i == 0 { "" } else { "," });
+    line.clear().text("FAULT core=").decimal(super::prid()).text(" kind=").text(kind);
+    line.text(" cause=").decimal(cause).text(" pc=").hex(pc).text(" vaddr=").hex(vaddr);
+    line.text(" depth=").decimal(trace.depth).text(" frames=");
+    for (i, &frame) in trace.frames.iter().enumerate() {
+        line.text(if i == 0 { "" } else { "," }).hex(frame);
     }
-    let _ = writeln!(line);
-    platform::write(2, line.as_bytes());
+    platform::write(2, line.end().as_bytes());
 }
 
 /// Called by the vectors (vectors.S) on the fault stack, with the record filled in;
@@ -223,20 +220,19 @@ extern "C" fn __neuron_fault(record: &FaultRecord) -> ! {
     let [kind, cause, pc, vaddr, ra, sp] =
         [&record.kind, &record.cause, &record.pc, &record.vaddr, &record.ra, &record.sp].map(|w| w.load(Ordering::Relaxed));
     let name = FAULT_KINDS.get(kind as usize).copied().unwrap_or("unknown");
-    let mut line = platform::LineWriter::<160>::new();
+    let mut line = ReportLine::new();
     let frames = record.state.load(Ordering::Relaxed) == STATE_FRAMES;
-    let trace = if kind == KIND_STACK_OVERFLOW {
-        let _ = writeln!(line, "stack overflow: SP={vaddr:#010x} below the stack limit at PC={pc:#010x}");
+    let mut trace = Backtrace::at(pc);
+    if kind == KIND_STACK_OVERFLOW {
+        line.text("stack overflow: SP=").hex(vaddr).text(" below the stack limit at PC=").hex(pc).end();
         // The PC is in the newest frame; `cause` returns into the oldest live one, whose
         // own return address and stack pointer are `ra` and `sp`. The frames between,
         // all below the limit, were discarded.
-        let mut trace = Backtrace::at(pc);
         let spilled = pc & 0xC000_0000 | cause & 0x3FFF_FFFF;
         trace.push(spilled);
         // SAFETY: every frame older than the spilled one is in memory (the hardware
         // spills oldest first), on the stack whose pointer is `sp`.
         unsafe { trace.walk_callers(spilled, ra, sp) };
-        trace
     } else {
         // A double exception's PC is in DEPC, a debug exception's in EPC6 (the debug
         // level); the others' in EPC1 (vectors.S reads it).
@@ -245,21 +241,16 @@ extern "C" fn __neuron_fault(record: &FaultRecord) -> ! {
             4 => "EPC6",
             _ => "EPC1",
         };
-        let _ = writeln!(
-            line,
-            "{name} exception: EXCCAUSE={cause} ({}) {pc_register}={pc:#010x} EXCVADDR={vaddr:#010x}",
-            cause_name(cause)
-        );
-        let mut trace = Backtrace::at(pc);
+        line.text(name).text(" exception: EXCCAUSE=").decimal(cause).text(" (").text(cause_name(cause));
+        line.text(") ").text(pc_register).text("=").hex(pc).text(" EXCVADDR=").hex(vaddr).end();
         if frames {
             // SAFETY: the vectors spilled every frame older than the faulting one.
             unsafe { trace.walk_callers(pc, ra, sp) };
         }
-        trace
-    };
+    }
     platform::write(2, line.as_bytes());
     let kind_word = if kind == KIND_STACK_OVERFLOW { "stack-overflow" } else { "exception" };
-    report_frames(kind_word, cause, vaddr, &trace);
+    report_frames(&mut line, kind_word, cause, vaddr, &trace);
     platform::exit(if kind == KIND_STACK_OVERFLOW { EXIT_STACK_OVERFLOW } else { EXIT_EXCEPTION })
 }
 
@@ -269,19 +260,22 @@ static PANICKING: AtomicBool = AtomicBool::new(false);
 
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
-    let mut line = platform::LineWriter::<256>::new();
-    let double = PANICKING.swap(true, Ordering::Relaxed);
-    let _ = write!(line, "{}", if double { "panicked while panicking" } else { "panicked" });
+    let mut line = ReportLine::new();
+    // A load and a store, not a `swap` (a compare-and-swap loop on this core): the flag
+    // is this core's own (each core has its own image) and one context runs at a time.
+    let double = PANICKING.load(Ordering::Relaxed);
+    PANICKING.store(true, Ordering::Relaxed);
+    line.text(if double { "panicked while panicking" } else { "panicked" });
     if let Some(location) = info.location() {
-        let _ = write!(line, " at {}:{}:{}", location.file(), location.line(), location.column());
+        line.text(" at ").text(location.file()).text(":").decimal(location.line());
+        line.text(":").decimal(location.column());
     }
-    if double {
-        let _ = writeln!(line);
-    } else {
-        let _ = writeln!(line, ": {}", info.message());
+    if !double {
+        // The author's message, the one thing a report formats with `core::fmt`.
+        let _ = write!(line, ": {}", info.message());
     }
-    platform::write(2, line.as_bytes());
-    report_frames(if double { "double-panic" } else { "panic" }, 0, 0, &Backtrace::of_caller());
+    platform::write(2, line.end().as_bytes());
+    report_frames(&mut line, if double { "double-panic" } else { "panic" }, 0, 0, &Backtrace::of_caller());
     // The kernel's run ends here; the next op's panics are its own.
     PANICKING.store(false, Ordering::Relaxed);
     platform::exit(EXIT_PANIC)
@@ -289,7 +283,7 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
 
 /// Reports where `abort` was called from (the `FAULT` line, kind `abort`).
 pub fn report_abort() {
-    report_frames("abort", 0, 0, &Backtrace::of_caller());
+    report_frames(&mut ReportLine::new(), "abort", 0, 0, &Backtrace::of_caller());
 }
 
 /// The architectural name of an EXCCAUSE value (Xtensa ISA, exception causes).

@@ -22,9 +22,6 @@ pub fn exit(code: i32) -> ! {
     unsafe { __neuron_platform_exit(code) }
 }
 
-/// A line formatted on the stack, for reports that must not allocate.
-pub type LineWriter<const N: usize> = heapless::String<N>;
-
 /// Default `__neuron_platform_write`: the device's stdout ring, drained by the loader.
 #[unsafe(no_mangle)]
 extern "C" fn __neuron_default_write(fd: i32, buf: *const u8, len: usize) -> isize {

@@ -137,9 +137,9 @@ fn run_all(src_offset: usize) {
 }
 
 /// `<name>_<alignment>_<len>`, the BENCH line's name.
-fn bench_name(name: &str, alignment: &str, len: usize) -> neuroncustomop::arch::platform::LineWriter<64> {
+fn bench_name(name: &str, alignment: &str, len: usize) -> heapless::String<64> {
     use core::fmt::Write;
-    let mut label = neuroncustomop::arch::platform::LineWriter::<64>::new();
+    let mut label = heapless::String::<64>::new();
     let _ = write!(label, "memcpy_{name}_{alignment}_{len}");
     label
 }
