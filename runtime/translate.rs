@@ -56,6 +56,7 @@
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_void};
 use core::mem::offset_of;
+use core::ptr;
 
 /// How many regions the software TLB holds.
 pub const TRANSLATE_REGIONS: usize = 5;
@@ -207,26 +208,6 @@ impl Window {
         u64::from(self.mask_high) << 32 | u64::from(self.mask_low)
     }
 
-    /// Whether some address matches both: windows are aligned power-of-two blocks, so
-    /// they overlap exactly when their `ptr`s agree on the mask bits both have.
-    fn overlaps(&self, other: &Window) -> bool {
-        (self.ptr() ^ other.ptr()) & self.mask() & other.mask() == 0
-    }
-
-    /// Whether an address of this window can be in `bucket` of the field at
-    /// `field_shift`: the field's bits the mask covers are `ptr`'s, the others free.
-    fn can_be_in(&self, bucket: usize, field_shift: u32) -> bool {
-        (bucket ^ field(self.ptr(), field_shift)) & field(self.mask(), field_shift) == 0
-    }
-
-    /// Whether some bucket of the field at `field_shift` can hold both windows.
-    fn shares_a_bucket(&self, other: &Window, field_shift: u32) -> bool {
-        (field(self.ptr(), field_shift) ^ field(other.ptr(), field_shift))
-            & field(self.mask(), field_shift)
-            & field(other.mask(), field_shift)
-            == 0
-    }
-
     /// The hot-path form of `record` as `core` sees it, or why it is refused. Not
     /// inlined: `configure` is cold, and its loop unrolled with five inlined copies
     /// costs text the kernels' instruction cache needs.
@@ -283,7 +264,7 @@ struct Tlb {
     /// Where the field starts, above [`FIELD_FLOOR`]: 0..=31, the hot path's shift.
     field_shift: u32,
     fallback: Fallback,
-    /// Each bucket's candidate: one of `windows`, or [`NOTHING`] when no configured
+    /// Each bucket's candidate: one of `windows`, or [`nothing`] when no configured
     /// window can be in the bucket. Derived from [`tlb`]'s raw pointer, never from a
     /// reference, so writes to the table do not invalidate them.
     candidates: [*const Window; BUCKETS],
@@ -317,8 +298,25 @@ const _: () = {
     assert!(TranslateError::Miss.code() == 1);
 };
 
-/// The candidate of a bucket no configured window can be in.
-static NOTHING: Window = Window::UNUSED;
+/// No window: the table before the first `configure` and after a refused one.
+static UNCONFIGURED: [Window; TRANSLATE_REGIONS] = [Window::UNUSED; TRANSLATE_REGIONS];
+
+/// The candidate of a bucket no configured window can be in: a window that matches
+/// nothing.
+const fn nothing() -> *const Window {
+    UNCONFIGURED.as_ptr()
+}
+
+/// The bytes of `windows`, to compare them in one `memcmp` call (a `Window` has no
+/// padding). The length is hidden from the optimizer, which would otherwise write the
+/// comparison out as 30 pairs of loads in `configure`'s text.
+fn bytes(windows: &[Window; TRANSLATE_REGIONS]) -> &[u8] {
+    const _: () = assert!(size_of::<Window>() == 4 * size_of::<u32>() + 2 * size_of::<usize>());
+    let len = core::hint::black_box(size_of_val(windows)).min(size_of_val(windows));
+    // SAFETY: the array's bytes (at most all of them), all initialized (no padding),
+    // borrowed as long as the array.
+    unsafe { core::slice::from_raw_parts(ptr::from_ref(windows).cast::<u8>(), len) }
+}
 
 /// The TLB's cell; see "State and soundness" in the module docs. Transparent: on the
 /// device its symbol is the table `translate.S` reads.
@@ -334,8 +332,8 @@ impl TlbCell {
         TlbCell(UnsafeCell::new(Tlb {
             field_shift: 0,
             fallback: Fallback::Miss,
-            candidates: [&raw const NOTHING; BUCKETS],
-            windows: [Window::UNUSED; TRANSLATE_REGIONS],
+            candidates: [nothing(); BUCKETS],
+            windows: UNCONFIGURED,
             outcome: TRANSLATE_OK as usize,
             generation: 0,
         }))
@@ -381,7 +379,9 @@ pub fn configure(records: &[TranslateRecord]) -> Result<(), TranslateError> {
 
 /// [`configure`] as core `core` sees the per-core records.
 fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), TranslateError> {
-    let mut windows = [Window::UNUSED; TRANSLATE_REGIONS];
+    // Copies of a static, not array expressions: those are written out window by
+    // window, field by field, in this cold function's text.
+    let mut windows = UNCONFIGURED;
     let checked = if records.len() > TRANSLATE_REGIONS {
         Err(TranslateError::TooManyRecords)
     } else {
@@ -390,7 +390,12 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
             Ok(())
         })
     };
-    let (windows, configured) = if checked.is_ok() { (windows, records.len()) } else { ([Window::UNUSED; TRANSLATE_REGIONS], 0) };
+    let configured = if checked.is_ok() {
+        records.len()
+    } else {
+        windows = UNCONFIGURED;
+        0
+    };
     let tlb = tlb();
     // A loader that configures the same windows before every op keeps the generation,
     // with it the argument resolutions setup may reuse, and the candidates, which
@@ -399,30 +404,55 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
     // reference into it is live (module docs: one context per core, and no lookup
     // calls `configure`).
     unsafe {
-        if (*tlb).windows == windows {
+        if bytes(&(*tlb).windows) == bytes(&windows) {
             return checked;
         }
         (*tlb).windows = windows;
         (*tlb).generation += 1;
     }
     let configured = &windows[..configured];
-    let shared_pairs = |field_shift| {
-        let pairs = configured.iter().enumerate().flat_map(|(i, window)| configured[..i].iter().map(move |earlier| (earlier, window)));
-        pairs.filter(|(earlier, window)| earlier.shares_a_bucket(window, field_shift)).count()
-    };
-    // The field that leaves the fewest pairs of windows sharing a bucket (the lowest
-    // such position on a tie).
-    let (field_shift, shared) = (0..32).map(|field_shift| (field_shift, shared_pairs(field_shift))).min_by_key(|&(_, shared)| shared).unwrap_or_default();
-    let disjoint = configured.iter().enumerate().all(|(i, window)| configured[..i].iter().all(|earlier| !earlier.overlaps(window)));
+    // The field positions, as bits of a mask, that tell apart every pair of windows
+    // taken so far; a pair that no position left can tell apart is skipped (it will
+    // share a bucket). So when some position tells every pair apart, one is left.
+    let mut positions = u32::MAX;
+    let (mut shared, mut disjoint) = (false, true);
+    for (i, window) in configured.iter().enumerate() {
+        for earlier in &configured[..i] {
+            // Two windows differ where their `ptr`s do in a bit both masks cover (they
+            // overlap when there is none), and a position tells them apart when one of
+            // its four bits is such a bit.
+            let differ = (window.ptr() ^ earlier.ptr()) & window.mask() & earlier.mask();
+            disjoint &= differ != 0;
+            let bits = differ >> FIELD_FLOOR;
+            let apart_at = (bits | bits >> 1 | bits >> 2 | bits >> 3) as u32;
+            if positions & apart_at == 0 {
+                shared = true;
+            } else {
+                positions &= apart_at;
+            }
+        }
+    }
+    // Never 0 (a position is dropped only by a pair it tells apart), so at most 31.
+    let field_shift = positions.trailing_zeros();
     let fallback = match (shared, disjoint) {
-        (0, _) => Fallback::Miss,
-        (_, true) => Fallback::Search,
-        (_, false) => Fallback::SearchInOrder,
+        (false, _) => Fallback::Miss,
+        (true, true) => Fallback::Search,
+        (true, false) => Fallback::SearchInOrder,
     };
-    let candidates = core::array::from_fn(|bucket| {
-        let first = configured.iter().position(|window| window.can_be_in(bucket, field_shift));
-        first.map_or(&raw const NOTHING, |index| windows_start().wrapping_add(index))
-    });
+    let mut candidates = [nothing(); BUCKETS];
+    // The last window first, so that each bucket ends with the first that can be in it:
+    // the buckets whose field agrees with `ptr` on the bits the mask covers.
+    for (index, window) in configured.iter().enumerate().rev() {
+        let (fixed, free) = (field(window.ptr(), field_shift), !field(window.mask(), field_shift) & (BUCKETS - 1));
+        let mut others = free;
+        loop {
+            candidates[fixed | others] = windows_start().wrapping_add(index);
+            if others == 0 {
+                break;
+            }
+            others = (others - 1) & free;
+        }
+    }
     // SAFETY: as above.
     unsafe {
         (*tlb).field_shift = field_shift;
@@ -454,7 +484,7 @@ fn find<const MOVE_CANDIDATE: bool>(framework_addr: u64) -> Option<*const Window
         let slot = (&raw mut (*tlb).candidates).cast::<*const Window>().add(field(framework_addr, (*tlb).field_shift));
         (slot, *slot)
     };
-    // SAFETY: a candidate is NOTHING or one of this TLB's windows (module docs).
+    // SAFETY: a candidate is `nothing` or one of this TLB's windows (module docs).
     if unsafe { (*candidate).matches(framework_addr) } {
         return Some(candidate);
     }
@@ -567,7 +597,7 @@ pub extern "C" fn neuron_translate(framework_addr: u64) -> *mut c_void {
         }
         None => {
             record_outcome(TranslateError::Miss.code() as usize);
-            core::ptr::null_mut()
+            ptr::null_mut()
         }
     }
 }
@@ -774,13 +804,13 @@ mod tests {
     }
 
     /// This thread's field position, fallback and candidates, as window indices
-    /// (`None` for NOTHING).
+    /// (`None` for `nothing`).
     fn buckets() -> (u32, Fallback, [Option<usize>; BUCKETS]) {
         // SAFETY: plain reads of this thread's TLB; no reference into it is live.
         unsafe {
             let tlb = tlb();
             let index = |candidate: *const Window| {
-                (candidate != &raw const NOTHING).then(|| candidate.offset_from(windows_start()) as usize)
+                (candidate != nothing()).then(|| candidate.offset_from(windows_start()) as usize)
             };
             ((*tlb).field_shift, (*tlb).fallback, (*tlb).candidates.map(index))
         }
