@@ -184,10 +184,12 @@ const BUCKETS: usize = 16;
 /// end at bit 46.
 pub const FIELD_FLOOR: u32 = 12;
 
-/// The bucket of `value`'s field at `field_shift` (0..=31) above [`FIELD_FLOOR`].
+/// The bucket of `value`'s field at `field_shift` (0..=31) above [`FIELD_FLOOR`]. As
+/// `translate.S` computes it: one funnel shift of the two halves by `field_shift` (a
+/// shift by 32 or more would cost LLVM a second shift and a branch), then the field.
 #[inline(always)]
 fn field(value: u64, field_shift: u32) -> usize {
-    (value >> (field_shift + FIELD_FLOOR)) as usize & (BUCKETS - 1)
+    ((value >> (field_shift % 32)) as u32 >> FIELD_FLOOR) as usize & (BUCKETS - 1)
 }
 
 impl Window {
