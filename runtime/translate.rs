@@ -276,6 +276,12 @@ struct Tlb {
     /// [`TRANSLATE_OK`]; the window's address is what the hit path has at hand, where
     /// a 0 would cost it an instruction), else the status code.
     outcome: usize,
+    /// The window of the last [`translate_range`] hit, tested before its bucket's
+    /// candidate: setup's lookups, which mostly land in one window, cost what a test
+    /// of one window costs (the field's funnel shift is a dozen instructions in Rust).
+    /// [`nothing`] after a change of windows, and kept so while windows overlap (a hit
+    /// there need not be the first match).
+    range_last: *const Window,
     /// How many times the windows changed: equal generations, equal translations
     /// (what lets setup reuse a previous op's resolved arguments). 64 bits never wrap.
     generation: u64,
@@ -337,6 +343,7 @@ impl TlbCell {
             candidates: [nothing(); BUCKETS],
             windows: UNCONFIGURED,
             outcome: TRANSLATE_OK as usize,
+            range_last: nothing(),
             generation: 0,
         }))
     }
@@ -460,6 +467,7 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
         (*tlb).field_shift = field_shift;
         (*tlb).fallback = fallback;
         (*tlb).candidates = candidates;
+        (*tlb).range_last = nothing();
     }
     checked
 }
@@ -539,9 +547,10 @@ fn device_pointer(framework_addr: u64, window: *const Window) -> *mut u8 {
 /// pointer of the first, when all of them lie in the window the first byte matches, so
 /// they are contiguous device memory from there. Unlike [`translate`], it never makes a
 /// window its bucket's candidate: setup translates every argument of an op with it,
-/// once, and the op's own translations are what the candidates should follow. A
-/// tensor's bytes are one such range: one window lookup and one compare, where
-/// translating the first and the last byte would be two lookups.
+/// once, and the op's own translations are what the candidates should follow. It
+/// tests the window of its own last hit first instead. A tensor's bytes are one such
+/// range: one window lookup and one compare, where translating the first and the last
+/// byte would be two lookups.
 ///
 /// ```
 /// use neuroncustomop::translate::{RangeError, TranslateRecord, configure, translate_range};
@@ -556,7 +565,12 @@ fn device_pointer(framework_addr: u64, window: *const Window) -> *mut u8 {
 /// [`RangeError::OutsideWindow`] when the last byte is past the end of its window.
 #[inline]
 pub fn translate_range(framework_addr: u64, len: usize) -> Result<*mut u8, RangeError> {
-    let window = find::<false>(framework_addr).ok_or(RangeError::Miss)?;
+    let tlb = tlb();
+    // SAFETY: a plain read of this core's TLB; `range_last` is `nothing` or one of its
+    // windows (module docs).
+    let last = unsafe { (*tlb).range_last };
+    // SAFETY: as above.
+    let window = if unsafe { (*last).matches(framework_addr) } { last } else { range_window(framework_addr).ok_or(RangeError::Miss)? };
     // SAFETY: `window` is one of this TLB's windows (`find`).
     let last_offset = unsafe { (*window).last_offset };
     // The first byte's offset in the window: the offset bits fit a pointer (see
@@ -567,6 +581,22 @@ pub fn translate_range(framework_addr: u64, len: usize) -> Result<*mut u8, Range
     }
     // The device window is not at 0, so neither is this.
     Ok(device_pointer(framework_addr, window))
+}
+
+/// [`translate_range`]'s lookup after `range_last` failed: [`find`], without moving a
+/// candidate; the hit becomes `range_last` unless windows overlap.
+#[inline(never)]
+fn range_window(framework_addr: u64) -> Option<*const Window> {
+    let hit = find::<false>(framework_addr)?;
+    let tlb = tlb();
+    // SAFETY: a read and a store of this core's TLB while no reference into it is
+    // live; disjoint windows: the hit is the address's only window.
+    unsafe {
+        if (*tlb).fallback != Fallback::SearchInOrder {
+            (*tlb).range_last = hit;
+        }
+    }
+    Some(hit)
 }
 
 /// Keeps the last C call's outcome ([`Tlb::outcome`]).

@@ -456,9 +456,9 @@ fn neuron_translate_hits_and_misses_through_the_loaders_windows_on_every_core() 
         // Tensor-window addresses in the first window's bucket (bit 12 or bit 26 is
         // outside the field), found by searching, and the first window again: it must
         // still win there (a search in overlapping windows moves no candidate).
-        FRAMEWORK_BASE + (0x0400_0000 ^ 1 << 12),
+        (FRAMEWORK_BASE + 0x0400_0000) ^ 1 << 12,
         FRAMEWORK_BASE + 0x0400_0010,
-        FRAMEWORK_BASE + (0x0400_0000 ^ 1 << 26),
+        (FRAMEWORK_BASE + 0x0400_0000) ^ 1 << 26,
         FRAMEWORK_BASE + 0x0400_0020,
     ];
     // Overlapping windows (the first lies inside the tensor window and wins there): a
