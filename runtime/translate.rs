@@ -47,8 +47,9 @@
 //! The table is core-local state read on every tensor access, so it is not kept in a
 //! `CoreLocal` (whose borrow flag would cost a load, a test and two stores per call).
 //! It lives in an `UnsafeCell` read and written through its raw pointer: by
-//! `configure`, by the outcome store of `neuron_translate` and `neuron_translate_configure`, and by
-//! the candidate store after a search. This is sound under the runtime's invariant
+//! `configure`, by the outcome store of `neuron_translate` and
+//! `neuron_translate_configure`, by the candidate store after a search, and by
+//! `translate_range`'s store of its last hit. This is sound under the runtime's invariant
 //! (`crate::global`): each core has its own copy of the table and runs one context at
 //! a time, and none of these calls another, so no write overlaps a read. On the host,
 //! where test threads stand in for cores, the table is thread-local for the same reason.
