@@ -8,12 +8,15 @@
 
 use neuroncustomop::allocators::tcm::TCM_POOL_SIZE;
 use neuroncustomop::allocators::{GRANULE, metadata_words};
+use neuroncustomop::test_models::translate as reference;
+use neuroncustomop::translate::{TRANSLATE_PER_CORE, TranslateRecord};
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype, ScalarKind};
 use neuroncustomop_sim::device::{self, Report};
 use neuroncustomop_sim::images::{self, CORES, Images};
 use neuroncustomop_sim::job::{FRAMEWORK_BASE, Job, Op, TENSOR_AREA, TENSOR_AREA_SIZE, translate_record};
 use neuroncustomop_sim::machine::{Boot, Outcome};
 use neuroncustomop_wire::job::OutputDump;
+use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -360,7 +363,8 @@ fn bad_calls_report_their_status_and_corrupt_nothing_on_every_core() {
     }
 }
 
-/// A translate record of the job, as the host reference sees it.
+/// A translate window of the job.
+#[derive(Debug, Clone)]
 struct Window {
     start: u64,
     size: u64,
@@ -368,13 +372,19 @@ struct Window {
     core_stride: u32,
 }
 
-/// The reference: the first window, in order, with `(addr & mask) == start`; its
-/// device address on `core`, and status 0; else a null pointer and a miss.
+impl Window {
+    /// The record the loader hands over for this window.
+    fn record(&self) -> TranslateRecord {
+        let flags = if self.core_stride != 0 { TRANSLATE_PER_CORE } else { 0 };
+        TranslateRecord { flags, core_stride: self.core_stride, ..TranslateRecord::window(self.start, self.size, u64::from(self.device)) }
+    }
+}
+
+/// The reference model (runtime/test_models/translate.rs): the device address of
+/// `addr` on `core` and status 0, or a null pointer and a miss.
 fn reference_translate(windows: &[Window], addr: u64, core: u32) -> (u32, u32) {
-    windows
-        .iter()
-        .find(|w| addr & !(w.size - 1) == w.start)
-        .map_or((0, MISS), |w| (w.device + core * w.core_stride + (addr - w.start) as u32, OK))
+    let records: Vec<TranslateRecord> = windows.iter().map(Window::record).collect();
+    reference::translate(&records, core, addr).map_or((0, MISS), |device| (u32::try_from(device).expect("a 32-bit device address"), OK))
 }
 
 /// Configures `windows` on every core, translates `addresses` there in order with
@@ -384,10 +394,8 @@ fn translate_on_every_core(windows: &[Window], addresses: &[u64]) -> usize {
     let mut job = Job::new(probe(), CORES).expect("job");
     let records: Vec<_> = windows
         .iter()
-        .map(|w| {
-            let flags = u32::from(w.core_stride != 0);
-            translate_record(w.start, w.size, u64::from(w.device), flags, w.core_stride)
-        })
+        .map(Window::record)
+        .map(|r| translate_record(r.ptr, !r.mask + 1, r.device_base, r.flags, r.core_stride))
         .collect();
     job.set_translate(&records);
     let bytes = addresses.iter().flat_map(|a| a.to_le_bytes()).collect();
@@ -517,6 +525,44 @@ fn neuron_translate_searches_and_moves_candidates_when_windows_share_buckets() {
     // Three edges of each window hit, and two more: the fourth's last byte + 1 is the
     // fifth's first, and the other way round.
     assert_eq!(translate_on_every_core(&windows, &addresses), 12 + 17 + 12);
+}
+
+/// The tensor window, then up to four windows near each other: a shared base, each at
+/// a small offset `<< bit` and of a size near that bit, so that some configurations
+/// have a field for every pair, some share buckets and some overlap; one per core.
+fn clustered_windows() -> impl Strategy<Value = Vec<Window>> {
+    let window = (0u64..8, 0u32..=8, any::<bool>());
+    (any::<u64>(), 0u32..56, proptest::collection::vec(window, 1..=4)).prop_map(|(base, bit, windows)| {
+        let near = windows.into_iter().enumerate().map(|(i, (offset, extra_log2, per_core))| {
+            let size = 1 << (bit + extra_log2).saturating_sub(4).min(20);
+            let start = (base ^ offset << bit) & !(size - 1);
+            // Device windows 32 MiB apart, each with room for eight cores' slices.
+            let device = 0x4000_0000 + (i as u32) * 0x200_0000;
+            Window { start, size, device, core_stride: if per_core { size as u32 } else { 0 } }
+        });
+        std::iter::once(tensor_window()).chain(near).collect()
+    })
+}
+
+proptest! {
+    // Each case is one QEMU run (a fraction of a second).
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The assembly against the reference model on random tables: every window's edges
+    /// and random addresses, in random orders, so that candidates move.
+    #[test]
+    fn neuron_translate_matches_the_reference_model_on_clustered_windows(
+        windows in clustered_windows(),
+        random in proptest::collection::vec(any::<u64>(), 4),
+        // 25 edges, 4 random and 32 visits: what translate_probe's 63 fit.
+        order in proptest::collection::vec(any::<proptest::sample::Index>(), 32),
+    ) {
+        let mut addresses = edges(&windows);
+        addresses.extend(random);
+        let visits: Vec<u64> = order.iter().map(|index| addresses[index.index(addresses.len())]).collect();
+        addresses.extend(visits);
+        translate_on_every_core(&windows, &addresses);
+    }
 }
 
 /// Boots a firmware benchmark on one core, counting instructions.
