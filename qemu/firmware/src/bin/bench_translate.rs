@@ -14,7 +14,9 @@
 //! - `switch_<d>`: calls alternating between record 1 and record 1 + d, each a hit in
 //!   another record than the last (measured in pairs, against a pair of empty calls);
 //! - `miss_high_word` matches the low half of the candidate its bucket picks and not
-//!   the high half (the longest miss), `miss_low_word` fails the low half.
+//!   the high half (the longest miss), `miss_low_word` fails the low half;
+//! - `range_hit`: setup's lookup, `translate_range` of 16 bytes in record 3, again and
+//!   again (through a wrapper with `neuron_translate`'s signature, counted with it).
 //!
 //! Two more tables, where a failed candidate means searching all windows: `shared_*`
 //! (disjoint windows that differ only above the bits a field can use, so they share
@@ -26,7 +28,7 @@
 
 use core::ffi::c_void;
 use core::hint::black_box;
-use neuroncustomop::translate::{TranslateRecord, configure, neuron_translate};
+use neuroncustomop::translate::{TranslateRecord, configure, neuron_translate, translate_range};
 use neuroncustomop_firmware::{bench, println};
 
 neuroncustomop::kernels! {}
@@ -45,6 +47,13 @@ extern "C" fn nothing(addr: u64) -> *mut c_void {
     addr as usize as *mut c_void
 }
 
+/// Setup's lookup, `translate_range(addr, 16)`, behind `neuron_translate`'s signature
+/// (the wrapper's `entry`, `retw` and null for an error are in its count).
+#[inline(never)]
+extern "C" fn range(addr: u64) -> *mut c_void {
+    translate_range(addr, 16).map_or(core::ptr::null_mut(), |device| device.cast())
+}
+
 /// The empty calls' counts, one and two per repetition, x100.
 struct Harness {
     single: u64,
@@ -53,7 +62,12 @@ struct Harness {
 
 /// Measures `neuron_translate(addr)` and prints its `TRANSLATE` row.
 fn report(case: &str, addr: u64, harness: &Harness) {
-    let per_call = bench::measure(case, CALLS, calls(neuron_translate, addr));
+    report_of(neuron_translate, case, addr, harness);
+}
+
+/// Measures `translate(addr)` and prints its `TRANSLATE` row.
+fn report_of(translate: Translate, case: &str, addr: u64, harness: &Harness) {
+    let per_call = bench::measure(case, CALLS, calls(translate, addr));
     let own = (per_call + NOTHING_OWN * 100).saturating_sub(harness.single);
     println!("TRANSLATE {case} {per_call} {own}");
 }
@@ -127,6 +141,8 @@ extern "C" fn main() -> i32 {
     hits_and_switches("", &records, &harness);
     report("miss_high_word", 0x1234_0000_0040, &harness);
     report("miss_low_word", 0x7f00_0010_0040, &harness);
+    // Setup's lookup of a 16-byte tensor in record 3, again and again.
+    report_of(range, "range_hit", records[2].ptr + 0x40, &harness);
 
     // Bits 48..50: above every field position, so the windows share buckets.
     let shared = windows(48);
