@@ -22,9 +22,8 @@
 //! # One candidate per address
 //! Testing the records in turn costs 4 to 8 instructions for each record before the
 //! hit, which no start order keeps within issue 16's 30 for a hit in any record. So
-//! `configure` also picks a *field*: four address bits, at one of the positions
-//! [`FIELD_FLOOR`]`..FIELD_FLOOR + 32` (where one funnel shift of the address's two
-//! halves reaches), that separates the windows best. Each of the 16 values of the
+//! `configure` also picks a *field*: four address bits, within bits 12..=43
+//! ([`FIELD_FLOOR`]), that separates the windows best. Each of the 16 values of the
 //! field is a *bucket* with one *candidate* window; a lookup reads the field, tests
 //! that one window, and on a hit is done (`neuron_translate`: 20 Xtensa instructions,
 //! `entry` to `retw`, whichever record it is). A window whose mask does not cover the
@@ -178,20 +177,25 @@ struct Window {
 /// How many buckets the field selects: four bits.
 const BUCKETS: usize = 16;
 
-/// The lowest address bit a field can start at: the hot path shifts the address right
-/// by 0..=31 (one funnel shift of its two halves, `SAR` 0..31) and takes bits
-/// `FIELD_FLOOR..FIELD_FLOOR + 4`, so a field lies in address bits 12..=46. Windows
-/// are pages or larger, so lower bits seldom tell two apart, and user-space addresses
-/// end at bit 46.
+/// The lowest address bit a field can start at: a field lies in address bits
+/// 12..=43 ([`MAX_FIELD_SHIFT`]). Windows are pages or larger, so lower bits seldom
+/// tell two apart; windows that differ only below or above (user-space addresses
+/// reach bit 46) share buckets, and a failed candidate costs a search.
 pub const FIELD_FLOOR: u32 = 12;
 
-/// The bucket of `value`'s field at `field_shift` (0..=31) above [`FIELD_FLOOR`]. As
-/// `translate.S` computes it: one funnel shift of the two halves by `field_shift` (a
-/// shift by 32 or more would cost LLVM a second shift and a branch), then the field.
+/// The bucket of `value`'s field at `field_shift` (0..=[`MAX_FIELD_SHIFT`]) above
+/// [`FIELD_FLOOR`]. `translate.S` shifts the address right by `field_shift` (one
+/// funnel shift of its halves) and takes bits `FIELD_FLOOR..FIELD_FLOOR + 4`; this
+/// takes the same bits from the 32 above `FIELD_FLOOR` (a constant funnel shift, then
+/// a 32-bit one: LLVM's 64-bit shift by a variable is a dozen instructions).
 #[inline(always)]
 fn field(value: u64, field_shift: u32) -> usize {
-    ((value >> (field_shift % 32)) as u32 >> FIELD_FLOOR) as usize & (BUCKETS - 1)
+    (((value >> FIELD_FLOOR) as u32) >> field_shift) as usize & (BUCKETS - 1)
 }
+
+/// The highest field position: the field's four bits stay within the 32 above
+/// [`FIELD_FLOOR`], where [`field`] and `translate.S` take the same bits.
+const MAX_FIELD_SHIFT: u32 = 32 - 4;
 
 impl Window {
     /// Matches nothing: `ptr` has a bit outside `mask`, which `configure` never accepts.
@@ -264,7 +268,8 @@ enum Fallback {
 /// below), and the fields the hot path reads come first, at single-load offsets.
 #[repr(C)]
 struct Tlb {
-    /// Where the field starts, above [`FIELD_FLOOR`]: 0..=31, the hot path's shift.
+    /// Where the field starts, above [`FIELD_FLOOR`]: 0..=[`MAX_FIELD_SHIFT`], the hot
+    /// path's shift.
     field_shift: u32,
     fallback: Fallback,
     /// Each bucket's candidate: one of `windows`, or [`nothing`] when no configured
@@ -278,10 +283,10 @@ struct Tlb {
     /// a 0 would cost it an instruction), else the status code.
     outcome: usize,
     /// The window of the last [`translate_range`] hit, tested before its bucket's
-    /// candidate: setup's lookups, which mostly land in one window, cost what a test
-    /// of one window costs (the field's funnel shift is a dozen instructions in Rust).
-    /// [`nothing`] after a change of windows, and kept so while windows overlap (a hit
-    /// there need not be the first match).
+    /// candidate: setup's lookups, which mostly land in one window, cost one window's
+    /// test, as before there were buckets.
+    /// The first window after a change of windows (its match is always the first
+    /// match), and kept so while windows overlap (another's need not be).
     range_last: *const Window,
     /// How many times the windows changed: equal generations, equal translations
     /// (what lets setup reuse a previous op's resolved arguments). 64 bits never wrap.
@@ -424,7 +429,7 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
     // The field positions, as bits of a mask, that tell apart every pair of windows
     // taken so far; a pair that no position left can tell apart is skipped (it will
     // share a bucket). So when some position tells every pair apart, one is left.
-    let mut positions = u32::MAX;
+    let mut positions = (1u32 << (MAX_FIELD_SHIFT + 1)) - 1;
     let (mut shared, mut disjoint) = (false, true);
     for (i, window) in configured.iter().enumerate() {
         for earlier in &configured[..i] {
@@ -442,7 +447,8 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
             }
         }
     }
-    // Never 0 (a position is dropped only by a pair it tells apart), so at most 31.
+    // Never 0 (a position is dropped only by a pair it tells apart), so at most
+    // MAX_FIELD_SHIFT.
     let field_shift = positions.trailing_zeros();
     let fallback = match (shared, disjoint) {
         (false, _) => Fallback::Miss,
@@ -468,7 +474,7 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
         (*tlb).field_shift = field_shift;
         (*tlb).fallback = fallback;
         (*tlb).candidates = candidates;
-        (*tlb).range_last = nothing();
+        (*tlb).range_last = windows_start();
     }
     checked
 }
@@ -568,7 +574,7 @@ fn device_pointer(framework_addr: u64, window: *const Window) -> *mut u8 {
 pub fn translate_range(framework_addr: u64, len: usize) -> Result<*mut u8, RangeError> {
     let tlb = tlb();
     // SAFETY: a plain read of this core's TLB; `range_last` is `nothing` or one of its
-    // windows (module docs).
+    // windows.
     let last = unsafe { (*tlb).range_last };
     // SAFETY: as above.
     let window = if unsafe { (*last).matches(framework_addr) } { last } else { range_window(framework_addr).ok_or(RangeError::Miss)? };
