@@ -14,33 +14,44 @@
 //! `configure` checks every record (mask a run of high ones, `ptr` inside the mask,
 //! known flags, the whole device window of *this* core inside the address space and
 //! not at address 0) and precomputes, per record, `delta = device window start - ptr`
-//! in pointer arithmetic. A translation is then, per record, a masked compare of each
-//! 32-bit half, and on a hit one pointer-sized add. A rejected configuration leaves
-//! no record configured (fail closed: a window of the previous op must not translate
-//! this op's addresses).
+//! in pointer arithmetic. Testing a window is then a masked compare of each 32-bit
+//! half, and a hit one pointer-sized add. A rejected configuration leaves no record
+//! configured (fail closed: a window of the previous op must not translate this op's
+//! addresses).
 //!
-//! # The last hit first
-//! An op touches one or two windows over and over, so the search starts at the window
-//! of the last hit: a hit there costs the same whatever its record's index
-//! (`neuron_translate`: 18 Xtensa instructions, `entry` to `retw`), and each record
-//! tested before the hit 4 to 8 more (one compare when the address's low half
-//! already differs, two when it matches). That is only allowed when no two configured
-//! windows overlap, so that an address matches at most one window and the order of the
-//! search cannot change the answer; `configure` checks it, and with an overlap the
-//! search always starts at the first record (first match wins). The windows are kept
-//! twice over, in configuration order, so the five read from any start are the five
-//! records with no index arithmetic, and a miss still tests each record once.
+//! # One candidate per address
+//! Testing the records in turn costs 4 to 8 instructions for each record before the
+//! hit, which no start order keeps within issue 16's 30 for a hit in any record. So
+//! `configure` also picks a *field*: four address bits, within bits 12..=43
+//! ([`FIELD_FLOOR`]), that separates the windows best. Each of the 16 values of the
+//! field is a *bucket* with one *candidate* window; a lookup reads the field, tests
+//! that one window, and on a hit is done (`neuron_translate`: 20 Xtensa instructions,
+//! `entry` to `retw`, whichever record it is). A window whose mask does not cover the
+//! whole field can be in several buckets. What a failed candidate test means depends
+//! on the windows ([`Fallback`]):
+//! - no bucket can hold two windows (the usual case: windows are far apart, so some
+//!   four bits of their addresses tell them apart): a miss, at once;
+//! - two disjoint windows share a bucket: every window is tested, and the hit becomes
+//!   its bucket's candidate, so the window an op used last is found first again;
+//! - two windows overlap: every window is tested in configuration order (first match
+//!   wins), and candidates never move. Each bucket's candidate is the first window, in
+//!   order, that can be in it, so when it matches it is the first match.
+//!
+//! On the device `neuron_translate` is `runtime/arch/xtensa/translate.S` (LLVM spends
+//! two to three instructions more on the same steps, which is what 20 leaves no room
+//! for); the Rust lookup here is the same algorithm, which `translate`, `translate_range`
+//! and the host use.
 //!
 //! # State and soundness
 //! The table is core-local state read on every tensor access, so it is not kept in a
 //! `CoreLocal` (whose borrow flag would cost a load, a test and two stores per call).
-//! It lives in an `UnsafeCell` read through a shared reference in [`translate`] and
-//! written only by `configure`, by the status store in `neuron_translate` and by the
-//! search-start store at the end of a lookup, after its last read. This is sound under
-//! the runtime's invariant (`crate::global`): each core has its own copy of the table
-//! and runs one context at a time, and none of these calls another, so a write never
-//! overlaps a live reference. On the host, where test threads stand in
-//! for cores, the table is thread-local for the same reason.
+//! It lives in an `UnsafeCell` read and written through its raw pointer: by
+//! `configure`, by the outcome store of `neuron_translate` and
+//! `neuron_translate_configure`, by the candidate store after a search, and by
+//! `translate_range`'s store of its last hit. This is sound under the runtime's invariant
+//! (`crate::global`): each core has its own copy of the table and runs one context at
+//! a time, and none of these calls another, so no write overlaps a read. On the host,
+//! where test threads stand in for cores, the table is thread-local for the same reason.
 
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_void};
@@ -147,7 +158,9 @@ pub enum RangeError {
 }
 
 /// A validated record in the form the hot path wants: the 64-bit mask and match value
-/// as 32-bit halves, so the 32-bit core tests the low half and branches at once.
+/// as 32-bit halves, so the 32-bit core tests the low half and branches at once. C
+/// layout: `translate.S` reads it (offsets asserted below).
+#[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Window {
     mask_low: u32,
@@ -161,6 +174,29 @@ struct Window {
     last_offset: usize,
 }
 
+/// How many buckets the field selects: four bits.
+const BUCKETS: usize = 16;
+
+/// The lowest address bit a field can start at: a field lies in address bits
+/// 12..=43 ([`MAX_FIELD_SHIFT`]). Windows are pages or larger, so lower bits seldom
+/// tell two apart; windows that differ only below or above (user-space addresses
+/// reach bit 46) share buckets, and a failed candidate costs a search.
+pub const FIELD_FLOOR: u32 = 12;
+
+/// The bucket of `value`'s field at `field_shift` (0..=[`MAX_FIELD_SHIFT`]) above
+/// [`FIELD_FLOOR`]. `translate.S` shifts the address right by `field_shift` (one
+/// funnel shift of its halves) and takes bits `FIELD_FLOOR..FIELD_FLOOR + 4`; this
+/// takes the same bits from the 32 above `FIELD_FLOOR` (a constant funnel shift, then
+/// a 32-bit one: LLVM's 64-bit shift by a variable is a dozen instructions).
+#[inline(always)]
+fn field(value: u64, field_shift: u32) -> usize {
+    (((value >> FIELD_FLOOR) as u32) >> field_shift) as usize & (BUCKETS - 1)
+}
+
+/// The highest field position: the field's four bits stay within the 32 above
+/// [`FIELD_FLOOR`], where [`field`] and `translate.S` take the same bits.
+const MAX_FIELD_SHIFT: u32 = 32 - 4;
+
 impl Window {
     /// Matches nothing: `ptr` has a bit outside `mask`, which `configure` never accepts.
     const UNUSED: Window = Window { mask_low: 0, ptr_low: 1, mask_high: 0, ptr_high: 0, delta: 0, last_offset: 0 };
@@ -171,11 +207,12 @@ impl Window {
         (addr as u32 & self.mask_low) == self.ptr_low && ((addr >> 32) as u32 & self.mask_high) == self.ptr_high
     }
 
-    /// Whether some address matches both: windows are aligned power-of-two blocks, so
-    /// they overlap exactly when their `ptr`s agree on the mask bits both have.
-    fn overlaps(&self, other: &Window) -> bool {
-        let (low, high) = (self.mask_low & other.mask_low, self.mask_high & other.mask_high);
-        self.ptr_low & low == other.ptr_low & low && self.ptr_high & high == other.ptr_high & high
+    fn ptr(&self) -> u64 {
+        u64::from(self.ptr_high) << 32 | u64::from(self.ptr_low)
+    }
+
+    fn mask(&self) -> u64 {
+        u64::from(self.mask_high) << 32 | u64::from(self.mask_low)
     }
 
     /// The hot-path form of `record` as `core` sees it, or why it is refused. Not
@@ -214,32 +251,90 @@ impl Window {
     }
 }
 
-/// The software TLB of one core. C layout, so the fields the hot path reads are at
-/// small offsets (single loads), not after the ring.
+/// What a failed candidate test means (module docs, "One candidate per address").
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fallback {
+    /// No bucket can hold two windows: the address is a miss.
+    Miss = 0,
+    /// Disjoint windows share a bucket: test every window; a hit becomes the bucket's
+    /// candidate.
+    Search = 1,
+    /// Some windows overlap: test every window in configuration order; candidates stay.
+    SearchInOrder = 2,
+}
+
+/// The software TLB of one core. C layout: `translate.S` reads it (offsets asserted
+/// below), and the fields the hot path reads come first, at single-load offsets.
 #[repr(C)]
 struct Tlb {
-    /// The first window the search reads: the window of the last hit when `rotates`,
-    /// else the first; one of the first `TRANSLATE_REGIONS` windows of `ring`, or
-    /// [`UNCONFIGURED`] before the first `configure`. A pointer rather than an index:
-    /// one load on the hot path. Derived from [`tlb`]'s raw pointer, never from a
-    /// reference, so writes to the table do not invalidate it.
-    start: *const Window,
-    /// No two configured windows overlap: the search may start anywhere (module docs).
-    rotates: bool,
-    /// The configured windows in configuration order, `UNUSED` where fewer were given,
-    /// twice over: the search reads [`TRANSLATE_REGIONS`] windows from `start`.
-    ring: [Window; 2 * TRANSLATE_REGIONS],
-    /// [`TRANSLATE_OK`] or the code of the last failed C call.
-    status: c_int,
+    /// Where the field starts, above [`FIELD_FLOOR`]: 0..=[`MAX_FIELD_SHIFT`], the hot
+    /// path's shift.
+    field_shift: u32,
+    fallback: Fallback,
+    /// Each bucket's candidate: one of `windows`, or [`nothing`] when no configured
+    /// window can be in the bucket. Derived from [`tlb`]'s raw pointer, never from a
+    /// reference, so writes to the table do not invalidate them.
+    candidates: [*const Window; BUCKETS],
+    /// The configured windows in configuration order, `UNUSED` where fewer were given.
+    windows: [Window; TRANSLATE_REGIONS],
+    /// The last C call's outcome: a window of this table when it was a hit (status
+    /// [`TRANSLATE_OK`]; the window's address is what the hit path has at hand, where
+    /// a 0 would cost it an instruction), else the status code.
+    outcome: usize,
+    /// The window of the last [`translate_range`] hit, tested before its bucket's
+    /// candidate: setup's lookups, which mostly land in one window, cost one window's
+    /// test, as before there were buckets.
+    /// The first window after a change of windows (its match is always the first
+    /// match), and kept so while windows overlap (another's need not be).
+    range_last: *const Window,
     /// How many times the windows changed: equal generations, equal translations
     /// (what lets setup reuse a previous op's resolved arguments). 64 bits never wrap.
     generation: u64,
 }
 
-/// What the search reads before the first `configure`: no window.
+/// Offsets `runtime/arch/xtensa/translate.S` uses.
+#[cfg(target_arch = "xtensa")]
+const _: () = {
+    assert!(size_of::<Window>() == 24);
+    assert!(offset_of!(Window, mask_low) == 0);
+    assert!(offset_of!(Window, ptr_low) == 4);
+    assert!(offset_of!(Window, mask_high) == 8);
+    assert!(offset_of!(Window, ptr_high) == 12);
+    assert!(offset_of!(Window, delta) == 16);
+    assert!(offset_of!(Tlb, field_shift) == 0);
+    assert!(offset_of!(Tlb, fallback) == 4);
+    assert!(offset_of!(Tlb, candidates) == 8);
+    assert!(offset_of!(Tlb, windows) == 72);
+    assert!(offset_of!(Tlb, outcome) == 192);
+    assert!(TRANSLATE_REGIONS == 5 && FIELD_FLOOR == 12);
+    assert!(Fallback::Miss as u32 == 0 && Fallback::Search as u32 == 1);
+    assert!(TranslateError::Miss.code() == 1);
+};
+
+/// No window: the table before the first `configure` and after a refused one.
 static UNCONFIGURED: [Window; TRANSLATE_REGIONS] = [Window::UNUSED; TRANSLATE_REGIONS];
 
-/// The TLB's cell; see "State and soundness" in the module docs.
+/// The candidate of a bucket no configured window can be in: a window that matches
+/// nothing.
+const fn nothing() -> *const Window {
+    UNCONFIGURED.as_ptr()
+}
+
+/// The bytes of `windows`, to compare them in one `memcmp` call (a `Window` has no
+/// padding). The length is hidden from the optimizer, which would otherwise write the
+/// comparison out as 30 pairs of loads in `configure`'s text.
+fn bytes(windows: &[Window; TRANSLATE_REGIONS]) -> &[u8] {
+    const _: () = assert!(size_of::<Window>() == 4 * size_of::<u32>() + 2 * size_of::<usize>());
+    let len = core::hint::black_box(size_of_val(windows)).min(size_of_val(windows));
+    // SAFETY: the array's bytes (at most all of them), all initialized (no padding),
+    // borrowed as long as the array.
+    unsafe { core::slice::from_raw_parts(ptr::from_ref(windows).cast::<u8>(), len) }
+}
+
+/// The TLB's cell; see "State and soundness" in the module docs. Transparent: on the
+/// device its symbol is the table `translate.S` reads.
+#[repr(transparent)]
 struct TlbCell(UnsafeCell<Tlb>);
 
 // SAFETY: each core has its own copy and one context at a time (module docs); on the
@@ -249,16 +344,19 @@ unsafe impl Sync for TlbCell {}
 impl TlbCell {
     const fn new() -> TlbCell {
         TlbCell(UnsafeCell::new(Tlb {
-            start: UNCONFIGURED.as_ptr(),
-            rotates: false,
-            ring: [Window::UNUSED; 2 * TRANSLATE_REGIONS],
-            status: TRANSLATE_OK,
+            field_shift: 0,
+            fallback: Fallback::Miss,
+            candidates: [nothing(); BUCKETS],
+            windows: UNCONFIGURED,
+            outcome: TRANSLATE_OK as usize,
+            range_last: nothing(),
             generation: 0,
         }))
     }
 }
 
 #[cfg(target_os = "none")]
+#[unsafe(export_name = "__neuron_translate_tlb")]
 static TLB: TlbCell = TlbCell::new();
 
 /// This core's TLB.
@@ -278,6 +376,13 @@ fn tlb() -> *mut Tlb {
     TLB.with(|cell| cell.0.get())
 }
 
+/// The first of this core's windows, from the TLB's raw pointer.
+#[inline(always)]
+fn windows_start() -> *const Window {
+    // SAFETY: a place computation on this core's TLB; nothing is read.
+    unsafe { (&raw const (*tlb()).windows).cast::<Window>() }
+}
+
 /// Replaces this core's regions with `records` (first match wins, in this order).
 ///
 /// # Errors
@@ -289,7 +394,9 @@ pub fn configure(records: &[TranslateRecord]) -> Result<(), TranslateError> {
 
 /// [`configure`] as core `core` sees the per-core records.
 fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), TranslateError> {
-    let mut windows = [Window::UNUSED; TRANSLATE_REGIONS];
+    // Copies of a static, not array expressions: those are written out window by
+    // window, field by field, in this cold function's text.
+    let mut windows = UNCONFIGURED;
     let checked = if records.len() > TRANSLATE_REGIONS {
         Err(TranslateError::TooManyRecords)
     } else {
@@ -298,35 +405,78 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
             Ok(())
         })
     };
-    let (windows, configured) = if checked.is_ok() { (windows, records.len()) } else { ([Window::UNUSED; TRANSLATE_REGIONS], 0) };
-    let configured = &windows[..configured];
-    let disjoint = configured.iter().enumerate().all(|(i, window)| configured[..i].iter().all(|earlier| !earlier.overlaps(window)));
-    // SAFETY: no reference into the TLB is live (module docs: one context per core and
-    // `translate` does not call `configure`), so these writes are exclusive.
-    let tlb = unsafe { &mut *tlb() };
+    let configured = if checked.is_ok() {
+        records.len()
+    } else {
+        windows = UNCONFIGURED;
+        0
+    };
+    let tlb = tlb();
     // A loader that configures the same windows before every op keeps the generation,
-    // and with it the argument resolutions setup may reuse.
-    if tlb.ring[..TRANSLATE_REGIONS] != windows {
-        tlb.ring = core::array::from_fn(|i| windows[i % TRANSLATE_REGIONS]);
-        tlb.generation += 1;
+    // with it the argument resolutions setup may reuse, and the candidates, which
+    // depend only on the windows (and, moved, are still windows of their buckets).
+    // SAFETY: reads and writes of this core's TLB through its raw pointer while no
+    // reference into it is live (module docs: one context per core, and no lookup
+    // calls `configure`).
+    unsafe {
+        if bytes(&(*tlb).windows) == bytes(&windows) {
+            return checked;
+        }
+        (*tlb).windows = windows;
+        (*tlb).generation += 1;
     }
-    tlb.rotates = disjoint;
-    set_search_start(ring_start());
+    let configured = &windows[..configured];
+    // The field positions, as bits of a mask, that tell apart every pair of windows
+    // taken so far; a pair that no position left can tell apart is skipped (it will
+    // share a bucket). So when some position tells every pair apart, one is left.
+    let mut positions = (1u32 << (MAX_FIELD_SHIFT + 1)) - 1;
+    let (mut shared, mut disjoint) = (false, true);
+    for (i, window) in configured.iter().enumerate() {
+        for earlier in &configured[..i] {
+            // Two windows differ where their `ptr`s do in a bit both masks cover (they
+            // overlap when there is none), and a position tells them apart when one of
+            // its four bits is such a bit.
+            let differ = (window.ptr() ^ earlier.ptr()) & window.mask() & earlier.mask();
+            disjoint &= differ != 0;
+            let bits = differ >> FIELD_FLOOR;
+            let apart_at = (bits | bits >> 1 | bits >> 2 | bits >> 3) as u32;
+            if positions & apart_at == 0 {
+                shared = true;
+            } else {
+                positions &= apart_at;
+            }
+        }
+    }
+    // Never 0 (a position is dropped only by a pair it tells apart), so at most
+    // MAX_FIELD_SHIFT.
+    let field_shift = positions.trailing_zeros();
+    let fallback = match (shared, disjoint) {
+        (false, _) => Fallback::Miss,
+        (true, true) => Fallback::Search,
+        (true, false) => Fallback::SearchInOrder,
+    };
+    let mut candidates = [nothing(); BUCKETS];
+    // The last window first, so that each bucket ends with the first that can be in it:
+    // the buckets whose field agrees with `ptr` on the bits the mask covers.
+    for (index, window) in configured.iter().enumerate().rev() {
+        let (fixed, free) = (field(window.ptr(), field_shift), !field(window.mask(), field_shift) & (BUCKETS - 1));
+        let mut others = free;
+        loop {
+            candidates[fixed | others] = windows_start().wrapping_add(index);
+            if others == 0 {
+                break;
+            }
+            others = (others - 1) & free;
+        }
+    }
+    // SAFETY: as above.
+    unsafe {
+        (*tlb).field_shift = field_shift;
+        (*tlb).fallback = fallback;
+        (*tlb).candidates = candidates;
+        (*tlb).range_last = windows_start();
+    }
     checked
-}
-
-/// The first window of this core's ring, from the TLB's raw pointer.
-#[inline(always)]
-fn ring_start() -> *const Window {
-    // SAFETY: a place computation on this core's TLB; nothing is read.
-    unsafe { (&raw const (*tlb()).ring).cast::<Window>() }
-}
-
-/// Makes the search start at `window`, one of the ring's first `TRANSLATE_REGIONS`.
-#[inline(always)]
-fn set_search_start(window: *const Window) {
-    // SAFETY: a plain store to this core's TLB while no reference into it is live.
-    unsafe { (*tlb()).start = window };
 }
 
 /// This core's configuration generation: it changes whenever [`configure`] changes the
@@ -338,44 +488,47 @@ pub(crate) fn generation() -> u64 {
     unsafe { (*tlb()).generation }
 }
 
-/// The window `framework_addr` matches: the first in configuration order, which is
-/// the only one when the search may start at the last hit (module docs). With
-/// `MOVE_START`, a hit makes the search start at its window from then on.
+/// The window `framework_addr` matches: the first in configuration order, which is the
+/// only one when no two windows overlap. The candidate of the address's bucket first
+/// (module docs); with `MOVE_CANDIDATE`, a hit found by searching becomes the bucket's
+/// candidate when the windows allow it.
 #[inline(always)]
-fn find<const MOVE_START: bool>(framework_addr: u64) -> Option<Window> {
-    // SAFETY: only `configure`, `record_status` and the store below write the TLB, never
-    // while this shared borrow is live (module docs; its last use is before the store).
-    let tlb = unsafe { &*tlb() };
-    let start = tlb.start;
-    // SAFETY: `start` is UNCONFIGURED or one of the ring's first TRANSLATE_REGIONS
-    // windows (every store keeps it so), so TRANSLATE_REGIONS windows from it are
-    // readable; only the stores of `configure` write them, never during this read.
-    let [first, second, third, fourth, fifth] = unsafe { &*start.cast::<[Window; TRANSLATE_REGIONS]>() };
-    // The five tests written out: a loop costs an index and a bound check per window.
-    if first.matches(framework_addr) {
-        return Some(*first);
-    }
-    let window = if second.matches(framework_addr) {
-        second
-    } else if third.matches(framework_addr) {
-        third
-    } else if fourth.matches(framework_addr) {
-        fourth
-    } else if fifth.matches(framework_addr) {
-        fifth
-    } else {
-        return None;
+fn find<const MOVE_CANDIDATE: bool>(framework_addr: u64) -> Option<*const Window> {
+    let tlb = tlb();
+    // SAFETY: the bucket index is below BUCKETS, so the slot is one of `candidates`;
+    // only `configure` and `search` write the TLB, never during this read (module docs).
+    let (slot, candidate) = unsafe {
+        let slot = (&raw mut (*tlb).candidates).cast::<*const Window>().add(field(framework_addr, (*tlb).field_shift));
+        (slot, *slot)
     };
-    // The hit's address with `start`'s provenance (the TLB's raw pointer): a pointer
-    // derived from the reference `window` would only ever be valid for that one window.
-    let (hit, window) = (start.with_addr(ptr::from_ref(window).addr()), *window);
-    if MOVE_START && tlb.rotates {
-        // `start` is in the ring (a configured table), and so is the hit, wrapped into
-        // its first half. The shared borrow above is no longer used.
-        let second_half = ring_start().wrapping_add(TRANSLATE_REGIONS);
-        set_search_start(if hit >= second_half { hit.wrapping_sub(TRANSLATE_REGIONS) } else { hit });
+    // SAFETY: a candidate is `nothing` or one of this TLB's windows (module docs).
+    if unsafe { (*candidate).matches(framework_addr) } {
+        return Some(candidate);
     }
-    Some(window)
+    search(framework_addr, slot, MOVE_CANDIDATE)
+}
+
+/// [`find`] after its candidate failed: every window in configuration order, when the
+/// [`Fallback`] says the candidate was not the only possible match. Out of line: rare,
+/// and `translate_range` is inlined into setup.
+#[inline(never)]
+fn search(framework_addr: u64, slot: *mut *const Window, move_candidate: bool) -> Option<*const Window> {
+    let tlb = tlb();
+    // SAFETY: a plain read of this core's TLB (module docs).
+    let fallback = unsafe { (*tlb).fallback };
+    if fallback == Fallback::Miss {
+        return None;
+    }
+    let windows = windows_start();
+    // SAFETY: `windows` is the TLB's array of TRANSLATE_REGIONS windows.
+    let hit = (0..TRANSLATE_REGIONS).map(|index| windows.wrapping_add(index)).find(|&window| unsafe { (*window).matches(framework_addr) })?;
+    if move_candidate && fallback == Fallback::Search {
+        // SAFETY: `slot` is a candidate slot of this TLB (`find`); no reference into
+        // the TLB is live. Disjoint windows: the hit is the only window of the address,
+        // so it is a window its bucket can hold.
+        unsafe { *slot = hit };
+    }
+    Some(hit)
 }
 
 /// Translates `framework_addr` through the regions the loader configured for this op.
@@ -385,17 +538,26 @@ fn find<const MOVE_START: bool>(framework_addr: u64) -> Option<Window> {
 #[inline]
 pub fn translate(framework_addr: u64) -> Result<*mut u8, TranslateError> {
     let window = find::<true>(framework_addr).ok_or(TranslateError::Miss)?;
+    Ok(device_pointer(framework_addr, window))
+}
+
+/// The device pointer of `framework_addr` in `window`, which it matches.
+#[inline(always)]
+fn device_pointer(framework_addr: u64, window: *const Window) -> *mut u8 {
+    // SAFETY: `window` is one of this TLB's windows (`find`).
+    let delta = unsafe { (*window).delta };
     // Truncating the address is exact: `configure` checked the device window fits.
-    Ok((framework_addr as usize).wrapping_add(window.delta) as *mut u8)
+    (framework_addr as usize).wrapping_add(delta) as *mut u8
 }
 
 /// Translates the `len` bytes at `framework_addr` (`len` 0 counts as 1): the device
 /// pointer of the first, when all of them lie in the window the first byte matches, so
-/// they are contiguous device memory from there. Unlike [`translate`], it leaves the
-/// search start where it is: setup translates every argument of an op with it, once,
-/// and the op's own translations are what the start should follow. A tensor's bytes are one such range:
-/// one window lookup and one compare, where translating the first and the last byte
-/// would be two lookups.
+/// they are contiguous device memory from there. Unlike [`translate`], it never makes a
+/// window its bucket's candidate: setup translates every argument of an op with it,
+/// once, and the op's own translations are what the candidates should follow. It
+/// tests the window of its own last hit first instead. A tensor's bytes are one such
+/// range: one window lookup and one compare, where translating the first and the last
+/// byte would be two lookups.
 ///
 /// ```
 /// use neuroncustomop::translate::{RangeError, TranslateRecord, configure, translate_range};
@@ -410,33 +572,73 @@ pub fn translate(framework_addr: u64) -> Result<*mut u8, TranslateError> {
 /// [`RangeError::OutsideWindow`] when the last byte is past the end of its window.
 #[inline]
 pub fn translate_range(framework_addr: u64, len: usize) -> Result<*mut u8, RangeError> {
-    let window = find::<false>(framework_addr).ok_or(RangeError::Miss)?;
+    let tlb = tlb();
+    // SAFETY: a plain read of this core's TLB; `range_last` is `nothing` or one of its
+    // windows.
+    let last = unsafe { (*tlb).range_last };
+    // SAFETY: as above.
+    let window = if unsafe { (*last).matches(framework_addr) } { last } else { range_window(framework_addr).ok_or(RangeError::Miss)? };
+    // SAFETY: `window` is one of this TLB's windows (`find`).
+    let last_offset = unsafe { (*window).last_offset };
     // The first byte's offset in the window: the offset bits fit a pointer (see
     // `last_offset`), so truncating the address first is exact.
-    let offset = framework_addr as usize & window.last_offset;
-    if len.saturating_sub(1) > window.last_offset - offset {
+    let offset = framework_addr as usize & last_offset;
+    if len.saturating_sub(1) > last_offset - offset {
         return Err(RangeError::OutsideWindow);
     }
-    // As in `translate`; the device window is not at 0, so neither is this.
-    Ok((framework_addr as usize).wrapping_add(window.delta) as *mut u8)
+    // The device window is not at 0, so neither is this.
+    Ok(device_pointer(framework_addr, window))
 }
 
-fn record_status(status: c_int) {
+/// [`translate_range`]'s lookup after `range_last` failed: [`find`], without moving a
+/// candidate; the hit becomes `range_last` unless windows overlap.
+#[inline(never)]
+fn range_window(framework_addr: u64) -> Option<*const Window> {
+    let hit = find::<false>(framework_addr)?;
+    let tlb = tlb();
+    // SAFETY: a read and a store of this core's TLB while no reference into it is
+    // live; disjoint windows: the hit is the address's only window.
+    unsafe {
+        if (*tlb).fallback != Fallback::SearchInOrder {
+            (*tlb).range_last = hit;
+        }
+    }
+    Some(hit)
+}
+
+/// Keeps the last C call's outcome ([`Tlb::outcome`]).
+fn record_outcome(outcome: usize) {
     // SAFETY: a plain store to this core's TLB while no reference into it is live.
-    unsafe { (*tlb()).status = status };
+    unsafe { (*tlb()).outcome = outcome };
 }
 
 fn status_of<T>(result: &Result<T, TranslateError>) -> c_int {
     result.as_ref().map_or_else(|error| error.code(), |_| TRANSLATE_OK)
 }
 
+#[cfg(target_arch = "xtensa")]
+unsafe extern "C" {
+    /// C ABI `void *neuron_translate(uint64_t framework_addr)`: the device pointer, or
+    /// null on a miss; `neuron_translate_status` says which. On the device:
+    /// `runtime/arch/xtensa/translate.S`, [`find`] and [`translate`] in assembly.
+    pub safe fn neuron_translate(framework_addr: u64) -> *mut c_void;
+}
+
 /// C ABI `void *neuron_translate(uint64_t framework_addr)`: the device pointer, or null
-/// on a miss; `neuron_translate_status` says which.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+/// on a miss; `neuron_translate_status` says which. The host's stand-in for
+/// `runtime/arch/xtensa/translate.S`: the same lookup and the same outcome.
+#[cfg(not(target_arch = "xtensa"))]
 pub extern "C" fn neuron_translate(framework_addr: u64) -> *mut c_void {
-    let result = translate(framework_addr);
-    record_status(status_of(&result));
-    result.map_or(ptr::null_mut(), |device| device.cast())
+    match find::<true>(framework_addr) {
+        Some(window) => {
+            record_outcome(window.addr());
+            device_pointer(framework_addr, window).cast()
+        }
+        None => {
+            record_outcome(TranslateError::Miss.code() as usize);
+            ptr::null_mut()
+        }
+    }
 }
 
 /// C ABI `int neuron_translate_status(void)`: 0, or the [`TranslateError::code`] of the
@@ -444,7 +646,9 @@ pub extern "C" fn neuron_translate(framework_addr: u64) -> *mut c_void {
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn neuron_translate_status() -> c_int {
     // SAFETY: a plain load from this core's TLB while no `&mut` into it is live.
-    unsafe { (*tlb()).status }
+    let outcome = unsafe { (*tlb()).outcome };
+    let hit = outcome.wrapping_sub(windows_start().addr()) < size_of::<[Window; TRANSLATE_REGIONS]>();
+    if hit { TRANSLATE_OK } else { outcome as c_int }
 }
 
 /// C ABI `int neuron_translate_configure(const TranslateRecord *records, uint32_t
@@ -465,7 +669,7 @@ pub unsafe extern "C" fn neuron_translate_configure(records: *const TranslateRec
         (false, _) => configure(&[]).and(Err(TranslateError::TooManyRecords)),
     };
     let status = status_of(&result);
-    record_status(status);
+    record_outcome(status as usize);
     status
 }
 
@@ -496,6 +700,23 @@ mod tests {
             record
         });
         prop_oneof![6 => valid, 1 => broken]
+    }
+
+    /// Up to five valid windows near each other: a shared base, each one at a small
+    /// offset `<< bit` and of at most that size, so that windows share buckets (a `bit`
+    /// outside the field's reach), overlap (a size above it) or are told apart by a field.
+    fn clustered_records() -> impl Strategy<Value = Vec<TranslateRecord>> {
+        let window = (0u64..8, 0u32..=8, 1u64..=u64::from(u32::MAX >> 1));
+        (any::<u64>(), 0u32..56, proptest::collection::vec(window, 1..=5)).prop_map(|(base, bit, windows)| {
+            windows
+                .into_iter()
+                .map(|(offset, extra_log2, device_base)| {
+                    let size_log2 = (bit + extra_log2).saturating_sub(4).min(31);
+                    let mask = u64::MAX << size_log2;
+                    TranslateRecord::window((base ^ (offset << bit)) & mask, 1 << size_log2, device_base)
+                })
+                .collect()
+        })
     }
 
     /// Addresses at and around every record's edges, plus random ones.
@@ -536,6 +757,29 @@ mod tests {
                         prop_assert_eq!(got, expected, "addr {:#x} len {:#x}", addr, len);
                     }
                 }
+            }
+        }
+
+        #[test]
+        fn lookups_in_any_order_match_the_reference_whichever_fallback(
+            records in clustered_records(),
+            order in proptest::collection::vec(any::<proptest::sample::Index>(), 1..40),
+            random in proptest::collection::vec(any::<u64>(), 4),
+        ) {
+            prop_assert_eq!(configure(&records), Ok(()));
+            let probes = probes(&records, &random);
+            // Hits in one window after another move candidates (when the windows share
+            // buckets); every answer stays the first match's.
+            for index in order {
+                let addr = probes[index.index(probes.len())];
+                let expected = reference::translate(&records, 0, addr);
+                prop_assert_eq!(translate(addr).map(|device| device as usize as u128).ok(), expected, "translate({:#x})", addr);
+                let device = neuron_translate(addr);
+                prop_assert_eq!((!device.is_null()).then_some(device as usize as u128), expected, "neuron_translate({:#x})", addr);
+                let status = if expected.is_some() { TRANSLATE_OK } else { TranslateError::Miss.code() };
+                prop_assert_eq!(neuron_translate_status(), status);
+                let range = reference::translate_range(&records, 0, addr, 1);
+                prop_assert_eq!(translate_range(addr, 1).map(|device| device as usize as u128), range);
             }
         }
 
@@ -592,41 +836,89 @@ mod tests {
         configure(&[narrow, wide]).unwrap();
         assert_eq!(translate(0x8010), Ok(0x10_0010 as *mut u8));
         assert_eq!(translate(0x9000), Ok(0x20_9000 as *mut u8));
-        // A hit in the second window does not make it searched first: it overlaps.
+        // A hit in the second window does not make it a candidate: it overlaps.
         assert_eq!(translate(0x8010), Ok(0x10_0010 as *mut u8));
         configure(&[wide, narrow]).unwrap();
         assert_eq!(translate(0x8010), Ok(0x20_8010 as *mut u8));
     }
 
-    /// Where this thread's search starts, as a record index.
-    fn search_start() -> usize {
-        // SAFETY: a plain read of this thread's TLB; no reference into it is live.
-        unsafe { (*tlb()).start.offset_from(ring_start()) as usize }
+    /// This thread's field position, fallback and candidates, as window indices
+    /// (`None` for `nothing`).
+    fn buckets() -> (u32, Fallback, [Option<usize>; BUCKETS]) {
+        // SAFETY: plain reads of this thread's TLB; no reference into it is live.
+        unsafe {
+            let tlb = tlb();
+            let index = |candidate: *const Window| {
+                (candidate != nothing()).then(|| candidate.offset_from(windows_start()) as usize)
+            };
+            ((*tlb).field_shift, (*tlb).fallback, (*tlb).candidates.map(index))
+        }
+    }
+
+    /// Five 1 MiB windows whose addresses differ in bits `bit..bit + 3` only.
+    fn five_windows(bit: u32) -> [TranslateRecord; 5] {
+        core::array::from_fn(|i| TranslateRecord::window(0x7f00_0000_0000 + ((i as u64) << bit), 1 << 20, 0x6300_0000 + ((i as u64) << 20)))
     }
 
     #[test]
-    fn the_search_starts_at_the_last_hit_only_when_no_windows_overlap() {
-        let records: [TranslateRecord; 5] = core::array::from_fn(|i| {
-            TranslateRecord::window(0x7f00_0000_0000 + ((i as u64) << 32), 1 << 20, 0x6300_0000 + ((i as u64) << 20))
-        });
+    fn windows_a_field_tells_apart_have_one_bucket_each_and_a_failed_candidate_is_a_miss() {
+        // The benchmark's windows: they differ in address bits 32..34.
+        let records = five_windows(32);
         configure(&records).unwrap();
-        for i in [4, 4, 1, 0, 3, 2, 4, 0] {
+        let (field_shift, fallback, candidates) = buckets();
+        assert_eq!(fallback, Fallback::Miss);
+        for (i, record) in records.iter().enumerate() {
+            assert_eq!(candidates[field(record.ptr, field_shift)], Some(i), "record {i}");
+        }
+        assert_eq!(candidates.iter().flatten().count(), 5, "one bucket per window");
+        for i in [4, 4, 1, 0, 3, 2] {
+            assert_eq!(translate(records[i].ptr + 0x40), Ok((records[i].device_base + 0x40) as usize as *mut u8));
+        }
+        assert_eq!(buckets().2, candidates, "hits never move a candidate here");
+        assert_eq!(translate(0x7f05_0000_0000), Err(TranslateError::Miss));
+        assert_eq!(translate(records[2].ptr | 0x10_0000), Err(TranslateError::Miss), "past a window's end");
+    }
+
+    #[test]
+    fn disjoint_windows_sharing_buckets_make_the_last_hit_the_candidate() {
+        // Bits 50..52: above every field position.
+        let records = five_windows(50);
+        configure(&records).unwrap();
+        let (field_shift, fallback, first) = buckets();
+        assert_eq!(fallback, Fallback::Search);
+        let bucket = field(records[0].ptr + 0x40, field_shift);
+        assert_eq!(first[bucket], Some(0), "the first window that can be in the bucket");
+        for i in [3, 3, 1, 0, 4, 2] {
             let addr = records[i].ptr + 0x40;
             assert_eq!(translate(addr), Ok((records[i].device_base + 0x40) as usize as *mut u8), "record {i}");
-            assert_eq!(search_start(), i, "after a hit in record {i}");
+            assert_eq!(buckets().2[bucket], Some(i), "after a hit in record {i}");
         }
-        translate(records[2].ptr).unwrap();
         assert_eq!(translate(0x7f05_0000_0000), Err(TranslateError::Miss));
-        assert_eq!(search_start(), 2, "a miss keeps the start");
-        assert_eq!(translate_range(records[4].ptr, 16), Ok(records[4].device_base as usize as *mut u8));
-        assert_eq!(search_start(), 2, "a range lookup (setup's) keeps the start");
+        assert_eq!(translate_range(records[4].ptr + 0x40, 16), Ok((records[4].device_base + 0x40) as usize as *mut u8));
+        assert_eq!(buckets().2[bucket], Some(2), "a miss and a range lookup (setup's) keep the candidate");
         configure(&records).unwrap();
-        assert_eq!(search_start(), 0, "configure restarts at the first record");
-        // Records 1 and 3 overlap (3 lies inside 1): the search never moves.
-        let overlapping = [records[0], records[1], records[2], TranslateRecord { ptr: records[1].ptr + 0x1000, mask: !0xFFF, ..records[3] }];
-        configure(&overlapping).unwrap();
-        assert_eq!(translate(records[2].ptr), Ok(records[2].device_base as usize as *mut u8));
-        assert_eq!(search_start(), 0);
+        assert_eq!(buckets().2[bucket], Some(2), "the same windows again keep it too");
+        configure(&five_windows(49)).unwrap();
+        assert_eq!(buckets().2[bucket], Some(0), "new windows start from the first");
+    }
+
+    #[test]
+    fn overlapping_windows_keep_the_first_match_and_their_candidates() {
+        let records = five_windows(32);
+        // A 1 MiB window inside a 1 GiB one.
+        let wide = TranslateRecord { mask: !0x3FFF_FFFF, ..records[4] };
+        let narrow = TranslateRecord { ptr: records[4].ptr + 0x1000_0000, ..records[3] };
+        for (order, expected) in [([narrow, wide], narrow.device_base), ([wide, narrow], wide.device_base + 0x1000_0000)] {
+            configure(&[records[0], order[0], order[1]]).unwrap();
+            let before = buckets();
+            assert_eq!(before.1, Fallback::SearchInOrder);
+            for _ in 0..2 {
+                assert_eq!(translate(narrow.ptr), Ok(expected as usize as *mut u8));
+                assert_eq!(translate(wide.ptr), Ok(wide.device_base as usize as *mut u8));
+                assert_eq!(translate(records[0].ptr), Ok(records[0].device_base as usize as *mut u8));
+            }
+            assert_eq!(buckets().2, before.2, "candidates never move");
+        }
     }
 
     #[test]

@@ -8,12 +8,15 @@
 
 use neuroncustomop::allocators::tcm::TCM_POOL_SIZE;
 use neuroncustomop::allocators::{GRANULE, metadata_words};
+use neuroncustomop::test_models::translate as reference;
+use neuroncustomop::translate::{TRANSLATE_PER_CORE, TranslateRecord};
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype, ScalarKind};
 use neuroncustomop_sim::device::{self, Report};
 use neuroncustomop_sim::images::{self, CORES, Images};
 use neuroncustomop_sim::job::{FRAMEWORK_BASE, Job, Op, TENSOR_AREA, TENSOR_AREA_SIZE, translate_record};
 use neuroncustomop_sim::machine::{Boot, Outcome};
 use neuroncustomop_wire::job::OutputDump;
+use proptest::prelude::*;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -360,7 +363,8 @@ fn bad_calls_report_their_status_and_corrupt_nothing_on_every_core() {
     }
 }
 
-/// A translate record of the job, as the host reference sees it.
+/// A translate window of the job.
+#[derive(Debug, Clone)]
 struct Window {
     start: u64,
     size: u64,
@@ -368,34 +372,73 @@ struct Window {
     core_stride: u32,
 }
 
-/// The five windows of the translate test, in configuration order.
-fn windows() -> [Window; 5] {
-    [
-        // Inside the tensor window but first, so it wins there.
-        Window { start: FRAMEWORK_BASE + 0x0400_0000, size: 0x1000, device: 0x6150_0000, core_stride: 0 },
-        // The tensor window every job has (the kernel's own arguments use it).
-        Window { start: FRAMEWORK_BASE, size: u64::from(TENSOR_AREA_SIZE), device: TENSOR_AREA, core_stride: 0 },
-        // Per core: each core's own data scratch (the SoC remap).
-        Window { start: 0x7E00_0000_0000, size: 0x1_0000, device: DATA_SCRATCH_BASE, core_stride: DATA_SCRATCH_SIZE },
-        // The top of the address space.
-        Window { start: 0xFFFF_FFFF_FFFF_F000, size: 0x1000, device: 0x6000_0000, core_stride: 0 },
-        // Framework address 0 is a valid address here.
-        Window { start: 0, size: 0x10_0000, device: 0x6010_0000, core_stride: 0 },
-    ]
+impl Window {
+    /// The record the loader hands over for this window.
+    fn record(&self) -> TranslateRecord {
+        let flags = if self.core_stride != 0 { TRANSLATE_PER_CORE } else { 0 };
+        TranslateRecord { flags, core_stride: self.core_stride, ..TranslateRecord::window(self.start, self.size, u64::from(self.device)) }
+    }
 }
 
-/// The reference: the first window, in order, with `(addr & mask) == start`; its
-/// device address on `core`, and status 0; else a null pointer and a miss.
-fn reference_translate(addr: u64, core: u32) -> (u32, u32) {
-    windows()
+/// The reference model (runtime/test_models/translate.rs): the device address of
+/// `addr` on `core` and status 0, or a null pointer and a miss.
+fn reference_translate(windows: &[Window], addr: u64, core: u32) -> (u32, u32) {
+    let records: Vec<TranslateRecord> = windows.iter().map(Window::record).collect();
+    reference::translate(&records, core, addr).map_or((0, MISS), |device| (u32::try_from(device).expect("a 32-bit device address"), OK))
+}
+
+/// Configures `windows` on every core, translates `addresses` there in order with
+/// `neuron_translate` (runtime/arch/xtensa/translate.S) and checks each pointer and
+/// status against the reference; returns how many addresses hit.
+fn translate_on_every_core(windows: &[Window], addresses: &[u64]) -> usize {
+    let mut job = Job::new(probe(), CORES).expect("job");
+    let records: Vec<_> = windows
         .iter()
-        .find(|w| addr & !(w.size - 1) == w.start)
-        .map_or((0, MISS), |w| (w.device + core * w.core_stride + (addr - w.start) as u32, OK))
+        .map(Window::record)
+        .map(|r| translate_record(r.ptr, !r.mask + 1, r.device_base, r.flags, r.core_stride))
+        .collect();
+    job.set_translate(&records);
+    let bytes = addresses.iter().flat_map(|a| a.to_le_bytes()).collect();
+    let (framework, _) = job.place(0, bytes);
+    let input = ArgTensor::hbm_tensor(Dtype::Int64, &[addresses.len() as u32], framework).expect("a tensor").to_bytes();
+    push_op(&mut job, "translate_probe", 0x1000, vec![input]);
+    let report = run(&job);
+    for core in 0..CORES as u32 {
+        let got = words(&report, 0, core);
+        assert_eq!(got.len(), 2 * addresses.len(), "core {core}: {got:x?}");
+        for (index, &addr) in addresses.iter().enumerate() {
+            let (device, status) = reference_translate(windows, addr, core);
+            let (got, expected) = (&got[2 * index..][..2], [device, status]);
+            assert_eq!(got, expected, "core {core}: translate({addr:#x}) gave {got:x?}, expected {expected:x?}");
+        }
+    }
+    addresses.iter().filter(|&&a| reference_translate(windows, a, 0).1 == OK).count()
+}
+
+/// Each window's first and last byte, the bytes just outside, and its middle.
+fn edges(windows: &[Window]) -> Vec<u64> {
+    windows
+        .iter()
+        .flat_map(|w| {
+            let last = w.start + (w.size - 1);
+            [w.start, last, w.start.wrapping_sub(1), last.wrapping_add(1), w.start + w.size / 2]
+        })
+        .collect()
+}
+
+/// The tensor window every job has (the kernel's own arguments use it).
+fn tensor_window() -> Window {
+    Window { start: FRAMEWORK_BASE, size: u64::from(TENSOR_AREA_SIZE), device: TENSOR_AREA, core_stride: 0 }
+}
+
+/// Each core's own data scratch (the SoC remap), at framework address `start`.
+fn scratch_window(start: u64) -> Window {
+    Window { start, size: 0x1_0000, device: DATA_SCRATCH_BASE, core_stride: DATA_SCRATCH_SIZE }
 }
 
 #[test]
 fn neuron_translate_hits_and_misses_through_the_loaders_windows_on_every_core() {
-    let addresses: [u64; 21] = [
+    let addresses: [u64; 25] = [
         FRAMEWORK_BASE + 0x0400_0000,
         FRAMEWORK_BASE + 0x0400_0FFF,
         FRAMEWORK_BASE + 0x0400_1000,
@@ -418,39 +461,108 @@ fn neuron_translate_hits_and_misses_through_the_loaders_windows_on_every_core() 
         // The low half matches window 5, the high half does not.
         0x1_0000_0040,
         FRAMEWORK_BASE ^ (1 << 47),
+        // Tensor-window addresses in the first window's bucket (bit 12 or bit 26 is
+        // outside the field), found by searching, and the first window again: it must
+        // still win there (a search in overlapping windows moves no candidate).
+        (FRAMEWORK_BASE + 0x0400_0000) ^ 1 << 12,
+        FRAMEWORK_BASE + 0x0400_0010,
+        (FRAMEWORK_BASE + 0x0400_0000) ^ 1 << 26,
+        FRAMEWORK_BASE + 0x0400_0020,
     ];
-    let mut job = Job::new(probe(), CORES).expect("job");
-    let records: Vec<_> = windows()
-        .iter()
-        .map(|w| {
-            let flags = u32::from(w.core_stride != 0);
-            translate_record(w.start, w.size, u64::from(w.device), flags, w.core_stride)
-        })
-        .collect();
-    job.set_translate(&records);
-    let bytes = addresses.iter().flat_map(|a| a.to_le_bytes()).collect();
-    let (framework, _) = job.place(0, bytes);
-    let input = ArgTensor::hbm_tensor(Dtype::Int64, &[addresses.len() as u32], framework).expect("a tensor").to_bytes();
-    push_op(&mut job, "translate_probe", 0x1000, vec![input]);
-    let report = run(&job);
-    for core in 0..CORES as u32 {
-        let got = words(&report, 0, core);
-        let expected: Vec<u32> = addresses
-            .iter()
-            .flat_map(|&addr| {
-                let (device, status) = reference_translate(addr, core);
-                [device, status]
-            })
-            .collect();
-        assert_eq!(got.len(), expected.len(), "core {core}: {got:x?}");
-        for (index, &addr) in addresses.iter().enumerate() {
-            let (got, expected) = (&got[2 * index..][..2], &expected[2 * index..][..2]);
-            assert_eq!(got, expected, "core {core}: translate({addr:#x}) gave {got:x?}, expected {expected:x?}");
-        }
-    }
+    // Overlapping windows (the first lies inside the tensor window and wins there): a
+    // failed candidate means a search in configuration order.
+    let windows = [
+        Window { start: FRAMEWORK_BASE + 0x0400_0000, size: 0x1000, device: 0x6150_0000, core_stride: 0 },
+        tensor_window(),
+        scratch_window(0x7E00_0000_0000),
+        // The top of the address space.
+        Window { start: 0xFFFF_FFFF_FFFF_F000, size: 0x1000, device: 0x6000_0000, core_stride: 0 },
+        // Framework address 0 is a valid address here.
+        Window { start: 0, size: 0x10_0000, device: 0x6010_0000, core_stride: 0 },
+    ];
     // Every window was hit and there were misses: the reference is not trivially agreeing.
-    let hits = addresses.iter().filter(|&&a| reference_translate(a, 0).1 == OK).count();
-    assert_eq!(hits, 13);
+    assert_eq!(translate_on_every_core(&windows, &addresses), 17);
+}
+
+/// Visits the windows' middles in an order that switches window at every step, and
+/// comes back to each: the lookups that move candidates.
+fn switching(windows: &[Window]) -> Vec<u64> {
+    [0, 1, 0, 2, 3, 2, 4, 1, 4, 4, 3, 0].iter().map(|&i| windows[i].start + windows[i].size / 2 + 8).collect()
+}
+
+#[test]
+fn neuron_translate_finds_each_window_through_its_bucket_when_a_field_tells_them_apart() {
+    // Windows that differ in address bits 32..34: each in a bucket of its own.
+    let windows = [
+        tensor_window(),
+        Window { start: 0x7F01_0000_0000, size: 0x10_0000, device: 0x6150_0000, core_stride: 0 },
+        scratch_window(0x7F02_0000_0000),
+        Window { start: 0x7F03_0000_0000, size: 0x1_0000, device: 0x6160_0000, core_stride: 0 },
+        Window { start: 0x7F04_0000_0000, size: 0x1000, device: 0x6170_0000, core_stride: 0 },
+    ];
+    let mut addresses = edges(&windows);
+    // Misses that reach each bucket: the low half of a window, another high half.
+    addresses.extend([0x7F05_0000_0040, 0x7F09_0000_0040, 0x0001_0000_0040, 0x7F01_0010_0000]);
+    addresses.extend(switching(&windows));
+    assert_eq!(translate_on_every_core(&windows, &addresses), 15 + 12);
+}
+
+#[test]
+fn neuron_translate_searches_and_moves_candidates_when_windows_share_buckets() {
+    // Disjoint windows no field tells apart: the first three differ only in bits 47
+    // and 48 (above the field's reach), the last two only in bit 8 (below it).
+    let windows = [
+        tensor_window(),
+        Window { start: FRAMEWORK_BASE | 1 << 47, size: 0x10_0000, device: 0x6150_0000, core_stride: 0 },
+        scratch_window(FRAMEWORK_BASE | 1 << 48),
+        Window { start: 0x1000, size: 0x100, device: 0x6160_0000, core_stride: 0 },
+        Window { start: 0x1100, size: 0x100, device: 0x6170_0000, core_stride: 0 },
+    ];
+    let mut addresses = switching(&windows);
+    addresses.extend(edges(&windows));
+    addresses.extend(switching(&windows));
+    addresses.extend([FRAMEWORK_BASE | 1 << 49, 0x1200, 0x0FFF]);
+    // Three edges of each window hit, and two more: the fourth's last byte + 1 is the
+    // fifth's first, and the other way round.
+    assert_eq!(translate_on_every_core(&windows, &addresses), 12 + 17 + 12);
+}
+
+/// The tensor window, then up to four windows near each other: a shared base, each at
+/// a small offset `<< bit` and of a size near that bit, so that some configurations
+/// have a field for every pair, some share buckets and some overlap; one per core.
+fn clustered_windows() -> impl Strategy<Value = Vec<Window>> {
+    let window = (0u64..8, 0u32..=8, any::<bool>());
+    (any::<u64>(), 0u32..56, proptest::collection::vec(window, 1..=4)).prop_map(|(base, bit, windows)| {
+        let near = windows.into_iter().enumerate().map(|(i, (offset, extra_log2, per_core))| {
+            let size = 1 << (bit + extra_log2).saturating_sub(4).min(20);
+            let start = (base ^ offset << bit) & !(size - 1);
+            // Device windows 32 MiB apart, each with room for eight cores' slices.
+            let device = 0x4000_0000 + (i as u32) * 0x200_0000;
+            Window { start, size, device, core_stride: if per_core { size as u32 } else { 0 } }
+        });
+        std::iter::once(tensor_window()).chain(near).collect()
+    })
+}
+
+proptest! {
+    // Each case is one QEMU run (a fraction of a second).
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The assembly against the reference model on random tables: every window's edges
+    /// and random addresses, in random orders, so that candidates move.
+    #[test]
+    fn neuron_translate_matches_the_reference_model_on_clustered_windows(
+        windows in clustered_windows(),
+        random in proptest::collection::vec(any::<u64>(), 4),
+        // 25 edges, 4 random and 32 visits: what translate_probe's 63 fit.
+        order in proptest::collection::vec(any::<proptest::sample::Index>(), 32),
+    ) {
+        let mut addresses = edges(&windows);
+        addresses.extend(random);
+        let visits: Vec<u64> = order.iter().map(|index| addresses[index.index(addresses.len())]).collect();
+        addresses.extend(visits);
+        translate_on_every_core(&windows, &addresses);
+    }
 }
 
 /// Boots a firmware benchmark on one core, counting instructions.
@@ -499,22 +611,35 @@ fn the_heap_beats_linked_list_allocator_tenfold_when_churning_and_on_immediate_p
 }
 
 #[test]
-fn a_translate_hit_in_the_record_used_last_takes_at_most_20_instructions_whatever_its_index() {
+fn a_translate_hit_takes_at_most_20_instructions_in_the_record_used_last_and_30_in_any() {
     let outcome = bench("bench_translate");
     let translate = rows(&outcome, "TRANSLATE ", 1);
     let own = |case: &str| translate.get(case).unwrap_or_else(|| panic!("no {case}"))[1];
-    for case in ["hit_1", "hit_2", "hit_3", "hit_4", "hit_5", "away_0"] {
+    // Issue 16's goals (docs/PERFORMANCE.md; measured: 20 for every one of these): a
+    // hit in the record used last within 20, whatever its index, in any record within
+    // 30, and misses no worse than before (48 when the low half matches, 27 else).
+    for case in ["hit_1", "hit_2", "hit_3", "hit_4", "hit_5"] {
         assert!(own(case) <= 20 * 100, "{case}: {} instructions x100", own(case));
     }
-    // One record away within 30 (issue 16's goal for any record, met for the next one;
-    // docs/PERFORMANCE.md has the floor further away), and each further record costs
-    // more while the addresses' low halves match every record's.
-    assert!(own("away_1") <= 30 * 100, "one record away: {}", own("away_1"));
-    for pair in ["away_0", "away_1", "away_2", "away_3"].windows(2) {
-        assert!(own(pair[0]) < own(pair[1]), "{pair:?}");
+    for case in ["switch_1", "switch_2", "switch_3", "switch_4"] {
+        assert!(own(case) <= 30 * 100, "{case}: {} instructions x100", own(case));
     }
-    // Misses no worse than before the search started at the last hit (48 and 27
-    // instructions; the second pays one load for the search start).
-    assert!(own("miss_high_word") <= 48 * 100, "miss, low halves match: {}", own("miss_high_word"));
-    assert!(own("miss_low_word") <= 28 * 100, "miss, low halves differ: {}", own("miss_low_word"));
+    assert!(own("miss_high_word") <= 48 * 100, "miss, low half matches: {}", own("miss_high_word"));
+    assert!(own("miss_low_word") <= 27 * 100, "miss, low half differs: {}", own("miss_low_word"));
+    // Setup's lookup (no goal; held at the measurement, its wrapper included).
+    assert!(own("range_hit") <= 22 * 100, "translate_range: {}", own("range_hit"));
+    // Windows that share buckets: the record used last is still the candidate (the
+    // first goal); another costs a search of all five (no goal; held at the measured
+    // 54 four records apart, and 70 for a miss).
+    for case in ["shared_hit_1", "shared_hit_2", "shared_hit_3", "shared_hit_4", "shared_hit_5"] {
+        assert!(own(case) <= 20 * 100, "{case}: {} instructions x100", own(case));
+    }
+    assert!(own("shared_switch_4") <= 54 * 100, "shared, 4 records apart: {}", own("shared_switch_4"));
+    assert!(own("shared_miss") <= 70 * 100, "shared, a miss: {}", own("shared_miss"));
+    // Overlapping windows (no goal; held at the measurements): each bucket's first
+    // window in 20, the window behind one found by a search in 50.
+    for case in ["overlap_away_0", "overlap_away_1", "overlap_away_2", "overlap_away_3"] {
+        assert!(own(case) <= 20 * 100, "{case}: {} instructions x100", own(case));
+    }
+    assert!(own("overlap_away_4") <= 50 * 100, "overlapping, behind a candidate: {}", own("overlap_away_4"));
 }

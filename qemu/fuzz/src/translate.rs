@@ -3,15 +3,16 @@
 //!
 //! Input: the core to run as, up to 7 records (each either built valid from a window
 //! size, a start, a device base and a per-core stride, then perhaps broken in one field,
-//! or 32 raw bytes), how to hand them over (Rust slice, or the C call with a null or
+//! or near an earlier record's start, or 32 raw bytes), how to hand them over (Rust slice, or the C call with a null or
 //! over-long array), and addresses to probe besides every record's edges.
 //!
 //! Checked, whatever the records:
 //! - `configure` accepts exactly the record sets the rules allow, with the first broken
 //!   record's error, and the C call reports the same status;
 //! - after an accepted set, every probe translates to the first matching record's
-//!   device address (core-rebased when per-core); after a refused one, every probe
-//!   misses (fail closed);
+//!   device address (core-rebased when per-core), whatever the probes before it made
+//!   the lookup's bucket candidates; after a refused one, every probe misses (fail
+//!   closed);
 //! - `neuron_translate` returns null exactly on a miss and sets the status to match;
 //! - `translate_range` of each probe, for lengths the fuzzer picks and the lengths that
 //!   end at and one past the matched window's last byte, gives the first byte's device
@@ -37,11 +38,22 @@ enum RecordSpec {
     Window { size_log2: u8, start: u64, device_base: u64, per_core: Option<u32>, broken: Option<(u8, u64)> },
     /// Any 32 bytes.
     Raw { ptr: u64, mask: u64, device_base: u64, flags: u32, core_stride: u32 },
+    /// A window of 2^`size_log2` bytes (mod 65) near an earlier record's start (index
+    /// `from`, wrapping): that start with `offset`'s low 3 bits xored in at bit `bit`
+    /// (mod 61). Windows that share the lookup's buckets, overlap, or differ only in
+    /// the few bits its field can use.
+    Near { from: u8, bit: u8, offset: u8, size_log2: u8, device_base: u64 },
 }
 
 impl RecordSpec {
-    fn record(&self) -> TranslateRecord {
+    fn record(&self, earlier: &[TranslateRecord]) -> TranslateRecord {
         match *self {
+            RecordSpec::Near { from, bit, offset, size_log2, device_base } => {
+                let base = earlier.get(usize::from(from) % earlier.len().max(1)).map_or(0, |record| record.ptr);
+                let mask = u64::MAX.checked_shl(u32::from(size_log2 % 65)).unwrap_or(0);
+                let start = base ^ u64::from(offset & 7) << (bit % 61);
+                TranslateRecord { ptr: start & mask, mask, device_base, flags: 0, core_stride: 0 }
+            }
             RecordSpec::Window { size_log2, start, device_base, per_core, broken } => {
                 let mask = u64::MAX.checked_shl(u32::from(size_log2 % 65)).unwrap_or(0);
                 let mut record = TranslateRecord {
@@ -91,7 +103,10 @@ pub fn check(data: &[u8]) {
     let Ok(case) = Case::arbitrary(&mut Unstructured::new(data)) else { return };
     let core = u32::from(case.core % 8);
     set_prid_for_test(core);
-    let records: Vec<TranslateRecord> = case.records.iter().map(RecordSpec::record).collect();
+    let records = case.records.iter().fold(Vec::new(), |mut records: Vec<TranslateRecord>, spec| {
+        records.push(spec.record(&records));
+        records
+    });
 
     let (accepted, expected) = match case.hand_over {
         HandOver::Rust => (configure(&records), reference::accepts(&records, core)),
