@@ -293,7 +293,7 @@ struct Tlb {
     generation: u64,
 }
 
-/// Offsets `runtime/arch/xtensa/translate.S` uses.
+/// Offsets `runtime/arch/xtensa/translate.S` (and `setup.S`) use.
 #[cfg(target_arch = "xtensa")]
 const _: () = {
     assert!(size_of::<Window>() == 24);
@@ -307,6 +307,9 @@ const _: () = {
     assert!(offset_of!(Tlb, candidates) == 8);
     assert!(offset_of!(Tlb, windows) == 72);
     assert!(offset_of!(Tlb, outcome) == 192);
+    // And `runtime/arch/xtensa/setup.S`, which tests `range_last` as `translate_range`.
+    assert!(offset_of!(Tlb, range_last) == 196);
+    assert!(offset_of!(Window, last_offset) == 20);
     assert!(TRANSLATE_REGIONS == 5 && FIELD_FLOOR == 12);
     assert!(Fallback::Miss as u32 == 0 && Fallback::Search as u32 == 1);
     assert!(TranslateError::Miss.code() == 1);

@@ -525,6 +525,27 @@ const SCALAR_DTYPES: [u8; 8] = {
     dtypes
 };
 
+/// `SCALAR_DTYPES` for `runtime/arch/xtensa/setup.S`.
+#[cfg(target_os = "none")]
+#[unsafe(export_name = "__neuron_scalar_dtypes")]
+static SCALAR_DTYPES_EXPORTED: [u8; 8] = SCALAR_DTYPES;
+
+/// [`Dtype::size_log2`] of each raw dtype (0 for the raw 0, which no dtype is), for
+/// `runtime/arch/xtensa/setup.S`.
+#[cfg(target_os = "none")]
+#[unsafe(export_name = "__neuron_size_log2")]
+static SIZE_LOG2: [u8; 9] = {
+    let mut log2 = [0; 9];
+    let mut raw = 0;
+    while raw < log2.len() {
+        if let Some(dtype) = Dtype::from_raw(raw as u8) {
+            log2[raw] = dtype.size_log2() as u8;
+        }
+        raw += 1;
+    }
+    log2
+};
+
 /// [`ArgTensor::check_common`] of the descriptor whose little-endian word `i` is
 /// `word(i)`. Reads each of the 12 words exactly once, in order, before deciding, so
 /// that a `word` that also copies always copies the whole descriptor.

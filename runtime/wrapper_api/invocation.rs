@@ -329,6 +329,9 @@ pub struct Invocation {
     /// writable view no input handed out may overlap: `output_overlaps` once a Rust
     /// kernel took the output, 0 before that and for C kernels (they may work in place).
     aliasing: Cell<u16>,
+    /// The resolution of `dst_desc`, as `ready` is of the arguments. Just before
+    /// `ready`: `setup.S` reaches it as slot -1.
+    dst_resolved: Cell<Ready>,
     /// What setup resolved for each argument, by index: the resolution of
     /// `parser.extractor.args[i]` under the translate generation `resolved_generation`
     /// when it is ready (see `reusable`).
@@ -342,7 +345,7 @@ pub struct Invocation {
     /// resolution when the incoming descriptor has the same bytes as the copy and
     /// translation has not been reconfigured. (Nothing outside the runtime can change
     /// a copy: C is handed `handed`, Rust read-only views.)
-    reusable: u16,
+    reusable: u32,
     /// Bit `i`: `ready[i]` is a tensor overlapping `dst_resolved`; kept by setup for
     /// every slot whose `reusable` bit is set (the others are resolved again, and this
     /// recomputed, before a pull can reach them).
@@ -352,8 +355,6 @@ pub struct Invocation {
     /// The translate generation (`crate::translate::generation`) `ready` and
     /// `dst_resolved` were resolved under.
     resolved_generation: u64,
-    /// The resolution of `dst_desc`, as `ready` is of the arguments.
-    dst_resolved: Cell<Ready>,
     /// The runtime's copy of the output descriptor, made by setup.
     dst_desc: ArgTensor,
     parser: ArgParser,
@@ -363,10 +364,103 @@ pub struct Invocation {
     handed: [UnsafeCell<ArgTensor>; MAX_ARGS + 1],
 }
 
-/// The `reusable` bit of the output (bits `0..MAX_ARGS` are the arguments').
-const OUTPUT_BIT: u16 = 1 << MAX_ARGS;
+/// The `reusable` bit of the output (bits `0..MAX_ARGS` are the arguments'): bit 31,
+/// which `setup.S` tests for slot -1 (a bit test takes the index's low five bits).
+const OUTPUT_BIT: u32 = 1 << 31;
 
-const _: () = assert!(MAX_ARGS < 16, "`reusable` has a bit per argument and one for the output");
+const _: () = assert!(MAX_ARGS < 16, "`output_overlaps` has a bit per argument");
+
+/// Setup's slot number of the output: it is resolved before argument 0.
+const OUTPUT_SLOT: isize = -1;
+
+/// The `reusable` bit of `slot` (`OUTPUT_BIT` for [`OUTPUT_SLOT`]): the slot's low five
+/// bits, as `setup.S`'s bit test takes them.
+#[inline(always)]
+fn slot_bit(slot: isize) -> u32 {
+    1 << (slot as u32 & 31)
+}
+
+/// Where [`resolve_common`] stopped, and what it did before: `setup.S`'s return value.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+struct Stopped(u32);
+
+impl Stopped {
+    /// Set when the stopped slot's copy was written (so its reuse test is void).
+    const COPIED: u32 = 1 << 10;
+
+    /// Stopped at `slot` before doing anything.
+    #[inline(always)]
+    fn at(slot: isize) -> Stopped {
+        Stopped(((slot + 1) as u32) << 16)
+    }
+
+    /// The overlap bits of the arguments resolved.
+    #[inline(always)]
+    fn overlaps(self) -> u16 {
+        (self.0 & (Self::COPIED - 1)) as u16
+    }
+
+    #[inline(always)]
+    fn copied(self) -> bool {
+        self.0 & Self::COPIED != 0
+    }
+
+    /// The slot to resolve next ([`OUTPUT_SLOT`] for the output); `num_args` when done.
+    #[inline(always)]
+    fn slot(self) -> isize {
+        (self.0 >> 16 & 0xFF) as isize - 1
+    }
+}
+
+#[cfg(target_os = "none")]
+unsafe extern "C" {
+    /// `runtime/arch/xtensa/setup.S`: resolves the output (`slot` [`OUTPUT_SLOT`]) and
+    /// then the arguments from `slot` while each is the common case, as
+    /// [`Ready::refresh`] would, and stops at the first it declines.
+    fn neuron_resolve_common(
+        invocation: *mut u8,
+        slot: isize,
+        reusable: u32,
+        num_args: usize,
+        output_start: usize,
+        output_end: usize,
+    ) -> Stopped;
+}
+
+/// `setup.S` (see `neuron_resolve_common`); `output_start..output_end` is the output's
+/// tensor bytes when `slot` is an argument.
+///
+/// # Safety
+/// The pending descriptors of `invocation` are readable, `num_args` of them, at most
+/// [`MAX_ARGS`]; its platform translates with [`crate::translate::translate_range`].
+#[cfg(target_os = "none")]
+#[inline(always)]
+unsafe fn resolve_common(
+    invocation: &mut Invocation,
+    slot: isize,
+    reusable: u32,
+    num_args: usize,
+    output_start: usize,
+    output_end: usize,
+) -> Stopped {
+    // SAFETY: the caller's contract; `setup.S` writes only the invocation's copies,
+    // resolutions and `arg_types`, and translate's `range_last` it only reads.
+    unsafe {
+        neuron_resolve_common(core::ptr::from_mut(invocation).cast(), slot, reusable, num_args, output_start, output_end)
+    }
+}
+
+/// The host's stand-in for `setup.S`: it declines every slot, so [`Ready::refresh`],
+/// whose semantics the assembly follows, resolves them all.
+///
+/// # Safety
+/// None here; unsafe as the device's.
+#[cfg(not(target_os = "none"))]
+#[inline(always)]
+unsafe fn resolve_common(_: &mut Invocation, slot: isize, _: u32, _: usize, _: usize, _: usize) -> Stopped {
+    Stopped::at(slot)
+}
 
 // The layout claims above, on the 32-bit device: `Ready` is 12 bytes, and the fields the
 // pulls read sit within the reach of Xtensa's short-offset loads (`l8ui` 0..=255,
@@ -385,6 +479,22 @@ const _: () = {
     assert!(offset_of!(Invocation, output_overlaps) <= L16UI_REACH);
     assert!(offset_of!(Invocation, ready) + size_of::<[Ready; MAX_ARGS]>() - 4 <= L32I_REACH);
     assert!(offset_of!(Invocation, dst_resolved) + size_of::<Ready>() - 4 <= L32I_REACH);
+};
+
+/// The offsets `runtime/arch/xtensa/setup.S` uses.
+#[cfg(target_os = "none")]
+const _: () = {
+    use core::mem::offset_of;
+    assert!(offset_of!(Ready, data) == 0 && offset_of!(Ready, num_elem) == 4);
+    assert!(offset_of!(Ready, arg_type) == 8 && offset_of!(Ready, dtype) == 9);
+    assert!(offset_of!(Invocation, dst_resolved) == 20);
+    assert!(offset_of!(Invocation, ready) == 32);
+    assert!(offset_of!(Invocation, args) == 152);
+    assert!(offset_of!(Invocation, result) == 160);
+    assert!(offset_of!(Invocation, dst_desc) == 200);
+    assert!(offset_of!(Invocation, parser) + offset_of!(ArgParser, extractor) + offset_of!(super::ArgExtractor, args) == 256);
+    assert!(offset_of!(Invocation, parser) + offset_of!(ArgParser, extractor) + offset_of!(super::ArgExtractor, arg_types) == 736);
+    assert!(OUTPUT_BIT == 1 << 31 && Stopped::COPIED == 1 << 10 && MAX_ARGS <= 10);
 };
 
 impl Invocation {
@@ -614,7 +724,7 @@ impl Invocation {
     #[inline(always)]
     unsafe fn all_reusable(&self, generation: u64) -> bool {
         let num_args = self.num_args as usize;
-        let wanted = ((1u32 << num_args) - 1) as u16 | OUTPUT_BIT;
+        let wanted = ((1u32 << num_args) - 1) | OUTPUT_BIT;
         if generation != self.resolved_generation || self.reusable & wanted != wanted || self.result.is_null() {
             return false;
         }
@@ -649,8 +759,11 @@ impl Invocation {
 
     /// Copies and resolves the pending output and arguments, except those whose copies
     /// have the same bytes and whose resolutions are still reusable under `generation`
-    /// ([`Ready::refresh`]), the output first, then the arguments in one loop; each
-    /// argument's overlap with the output is tested as it is resolved.
+    /// ([`Ready::refresh`]), the output first, then the arguments in order; each
+    /// argument's overlap with the output is tested as it is resolved. On the device
+    /// `setup.S` resolves the common descriptors ([`resolve_common`]) and hands each
+    /// slot it declines to [`Ready::refresh`]; on the host (and with a translate fake)
+    /// `Ready::refresh` resolves every slot.
     ///
     /// # Safety
     /// As [`prepare`](Self::prepare).
@@ -658,40 +771,60 @@ impl Invocation {
     unsafe fn resolve(&mut self, generation: u64) {
         let reusable = if generation == self.resolved_generation { self.reusable } else { 0 };
         let num_args = (self.num_args as usize).min(MAX_ARGS);
-        let (output_start, output_end) = if self.result.is_null() {
+        let mut slot = if self.result.is_null() {
             self.dst_desc = ArgTensor::ZEROED;
             self.dst_resolved.set(Ready::NONE);
-            (0, 0)
+            0
         } else {
-            // SAFETY: `result` is not null, so readable by the caller's contract; it is
-            // not the runtime's `dst_desc`.
-            unsafe {
-                Ready::refresh(self.result, &mut self.dst_desc, &self.dst_resolved, &self.platform, reusable & OUTPUT_BIT != 0)
-            }
+            OUTPUT_SLOT
         };
-        let extractor = &mut self.parser.extractor;
         let mut overlaps = 0u16;
-        let mut src = self.args;
-        let mut bit = 1u16;
-        let slots = extractor.args.iter_mut().zip(&self.ready).zip(&mut extractor.arg_types);
-        for ((copy, ready), arg_type) in slots.take(num_args) {
-            // SAFETY: `src` is one of the `num_args` pending descriptors (the caller's
-            // contract), and `copy` the runtime's own.
-            let (start, end) = unsafe { Ready::refresh(src, copy, ready, &self.platform, reusable & bit != 0) };
-            *arg_type = copy.arg_type;
-            if start < output_end && output_start < end {
-                overlaps |= bit;
+        let (mut output_start, mut output_end) = (0, 0);
+        loop {
+            let stopped = if self.platform.translate.is_none() {
+                // SAFETY: `self` is this invocation, whose pending descriptors are
+                // readable (the caller's contract) and `num_args` of them at most 10.
+                unsafe { resolve_common(self, slot, reusable, num_args, output_start, output_end) }
+            } else {
+                Stopped::at(slot)
+            };
+            overlaps |= stopped.overlaps();
+            let stop = stopped.slot();
+            if stop >= num_args as isize {
+                break;
             }
-            bit <<= 1;
-            // SAFETY: at most one past the `num_args` pending descriptors.
-            src = unsafe { src.add(1) };
+            let reuse = reusable & slot_bit(stop) != 0 && !stopped.copied();
+            if stop == OUTPUT_SLOT {
+                // SAFETY: `result` is not null (the output is a slot), so readable by
+                // the caller's contract; it is not the runtime's `dst_desc`.
+                (output_start, output_end) = unsafe {
+                    Ready::refresh(self.result, &mut self.dst_desc, &self.dst_resolved, &self.platform, reuse)
+                };
+            } else {
+                let index = stop as usize;
+                // The output's bytes, whichever resolved it.
+                (output_start, output_end) = self.dst_resolved.get().tensor_bytes();
+                let extractor = &mut self.parser.extractor;
+                let copy = &mut extractor.args[index];
+                // SAFETY: `index < num_args`, so `src` is one of the pending descriptors
+                // (the caller's contract), and `copy` the runtime's own.
+                let (start, end) = unsafe {
+                    let src = self.args.add(index);
+                    Ready::refresh(src, copy, &self.ready[index], &self.platform, reuse)
+                };
+                extractor.arg_types[index] = copy.arg_type;
+                if start < output_end && output_start < end {
+                    overlaps |= 1 << index;
+                }
+            }
+            slot = stop + 1;
         }
         self.output_overlaps = overlaps;
         self.first_overlap = overlaps.trailing_zeros() as u8;
         // `output_overlaps` covers this op's arguments: a later op with more must resolve
         // the others again, which recomputes it.
         let output_bit = if self.result.is_null() { 0 } else { OUTPUT_BIT };
-        self.reusable = ((1u32 << num_args) - 1) as u16 | output_bit;
+        self.reusable = ((1u32 << num_args) - 1) | output_bit;
         self.resolved_generation = generation;
     }
 
