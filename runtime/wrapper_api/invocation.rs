@@ -771,39 +771,66 @@ impl Invocation {
     unsafe fn resolve(&mut self, generation: u64) {
         let reusable = if generation == self.resolved_generation { self.reusable } else { 0 };
         let num_args = (self.num_args as usize).min(MAX_ARGS);
-        let mut slot = if self.result.is_null() {
+        let first = if self.result.is_null() {
             self.dst_desc = ArgTensor::ZEROED;
             self.dst_resolved.set(Ready::NONE);
             0
         } else {
             OUTPUT_SLOT
         };
-        let mut overlaps = 0u16;
-        let (mut output_start, mut output_end) = (0, 0);
+        // SAFETY: the caller's contract.
+        let stopped = unsafe { self.resolve_common_from(first, reusable, num_args) };
+        let overlaps = if stopped.slot() >= num_args as isize {
+            stopped.overlaps()
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { self.resolve_from(stopped, reusable, num_args) }
+        };
+        self.output_overlaps = overlaps;
+        self.first_overlap = overlaps.trailing_zeros() as u8;
+        // `output_overlaps` covers this op's arguments: a later op with more must resolve
+        // the others again, which recomputes it.
+        let output_bit = if self.result.is_null() { 0 } else { OUTPUT_BIT };
+        self.reusable = ((1u32 << num_args) - 1) | output_bit;
+        self.resolved_generation = generation;
+    }
+
+    /// [`resolve_common`] from `slot`, when the platform translates as the runtime
+    /// does; otherwise stopped at `slot`, for [`Ready::refresh`].
+    ///
+    /// # Safety
+    /// As [`prepare`](Self::prepare); `num_args` is at most [`MAX_ARGS`].
+    #[inline(always)]
+    unsafe fn resolve_common_from(&mut self, slot: isize, reusable: u32, num_args: usize) -> Stopped {
+        if self.platform.translate.is_some() {
+            return Stopped::at(slot);
+        }
+        let (output_start, output_end) =
+            if slot == OUTPUT_SLOT { (0, 0) } else { self.dst_resolved.get().tensor_bytes() };
+        // SAFETY: the caller's contract.
+        unsafe { resolve_common(self, slot, reusable, num_args, output_start, output_end) }
+    }
+
+    /// The rest of [`resolve`](Self::resolve) after `stopped`: the stopped slot by
+    /// [`Ready::refresh`], then the next ones as at first. Returns the overlap bits of
+    /// every argument. Out of line: on the device only for the slots `setup.S`
+    /// declines, and its loop keeps the hot path's values out of the stack.
+    ///
+    /// # Safety
+    /// As [`resolve_common_from`](Self::resolve_common_from).
+    #[inline(never)]
+    unsafe fn resolve_from(&mut self, mut stopped: Stopped, reusable: u32, num_args: usize) -> u16 {
+        let mut overlaps = stopped.overlaps();
         loop {
-            let stopped = if self.platform.translate.is_none() {
-                // SAFETY: `self` is this invocation, whose pending descriptors are
-                // readable (the caller's contract) and `num_args` of them at most 10.
-                unsafe { resolve_common(self, slot, reusable, num_args, output_start, output_end) }
-            } else {
-                Stopped::at(slot)
-            };
-            overlaps |= stopped.overlaps();
             let stop = stopped.slot();
-            if stop >= num_args as isize {
-                break;
-            }
             let reuse = reusable & slot_bit(stop) != 0 && !stopped.copied();
             if stop == OUTPUT_SLOT {
                 // SAFETY: `result` is not null (the output is a slot), so readable by
                 // the caller's contract; it is not the runtime's `dst_desc`.
-                (output_start, output_end) = unsafe {
-                    Ready::refresh(self.result, &mut self.dst_desc, &self.dst_resolved, &self.platform, reuse)
-                };
+                unsafe { Ready::refresh(self.result, &mut self.dst_desc, &self.dst_resolved, &self.platform, reuse) };
             } else {
                 let index = stop as usize;
-                // The output's bytes, whichever resolved it.
-                (output_start, output_end) = self.dst_resolved.get().tensor_bytes();
+                let (output_start, output_end) = self.dst_resolved.get().tensor_bytes();
                 let extractor = &mut self.parser.extractor;
                 let copy = &mut extractor.args[index];
                 // SAFETY: `index < num_args`, so `src` is one of the pending descriptors
@@ -817,15 +844,16 @@ impl Invocation {
                     overlaps |= 1 << index;
                 }
             }
-            slot = stop + 1;
+            if stop + 1 >= num_args as isize {
+                return overlaps;
+            }
+            // SAFETY: the caller's contract.
+            stopped = unsafe { self.resolve_common_from(stop + 1, reusable, num_args) };
+            overlaps |= stopped.overlaps();
+            if stopped.slot() >= num_args as isize {
+                return overlaps;
+            }
         }
-        self.output_overlaps = overlaps;
-        self.first_overlap = overlaps.trailing_zeros() as u8;
-        // `output_overlaps` covers this op's arguments: a later op with more must resolve
-        // the others again, which recomputes it.
-        let output_bit = if self.result.is_null() { 0 } else { OUTPUT_BIT };
-        self.reusable = ((1u32 << num_args) - 1) | output_bit;
-        self.resolved_generation = generation;
     }
 
     #[inline(always)]
