@@ -409,7 +409,13 @@ impl Stopped {
     /// The slot to resolve next ([`OUTPUT_SLOT`] for the output); `num_args` when done.
     #[inline(always)]
     fn slot(self) -> isize {
-        (self.0 >> 16 & 0xFF) as isize - 1
+        (self.0 >> 16) as isize - 1
+    }
+
+    /// Every slot of `num_args` arguments was resolved.
+    #[inline(always)]
+    fn done(self, num_args: usize) -> bool {
+        self.0 >> 16 > num_args as u32
     }
 }
 
@@ -421,7 +427,6 @@ unsafe extern "C" {
     fn neuron_resolve_common(
         invocation: *mut u8,
         slot: isize,
-        reusable: u32,
         num_args: usize,
         output_start: usize,
         output_end: usize,
@@ -439,7 +444,6 @@ unsafe extern "C" {
 unsafe fn resolve_common(
     invocation: &mut Invocation,
     slot: isize,
-    reusable: u32,
     num_args: usize,
     output_start: usize,
     output_end: usize,
@@ -447,7 +451,7 @@ unsafe fn resolve_common(
     // SAFETY: the caller's contract; `setup.S` writes only the invocation's copies,
     // resolutions and `arg_types`, and translate's `range_last` it only reads.
     unsafe {
-        neuron_resolve_common(core::ptr::from_mut(invocation).cast(), slot, reusable, num_args, output_start, output_end)
+        neuron_resolve_common(core::ptr::from_mut(invocation).cast(), slot, num_args, output_start, output_end)
     }
 }
 
@@ -458,7 +462,7 @@ unsafe fn resolve_common(
 /// None here; unsafe as the device's.
 #[cfg(not(target_os = "none"))]
 #[inline(always)]
-unsafe fn resolve_common(_: &mut Invocation, slot: isize, _: u32, _: usize, _: usize, _: usize) -> Stopped {
+unsafe fn resolve_common(_: &mut Invocation, slot: isize, _: usize, _: usize, _: usize) -> Stopped {
     Stopped::at(slot)
 }
 
@@ -779,15 +783,17 @@ impl Invocation {
             OUTPUT_SLOT
         };
         // SAFETY: the caller's contract.
-        let stopped = unsafe { self.resolve_common_from(first, reusable, num_args) };
-        let overlaps = if stopped.slot() >= num_args as isize {
+        let stopped = unsafe { self.resolve_common_from(first, num_args) };
+        let overlaps = if stopped.done(num_args) {
             stopped.overlaps()
         } else {
             // SAFETY: the caller's contract.
             unsafe { self.resolve_from(stopped, reusable, num_args) }
         };
         self.output_overlaps = overlaps;
-        self.first_overlap = overlaps.trailing_zeros() as u8;
+        // `trailing_zeros` is a software bit count on this core (30 instructions), so
+        // not for the usual case, where no argument overlaps the output.
+        self.first_overlap = if overlaps == 0 { 16 } else { overlaps.trailing_zeros() as u8 };
         // `output_overlaps` covers this op's arguments: a later op with more must resolve
         // the others again, which recomputes it.
         let output_bit = if self.result.is_null() { 0 } else { OUTPUT_BIT };
@@ -801,14 +807,14 @@ impl Invocation {
     /// # Safety
     /// As [`prepare`](Self::prepare); `num_args` is at most [`MAX_ARGS`].
     #[inline(always)]
-    unsafe fn resolve_common_from(&mut self, slot: isize, reusable: u32, num_args: usize) -> Stopped {
+    unsafe fn resolve_common_from(&mut self, slot: isize, num_args: usize) -> Stopped {
         if self.platform.translate.is_some() {
             return Stopped::at(slot);
         }
         let (output_start, output_end) =
             if slot == OUTPUT_SLOT { (0, 0) } else { self.dst_resolved.get().tensor_bytes() };
         // SAFETY: the caller's contract.
-        unsafe { resolve_common(self, slot, reusable, num_args, output_start, output_end) }
+        unsafe { resolve_common(self, slot, num_args, output_start, output_end) }
     }
 
     /// The rest of [`resolve`](Self::resolve) after `stopped`: the stopped slot by
@@ -848,9 +854,9 @@ impl Invocation {
                 return overlaps;
             }
             // SAFETY: the caller's contract.
-            stopped = unsafe { self.resolve_common_from(stop + 1, reusable, num_args) };
+            stopped = unsafe { self.resolve_common_from(stop + 1, num_args) };
             overlaps |= stopped.overlaps();
-            if stopped.slot() >= num_args as isize {
+            if stopped.done(num_args) {
                 return overlaps;
             }
         }

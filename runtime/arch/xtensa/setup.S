@@ -59,9 +59,11 @@
     .align 4
 neuron_resolve_common:
     entry   a1, 32
-    s32i    a6, a1, 0       # out_start
-    s32i    a7, a1, 4       # out_end
-    movi    a7, 0
+    s32i.n  a5, a1, 0       # out_start
+    s32i.n  a6, a1, 4       # out_end
+    movi.n  a7, 0
+    l32r    a5, .Ltlb
+    l32i    a5, a5, 196     # range_last
     l32i    a8, a2, 152     # args
     l32i    a9, a2, 160     # result
     /* Misaligned descriptors are the Rust's. */
@@ -70,7 +72,7 @@ neuron_resolve_common:
     bnez    a10, .Lstop
     bgez    a3, .Lfrom_argument
     /* The output: result into dst_desc. */
-    mov     a8, a9
+    mov.n   a8, a9
     addmi   a9, a2, 256
     addi    a9, a9, -56     # dst_desc
     j       .Lslot
@@ -78,35 +80,37 @@ neuron_resolve_common:
 .Lfrom_argument:
     addx2   a10, a3, a3
     slli    a10, a10, 4     # 48 * slot
-    add     a8, a8, a10
-    add     a9, a2, a10
+    add.n   a8, a8, a10
+    add.n   a9, a2, a10
     addmi   a9, a9, 256     # parser.extractor.args[slot]
 
 .Lslot:
-    bge     a3, a5, .Lstop  # nothing left
-    l32i    a10, a8, 0      # header
-    bbc     a4, a3, .Lcopy
-    l32i    a11, a9, 0
-    bne     a10, a11, .Lcopy
-    /* Maybe the same descriptor: the Rust's reuse test. (The stops sit here and at
-     * .Lstop_late, where nothing falls through, within a branch's reach.) */
+    blt     a3, a4, .Lcopy
+    /* The stops sit here and at .Lstop_late, where nothing falls through, within a
+     * branch's reach. */
 .Lstop:
-    addi    a10, a3, 1
+    addi.n  a10, a3, 1
     slli    a10, a10, 16
     or      a2, a7, a10
-    retw
+    retw.n
 .Lstop_copied:
     movi    a10, 1024
     or      a7, a7, a10
     j       .Lstop
 .Lrank2:
+    /* Rank 2: num_elem = dim 0 * dim 1; none, or 2^28 or more (whose byte length may
+     * not fit), are the Rust's. */
     bnei    a11, 2, .Lstop_copied
     mull    a13, a13, a12
+    addi.n  a11, a13, -1
+    extui   a11, a11, 28, 4
+    bnez    a11, .Lstop_copied
     j       .Lcount
 
 .Lcopy:
     /* The 12 words, each loaded once: a10 header, a11 storage kind, a12 dims 0 and 1,
      * a13 the words that must be zero, a14/a15 the address, a6 num_elem. */
+    l32i.n  a10, a8, 0
     s32i.n  a10, a9, 0
     l32i.n  a11, a8, 4
     s32i.n  a11, a9, 4
@@ -145,18 +149,15 @@ neuron_resolve_common:
     l32r    a13, .Lheader_mask
     and     a11, a11, a13
     bnez    a11, .Lstop_copied
-    /* Rank 1 (dim 1 zero, num_elem = dim 0) or 2 (num_elem = dim 0 * dim 1). */
+    /* Rank 1: dim 1 unused (zero), num_elem = dim 0, and not 0 (the Rust's). */
     extui   a11, a10, 24, 8
     extui   a13, a12, 0, 16
     extui   a12, a12, 16, 16
     bnei    a11, 1, .Lrank2
     bnez    a12, .Lstop_copied
+    beqz    a13, .Lstop_copied
 .Lcount:
-    bne     a13, a6, .Lstop_copied
-    /* No elements, or so many that the byte length may overflow: the Rust's. */
-    beqz    a6, .Lstop_copied
-    extui   a11, a6, 28, 4
-    bnez    a11, .Lstop_copied
+    bne     a13, a6, .Lstop_late
     extui   a11, a10, 8, 8  # arg type
     extui   a12, a10, 0, 8  # dtype
     beqi    a11, 1, .Ltype_ok
@@ -164,7 +165,7 @@ neuron_resolve_common:
     bnei    a6, 1, .Lstop_late
     bltz    a3, .Lstop_copied
     l32r    a10, .Lscalar_dtypes
-    add     a10, a10, a11
+    add.n   a10, a10, a11
     l8ui    a10, a10, 0
     bne     a10, a12, .Lstop_late
 .Ltype_ok:
@@ -175,31 +176,29 @@ neuron_resolve_common:
     s8i     a11, a13, 40    # arg_type
     s8i     a12, a13, 41    # dtype
     l32r    a10, .Lsize_log2
-    add     a10, a10, a12
+    add.n   a10, a10, a12
     l8ui    a10, a10, 0
     ssl     a10
     sll     a6, a6          # the byte length
     /* Translate: all bytes inside range_last's window (translate_range). */
-    l32r    a10, .Ltlb
-    l32i    a10, a10, 196   # range_last
-    l32i.n  a12, a10, 8     # mask_high
+    l32i.n  a12, a5, 8      # mask_high
     and     a15, a15, a12
-    l32i.n  a12, a10, 12    # ptr_high
+    l32i.n  a12, a5, 12     # ptr_high
     bne     a15, a12, .Lstop_late
-    l32i.n  a12, a10, 0     # mask_low
+    l32i.n  a12, a5, 0      # mask_low
     and     a15, a14, a12
-    l32i.n  a12, a10, 4     # ptr_low
+    l32i.n  a12, a5, 4      # ptr_low
     bne     a15, a12, .Lstop_late
-    l32i.n  a12, a10, 20    # last_offset
+    l32i.n  a12, a5, 20     # last_offset
     and     a15, a14, a12
     sub     a12, a12, a15   # bytes in the window after the first
-    addi    a15, a6, -1
+    addi.n  a15, a6, -1
     bltu    a12, a15, .Lstop_late
-    l32i.n  a12, a10, 16    # delta
-    add     a14, a14, a12   # data
+    l32i.n  a12, a5, 16     # delta
+    add.n   a14, a14, a12   # data
     s32i.n  a14, a13, 32
     bnei    a11, 1, .Lscalar
-    add     a6, a14, a6     # the tensor's end
+    add.n   a6, a14, a6     # the tensor's end
     bltz    a3, .Loutput_done
     /* An argument overlapping the output: start < out_end && out_start < end. */
     l32i.n  a12, a1, 4
@@ -207,7 +206,7 @@ neuron_resolve_common:
     l32i.n  a12, a1, 0
     bgeu    a12, a6, .Lnext
     ssl     a3
-    movi    a12, 1
+    movi.n  a12, 1
     sll     a12, a12
     or      a7, a7, a12
     j       .Lnext
@@ -219,12 +218,12 @@ neuron_resolve_common:
 .Lscalar:
     /* Aligned for its type: the length less one is its alignment mask. */
     and     a12, a14, a15
-    bnez    a12, .Lstop_copied
+    bnez    a12, .Lstop_late
 .Lnext:
-    add     a12, a2, a3
+    add.n   a12, a2, a3
     addmi   a12, a12, 512
     s8i     a11, a12, 224   # parser.extractor.arg_types[slot]
-    addi    a3, a3, 1
+    addi.n  a3, a3, 1
     addi    a8, a8, 48
     addi    a9, a9, 48
     j       .Lslot
@@ -232,10 +231,8 @@ neuron_resolve_common:
 .Loutput_done:
     s32i.n  a14, a1, 0
     s32i.n  a6, a1, 4
-    movi    a3, 0
+    movi.n  a3, 0
     l32i    a8, a2, 152
     addmi   a9, a2, 256
     j       .Lslot
-
-
     .size neuron_resolve_common, . - neuron_resolve_common
