@@ -380,7 +380,9 @@ fn slot_bit(slot: isize) -> u32 {
     1 << (slot as u32 & 31)
 }
 
-/// Where [`resolve_common`] stopped, and what it did before: `setup.S`'s return value.
+/// What [`resolve_common`] did, `setup.S`'s return value: when every slot is resolved,
+/// the overlap bits of the arguments it resolved (bits 0..`MAX_ARGS`); otherwise also
+/// bit 31, the slot it stopped at plus one in bits 16..31, and [`Stopped::COPIED`].
 #[derive(Clone, Copy)]
 #[repr(transparent)]
 struct Stopped(u32);
@@ -388,11 +390,19 @@ struct Stopped(u32);
 impl Stopped {
     /// Set when the stopped slot's copy was written (so its reuse test is void).
     const COPIED: u32 = 1 << 10;
+    /// Set when a slot is left.
+    const STOPPED: u32 = 1 << 31;
 
-    /// Stopped at `slot` before doing anything.
+    /// Stopped at `slot` before doing anything (done when no slot is left).
     #[inline(always)]
-    fn at(slot: isize) -> Stopped {
-        Stopped(((slot + 1) as u32) << 16)
+    fn at(slot: isize, num_args: usize) -> Stopped {
+        if slot >= num_args as isize { Stopped(0) } else { Stopped(Self::STOPPED | ((slot + 1) as u32) << 16) }
+    }
+
+    /// Every slot was resolved.
+    #[inline(always)]
+    fn done(self) -> bool {
+        self.0 & Self::STOPPED == 0
     }
 
     /// The overlap bits of the arguments resolved.
@@ -406,16 +416,10 @@ impl Stopped {
         self.0 & Self::COPIED != 0
     }
 
-    /// The slot to resolve next ([`OUTPUT_SLOT`] for the output); `num_args` when done.
+    /// The slot it stopped at ([`OUTPUT_SLOT`] for the output), when not done.
     #[inline(always)]
     fn slot(self) -> isize {
-        (self.0 >> 16) as isize - 1
-    }
-
-    /// Every slot of `num_args` arguments was resolved.
-    #[inline(always)]
-    fn done(self, num_args: usize) -> bool {
-        self.0 >> 16 > num_args as u32
+        (self.0 >> 16 & 0x7FFF) as isize - 1
     }
 }
 
@@ -462,8 +466,8 @@ unsafe fn resolve_common(
 /// None here; unsafe as the device's.
 #[cfg(not(target_os = "none"))]
 #[inline(always)]
-unsafe fn resolve_common(_: &mut Invocation, slot: isize, _: usize, _: usize, _: usize) -> Stopped {
-    Stopped::at(slot)
+unsafe fn resolve_common(_: &mut Invocation, slot: isize, num_args: usize, _: usize, _: usize) -> Stopped {
+    Stopped::at(slot, num_args)
 }
 
 // The layout claims above, on the 32-bit device: `Ready` is 12 bytes, and the fields the
@@ -498,7 +502,7 @@ const _: () = {
     assert!(offset_of!(Invocation, dst_desc) == 200);
     assert!(offset_of!(Invocation, parser) + offset_of!(ArgParser, extractor) + offset_of!(super::ArgExtractor, args) == 256);
     assert!(offset_of!(Invocation, parser) + offset_of!(ArgParser, extractor) + offset_of!(super::ArgExtractor, arg_types) == 736);
-    assert!(OUTPUT_BIT == 1 << 31 && Stopped::COPIED == 1 << 10 && MAX_ARGS <= 10);
+    assert!(OUTPUT_BIT == 1 << 31 && Stopped::COPIED == 1 << 10 && Stopped::STOPPED == 1 << 31 && MAX_ARGS <= 10);
 };
 
 impl Invocation {
@@ -784,7 +788,7 @@ impl Invocation {
         };
         // SAFETY: the caller's contract.
         let stopped = unsafe { self.resolve_common_from(first, num_args) };
-        let overlaps = if stopped.done(num_args) {
+        let overlaps = if stopped.done() {
             stopped.overlaps()
         } else {
             // SAFETY: the caller's contract.
@@ -796,8 +800,10 @@ impl Invocation {
         self.first_overlap = if overlaps == 0 { 16 } else { overlaps.trailing_zeros() as u8 };
         // `output_overlaps` covers this op's arguments: a later op with more must resolve
         // the others again, which recomputes it.
-        let output_bit = if self.result.is_null() { 0 } else { OUTPUT_BIT };
-        self.reusable = ((1u32 << num_args) - 1) | output_bit;
+        // The output's bit even without an output: `dst_desc` is then zeroed and
+        // `dst_resolved` what resolving those bytes gives (not ready), so an output
+        // with the same bytes may reuse it as any other.
+        self.reusable = ((1u32 << num_args) - 1) | OUTPUT_BIT;
         self.resolved_generation = generation;
     }
 
@@ -809,7 +815,7 @@ impl Invocation {
     #[inline(always)]
     unsafe fn resolve_common_from(&mut self, slot: isize, num_args: usize) -> Stopped {
         if self.platform.translate.is_some() {
-            return Stopped::at(slot);
+            return Stopped::at(slot, num_args);
         }
         let (output_start, output_end) =
             if slot == OUTPUT_SLOT { (0, 0) } else { self.dst_resolved.get().tensor_bytes() };
@@ -826,8 +832,9 @@ impl Invocation {
     /// As [`resolve_common_from`](Self::resolve_common_from).
     #[inline(never)]
     unsafe fn resolve_from(&mut self, mut stopped: Stopped, reusable: u32, num_args: usize) -> u16 {
-        let mut overlaps = stopped.overlaps();
+        let mut overlaps = 0;
         loop {
+            overlaps |= stopped.overlaps();
             let stop = stopped.slot();
             let reuse = reusable & slot_bit(stop) != 0 && !stopped.copied();
             if stop == OUTPUT_SLOT {
@@ -855,9 +862,8 @@ impl Invocation {
             }
             // SAFETY: the caller's contract.
             stopped = unsafe { self.resolve_common_from(stop + 1, num_args) };
-            overlaps |= stopped.overlaps();
-            if stopped.done(num_args) {
-                return overlaps;
+            if stopped.done() {
+                return overlaps | stopped.overlaps();
             }
         }
     }

@@ -86,10 +86,14 @@ neuron_resolve_common:
 
 .Lslot:
     blt     a3, a4, .Lcopy
+    mov.n   a2, a7          # all done: the overlap bits
+    retw.n
     /* The stops sit here and at .Lstop_late, where nothing falls through, within a
      * branch's reach. */
 .Lstop:
+    /* ((slot + 1) << 16) | 1 << 31 | what a7 holds: (slot + 1 - 0x8000) << 16. */
     addi.n  a10, a3, 1
+    addmi   a10, a10, -32768
     slli    a10, a10, 16
     or      a2, a7, a10
     retw.n
