@@ -732,12 +732,10 @@ impl Invocation {
     #[inline(always)]
     unsafe fn all_reusable(&self, generation: u64) -> bool {
         let num_args = self.num_args as usize;
-        let wanted = ((1u32 << num_args) - 1) | OUTPUT_BIT;
-        if generation != self.resolved_generation || self.reusable & wanted != wanted || self.result.is_null() {
-            return false;
-        }
+        // The bytes first: new arguments mostly differ in the output's first word, and
+        // are then told apart in a few instructions.
         // SAFETY: the caller's contract; `result` is not null (checked).
-        if !unsafe { self.dst_desc.is_copy_of(self.result) } {
+        if self.result.is_null() || !unsafe { self.dst_desc.is_copy_of(self.result) } {
             return false;
         }
         let mut src = self.args;
@@ -752,7 +750,8 @@ impl Invocation {
                 src = src.add(1);
             }
         }
-        true
+        let wanted = ((1u32 << num_args) - 1) | OUTPUT_BIT;
+        generation == self.resolved_generation && self.reusable & wanted == wanted
     }
 
     /// [`resolve`](Self::resolve), not inlined.
