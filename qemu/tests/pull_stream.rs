@@ -4,7 +4,10 @@
 //! output bytes bit for bit against a host reference, and each bad input as its own
 //! status. Also the dispatch-overhead benchmark (docs/PERFORMANCE.md, "Dispatch").
 
-use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
+use neuroncustomop::translate::{TranslateRecord, configure};
+use neuroncustomop::wrapper_api::{
+    ARG_TENSOR_SIZE, ArgError, ArgTensor, DescriptorError, Dtype, Invocation, ScalarKind, Status, Tensor,
+};
 use neuroncustomop_sim::device::{self, Report};
 use neuroncustomop_sim::images::{self, Images};
 use neuroncustomop_sim::job::{FRAMEWORK_BASE, Job, Op, TENSOR_AREA_SIZE};
@@ -374,4 +377,206 @@ fn dispatch_overhead_of_a_three_argument_op() {
         new_arguments <= NEW_ARGUMENTS_CEILING,
         "dispatch overhead with new arguments {new_arguments:.1} instructions, above {NEW_ARGUMENTS_CEILING}"
     );
+}
+
+/// `resolve_check`'s case layout and windows (qemu/firmware/src/bin/runtime_probe.rs).
+const CASE_SIZE: usize = 540;
+const CASE_HAS_OUTPUT: u8 = 1;
+const CASE_MISALIGNED: u8 = 2;
+const RESOLVE_WINDOWS: [u64; 2] = [0x7f00_0000_0000, 0x7f00_0001_0000];
+const RESOLVE_WINDOW_SIZE: usize = 4096;
+/// Cases per `resolve_check` op (a block of at most 65,535 bytes), and ops.
+const CASES_PER_OP: usize = 48;
+const RESOLVE_OPS: usize = 8;
+
+/// A deterministic pseudo-random sequence (the constants of `finite_values`).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, bound: u32) -> u32 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 32) % u64::from(bound)) as u32
+    }
+}
+
+/// A descriptor of any kind setup meets: mostly the common HBM tensors and scalars of
+/// rank 1 or 2 (some of them empty, huge, past their window's end, outside both
+/// windows, or scalars at unaligned addresses), some SBUF or rank-3 ones, and a quarter
+/// with one byte changed (any field, so every descriptor status occurs). No byte
+/// length reaches 2^31, where the 64-bit host and the 32-bit device differ.
+fn random_descriptor(rng: &mut Lcg) -> [u8; ARG_TENSOR_SIZE] {
+    let window = RESOLVE_WINDOWS[rng.below(2) as usize];
+    let offset = match rng.below(8) {
+        0 => u64::from(rng.below(2 * RESOLVE_WINDOW_SIZE as u32)),
+        1 => (RESOLVE_WINDOW_SIZE - 64) as u64 + u64::from(rng.below(64)),
+        _ => u64::from(rng.below(RESOLVE_WINDOW_SIZE as u32)),
+    };
+    let address = if rng.below(12) == 0 { 0x1234_5678_9abc } else { window + offset };
+    let dtype = Dtype::ALL[rng.below(8) as usize];
+    let count = match rng.below(8) {
+        0 => 0,
+        1 => 1 + rng.below(2000),
+        _ => 1 + rng.below(64),
+    };
+    let desc = match rng.below(12) {
+        // Past what setup.S takes (2^28 elements), but below 2^31 bytes: the device's
+        // `TooLarge` (a length past `isize::MAX`) is the host's `RangeOutsideWindow`.
+        0..=5 if rng.below(20) == 0 => ArgTensor::hbm_tensor(Dtype::Uint8, &[65_535, 4_100], address),
+        0..=5 if rng.below(2) == 0 => ArgTensor::hbm_tensor(dtype, &[count], address),
+        0..=5 => {
+            let shape = if count % 4 == 0 { [count / 4, 4] } else { [count, 1] };
+            ArgTensor::hbm_tensor(dtype, &shape, address)
+        }
+        6..=9 => {
+            let kind = [ScalarKind::Int, ScalarKind::LongLong, ScalarKind::Float][rng.below(3) as usize];
+            let misaligned = if rng.below(4) == 0 { u64::from(rng.below(8)) } else { 0 };
+            Ok(ArgTensor::hbm_scalar(kind, (address & !7) | misaligned))
+        }
+        10 => ArgTensor::tpb_tensor(dtype, &[count], address as u32),
+        _ => ArgTensor::hbm_tensor(dtype, &[2, count, 3], address),
+    };
+    let mut bytes = desc.expect("an encodable descriptor").to_bytes();
+    if rng.below(4) == 0 {
+        // Any byte, or one of a field the checks read first (dtype, arg type, shape
+        // type, rank, storage kind and its reserved byte, a dimension, num_elem and
+        // the reserved words of either storage form).
+        const FIELDS: [usize; 14] = [0, 1, 2, 3, 4, 5, 8, 10, 32, 33, 36, 40, 44, 47];
+        let at = if rng.below(2) == 0 { FIELDS[rng.below(14) as usize] } else { rng.below(48) as usize };
+        let values = [0, 1, 2, 3, 4, 5, 8, 9, 0xFF, rng.below(256) as u8];
+        bytes[at] = values[rng.below(values.len() as u32) as usize];
+    }
+    bytes
+}
+
+/// `count` cases for `resolve_check`: fresh ones (0 to 6 arguments, sometimes 10; an
+/// output mostly, sometimes a copy of an input; a few with the descriptors not
+/// 4-aligned), and the previous case again, whole or with one descriptor replaced.
+fn random_cases(rng: &mut Lcg, count: usize) -> Vec<u8> {
+    let mut block = vec![0; count * CASE_SIZE];
+    let mut previous: Option<(u8, Vec<[u8; ARG_TENSOR_SIZE]>)> = None;
+    for record in block.chunks_exact_mut(CASE_SIZE) {
+        let (flags, mut descriptors) = match (previous.clone(), rng.below(10)) {
+            (Some(same), 0..=2) => same,
+            (Some((flags, mut descriptors)), 3..=4) => {
+                let slot = rng.below(descriptors.len() as u32) as usize;
+                descriptors[slot] = random_descriptor(rng);
+                (flags, descriptors)
+            }
+            _ => {
+                let num_args = if rng.below(10) == 0 { 10 } else { rng.below(7) as usize };
+                let flags = u8::from(rng.below(10) != 0) * CASE_HAS_OUTPUT | u8::from(rng.below(10) == 0) * CASE_MISALIGNED;
+                (flags, (0..=num_args).map(|_| random_descriptor(rng)).collect())
+            }
+        };
+        if descriptors.len() > 1 && rng.below(10) == 0 {
+            descriptors[0] = descriptors[1 + rng.below(descriptors.len() as u32 - 1) as usize];
+        }
+        record[0] = (descriptors.len() - 1) as u8;
+        record[1] = flags;
+        let start = 8 + usize::from(flags & CASE_MISALIGNED != 0);
+        for (slot, desc) in descriptors.iter().enumerate() {
+            record[start + slot * ARG_TENSOR_SIZE..][..ARG_TENSOR_SIZE].copy_from_slice(desc);
+        }
+        previous = Some((flags, descriptors));
+    }
+    block
+}
+
+/// A pulled tensor as `resolve_check` prints it: its offset in the windows' memory
+/// times 2^32 plus its element count; an empty one (no data) as its count alone.
+fn tensor_value(tensor: &Tensor<'_>, base: usize) -> u64 {
+    let data = tensor.data_ptr();
+    let offset = if data.is_null() { 0 } else { data.addr() - base };
+    ((offset as u64) << 32) | tensor.numel() as u64
+}
+
+fn status_of<T>(pulled: &Result<T, ArgError>) -> u32 {
+    pulled.as_ref().map_or_else(|e| Status::from(*e).0, |_| 0)
+}
+
+/// What `resolve_check` prints for the cases of `block`, computed on the host: the
+/// same pulls through the host's runtime (the Rust resolver), with the windows mapped
+/// onto host memory holding the same bytes.
+fn resolve_on_the_host(block: &[u8]) -> Vec<String> {
+    let mut memory: Vec<u64> = vec![0; 2 * RESOLVE_WINDOW_SIZE / 8];
+    let bytes = memory.as_mut_ptr().cast::<u8>();
+    for i in 0..2 * RESOLVE_WINDOW_SIZE {
+        // SAFETY: byte `i` of `memory`'s 8,192.
+        unsafe { bytes.add(i).write((i * 7 + 3) as u8) };
+    }
+    let base = bytes.addr();
+    let records = [0, 1].map(|i| {
+        TranslateRecord::window(RESOLVE_WINDOWS[i], RESOLVE_WINDOW_SIZE as u64, (base + i * RESOLVE_WINDOW_SIZE) as u64)
+    });
+    configure(&records).expect("the windows");
+    let mut block = block.to_vec();
+    let mut lines = Vec::new();
+    let mut invocation = Invocation::new();
+    for (case, record) in block.chunks_exact_mut(CASE_SIZE).enumerate() {
+        let (num_args, flags) = (record[0], record[1]);
+        let start = 8 + usize::from(flags & CASE_MISALIGNED != 0);
+        let types: Vec<u8> = (0..usize::from(num_args)).map(|slot| record[start + (slot + 1) * ARG_TENSOR_SIZE + 1]).collect();
+        let descriptors = record[start..].as_mut_ptr();
+        let result = if flags & CASE_HAS_OUTPUT != 0 { descriptors.cast() } else { std::ptr::null_mut() };
+        // SAFETY: the record holds the output's descriptor and `num_args` (at most 10)
+        // more after it, readable and writable while `block` lives.
+        unsafe { invocation.set_invocation(descriptors.wrapping_add(ARG_TENSOR_SIZE).cast(), u32::from(num_args), result) };
+        let status = invocation.run(|pulls| {
+            for (slot, raw_type) in types.iter().enumerate() {
+                let pulled = match raw_type {
+                    2 => pulls.int().map(|v| u64::from(v as u32)),
+                    3 => pulls.longlong().map(|v| v as u64),
+                    4 => pulls.float().map(|v| u64::from(v.to_bits())),
+                    _ => pulls.tensor().map(|t| tensor_value(&t, base)),
+                };
+                lines.push(format!("RESOLVE {case} {slot} {} {}", status_of(&pulled), pulled.as_ref().map_or(0, |v| *v)));
+                pulled?;
+            }
+            let output = pulls.output();
+            let value = output.as_ref().map(|t| tensor_value(t, base)).map_err(|e| *e);
+            lines.push(format!("RESOLVE {case} 99 {} {}", status_of(&value), value.unwrap_or(0)));
+            Ok(output?)
+        });
+        lines.push(format!("RESOLVE {case} status {}", status.0));
+    }
+    lines
+}
+
+/// Setup's resolver on the device (`runtime/arch/xtensa/setup.S` for the common
+/// descriptors, `Ready::refresh` for the others) against the host's (`Ready::refresh`
+/// alone), over 384 random cases of valid and invalid descriptors, in one invocation
+/// per op, so that descriptors seen before are reused: every pull's status and what
+/// it hands out (a tensor's place and element count, a scalar's value), the output,
+/// and each invocation's status, the same.
+#[test]
+fn setup_resolves_as_the_host() {
+    let mut rng = Lcg(16);
+    let mut job = Job::new(probe(), 1).expect("job");
+    let function = job.function("resolve_check");
+    let mut blocks = Vec::new();
+    for op in 0..RESOLVE_OPS {
+        let block = random_cases(&mut rng, CASES_PER_OP);
+        let (at, _) = job.place((op * 0x8000) as u32, block.clone());
+        let block_arg = ArgTensor::hbm_tensor(Dtype::Uint8, &[block.len() as u32], at).expect("block").to_bytes();
+        let (out, _) = output(&mut job, (op * 0x8000 + 0x7000) as u32, 1);
+        job.push(&Op { function, output: Some(out), inputs: vec![block_arg], dump: OutputDump::default() }).expect("op");
+        blocks.push(block);
+    }
+    let report = run(&job);
+    let seen = report.core(0);
+    let mut statuses = BTreeSet::new();
+    for (op, block) in blocks.iter().enumerate() {
+        assert_eq!(seen.ops[op].status, "0", "op {op}");
+        let printed = String::from_utf8_lossy(&seen.stdout[&(op as u32)].0).into_owned();
+        let device: Vec<&str> = printed.lines().collect();
+        let host = resolve_on_the_host(block);
+        for (line, (device, host)) in device.iter().zip(&host).enumerate() {
+            assert_eq!(device, host, "op {op}, line {line}");
+        }
+        assert_eq!(device.len(), host.len(), "op {op}: lines");
+        statuses.extend(host.iter().filter_map(|line| line.split_whitespace().nth(3).map(str::to_string)));
+    }
+    // The cases reach the pulls' statuses and those of every descriptor field.
+    println!("RESOLVE statuses seen: {statuses:?}");
+    assert!(statuses.len() >= 16, "{statuses:?}");
 }

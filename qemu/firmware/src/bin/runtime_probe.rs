@@ -1,7 +1,9 @@
 //! A library image of test kernels for the entry-contract and pull-stream tests
 //! (`qemu/tests/entry_contract.rs`, `qemu/tests/pull_stream.rs`): kernels that print,
 //! one that computes over (tensor, int, float, tensor), kernels that misuse the pull
-//! stream on purpose, and the dispatch benchmark's kernels.
+//! stream on purpose, the dispatch benchmark's kernels, and `resolve_check`, which runs
+//! setup's resolver (`runtime/arch/xtensa/setup.S` here) over descriptors the host
+//! test also resolves.
 //!
 //! C-style kernels are exported under their own names, so a test can compare the
 //! pointers `register_funcs` reports with the ELF symbol table.
@@ -12,10 +14,12 @@ use core::ffi::CStr;
 use neuroncustomop::arch::get_cycle_count;
 use neuroncustomop::multicore::get_cpu_id;
 use neuroncustomop::println;
+use core::cell::UnsafeCell;
+use neuroncustomop::translate::{TranslateRecord, configure};
 use neuroncustomop::wrapper_api::{
-    ARG_TENSOR_SIZE, ArgTensor, Args, Dtype, KernelError, Tensor, customop_cleanup, customop_invocation_status,
-    customop_next_float, customop_next_int, customop_next_tensor, customop_return_tensor, customop_set_invocation,
-    customop_setup, customop_tensor_data, get_dst_tensor,
+    ARG_TENSOR_SIZE, ArgTensor, Args, Dtype, Invocation, KernelError, Status, Tensor, customop_cleanup,
+    customop_invocation_status, customop_next_float, customop_next_int, customop_next_tensor, customop_return_tensor,
+    customop_set_invocation, customop_setup, customop_tensor_data, get_dst_tensor,
 };
 
 /// What `mix` reports when its tensors differ in length (`0x1_0000 + 1`).
@@ -265,6 +269,107 @@ fn reshaped(mut desc: ArgTensor) -> ArgTensor {
     desc
 }
 
+/// The bytes of one `resolve_check` case: `[num_args, flags, 0 x 6]`, then, from byte
+/// 8 (9 with [`CASE_MISALIGNED`]), the output's descriptor and `num_args` argument
+/// descriptors (at most 10). `qemu/tests/pull_stream.rs` writes them.
+const CASE_SIZE: usize = 540;
+/// `flags` bit: the op has an output (`result` is not null).
+const CASE_HAS_OUTPUT: u8 = 1;
+/// `flags` bit: the descriptors start one byte later, not 4-aligned.
+const CASE_MISALIGNED: u8 = 2;
+/// The framework address and size of the two translate windows `resolve_check` maps
+/// onto [`RESOLVE_MEMORY`] (the first and the second half).
+const RESOLVE_WINDOWS: [u64; 2] = [0x7f00_0000_0000, 0x7f00_0001_0000];
+const RESOLVE_WINDOW_SIZE: usize = 4096;
+
+/// The device memory behind `resolve_check`'s windows: byte `i` holds `i * 7 + 3`.
+#[repr(align(8))]
+struct ResolveMemory(UnsafeCell<[u8; 2 * RESOLVE_WINDOW_SIZE]>);
+// SAFETY: written once per `resolve_check`, on the core that runs it, before any read.
+unsafe impl Sync for ResolveMemory {}
+static RESOLVE_MEMORY: ResolveMemory = ResolveMemory(UnsafeCell::new([0; 2 * RESOLVE_WINDOW_SIZE]));
+
+/// Setup's resolver against the host's (`qemu/tests/pull_stream.rs`,
+/// `setup_resolves_as_the_host`): arguments (u8 tensor: cases of [`CASE_SIZE`] bytes).
+/// Maps [`RESOLVE_WINDOWS`] onto [`RESOLVE_MEMORY`] and runs the cases in turn through
+/// one invocation of its own (so that setup's reuse of unchanged descriptors is
+/// exercised too): a Rust kernel pulls each argument as the type its descriptor names,
+/// until a pull fails, then the output. Prints `RESOLVE <case> <slot> <status> <value>` for each
+/// pull (slot 99: the output; the value: a scalar's bits, or a tensor's offset in
+/// [`RESOLVE_MEMORY`] times 2^32 plus its element count), then
+/// `RESOLVE <case> status <invocation status>`.
+#[unsafe(no_mangle)]
+extern "C" fn resolve_check() {
+    customop_setup(false);
+    let block = customop_next_tensor();
+    // SAFETY: `block` is null or the runtime's copy of the descriptor.
+    let len = unsafe { block.as_ref() }.and_then(|d| d.validate().ok()).map_or(0, |view| view.byte_len() as usize);
+    // SAFETY: as above.
+    let data = unsafe { customop_tensor_data(block) }.cast::<u8>();
+    customop_cleanup();
+    if data.is_null() {
+        return;
+    }
+    let memory = RESOLVE_MEMORY.0.get().cast::<u8>();
+    for i in 0..2 * RESOLVE_WINDOW_SIZE {
+        // SAFETY: byte `i` of the static, which nothing else uses now.
+        unsafe { memory.add(i).write((i * 7 + 3) as u8) };
+    }
+    let base = memory.addr();
+    let records = [0, 1].map(|i| {
+        TranslateRecord::window(RESOLVE_WINDOWS[i], RESOLVE_WINDOW_SIZE as u64, (base + i * RESOLVE_WINDOW_SIZE) as u64)
+    });
+    if configure(&records).is_err() {
+        println!("RESOLVE configure failed");
+        return;
+    }
+    let mut invocation = Invocation::new();
+    for case in 0..len / CASE_SIZE {
+        // SAFETY: `customop_tensor_data` translated the whole block; it stays in place
+        // (the loader's tensor area) after cleanup.
+        let record = unsafe { data.add(case * CASE_SIZE) };
+        // SAFETY: as above: the case's bytes.
+        let (num_args, flags) = unsafe { (record.read(), record.add(1).read()) };
+        let descriptors = record.wrapping_add(8 + usize::from(flags & CASE_MISALIGNED != 0));
+        let result = if flags & CASE_HAS_OUTPUT != 0 { descriptors } else { core::ptr::null_mut() };
+        let args = descriptors.wrapping_add(ARG_TENSOR_SIZE).cast::<ArgTensor>();
+        // SAFETY: `args` holds `num_args` (at most 10) descriptors and `result` one, in
+        // the block, readable and writable until the next case.
+        unsafe { invocation.set_invocation(args, u32::from(num_args), result.cast()) };
+        let status = invocation.run(|pulls| {
+            for slot in 0..num_args {
+                // SAFETY: argument `slot`'s type byte, in the block.
+                let raw_type = unsafe { descriptors.add((usize::from(slot) + 1) * ARG_TENSOR_SIZE + 1).read() };
+                let pulled = match raw_type {
+                    2 => pulls.int().map(|v| u64::from(v as u32)),
+                    3 => pulls.longlong().map(|v| v as u64),
+                    4 => pulls.float().map(|v| u64::from(v.to_bits())),
+                    _ => pulls.tensor().map(|t| tensor_value(&t, base)),
+                };
+                println!("RESOLVE {case} {slot} {} {}", status_of(&pulled), pulled.as_ref().map_or(0, |v| *v));
+                pulled?;
+            }
+            let output = pulls.output();
+            let value = output.as_ref().map(|t| tensor_value(t, base)).map_err(|e| *e);
+            println!("RESOLVE {case} 99 {} {}", status_of(&value), value.unwrap_or(0));
+            Ok(output?)
+        });
+        println!("RESOLVE {case} status {}", status.0);
+    }
+}
+
+/// A pulled tensor as `resolve_check` prints it: its offset in the windows' memory
+/// times 2^32 plus its element count; an empty one (no data) as its count alone.
+fn tensor_value(tensor: &Tensor<'_>, base: usize) -> u64 {
+    let data = tensor.data_ptr();
+    let offset = if data.is_null() { 0 } else { data.addr() - base };
+    ((offset as u64) << 32) | tensor.numel() as u64
+}
+
+fn status_of<T>(pulled: &Result<T, neuroncustomop::wrapper_api::ArgError>) -> u32 {
+    pulled.as_ref().map_or_else(|e| Status::from(*e).0, |_| 0)
+}
+
 neuroncustomop::kernels! {
     hello,
     flood,
@@ -286,4 +391,5 @@ neuroncustomop::kernels! {
     steps_return,
     tcm_reset_only,
     dispatch_loop,
+    resolve_check,
 }
