@@ -129,6 +129,7 @@ fn the_success_path_registers_exactly_the_tables_names_in_order() {
         "steps_return",
         "tcm_reset_only",
         "dispatch_loop",
+        "resolve_check",
     ]);
     assert_registered(&run(&probe, &job), 2, &expected);
 
@@ -261,7 +262,7 @@ fn register_funcs_passes_each_kernels_pointer_name_and_handle() {
     for core in 0..2 {
         let seen = report.core(core as u32);
         let by_name: BTreeMap<&str, &Kernel> = seen.kernels.iter().map(|k| (k.name.as_str(), k)).collect();
-        for name in ["hello", "flood", "dst_twice", "return_without_setup", "empty", "dispatch_loop"] {
+        for name in ["hello", "flood", "dst_twice", "return_without_setup", "empty", "dispatch_loop", "resolve_check"] {
             assert_eq!(by_name[name].ptr, symbol(&probe, core, name), "{name} on core {core}");
             assert_eq!(by_name[name].handle, handle(core as u32), "{name} on core {core}");
         }
