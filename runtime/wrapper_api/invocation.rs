@@ -776,7 +776,6 @@ impl Invocation {
     /// As [`prepare`](Self::prepare).
     #[inline(always)]
     unsafe fn resolve(&mut self, generation: u64) {
-        let reusable = if generation == self.resolved_generation { self.reusable } else { 0 };
         let num_args = (self.num_args as usize).min(MAX_ARGS);
         let first = if self.result.is_null() {
             self.dst_desc = ArgTensor::ZEROED;
@@ -788,10 +787,11 @@ impl Invocation {
         // SAFETY: the caller's contract.
         let stopped = unsafe { self.resolve_common_from(first, num_args) };
         let overlaps = if stopped.done() {
-            stopped.overlaps()
+            // The overlap bits alone (`Stopped`).
+            stopped.0 as u16
         } else {
             // SAFETY: the caller's contract.
-            unsafe { self.resolve_from(stopped, reusable, num_args) }
+            unsafe { self.resolve_from(stopped, generation, num_args) }
         };
         self.output_overlaps = overlaps;
         // `trailing_zeros` is a software bit count on this core (30 instructions), so
@@ -823,14 +823,16 @@ impl Invocation {
     }
 
     /// The rest of [`resolve`](Self::resolve) after `stopped`: the stopped slot by
-    /// [`Ready::refresh`], then the next ones as at first. Returns the overlap bits of
-    /// every argument. Out of line: on the device only for the slots `setup.S`
+    /// [`Ready::refresh`] (reusing its resolution when it is reusable under
+    /// `generation`, the copy unchanged), then the next ones as at first. Returns the
+    /// overlap bits of every argument. Out of line: on the device only for the slots `setup.S`
     /// declines, and its loop keeps the hot path's values out of the stack.
     ///
     /// # Safety
     /// As [`resolve_common_from`](Self::resolve_common_from).
     #[inline(never)]
-    unsafe fn resolve_from(&mut self, mut stopped: Stopped, reusable: u32, num_args: usize) -> u16 {
+    unsafe fn resolve_from(&mut self, mut stopped: Stopped, generation: u64, num_args: usize) -> u16 {
+        let reusable = if generation == self.resolved_generation { self.reusable } else { 0 };
         let mut overlaps = 0;
         loop {
             overlaps |= stopped.overlaps();
