@@ -547,8 +547,8 @@ static SIZE_LOG2: [u8; 9] = {
 };
 
 /// [`ArgTensor::check_common`] of the descriptor whose little-endian word `i` is
-/// `word(i)`. Reads each of the 12 words exactly once, in order, before deciding, so
-/// that a `word` that also copies always copies the whole descriptor.
+/// `word(i)`: each of the 12 words read once, then one decision, the tests
+/// `runtime/arch/xtensa/setup.S` runs as it copies a descriptor.
 #[inline(always)]
 fn check_common_words(mut word: impl FnMut(usize) -> u32) -> Option<Checked> {
     const fn index(offset: usize) -> usize {
@@ -757,33 +757,11 @@ impl ArgTensor {
 
     /// [`check_fast`](Self::check_fast) for the common case, an HBM tensor or scalar of
     /// rank 1 or 2, in a dozen straight-line word tests; `None` for anything else,
-    /// valid or not, which [`check_any`](Self::check_any) decides. Setup runs it as it
-    /// copies a descriptor ([`copy_checking_common`](Self::copy_checking_common)).
+    /// valid or not, which [`check_any`](Self::check_any) decides. On the device, setup
+    /// runs the same tests on each word as it copies it (`runtime/arch/xtensa/setup.S`).
     #[inline(always)]
     pub(super) fn check_common(&self) -> Option<Checked> {
         check_common_words(|word| self.word_at(4 * word))
-    }
-
-    /// Copies the descriptor at `src` to `dst` and returns what
-    /// [`check_common`](Self::check_common) says of the copy, from the words as they
-    /// are copied: each word is loaded once, where a copy and then a check load it twice.
-    ///
-    /// # Safety
-    /// `src` is valid for reads and `dst` for writes of 48 bytes, both 4-aligned; they
-    /// are the same descriptor or do not overlap.
-    #[inline(always)]
-    pub(crate) unsafe fn copy_checking_common(src: *const ArgTensor, dst: *mut ArgTensor) -> Option<Checked> {
-        let (src, dst) = (src.cast::<u32>(), dst.cast::<u32>());
-        check_common_words(|word| {
-            // SAFETY: `word < 12` (`check_common_words`' contract) of both 48-byte ranges,
-            // 4-aligned (the caller's contract); any bits are a valid `u32`, and each word
-            // is read before it is written, so `src == dst` copies it onto itself.
-            unsafe {
-                let value = src.add(word).read();
-                dst.add(word).write(value);
-                u32::from_le(value)
-            }
-        })
     }
 
     /// [`check_fast`](Self::check_fast) for any descriptor: every storage form and rank,

@@ -175,16 +175,15 @@ impl Ready {
     /// returns the resolution's [`tensor_bytes`](Self::tensor_bytes): when `reuse`
     /// (`ready` is the resolution of `copy` under the current translation) and the
     /// bytes are the same, `ready` stays; otherwise the descriptor is copied, checked
-    /// and translated: ready as its arg type, or not ready (the slow path names the
-    /// error when a pull meets it). A scalar is ready only at an address aligned for
-    /// it, so that a pull reads it with one load. The common descriptor
-    /// ([`ArgTensor::check_common`]) is checked as it is copied and decided in
-    /// registers; any other by `resolve_any`. Each outcome is stored where it is
-    /// decided: a `Ready` value merged from several paths would go through the stack.
+    /// ([`ArgTensor::check_any`]) and translated: ready as its arg type, or not ready
+    /// (the slow path names the error when a pull meets it). A scalar is ready only at
+    /// an address aligned for it, so that a pull reads it with one load.
     ///
-    /// Out of line, one copy for the output and the arguments: a call gives it a fresh
-    /// register window, where inlined into `resolve`'s loop its values and the loop's
-    /// spill to the stack (and the text is twice the size).
+    /// Setup's resolver for every slot on the host; on the device only for the slots
+    /// `runtime/arch/xtensa/setup.S` declines (the common descriptors, which it resolves
+    /// to the same outcome: `check_any` accepts each descriptor
+    /// [`ArgTensor::check_common`] does, with the same result). Out of line, one copy
+    /// for the output and the arguments.
     ///
     /// # Safety
     /// `src` is valid for reads of one descriptor (any alignment) and is not `copy`.
@@ -200,40 +199,9 @@ impl Ready {
         if reuse && unsafe { copy.is_copy_of(src) } {
             return ready.get().tensor_bytes();
         }
-        if !src.addr().is_multiple_of(4) {
-            // SAFETY: the caller's contract.
-            return unsafe { Ready::resolve_unaligned(src, copy, ready, platform) };
-        }
-        // SAFETY: `src` is readable (the caller's contract) and 4-aligned (checked);
-        // `copy` is a distinct, writable descriptor, 8-aligned as every `ArgTensor`.
-        match unsafe { ArgTensor::copy_checking_common(src, copy) } {
-            Some(checked) => Ready::translate(&checked, platform, ready),
-            None => Ready::resolve_any(copy, ready, platform),
-        }
-    }
-
-    /// [`refresh`](Self::refresh) of a descriptor at an address that is not 4-aligned.
-    ///
-    /// # Safety
-    /// As [`refresh`](Self::refresh).
-    #[cold]
-    #[inline(never)]
-    unsafe fn resolve_unaligned(
-        src: *const ArgTensor,
-        copy: &mut ArgTensor,
-        ready: &Cell<Ready>,
-        platform: &Platform,
-    ) -> (usize, usize) {
         // SAFETY: the caller's contract; `copy` is a distinct, writable descriptor.
         unsafe { ArgTensor::copy(src, copy) };
-        Ready::resolve_any(copy, ready, platform)
-    }
-
-    /// Resolves any descriptor into `ready` ([`ArgTensor::check_any`]); returns its
-    /// [`tensor_bytes`](Self::tensor_bytes).
-    #[inline(never)]
-    fn resolve_any(desc: &ArgTensor, ready: &Cell<Ready>, platform: &Platform) -> (usize, usize) {
-        match desc.check_any() {
+        match copy.check_any() {
             Some(checked) => Ready::translate(&checked, platform, ready),
             None => {
                 ready.set(Ready::NONE);

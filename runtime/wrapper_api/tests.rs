@@ -88,20 +88,17 @@ fn hand_off(inv: &mut Invocation, args: &[ArgTensor], result: &mut ArgTensor) ->
 
 /// Checks `validate` against the model, a valid view against the raw bytes, the
 /// pull stream's fast path against the ordered checks (whatever it accepts, they accept
-/// with the same result), and setup's copy-and-check against a copy and the check.
+/// with the same result), and the common case's check against `check_any`.
 fn check_against_model(bytes: &[u8; 48]) -> Result<(), TestCaseError> {
     let desc = ArgTensor::from_bytes(bytes);
     if let Some(fast) = desc.check_fast() {
         prop_assert_eq!(Ok(fast), desc.check_in_order());
     }
-    let mut copy = ArgTensor::ZEROED;
-    // SAFETY: two distinct, live, 8-aligned descriptors.
-    let checked = unsafe { ArgTensor::copy_checking_common(&desc, &mut copy) };
-    prop_assert_eq!(copy.to_bytes(), *bytes, "the copy is every byte");
-    prop_assert_eq!(checked, desc.check_common());
-    // SAFETY: one live descriptor, copied onto itself (the contract allows `src == dst`).
-    let in_place = unsafe { ArgTensor::copy_checking_common(&raw const copy, &raw mut copy) };
-    prop_assert_eq!((copy.to_bytes(), in_place), (*bytes, checked));
+    // What setup.S accepts (the common case) `check_any`, setup's Rust resolver, accepts
+    // with the same result.
+    if let Some(common) = desc.check_common() {
+        prop_assert_eq!(Some(common), desc.check_any());
+    }
     let result = desc.validate();
     prop_assert_eq!(result.map(drop), descriptor_model::validate(bytes).map(drop));
     if let Ok(view) = result {
