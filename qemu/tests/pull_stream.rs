@@ -464,7 +464,8 @@ fn random_cases(rng: &mut Lcg, count: usize) -> Vec<u8> {
             }
             _ => {
                 let num_args = if rng.below(10) == 0 { 10 } else { rng.below(7) as usize };
-                let flags = u8::from(rng.below(10) != 0) * CASE_HAS_OUTPUT | u8::from(rng.below(10) == 0) * CASE_MISALIGNED;
+                let output = if rng.below(10) != 0 { CASE_HAS_OUTPUT } else { 0 };
+                let flags = output | if rng.below(10) == 0 { CASE_MISALIGNED } else { 0 };
                 (flags, (0..=num_args).map(|_| random_descriptor(rng)).collect())
             }
         };
