@@ -32,8 +32,9 @@
 //! the copies it already holds: when every one has the same bytes, translation was not
 //! reconfigured since (`crate::translate::generation`), the previous resolutions stand
 //! and there is nothing to copy, check or translate: 12 word compares per descriptor.
-//! Otherwise each descriptor that differs is copied and resolved again, and the others
-//! kept. Nothing outside the runtime can change its copies: C kernels are handed copies
+//! Otherwise the host copies and resolves again each descriptor that differs and keeps
+//! the others; the device resolves the common descriptors again in assembly
+//! (`runtime/arch/xtensa/setup.S`, about twice a comparison) and the others in Rust. Nothing outside the runtime can change its copies: C kernels are handed copies
 //! of them (they may write through the pointers), Rust kernels read-only views.
 
 use core::cell::{Cell, UnsafeCell};

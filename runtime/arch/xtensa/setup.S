@@ -1,31 +1,30 @@
 /*
- * Setup's resolver on the device, for the common descriptor: the part of `resolve` in
- * runtime/wrapper_api/invocation.rs that `Ready::refresh` does in Rust (its host
- * stand-in, and the slow path here), written out because LLVM spends about 129
- * instructions a descriptor on what is about 90 here (docs/PERFORMANCE.md, "Dispatch").
+ * Setup's resolver on the device, for the common descriptor: what `Ready::refresh`
+ * (runtime/wrapper_api/invocation.rs, setup's resolver on the host and the slow path
+ * here) does for an HBM tensor or scalar of rank 1 or 2, written out because LLVM
+ * spent about 129 instructions a descriptor on it, where this is about 90
+ * (docs/PERFORMANCE.md, "Dispatch").
  *
- * uint32_t neuron_resolve_common(Invocation *inv, int slot, uint32_t reusable,
- *                                uint32_t num_args, size_t out_start, size_t out_end)
+ * uint32_t neuron_resolve_common(Invocation *inv, int slot, uint32_t num_args,
+ *                                size_t out_start, size_t out_end)
  *
  * Resolves the output (slot -1) and then arguments slot.. num_args - 1, in order, while
- * each is the common case: a 4-aligned HBM tensor or scalar of rank 1 or 2
- * (`check_common_words`), with elements (1 to 2^28 - 1 of them), whose bytes all lie in
- * the window of translate's last range hit (`Tlb::range_last`, which
- * `translate_range` tests first), and a scalar aligned for its type. For each it does
- * what `Ready::refresh` does: copies the descriptor, stores the `Ready` slot (data,
+ * each is the common case: 4-aligned, `check_common_words`' tests passed, with 1 to
+ * 2^28 - 1 elements, all of whose bytes lie in the window of translate's last range
+ * hit (`Tlb::range_last`, which `translate_range` tests first), and a scalar aligned
+ * for its type (and not the output). For each it does what `Ready::refresh` does:
+ * copies the descriptor into the runtime's copy, stores the `Ready` slot (data,
  * num_elem, arg type, dtype), an argument's `arg_types` byte, and its overlap bit with
- * the output's bytes (out_start..out_end when the call starts past the output). It
- * stops at the first slot it cannot finish and returns:
- *   bits 0..9    the overlap bits of the arguments it resolved;
- *   bit 10       set when it wrote the stopped slot's copy (whose reuse test is then
- *                void: the Rust resolves it afresh);
- *   bits 16..23  the stopped slot + 1 (0: the output; num_args + 1: all done).
- * The first word of a reusable slot (its `reusable` bit, bit 31 for the output) equal
- * to the incoming one also stops it, uncopied: the Rust's reuse test decides.
- * Anything else it declines (another storage form or rank, no elements, a malformed
- * field, a translation it does not find at once) the Rust resolves and names.
+ * the output's bytes (out_start..out_end when the call starts past the output). A
+ * slot is resolved again even when it is unchanged: under the same windows that gives
+ * the same resolution. It stops at the first slot it declines, for the Rust to resolve
+ * and name, and returns:
+ *   done:     the overlap bits of the arguments it resolved (bits 0..9);
+ *   stopped:  those, bit 10 when it wrote the stopped slot's copy (whose reuse test
+ *             is then void), bit 31, and the stopped slot + 1 in bits 16..30 (0: the
+ *             output).
  *
- * Leaf function: it calls nothing. a2 = inv, a3 = slot, a4 = reusable, a5 = num_args,
+ * Leaf function: it calls nothing. a2 = inv, a3 = slot, a4 = num_args, a5 = the window,
  * a7 = the overlap bits, a8 = the incoming descriptor, a9 = the runtime's copy,
  * a6 and a10..a15 scratch; the output's range is kept at a1 + 0 and a1 + 4.
  */
