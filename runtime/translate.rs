@@ -405,8 +405,11 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
             Ok(())
         })
     };
+    // The count of windows taken; `min` only shows the compiler what `checked` does
+    // (at most TRANSLATE_REGIONS), so slicing `windows` below cannot panic: a panic
+    // with numbers would bring `core`'s integer formatting into every image.
     let configured = if checked.is_ok() {
-        records.len()
+        records.len().min(TRANSLATE_REGIONS)
     } else {
         windows = UNCONFIGURED;
         0
@@ -432,7 +435,7 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
     let mut positions = (1u32 << (MAX_FIELD_SHIFT + 1)) - 1;
     let (mut shared, mut disjoint) = (false, true);
     for (i, window) in configured.iter().enumerate() {
-        for earlier in &configured[..i] {
+        for earlier in configured.iter().take(i) {
             // Two windows differ where their `ptr`s do in a bit both masks cover (they
             // overlap when there is none), and a position tells them apart when one of
             // its four bits is such a bit.
