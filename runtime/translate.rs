@@ -450,9 +450,15 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
             }
         }
     }
-    // Never 0 (a position is dropped only by a pair it tells apart), so at most
-    // MAX_FIELD_SHIFT.
-    let field_shift = positions.trailing_zeros();
+    // The lowest position left. `positions` is never 0 (a position is dropped only by a
+    // pair it tells apart), so this is at most MAX_FIELD_SHIFT. Its trailing zeros
+    // counted by a loop, not `trailing_zeros`: this core has no count instruction, and
+    // that expansion (a population count) is longer.
+    let (mut field_shift, mut rest) = (0, positions);
+    while rest & 1 == 0 && rest != 0 {
+        rest >>= 1;
+        field_shift += 1;
+    }
     let fallback = match (shared, disjoint) {
         (false, _) => Fallback::Miss,
         (true, true) => Fallback::Search,
