@@ -405,11 +405,8 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
             Ok(())
         })
     };
-    // The count of windows taken; `min` only shows the compiler what `checked` does
-    // (at most TRANSLATE_REGIONS), so slicing `windows` below cannot panic: a panic
-    // with numbers would bring `core`'s integer formatting into every image.
     let configured = if checked.is_ok() {
-        records.len().min(TRANSLATE_REGIONS)
+        records.len()
     } else {
         windows = UNCONFIGURED;
         0
@@ -435,6 +432,8 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
     let mut positions = (1u32 << (MAX_FIELD_SHIFT + 1)) - 1;
     let (mut shared, mut disjoint) = (false, true);
     for (i, window) in configured.iter().enumerate() {
+        // `take(i)`, not `[..i]`: a slice's bounds check would panic with numbers, which
+        // would bring `core`'s integer formatting into every image.
         for earlier in configured.iter().take(i) {
             // Two windows differ where their `ptr`s do in a bit both masks cover (they
             // overlap when there is none), and a position tells them apart when one of
