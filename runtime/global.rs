@@ -60,7 +60,9 @@ impl<T> CoreLocal<T> {
     /// otherwise alias a `&mut`.
     pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         let tag = borrow_tag();
-        assert!(self.borrowed.replace(tag) != tag, "re-entrant access to core-local runtime state");
+        if self.borrowed.replace(tag) == tag {
+            reentered();
+        }
         // SAFETY: no borrow of this epoch is live, so no other reference to `value` is
         // used again on this core (an older epoch's was abandoned with its frames, see
         // the module docs), and no other core can reach this copy (module invariant).
@@ -68,6 +70,15 @@ impl<T> CoreLocal<T> {
         self.borrowed.set(0);
         result
     }
+}
+
+/// The panic of a re-entrant [`CoreLocal::with`], out of line: `with` is inlined into
+/// every runtime entry point (some thirty in a library image), and one call with no
+/// arguments is a third of the bytes of setting up a panic's message and location there.
+#[cold]
+#[inline(never)]
+fn reentered() -> ! {
+    panic!("re-entrant access to core-local runtime state")
 }
 
 /// Declares `$vis fn $with<R>(f: impl FnOnce(&mut $ty) -> R) -> R` over one piece of

@@ -435,7 +435,9 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
     let mut positions = (1u32 << (MAX_FIELD_SHIFT + 1)) - 1;
     let (mut shared, mut disjoint) = (false, true);
     for (i, window) in configured.iter().enumerate() {
-        for earlier in &configured[..i] {
+        // `take(i)`, not `[..i]`: a slice's bounds check would panic with numbers, which
+        // would bring `core`'s integer formatting into every image.
+        for earlier in configured.iter().take(i) {
             // Two windows differ where their `ptr`s do in a bit both masks cover (they
             // overlap when there is none), and a position tells them apart when one of
             // its four bits is such a bit.
@@ -450,9 +452,15 @@ fn configure_for_core(records: &[TranslateRecord], core: u32) -> Result<(), Tran
             }
         }
     }
-    // Never 0 (a position is dropped only by a pair it tells apart), so at most
-    // MAX_FIELD_SHIFT.
-    let field_shift = positions.trailing_zeros();
+    // The lowest position left. `positions` is never 0 (a position is dropped only by a
+    // pair it tells apart), so this is at most MAX_FIELD_SHIFT. Its trailing zeros
+    // counted by a loop, not `trailing_zeros`: this core has no count instruction, and
+    // that expansion (a population count) is longer.
+    let (mut field_shift, mut rest) = (0, positions);
+    while rest & 1 == 0 && rest != 0 {
+        rest >>= 1;
+        field_shift += 1;
+    }
     let fallback = match (shared, disjoint) {
         (false, _) => Fallback::Miss,
         (true, true) => Fallback::Search,

@@ -151,11 +151,12 @@ impl<const N: usize> StdoutRing<N> {
         let first_len = kept.len().min(capacity - start);
         let data = self.data.get().cast::<u8>();
         // SAFETY: `start + first_len <= capacity <= N` and `kept.len() - first_len <=
-        // capacity`, so both copies stay inside `data`; no reference aliases it (see
-        // `stdout_ring`). `copy` tolerates `bytes` pointing into the ring itself.
+        // capacity`, so both copies stay inside `data`. Neither overlaps `bytes`: the
+        // ring's data is only ever reached through this raw pointer, never handed out
+        // as a reference (see `stdout_ring`), so no `&[u8]` can point into it.
         unsafe {
-            core::ptr::copy(kept.as_ptr(), data.add(start), first_len);
-            core::ptr::copy(kept.as_ptr().add(first_len), data, kept.len() - first_len);
+            core::ptr::copy_nonoverlapping(kept.as_ptr(), data.add(start), first_len);
+            core::ptr::copy_nonoverlapping(kept.as_ptr().add(first_len), data, kept.len() - first_len);
         }
         count = count.wrapping_add(kept.len() as u32);
         // The data must be visible before the counter that publishes it.

@@ -588,8 +588,12 @@ fn check_common_words(mut word: impl FnMut(usize) -> u32) -> Option<Checked> {
 /// `ReservedNonZero` for the first non-zero byte of the little-endian `word` (not zero)
 /// found at descriptor offset `offset`.
 #[cold]
+#[inline(never)]
 fn reserved_error(word: u32, offset: usize) -> DescriptorError {
-    DescriptorError::ReservedNonZero { offset: (offset + word.trailing_zeros() as usize / 8) as u8 }
+    // The byte's index counted by masks, not `trailing_zeros() / 8`: this core has no
+    // count instruction, and the long expansion was written out at every call site.
+    let byte = usize::from(word & 0xFF == 0) + usize::from(word & 0xFFFF == 0) + usize::from(word & 0xFF_FFFF == 0);
+    DescriptorError::ReservedNonZero { offset: (offset + byte) as u8 }
 }
 
 /// What [`ArgTensor::check`] decodes from a valid descriptor: all the pull stream needs,

@@ -859,7 +859,14 @@ impl Invocation {
             self.last_status.set(Status::OK);
             return Ok(index);
         }
-        self.pull_slow(wanted)
+        // `pull_slow` returns only an argument's index (below `MAX_ARGS`); tested again
+        // here, where the callers index with it, so that no bounds check of theirs can
+        // panic: a panic with numbers would bring `core`'s integer formatting into every
+        // image. An index past the arguments is what `resolve_next` says it is.
+        match self.pull_slow(wanted)? {
+            index if index < MAX_ARGS => Ok(index),
+            _ => Err(ArgError::NoMoreArgs),
+        }
     }
 
     /// The pull the fast path declined: every check in order, so the error is the one

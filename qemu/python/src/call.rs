@@ -33,6 +33,11 @@ fn exactly<const N: usize>(what: &str, bytes: &[u8]) -> PyResult<[u8; N]> {
     bytes.try_into().map_err(|_| PyValueError::new_err(format!("{what}: {} bytes, not {N}", bytes.len())))
 }
 
+/// The host API's arguments for `inputs`, each named `input <index>` in errors.
+pub fn to_args(inputs: &[Input<'_>]) -> PyResult<Vec<Arg>> {
+    inputs.iter().enumerate().map(|(index, input)| input.to_arg(&format!("input {index}"))).collect()
+}
+
 impl Input<'_> {
     /// The host API's argument; `what` names it in errors.
     pub fn to_arg(&self, what: &str) -> PyResult<Arg> {

@@ -3,6 +3,7 @@
 
 use crate::call::{self, Input, RawCall};
 use crate::{DeviceError, PackageError};
+use neuroncustomop_sim::array::dtype_name;
 use neuroncustomop_sim::library::{self as host, CallError, Options, Output};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -58,6 +59,20 @@ impl Library {
         self.library.kernels()
     }
 
+    /// The output's `(dtype, shape)` for a call of `kernel` with `inputs`, from the
+    /// library's C++ shape function (its `shape_srcs`, run on the host); `None` for a
+    /// library without shape functions (Rust and C).
+    fn output_of(&self, py: Python<'_>, kernel: &str, inputs: Vec<Input<'_>>) -> PyResult<Option<(&'static str, Vec<usize>)>> {
+        let args = call::to_args(&inputs)?;
+        let library = &self.library;
+        let output = py.detach(|| library.output_of(kernel, &args)).map_err(call_error)?;
+        Ok(match output {
+            Some(Output::Shape { dtype, shape }) => Some((dtype_name(dtype), shape)),
+            // No shape function (a Rust or C library); `output_of` never answers `Like`.
+            _ => None,
+        })
+    }
+
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
     /// `output_dtype` and `output_shape`. The library's device for that core count
     /// and counting mode stays booted between calls.
@@ -77,11 +92,7 @@ impl Library {
             // (docs/abi/dispatch.md): an op with an output has at least one input.
             return Err(PyTypeError::new_err("no inputs: a kernel call takes at least one"));
         }
-        let args = inputs
-            .iter()
-            .enumerate()
-            .map(|(index, input)| input.to_arg(&format!("input {index}")))
-            .collect::<PyResult<Vec<_>>>()?;
+        let args = call::to_args(&inputs)?;
         let output = Output::Shape { dtype: call::dtype(output_dtype)?, shape: output_shape };
         let options = Options { cores, count_instructions, ..Options::default() };
         let library = &self.library;

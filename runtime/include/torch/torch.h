@@ -709,6 +709,15 @@ inline void copy_elements(T *dst, const T *src, size_t n) {
 
 namespace torch {
 
+/* The element offset of index `i` along a dimension of stride `stride`. The torch API
+ * takes int64_t; a 64-bit multiply is a call on this 32-bit core (__muldi3, dozens of
+ * instructions per element access), while the address is pointer-sized anyway: the
+ * product modulo 2^32 (unsigned, so wrapping is defined) gives the same address for
+ * every index, in range or not. */
+inline size_t element_offset(int64_t stride, int64_t i) {
+    return static_cast<size_t>(stride) * static_cast<size_t>(i);
+}
+
 /* Element access over N dimensions with strides; `[]` chains down to an element. */
 template <class T, size_t N, bool ReadOnly = false>
 class TensorAccessor {
@@ -721,7 +730,7 @@ class TensorAccessor {
     TensorAccessor(Element *data, const int64_t *sizes, const int64_t *strides)
         : data_(data), sizes_(sizes), strides_(strides) {}
     TensorAccessor<T, N - 1, ReadOnly> operator[](int64_t i) const {
-        return TensorAccessor<T, N - 1, ReadOnly>(data_ + strides_[0] * i, sizes_ + 1, strides_ + 1);
+        return TensorAccessor<T, N - 1, ReadOnly>(data_ + element_offset(strides_[0], i), sizes_ + 1, strides_ + 1);
     }
     int64_t size(int64_t d) const { return sizes_[d]; }
     int64_t stride(int64_t d) const { return strides_[d]; }
@@ -738,7 +747,7 @@ class TensorAccessor<T, 1, ReadOnly> {
   public:
     TensorAccessor(Element *data, const int64_t *sizes, const int64_t *strides)
         : data_(data), sizes_(sizes), strides_(strides) {}
-    Element &operator[](int64_t i) const { return data_[strides_[0] * i]; }
+    Element &operator[](int64_t i) const { return data_[element_offset(strides_[0], i)]; }
     int64_t size(int64_t d) const { return sizes_[d]; }
     int64_t stride(int64_t d) const { return strides_[d]; }
     Element *data() const { return data_; }

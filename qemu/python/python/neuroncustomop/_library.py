@@ -98,8 +98,9 @@ class Kernel:
             dtype; a non-contiguous or big-endian one is copied first. Scalars follow
             the kinds of :mod:`neuroncustomop` (``np.int64`` for a ``long long``).
         out_shape : sequence of int, optional
-            The output's shape. Default: the library's shape function for this kernel
-            (``load(shape_fns=...)``), else the first tensor input's shape.
+            The output's shape. Default: the shape function for this kernel given to
+            ``load(shape_fns=...)``, else the C++ library's own (its ``shape_srcs``),
+            else the first tensor input's shape.
         out_dtype : dtype, optional
             The output's dtype, by the same rule.
         cores : int, optional
@@ -125,8 +126,8 @@ class Kernel:
         DeviceError
             The simulated device could not run the op.
         """
-        shape, dtype = self.library._output_of(self.name, inputs, out_shape, out_dtype)
         arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
+        shape, dtype = self.library._output_of(self.name, inputs, arguments, out_shape, out_dtype)
         cores = self.library.cores if cores is None else cores
         raw = self.library._native.call(self.name, arguments, dtype.name, list(shape), cores, count_instructions)
         result = _result(raw, shape, dtype)
@@ -204,8 +205,9 @@ class Library:
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self.kernels))
 
-    def _output_of(self, kernel: str, inputs: Sequence[Any], shape: Any, dtype: Any) -> tuple:
-        """The output's shape and dtype, by the rule of :meth:`Kernel.run`."""
+    def _output_of(self, kernel: str, inputs: Sequence[Any], arguments: list, shape: Any, dtype: Any) -> tuple:
+        """The output's shape and dtype, by the rule of :meth:`Kernel.run`; ``arguments``
+        are ``inputs`` as the native call takes them."""
         shape_fn = self._shape_fns.get(kernel)
         if shape_fn is not None:
             try:
@@ -216,6 +218,12 @@ class Library:
                 like = np.asarray(shape_fn(*inputs))
                 shape = like.shape if shape is None else shape
                 dtype = like.dtype if dtype is None else dtype
+        if shape is None or dtype is None:
+            shaped = self._native.output_of(kernel, arguments)  # a C++ library's shape function
+            if shaped is not None:
+                shaped_dtype, shaped_shape = shaped
+                shape = shaped_shape if shape is None else shape
+                dtype = shaped_dtype if dtype is None else dtype
         if shape is None or dtype is None:
             first = next((value for value in inputs if not _args.is_scalar(value)), None)
             if first is None:
