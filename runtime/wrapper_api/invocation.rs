@@ -813,16 +813,23 @@ impl Invocation {
                 unsafe { Ready::refresh(self.result, &mut self.dst_desc, &self.dst_resolved, &self.platform, reuse) };
             } else {
                 let index = stop as usize;
+                // The output's bytes, whichever resolved it.
                 let (output_start, output_end) = self.dst_resolved.get().tensor_bytes();
                 let extractor = &mut self.parser.extractor;
-                let copy = &mut extractor.args[index];
+                // Always there (`index < num_args <= MAX_ARGS`); `get`, not an index
+                // that could panic (the panic's message formats numbers: text).
+                let (Some(copy), Some(ready), Some(arg_type)) =
+                    (extractor.args.get_mut(index), self.ready.get(index), extractor.arg_types.get_mut(index))
+                else {
+                    return overlaps;
+                };
                 // SAFETY: `index < num_args`, so `src` is one of the pending descriptors
                 // (the caller's contract), and `copy` the runtime's own.
                 let (start, end) = unsafe {
                     let src = self.args.add(index);
-                    Ready::refresh(src, copy, &self.ready[index], &self.platform, reuse)
+                    Ready::refresh(src, copy, ready, &self.platform, reuse)
                 };
-                extractor.arg_types[index] = copy.arg_type;
+                *arg_type = copy.arg_type;
                 if start < output_end && output_start < end {
                     overlaps |= 1 << index;
                 }
