@@ -272,7 +272,7 @@ const DISPATCH_GOAL: f64 = 500.0;
 const DISPATCH_CEILING: f64 = DISPATCH_GOAL;
 /// The same op with new arguments every dispatch (nothing to reuse): issue 16's goal,
 /// met since setup resolves the common descriptors in assembly (docs/PERFORMANCE.md,
-/// "Dispatch": 685.2 measured). A regression past the goal fails.
+/// "Dispatch": 685.1 measured). A regression past the goal fails.
 const NEW_ARGUMENTS_CEILING: f64 = 700.0;
 
 /// Mean guest instructions of the loader-dispatched ops of `report` that ran `function`.
