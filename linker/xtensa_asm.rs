@@ -51,8 +51,7 @@ fn llvm_bin() -> String {
 }
 
 fn run(command: &mut Command) {
-    let status = command
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run {:?}: {e} (run qemu/setup.sh)", command.get_program()));
+    let status =
+        command.status().unwrap_or_else(|e| panic!("cannot run {:?}: {e} (run qemu/setup.sh)", command.get_program()));
     assert!(status.success(), "{command:?} failed");
 }

@@ -506,7 +506,9 @@ mod tests {
     fn an_intact_guard_passes_and_the_frame_fields_are_checked() {
         let memory = Memory::new(8192);
         let layout = StackLayout::new(memory.ptr, 8192).unwrap();
-        for (offset, error) in [(20, StackError::FrameCorrupted), (24, StackError::FrameCorrupted), (28, StackError::FrameCorrupted)] {
+        for (offset, error) in
+            [(20, StackError::FrameCorrupted), (24, StackError::FrameCorrupted), (28, StackError::FrameCorrupted)]
+        {
             let target = layout.frame.cast::<u8>().wrapping_add(offset);
             // SAFETY: the region is 8192 writable bytes used by nothing else; the closure
             // writes one byte of the frame, inside the region, through the same pointer.
@@ -603,8 +605,14 @@ mod tests {
         unsafe {
             assert_eq!(switch_stack_or_call_wrapper(None, argument, 0), StackError::NullFunction.code());
             assert_eq!(switch_stack_or_call_wrapper(Some(add_one), argument, 100), StackError::InvalidSize.code());
-            assert_eq!(switch_stack_or_call_wrapper(Some(add_one), argument, 401 * 1024), StackError::InvalidSize.code());
-            assert_eq!(switch_stack_or_call_wrapper(Some(add_one), argument, 400 * 1024), StackError::OutOfMemory.code());
+            assert_eq!(
+                switch_stack_or_call_wrapper(Some(add_one), argument, 401 * 1024),
+                StackError::InvalidSize.code()
+            );
+            assert_eq!(
+                switch_stack_or_call_wrapper(Some(add_one), argument, 400 * 1024),
+                StackError::OutOfMemory.code()
+            );
         }
         assert_eq!(counter, 0);
     }

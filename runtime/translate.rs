@@ -532,7 +532,9 @@ fn search(framework_addr: u64, slot: *mut *const Window, move_candidate: bool) -
     }
     let windows = windows_start();
     // SAFETY: `windows` is the TLB's array of TRANSLATE_REGIONS windows.
-    let hit = (0..TRANSLATE_REGIONS).map(|index| windows.wrapping_add(index)).find(|&window| unsafe { (*window).matches(framework_addr) })?;
+    let hit = (0..TRANSLATE_REGIONS)
+        .map(|index| windows.wrapping_add(index))
+        .find(|&window| unsafe { (*window).matches(framework_addr) })?;
     if move_candidate && fallback == Fallback::Search {
         // SAFETY: `slot` is a candidate slot of this TLB (`find`); no reference into
         // the TLB is live. Disjoint windows: the hit is the only window of the address,
@@ -588,7 +590,11 @@ pub fn translate_range(framework_addr: u64, len: usize) -> Result<*mut u8, Range
     // windows.
     let last = unsafe { (*tlb).range_last };
     // SAFETY: as above.
-    let window = if unsafe { (*last).matches(framework_addr) } { last } else { range_window(framework_addr).ok_or(RangeError::Miss)? };
+    let window = if unsafe { (*last).matches(framework_addr) } {
+        last
+    } else {
+        range_window(framework_addr).ok_or(RangeError::Miss)?
+    };
     // SAFETY: `window` is one of this TLB's windows (`find`).
     let last_offset = unsafe { (*window).last_offset };
     // The first byte's offset in the window: the offset bits fit a pointer (see
@@ -868,7 +874,9 @@ mod tests {
 
     /// Five 1 MiB windows whose addresses differ in bits `bit..bit + 3` only.
     fn five_windows(bit: u32) -> [TranslateRecord; 5] {
-        core::array::from_fn(|i| TranslateRecord::window(0x7f00_0000_0000 + ((i as u64) << bit), 1 << 20, 0x6300_0000 + ((i as u64) << 20)))
+        core::array::from_fn(|i| {
+            TranslateRecord::window(0x7f00_0000_0000 + ((i as u64) << bit), 1 << 20, 0x6300_0000 + ((i as u64) << 20))
+        })
     }
 
     #[test]
@@ -919,7 +927,9 @@ mod tests {
         // A 1 MiB window inside a 1 GiB one.
         let wide = TranslateRecord { mask: !0x3FFF_FFFF, ..records[4] };
         let narrow = TranslateRecord { ptr: records[4].ptr + 0x1000_0000, ..records[3] };
-        for (order, expected) in [([narrow, wide], narrow.device_base), ([wide, narrow], wide.device_base + 0x1000_0000)] {
+        for (order, expected) in
+            [([narrow, wide], narrow.device_base), ([wide, narrow], wide.device_base + 0x1000_0000)]
+        {
             configure(&[records[0], order[0], order[1]]).unwrap();
             let before = buckets();
             assert_eq!(before.1, Fallback::SearchInOrder);

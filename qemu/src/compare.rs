@@ -218,7 +218,10 @@ mod tests {
         let want = Array::from_vec(vec![2, 3], vec![0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
         let Err(Mismatch::Values(report)) = compare(&got, &want, Tolerance::NUMPY) else { panic!() };
         assert_eq!((report.bad, report.unwritten, report.total), (3, 2, 6));
-        assert_eq!(report.first[0], BadElement { position: vec![0, 2], got: Some(Value::Float(9.0)), want: Value::Float(2.0) });
+        assert_eq!(
+            report.first[0],
+            BadElement { position: vec![0, 2], got: Some(Value::Float(9.0)), want: Value::Float(2.0) }
+        );
         assert_eq!(report.first[1].got, None);
         assert_eq!(
             report.to_string(),

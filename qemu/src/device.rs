@@ -640,7 +640,9 @@ pub fn parse(outcome: Outcome) -> Report {
         let report = cores.entry(c).or_default();
         match line {
             Line::Callback { name, .. } => report.callbacks.push(name.to_string()),
-            Line::Register { name, status, .. } => report.registrations.push(Registration { name: name.into(), status }),
+            Line::Register { name, status, .. } => {
+                report.registrations.push(Registration { name: name.into(), status })
+            }
             Line::Entry { status, .. } => report.entry_status = Some(status),
             Line::Kernel { ptr, name, handle, .. } => report.kernels.push(Kernel { name: name.into(), ptr, handle }),
             Line::Stdout { op, lost, bytes, .. } => {

@@ -9,8 +9,8 @@ use crate::elf;
 use crate::images::{CORES, Images};
 use neuroncustomop::start_exit::MAX_STDOUT_RING_CAPACITY;
 use neuroncustomop_wire::job::{
-    DEFAULT_MAX_INSTRUCTIONS, DmaMode, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_RECORD_LEN,
-    TRANSLATE_REGIONS,
+    DEFAULT_MAX_INSTRUCTIONS, DmaMode, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN,
+    NEVER, OutputDump, TRANSLATE_RECORD_LEN, TRANSLATE_REGIONS,
 };
 use neuroncustomop_wire::{Descriptor, FunctionId, encode};
 use std::fmt;
@@ -141,8 +141,15 @@ impl Job {
                     .map_err(JobError::Elf)?
                     .ok_or(JobError::MissingSymbol { core, symbol })?;
             }
-            let [entry_func, register_funcs, set_invocation, invocation_status, translate_configure, stdout_ring, set_memcpy_method] =
-                addresses;
+            let [
+                entry_func,
+                register_funcs,
+                set_invocation,
+                invocation_status,
+                translate_configure,
+                stdout_ring,
+                set_memcpy_method,
+            ] = addresses;
             libraries[core] = LibrarySymbols {
                 entry_func,
                 register_funcs,
@@ -180,7 +187,13 @@ impl Job {
             data: Vec::new(),
         };
         job.header.set_max_instructions(DEFAULT_MAX_INSTRUCTIONS);
-        job.set_translate(&[translate_record(FRAMEWORK_BASE, u64::from(TENSOR_AREA_SIZE), u64::from(TENSOR_AREA), 0, 0)]);
+        job.set_translate(&[translate_record(
+            FRAMEWORK_BASE,
+            u64::from(TENSOR_AREA_SIZE),
+            u64::from(TENSOR_AREA),
+            0,
+            0,
+        )]);
         Ok(job)
     }
 
@@ -254,7 +267,13 @@ impl Job {
 /// addresses `[start, start + size)` (size a power of two, `start` aligned to it) map
 /// to `device_base + (addr - start)`, plus `core * core_stride` when `flags` has the
 /// per-core bit.
-pub fn translate_record(start: u64, size: u64, device_base: u64, flags: u32, core_stride: u32) -> [u8; TRANSLATE_RECORD_LEN] {
+pub fn translate_record(
+    start: u64,
+    size: u64,
+    device_base: u64,
+    flags: u32,
+    core_stride: u32,
+) -> [u8; TRANSLATE_RECORD_LEN] {
     let mut record = [0u8; TRANSLATE_RECORD_LEN];
     record[0..8].copy_from_slice(&start.to_le_bytes());
     record[8..16].copy_from_slice(&(!(size - 1)).to_le_bytes());

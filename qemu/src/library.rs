@@ -36,8 +36,8 @@ use neuroncustomop_wire::job::OutputDump;
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// One argument of a kernel, in the order the kernel pulls them.
@@ -200,7 +200,9 @@ impl Call {
     pub fn check(self) -> Result<Self, KernelFailed> {
         match self.statuses.iter().position(|status| !status.is_ok()) {
             None => Ok(self),
-            Some(core) => Err(KernelFailed { kernel: self.kernel, core, status: self.statuses[core], stdout: self.stdout }),
+            Some(core) => {
+                Err(KernelFailed { kernel: self.kernel, core, status: self.statuses[core], stdout: self.stdout })
+            }
         }
     }
 }
@@ -376,8 +378,8 @@ impl Library {
     /// [`LoadError`]: an unknown example (naming those there are), or its build's or
     /// packaging's error.
     pub fn example(name: &str) -> Result<Self, LoadError> {
-        let project = Project::example(name)?
-            .ok_or_else(|| ProjectError::UnknownExample(name.into(), Project::examples()))?;
+        let project =
+            Project::example(name)?.ok_or_else(|| ProjectError::UnknownExample(name.into(), Project::examples()))?;
         Self::from_project(&project)
     }
 
@@ -466,7 +468,9 @@ impl Library {
                 Entry::Vacant(slot) => {
                     let session_options =
                         SessionOptions { count_instructions: options.count_instructions, ..SessionOptions::default() };
-                    slot.insert(Session::boot(&self.package.images, options.cores, session_options).map_err(CallError::Run)?)
+                    slot.insert(
+                        Session::boot(&self.package.images, options.cores, session_options).map_err(CallError::Run)?,
+                    )
                 }
             };
             session.dispatch(&job).map_err(CallError::Run)?

@@ -57,7 +57,14 @@ impl Outcome {
 impl Boot {
     /// Boots `images`, one per core, with a generous timeout.
     pub fn new(images: Vec<PathBuf>) -> Self {
-        Self { images, elf_data: Vec::new(), data: Vec::new(), count_instructions: false, timeout: Duration::from_secs(120), gdb: None }
+        Self {
+            images,
+            elf_data: Vec::new(),
+            data: Vec::new(),
+            count_instructions: false,
+            timeout: Duration::from_secs(120),
+            gdb: None,
+        }
     }
 
     /// The full QEMU command line.

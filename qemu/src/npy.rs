@@ -38,7 +38,9 @@ pub enum NpyError {
     #[error("not a .npy file: {0}")]
     Header(io::Error),
     /// The dtype is not one of the ABI's.
-    #[error("dtype {0} is not one of the device's (float32, bfloat16 as |V2, float16, int32, int8, int64, int16, uint8)")]
+    #[error(
+        "dtype {0} is not one of the device's (float32, bfloat16 as |V2, float16, int32, int8, int64, int16, uint8)"
+    )]
     Dtype(String),
     /// A Fortran-order (column-major) array.
     #[error("the array is in Fortran order: save it with np.ascontiguousarray(x) first")]
@@ -115,15 +117,17 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Array, NpyError> {
         .filter(|&total| total <= usize::MAX as u64);
     let got = rest.len() as u64;
     if expected != Some(got) {
-        return Err(NpyError::DataLength { shape, dtype: dtype_name(dtype), expected: expected.unwrap_or(u64::MAX), got });
+        return Err(NpyError::DataLength {
+            shape,
+            dtype: dtype_name(dtype),
+            expected: expected.unwrap_or(u64::MAX),
+            got,
+        });
     }
     // The data length fits the host's memory, so does every dimension.
     let dims: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
     let file = npyz::NpyFile::with_header(header, rest);
-    fn decode<T: Element + npyz::Deserialize>(
-        file: npyz::NpyFile<&[u8]>,
-        dims: Vec<usize>,
-    ) -> Result<Array, NpyError> {
+    fn decode<T: Element + npyz::Deserialize>(file: npyz::NpyFile<&[u8]>, dims: Vec<usize>) -> Result<Array, NpyError> {
         Ok(Array::from_vec(dims, file.into_vec::<T>().map_err(NpyError::Data)?)?)
     }
     match dtype {
@@ -184,7 +188,9 @@ fn precheck_header(bytes: &[u8]) -> Result<(), NpyError> {
     for dim in tuple.split(',').map(str::trim).filter(|d| !d.is_empty()) {
         // Not a plain number: npyz's parser decides.
         let Ok(dim) = dim.trim_end_matches('L').parse::<u64>() else { return Ok(()) };
-        count = count.checked_mul(dim).ok_or_else(|| invalid(format!("the shape ({tuple}) has more than 2^64 elements")))?;
+        count = count
+            .checked_mul(dim)
+            .ok_or_else(|| invalid(format!("the shape ({tuple}) has more than 2^64 elements")))?;
     }
     Ok(())
 }
@@ -251,7 +257,10 @@ mod tests {
     use super::*;
 
     fn header(descr: &str, fortran: bool, shape: &str) -> Vec<u8> {
-        let dict = format!("{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}", if fortran { "True" } else { "False" });
+        let dict = format!(
+            "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
+            if fortran { "True" } else { "False" }
+        );
         let mut text = dict.into_bytes();
         while (10 + text.len() + 1) % 64 != 0 {
             text.push(b' ');

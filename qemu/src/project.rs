@@ -158,7 +158,11 @@ impl Project {
             // A built-in example: named after its folder, its outputs where `cargo sim`
             // has always put them.
             name = dir.file_name().expect("in examples/").to_string_lossy().into_owned();
-            (repo.join("target/images").join(&name), package::package_dir(&name), repo.join("target/c-examples").join(&name))
+            (
+                repo.join("target/images").join(&name),
+                package::package_dir(&name),
+                repo.join("target/c-examples").join(&name),
+            )
         } else {
             let out = dir.join("target/neuroncustomop");
             (out.join("images"), out.join("package").join(&name), out.join("c"))
@@ -223,10 +227,8 @@ impl Project {
                 }
                 images::read_dir(&self.name, image_dir).map_err(build_error)
             }
-            Language::C(sources) => {
-                package::compile_and_link_c(&tools, &self.name, sources, &self.work_dir, image_dir)
-                    .map_err(|source| ProjectError::Package { name: self.name.clone(), source })
-            }
+            Language::C(sources) => package::compile_and_link_c(&tools, &self.name, sources, &self.work_dir, image_dir)
+                .map_err(|source| ProjectError::Package { name: self.name.clone(), source }),
             Language::Cxx => cxx::Library::open(&self.dir)
                 .and_then(|library| cxx::build_images(&tools, &library, image_dir))
                 .map_err(|source| ProjectError::Package { name: self.name.clone(), source }),
@@ -331,7 +333,16 @@ mod tests {
 
     #[test]
     fn the_examples_are_projects_with_the_usual_outputs() {
-        let cxx = ["cxx_misuse", "cxx_ops", "cxx_relu", "cxx_relu_multicore", "cxx_relu_tcm", "cxx_scalars", "cxx_softmax", "cxx_stream"];
+        let cxx = [
+            "cxx_misuse",
+            "cxx_ops",
+            "cxx_relu",
+            "cxx_relu_multicore",
+            "cxx_relu_tcm",
+            "cxx_scalars",
+            "cxx_softmax",
+            "cxx_stream",
+        ];
         let mut all: Vec<&str> = ["c_kernel", "relu", "sort", "vector_add"].into_iter().chain(cxx).collect();
         all.sort();
         assert_eq!(Project::examples(), all);

@@ -82,7 +82,12 @@ impl FaultLine {
     fn what(&self) -> String {
         match self.kind.as_str() {
             "stack-overflow" => "stack overflow".into(),
-            "exception" => format!("exception {} (EXCCAUSE {}) at address {:#010x}", cause_name(self.cause), self.cause, self.vaddr),
+            "exception" => format!(
+                "exception {} (EXCCAUSE {}) at address {:#010x}",
+                cause_name(self.cause),
+                self.cause,
+                self.vaddr
+            ),
             "panic" => "panic".into(),
             "double-panic" => "panic while panicking".into(),
             "abort" => "abort".into(),
@@ -158,8 +163,10 @@ impl Symbolizer {
             .iter()
             .map(|path| {
                 let bytes = std::fs::read(path).map_err(|e| SymbolizeError(format!("{}: {e}", path.display())))?;
-                let segments = elf::load_segments(&bytes).map_err(|e| SymbolizeError(format!("{}: {e}", path.display())))?;
-                let debug = addr2line::Loader::new(path).map_err(|e| SymbolizeError(format!("{}: {e}", path.display())))?;
+                let segments =
+                    elf::load_segments(&bytes).map_err(|e| SymbolizeError(format!("{}: {e}", path.display())))?;
+                let debug =
+                    addr2line::Loader::new(path).map_err(|e| SymbolizeError(format!("{}: {e}", path.display())))?;
                 Ok(Image { segments, debug })
             })
             .collect::<Result<_, SymbolizeError>>()?;
@@ -168,9 +175,11 @@ impl Symbolizer {
 
     /// The functions at `pc`, innermost (inlined) first; empty if no image holds it.
     pub fn places(&self, pc: u32) -> Vec<Place> {
-        let Some(image) = self.images.iter().find(|image| {
-            image.segments.iter().any(|s| (s.vaddr..s.vaddr.saturating_add(s.memsz)).contains(&pc))
-        }) else {
+        let Some(image) = self
+            .images
+            .iter()
+            .find(|image| image.segments.iter().any(|s| (s.vaddr..s.vaddr.saturating_add(s.memsz)).contains(&pc)))
+        else {
             return Vec::new();
         };
         let mut places = Vec::new();
@@ -180,7 +189,12 @@ impl Symbolizer {
                     .function
                     .as_ref()
                     .and_then(|name| name.demangle().ok().map(|name| without_hash(&name)))
-                    .or_else(|| image.debug.find_symbol(u64::from(pc)).map(|name| without_hash(&addr2line::demangle_auto(name.into(), None))))
+                    .or_else(|| {
+                        image
+                            .debug
+                            .find_symbol(u64::from(pc))
+                            .map(|name| without_hash(&addr2line::demangle_auto(name.into(), None)))
+                    })
                     .unwrap_or_else(|| "?".into());
                 let file = frame.location.as_ref().and_then(|l| l.file).map(|file| self.relative(file));
                 let line = frame.location.as_ref().and_then(|l| l.line);
@@ -190,7 +204,11 @@ impl Symbolizer {
         if places.is_empty()
             && let Some(name) = image.debug.find_symbol(u64::from(pc))
         {
-            places.push(Place { function: without_hash(&addr2line::demangle_auto(name.into(), None)), file: None, line: None });
+            places.push(Place {
+                function: without_hash(&addr2line::demangle_auto(name.into(), None)),
+                file: None,
+                line: None,
+            });
         }
         places
     }
@@ -300,8 +318,14 @@ pub fn explain(report: &Report, symbols: &Symbolizer) -> Vec<String> {
     for (&core, core_report) in &report.cores {
         let mut from_stderr = stderr_faults.iter().filter(|f| f.core == core);
         for (index, op) in core_report.ops.iter().enumerate() {
-            let printed = core_report.stdout.get(&(index as u32)).map(|(bytes, _)| String::from_utf8_lossy(bytes).into_owned());
-            let printed_fault = printed.as_deref().map(FaultLine::all).unwrap_or_default().into_iter().find(|f| stops_with(&f.kind, &op.status));
+            let printed =
+                core_report.stdout.get(&(index as u32)).map(|(bytes, _)| String::from_utf8_lossy(bytes).into_owned());
+            let printed_fault = printed
+                .as_deref()
+                .map(FaultLine::all)
+                .unwrap_or_default()
+                .into_iter()
+                .find(|f| stops_with(&f.kind, &op.status));
             let fault = match printed_fault {
                 Some(fault) => Some(fault),
                 None if op.status.starts_with("exception(") => from_stderr.next().cloned(),

@@ -183,49 +183,29 @@ impl fmt::Display for UcodeLibError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Json(error) => write!(f, "ucode_lib.json does not match the schema: {error}"),
-            Self::VersionMismatch {
-                library,
-                registered,
-                requested,
-            } => write!(
+            Self::VersionMismatch { library, registered, requested } => write!(
                 f,
                 "library {library} registered again with versions (ucode {:?}, isa {:?}), \
                  first registered with (ucode {:?}, isa {:?})",
                 requested.0, requested.1, registered.0, registered.1
             ),
-            Self::AttributeMismatch { library } => write!(
-                f,
-                "library {library} registered again with another is_builtin, cpu_id or total_cpus"
-            ),
-            Self::CpuIdOutOfRange {
-                library,
-                cpu_id,
-                total_cpus,
-            } => write!(
-                f,
-                "library {library}: cpu_id {cpu_id} is not below total_cpus {total_cpus}"
-            ),
+            Self::AttributeMismatch { library } => {
+                write!(f, "library {library} registered again with another is_builtin, cpu_id or total_cpus")
+            }
+            Self::CpuIdOutOfRange { library, cpu_id, total_cpus } => {
+                write!(f, "library {library}: cpu_id {cpu_id} is not below total_cpus {total_cpus}")
+            }
             Self::DuplicateLibrary { library } => write!(f, "library {library} appears twice"),
             Self::UnknownLibrary { library } => {
-                write!(
-                    f,
-                    "function added to library {library}, which is not registered"
-                )
+                write!(f, "function added to library {library}, which is not registered")
             }
-            Self::TooManyFunctions => write!(
-                f,
-                "number of unique custom op functions cannot exceed {}",
-                FunctionId::MAX_FUNCTIONS
-            ),
+            Self::TooManyFunctions => {
+                write!(f, "number of unique custom op functions cannot exceed {}", FunctionId::MAX_FUNCTIONS)
+            }
             Self::UnallocatedFunctionId { id } => {
                 write!(f, "FunctionId {} was never allocated", id.get())
             }
-            Self::FunctionRebound {
-                library,
-                function,
-                registered,
-                requested,
-            } => write!(
+            Self::FunctionRebound { library, function, registered, requested } => write!(
                 f,
                 "library {library}: function {function} has FunctionId {}, not {}",
                 registered.get(),
@@ -238,31 +218,15 @@ impl fmt::Display for UcodeLibError {
                 write!(f, "library {library}: function {function} appears twice")
             }
             Self::DuplicateSubOpcode { library, id } => {
-                write!(
-                    f,
-                    "library {library}: sub_opcode {} appears twice",
-                    id.get()
-                )
+                write!(f, "library {library}: sub_opcode {} appears twice", id.get())
             }
-            Self::WrongOpcode {
-                library,
-                function,
-                opcode,
-            } => write!(
-                f,
-                "library {library}: function {function} has opcode {opcode}, not {FUNCTION_OPCODE}"
-            ),
+            Self::WrongOpcode { library, function, opcode } => {
+                write!(f, "library {library}: function {function} has opcode {opcode}, not {FUNCTION_OPCODE}")
+            }
             Self::UnsetSubOpcode { library, function } => {
-                write!(
-                    f,
-                    "library {library}: function {function} has sub_opcode 255 (unset)"
-                )
+                write!(f, "library {library}: function {function} has sub_opcode 255 (unset)")
             }
-            Self::SubOpcodeOutOfRange {
-                library,
-                function,
-                sub_opcode,
-            } => write!(
+            Self::SubOpcodeOutOfRange { library, function, sub_opcode } => write!(
                 f,
                 "library {library}: function {function} has sub_opcode {sub_opcode}, \
                  past the {} FunctionIds a module can have",
@@ -289,9 +253,7 @@ impl UcodeLib {
     /// Whatever [`validate`](Self::validate) finds: an invalid model is never written.
     pub fn to_json(&self) -> Result<String, UcodeLibError> {
         self.validate()?;
-        let document = RawDocument {
-            ucode_lib: self.libraries.iter().map(RawLibrary::from).collect(),
-        };
+        let document = RawDocument { ucode_lib: self.libraries.iter().map(RawLibrary::from).collect() };
         let mut text = serde_json::to_string_pretty(&document).map_err(UcodeLibError::Json)?;
         text.push('\n');
         Ok(text)
@@ -307,11 +269,7 @@ impl UcodeLib {
     /// [`validate`](Self::validate) finds.
     pub fn from_json(text: &str) -> Result<Self, UcodeLibError> {
         let document: RawDocument = serde_json::from_str(text).map_err(UcodeLibError::Json)?;
-        let libraries = document
-            .ucode_lib
-            .into_iter()
-            .map(LibraryEntry::try_from)
-            .collect::<Result<_, _>>()?;
+        let libraries = document.ucode_lib.into_iter().map(LibraryEntry::try_from).collect::<Result<_, _>>()?;
         let ucode_lib = Self { libraries };
         ucode_lib.validate()?;
         Ok(ucode_lib)
@@ -329,9 +287,7 @@ impl UcodeLib {
         for entry in &self.libraries {
             check_cpu_id(&entry.library, entry.cpu_id, entry.total_cpus)?;
             if !library_names.insert(entry.library.as_str()) {
-                return Err(UcodeLibError::DuplicateLibrary {
-                    library: entry.library.clone(),
-                });
+                return Err(UcodeLibError::DuplicateLibrary { library: entry.library.clone() });
             }
             let mut function_names = HashSet::new();
             let mut ids = HashSet::new();
@@ -409,22 +365,12 @@ impl UcodeLibRegistry {
             {
                 return Err(UcodeLibError::VersionMismatch {
                     library: name.to_owned(),
-                    registered: (
-                        existing.ulib_to_ucode_version.clone(),
-                        existing.ulib_to_isa_version.clone(),
-                    ),
-                    requested: (
-                        ulib_to_ucode_version.to_owned(),
-                        ulib_to_isa_version.to_owned(),
-                    ),
+                    registered: (existing.ulib_to_ucode_version.clone(), existing.ulib_to_isa_version.clone()),
+                    requested: (ulib_to_ucode_version.to_owned(), ulib_to_isa_version.to_owned()),
                 });
             }
-            if (existing.is_builtin, existing.cpu_id, existing.total_cpus)
-                != (is_builtin, cpu_id, total_cpus)
-            {
-                return Err(UcodeLibError::AttributeMismatch {
-                    library: name.to_owned(),
-                });
+            if (existing.is_builtin, existing.cpu_id, existing.total_cpus) != (is_builtin, cpu_id, total_cpus) {
+                return Err(UcodeLibError::AttributeMismatch { library: name.to_owned() });
             }
             return Ok(());
         }
@@ -465,24 +411,12 @@ impl UcodeLibRegistry {
     /// [`UcodeLibError::FunctionRebound`] if the library has the function under another
     /// id, and [`UcodeLibError::ConflictingFunctionId`] if `id` already names another
     /// function.
-    pub fn add_function(
-        &mut self,
-        library: &str,
-        function: &str,
-        id: FunctionId,
-    ) -> Result<(), UcodeLibError> {
+    pub fn add_function(&mut self, library: &str, function: &str, id: FunctionId) -> Result<(), UcodeLibError> {
         if usize::from(id.get()) >= self.next_function_id {
             return Err(UcodeLibError::UnallocatedFunctionId { id });
         }
-        let Some(index) = self
-            .ucode_lib
-            .libraries
-            .iter()
-            .position(|e| e.library == library)
-        else {
-            return Err(UcodeLibError::UnknownLibrary {
-                library: library.to_owned(),
-            });
+        let Some(index) = self.ucode_lib.libraries.iter().position(|e| e.library == library) else {
+            return Err(UcodeLibError::UnknownLibrary { library: library.to_owned() });
         };
         let entry = &self.ucode_lib.libraries[index];
         if let Some(existing) = entry.functions.iter().find(|f| f.name == function) {
@@ -497,23 +431,14 @@ impl UcodeLibRegistry {
                 })
             };
         }
-        if let Some(other) = self
-            .ucode_lib
-            .function_name(id)
-            .filter(|&other| other != function)
-        {
+        if let Some(other) = self.ucode_lib.function_name(id).filter(|&other| other != function) {
             return Err(UcodeLibError::ConflictingFunctionId {
                 id,
                 first: other.to_owned(),
                 second: function.to_owned(),
             });
         }
-        self.ucode_lib.libraries[index]
-            .functions
-            .push(FunctionEntry {
-                name: function.to_owned(),
-                sub_opcode: id,
-            });
+        self.ucode_lib.libraries[index].functions.push(FunctionEntry { name: function.to_owned(), sub_opcode: id });
         Ok(())
     }
 
@@ -528,10 +453,7 @@ impl UcodeLibRegistry {
     }
 
     fn library(&self, name: &str) -> Option<&LibraryEntry> {
-        self.ucode_lib
-            .libraries
-            .iter()
-            .find(|entry| entry.library == name)
+        self.ucode_lib.libraries.iter().find(|entry| entry.library == name)
     }
 }
 
@@ -539,11 +461,7 @@ fn check_cpu_id(library: &str, cpu_id: u8, total_cpus: u8) -> Result<(), UcodeLi
     if cpu_id < total_cpus {
         Ok(())
     } else {
-        Err(UcodeLibError::CpuIdOutOfRange {
-            library: library.to_owned(),
-            cpu_id,
-            total_cpus,
-        })
+        Err(UcodeLibError::CpuIdOutOfRange { library: library.to_owned(), cpu_id, total_cpus })
     }
 }
 
@@ -555,11 +473,7 @@ fn bind_id<'a>(
 ) -> Result<(), UcodeLibError> {
     match names_by_id.entry(id) {
         Entry::Occupied(first) if *first.get() != name => {
-            Err(UcodeLibError::ConflictingFunctionId {
-                id,
-                first: (*first.get()).to_owned(),
-                second: name.to_owned(),
-            })
+            Err(UcodeLibError::ConflictingFunctionId { id, first: (*first.get()).to_owned(), second: name.to_owned() })
         }
         Entry::Occupied(_) => Ok(()),
         Entry::Vacant(slot) => {
@@ -636,15 +550,9 @@ impl TryFrom<RawLibrary> for LibraryEntry {
                     });
                 }
                 match FunctionId::new(function.sub_opcode) {
-                    Some(sub_opcode) => Ok(FunctionEntry {
-                        name: function.name,
-                        sub_opcode,
-                    }),
+                    Some(sub_opcode) => Ok(FunctionEntry { name: function.name, sub_opcode }),
                     None if function.sub_opcode == FunctionId::UNSET_BYTE => {
-                        Err(UcodeLibError::UnsetSubOpcode {
-                            library: raw.library.clone(),
-                            function: function.name,
-                        })
+                        Err(UcodeLibError::UnsetSubOpcode { library: raw.library.clone(), function: function.name })
                     }
                     None => Err(UcodeLibError::SubOpcodeOutOfRange {
                         library: raw.library.clone(),
@@ -683,9 +591,7 @@ mod tests {
         let topk = registry.allocate_function_id().unwrap();
         for cpu in 0..2 {
             let library = format!("libsort_cpu{cpu}.so");
-            registry
-                .add_lib_file(&library, "1.21.1.0", "2.0", true, cpu, 2)
-                .unwrap();
+            registry.add_lib_file(&library, "1.21.1.0", "2.0", true, cpu, 2).unwrap();
             registry.add_function(&library, "sort", sort).unwrap();
             registry.add_function(&library, "topk", topk).unwrap();
         }
@@ -740,11 +646,7 @@ mod tests {
 
     /// `TWO_CORE_SORT_JSON` with `from` replaced by `to`, exactly once.
     fn edited(from: &str, to: &str) -> String {
-        assert_eq!(
-            TWO_CORE_SORT_JSON.matches(from).count(),
-            1,
-            "{from:?} must occur once"
-        );
+        assert_eq!(TWO_CORE_SORT_JSON.matches(from).count(), 1, "{from:?} must occur once");
         TWO_CORE_SORT_JSON.replacen(from, to, 1)
     }
 
@@ -757,10 +659,7 @@ mod tests {
 
     #[test]
     fn writer_emits_the_schema_keys_in_order() {
-        assert_eq!(
-            two_core_sort().ucode_lib().to_json().unwrap(),
-            TWO_CORE_SORT_JSON
-        );
+        assert_eq!(two_core_sort().ucode_lib().to_json().unwrap(), TWO_CORE_SORT_JSON);
     }
 
     #[test]
@@ -798,27 +697,17 @@ mod tests {
             let kernel_id = registry.allocate_function_id().unwrap();
             for cpu in 0..8 {
                 let library = format!("libexamples_cpu{cpu}.so");
-                registry
-                    .add_lib_file(&library, "1.0", "1.0", false, cpu, 8)
-                    .unwrap();
+                registry.add_lib_file(&library, "1.0", "1.0", false, cpu, 8).unwrap();
                 registry.add_function(&library, kernel, kernel_id).unwrap();
             }
         }
         let ucode_lib = UcodeLib::from_json(&registry.ucode_lib().to_json().unwrap()).unwrap();
         assert_eq!(ucode_lib.libraries.len(), 8);
-        assert!(
-            ucode_lib
-                .libraries
-                .iter()
-                .all(|entry| entry.functions.len() == 3)
-        );
+        assert!(ucode_lib.libraries.iter().all(|entry| entry.functions.len() == 3));
 
         let words = encode(id(1), Some(&[0; 48]), &[[1; 48], [2; 48]]).unwrap();
         let op = decode(words.as_bytes(), &ucode_lib).unwrap();
-        assert_eq!(
-            ucode_lib.function_name(op.function_id()),
-            Some("vector_add")
-        );
+        assert_eq!(ucode_lib.function_name(op.function_id()), Some("vector_add"));
 
         let unknown = encode(id(3), None, &[]).unwrap();
         assert_eq!(
@@ -835,28 +724,18 @@ mod tests {
         for expected in 0..254u8 {
             assert_eq!(registry.allocate_function_id().unwrap(), id(expected));
         }
-        assert!(matches!(
-            registry.allocate_function_id(),
-            Err(UcodeLibError::TooManyFunctions)
-        ));
+        assert!(matches!(registry.allocate_function_id(), Err(UcodeLibError::TooManyFunctions)));
         // Still refused: the failed call did not advance past the limit.
-        assert!(matches!(
-            registry.allocate_function_id(),
-            Err(UcodeLibError::TooManyFunctions)
-        ));
+        assert!(matches!(registry.allocate_function_id(), Err(UcodeLibError::TooManyFunctions)));
     }
 
     #[test]
     fn a_document_with_254_functions_round_trips() {
         let mut registry = UcodeLibRegistry::new();
-        registry
-            .add_lib_file("big.so", "1", "1", false, 0, 1)
-            .unwrap();
+        registry.add_lib_file("big.so", "1", "1", false, 0, 1).unwrap();
         for n in 0..254 {
             let function_id = registry.allocate_function_id().unwrap();
-            registry
-                .add_function("big.so", &format!("f{n}"), function_id)
-                .unwrap();
+            registry.add_function("big.so", &format!("f{n}"), function_id).unwrap();
         }
         let ucode_lib = registry.into_ucode_lib();
         let read = UcodeLib::from_json(&ucode_lib.to_json().unwrap()).unwrap();
@@ -871,18 +750,13 @@ mod tests {
             registry.allocate_function_id().unwrap();
         }
         let error = registry.allocate_function_id().unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "number of unique custom op functions cannot exceed 254"
-        );
+        assert_eq!(error.to_string(), "number of unique custom op functions cannot exceed 254");
     }
 
     #[test]
     fn registering_a_library_again_is_idempotent() {
         let mut registry = two_core_sort();
-        registry
-            .add_lib_file("libsort_cpu0.so", "1.21.1.0", "2.0", true, 0, 2)
-            .unwrap();
+        registry.add_lib_file("libsort_cpu0.so", "1.21.1.0", "2.0", true, 0, 2).unwrap();
         assert_eq!(registry.ucode_lib().to_json().unwrap(), TWO_CORE_SORT_JSON);
     }
 
@@ -890,15 +764,8 @@ mod tests {
     fn registering_a_library_with_other_versions_is_refused() {
         let mut registry = two_core_sort();
         for (ucode, isa) in [("1.21.1.1", "2.0"), ("1.21.1.0", "2.1")] {
-            let error = registry
-                .add_lib_file("libsort_cpu0.so", ucode, isa, true, 0, 2)
-                .unwrap_err();
-            let UcodeLibError::VersionMismatch {
-                library,
-                registered,
-                requested,
-            } = &error
-            else {
+            let error = registry.add_lib_file("libsort_cpu0.so", ucode, isa, true, 0, 2).unwrap_err();
+            let UcodeLibError::VersionMismatch { library, registered, requested } = &error else {
                 panic!("{error:?}");
             };
             assert_eq!(library, "libsort_cpu0.so");
@@ -940,9 +807,7 @@ mod tests {
             registry.add_function("missing.so", "relu", first),
             Err(UcodeLibError::UnknownLibrary { library }) if library == "missing.so"
         ));
-        registry
-            .add_lib_file("x.so", "1", "1", false, 0, 1)
-            .unwrap();
+        registry.add_lib_file("x.so", "1", "1", false, 0, 1).unwrap();
         assert!(matches!(
             registry.add_function("x.so", "relu", id(1)),
             Err(UcodeLibError::UnallocatedFunctionId { id: unallocated }) if unallocated == id(1)
@@ -952,40 +817,25 @@ mod tests {
     #[test]
     fn adding_a_function_again_is_idempotent_but_not_under_another_id() {
         let mut registry = two_core_sort();
-        registry
-            .add_function("libsort_cpu0.so", "sort", id(0))
-            .unwrap();
+        registry.add_function("libsort_cpu0.so", "sort", id(0)).unwrap();
         assert_eq!(registry.ucode_lib().to_json().unwrap(), TWO_CORE_SORT_JSON);
 
-        let error = registry
-            .add_function("libsort_cpu0.so", "sort", id(1))
-            .unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "library libsort_cpu0.so: function sort has FunctionId 0, not 1"
-        );
+        let error = registry.add_function("libsort_cpu0.so", "sort", id(1)).unwrap_err();
+        assert_eq!(error.to_string(), "library libsort_cpu0.so: function sort has FunctionId 0, not 1");
     }
 
     #[test]
     fn one_id_cannot_name_two_functions() {
         let mut registry = two_core_sort();
-        let error = registry
-            .add_function("libsort_cpu1.so", "argsort", id(0))
-            .unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "FunctionId 0 names both sort and argsort"
-        );
+        let error = registry.add_function("libsort_cpu1.so", "argsort", id(0)).unwrap_err();
+        assert_eq!(error.to_string(), "FunctionId 0 names both sort and argsort");
     }
 
     #[test]
     fn writer_refuses_an_invalid_model() {
         let mut ucode_lib = two_core_sort().into_ucode_lib();
         ucode_lib.libraries[1].cpu_id = 2;
-        assert!(matches!(
-            ucode_lib.to_json(),
-            Err(UcodeLibError::CpuIdOutOfRange { .. })
-        ));
+        assert!(matches!(ucode_lib.to_json(), Err(UcodeLibError::CpuIdOutOfRange { .. })));
     }
 
     // ---- the reader's schema checks, one rule each ----
@@ -999,19 +849,13 @@ mod tests {
     fn rejects_unknown_keys_at_every_level() {
         for (from, to) in [
             ("{\n  \"ucode_lib\"", "{\n  \"neff\": 1, \"ucode_lib\""),
-            (
-                "\"library\": \"libsort_cpu0.so\"",
-                "\"library\": \"libsort_cpu0.so\", \"arch\": 2",
-            ),
+            ("\"library\": \"libsort_cpu0.so\"", "\"library\": \"libsort_cpu0.so\", \"arch\": 2"),
             (
                 "\"sub_opcode\": 1\n        }\n      ]\n    },",
                 "\"sub_opcode\": 1, \"args\": 3\n        }\n      ]\n    },",
             ),
         ] {
-            assert!(
-                schema_error(&edited(from, to)).contains("unknown field"),
-                "{to}"
-            );
+            assert!(schema_error(&edited(from, to)).contains("unknown field"), "{to}");
         }
     }
 
@@ -1035,16 +879,11 @@ mod tests {
             let renamed = TWO_CORE_SORT_JSON.replacen(&quoted, "\"renamed_away\"", 1);
             let text = schema_error(&renamed);
             // Renaming is reported as whichever comes first: the unknown or the missing key.
-            assert!(
-                text.contains("unknown field `renamed_away`") || text.contains("missing field")
-            );
+            assert!(text.contains("unknown field `renamed_away`") || text.contains("missing field"));
             let mut document: serde_json::Value = serde_json::from_str(TWO_CORE_SORT_JSON).unwrap();
             remove_first_key(&mut document, key);
             let text = schema_error(&document.to_string());
-            assert!(
-                text.contains(&format!("missing field `{key}`")),
-                "{key}: {text}"
-            );
+            assert!(text.contains(&format!("missing field `{key}`")), "{key}: {text}");
         }
     }
 
@@ -1081,11 +920,7 @@ mod tests {
                 "\"ulib_to_isa_version\": 2.0,\n      \"is_builtin\": true,\n      \"cpu_id\": 1",
                 "expected a string",
             ),
-            (
-                "\"library\": \"libsort_cpu1.so\"",
-                "\"library\": null",
-                "expected a string",
-            ),
+            ("\"library\": \"libsort_cpu1.so\"", "\"library\": null", "expected a string"),
             (
                 "\"sub_opcode\": 1\n        }\n      ]\n    },",
                 "\"sub_opcode\": 1.0\n        }\n      ]\n    },",
@@ -1108,21 +943,14 @@ mod tests {
     fn rejects_an_opcode_other_than_133() {
         let text = TWO_CORE_SORT_JSON.replacen("\"opcode\": 133", "\"opcode\": 134", 1);
         let error = UcodeLib::from_json(&text).unwrap_err();
-        assert!(
-            matches!(&error, UcodeLibError::WrongOpcode { opcode: 134, function, .. } if function == "sort")
-        );
-        assert_eq!(
-            error.to_string(),
-            "library libsort_cpu0.so: function sort has opcode 134, not 133"
-        );
+        assert!(matches!(&error, UcodeLibError::WrongOpcode { opcode: 134, function, .. } if function == "sort"));
+        assert_eq!(error.to_string(), "library libsort_cpu0.so: function sort has opcode 134, not 133");
     }
 
     #[test]
     fn rejects_the_unset_sub_opcode() {
-        let text = edited(
-            "\"sub_opcode\": 1\n        }\n      ]\n    },",
-            "\"sub_opcode\": 255\n        }\n      ]\n    },",
-        );
+        let text =
+            edited("\"sub_opcode\": 1\n        }\n      ]\n    },", "\"sub_opcode\": 255\n        }\n      ]\n    },");
         assert!(matches!(
             UcodeLib::from_json(&text),
             Err(UcodeLibError::UnsetSubOpcode { library, function }) if library == "libsort_cpu0.so" && function == "topk"
@@ -1131,25 +959,15 @@ mod tests {
 
     #[test]
     fn rejects_a_sub_opcode_past_the_limit() {
-        let text = edited(
-            "\"sub_opcode\": 1\n        }\n      ]\n    },",
-            "\"sub_opcode\": 254\n        }\n      ]\n    },",
-        );
-        assert!(matches!(
-            UcodeLib::from_json(&text),
-            Err(UcodeLibError::SubOpcodeOutOfRange {
-                sub_opcode: 254,
-                ..
-            })
-        ));
+        let text =
+            edited("\"sub_opcode\": 1\n        }\n      ]\n    },", "\"sub_opcode\": 254\n        }\n      ]\n    },");
+        assert!(matches!(UcodeLib::from_json(&text), Err(UcodeLibError::SubOpcodeOutOfRange { sub_opcode: 254, .. })));
     }
 
     #[test]
     fn rejects_a_sub_opcode_twice_in_a_library() {
-        let text = edited(
-            "\"sub_opcode\": 1\n        }\n      ]\n    },",
-            "\"sub_opcode\": 0\n        }\n      ]\n    },",
-        );
+        let text =
+            edited("\"sub_opcode\": 1\n        }\n      ]\n    },", "\"sub_opcode\": 0\n        }\n      ]\n    },");
         assert!(matches!(
             UcodeLib::from_json(&text),
             Err(UcodeLibError::DuplicateSubOpcode { library, id: dup }) if library == "libsort_cpu0.so" && dup == id(0)
@@ -1181,18 +999,12 @@ mod tests {
     fn rejects_a_cpu_id_not_below_total_cpus() {
         let text = edited("\"cpu_id\": 1,", "\"cpu_id\": 2,");
         let error = UcodeLib::from_json(&text).unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "library libsort_cpu1.so: cpu_id 2 is not below total_cpus 2"
-        );
+        assert_eq!(error.to_string(), "library libsort_cpu1.so: cpu_id 2 is not below total_cpus 2");
     }
 
     #[test]
     fn rejects_a_library_listed_twice() {
-        let text = edited(
-            "\"library\": \"libsort_cpu1.so\"",
-            "\"library\": \"libsort_cpu0.so\"",
-        );
+        let text = edited("\"library\": \"libsort_cpu1.so\"", "\"library\": \"libsort_cpu0.so\"");
         assert!(matches!(
             UcodeLib::from_json(&text),
             Err(UcodeLibError::DuplicateLibrary { library }) if library == "libsort_cpu0.so"
@@ -1208,19 +1020,15 @@ mod tests {
     type Plan = (Vec<LibraryPlan>, Vec<Vec<bool>>, usize);
 
     fn plan() -> impl Strategy<Value = Plan> {
-        let library =
-            (".*", ".*", any::<bool>(), 1u8..=8).prop_flat_map(|(ucode, isa, builtin, total)| {
-                (Just(ucode), Just(isa), Just(builtin), Just(total), 0..total)
-            });
+        let library = (".*", ".*", any::<bool>(), 1u8..=8).prop_flat_map(|(ucode, isa, builtin, total)| {
+            (Just(ucode), Just(isa), Just(builtin), Just(total), 0..total)
+        });
         (1usize..=20).prop_flat_map(move |functions| {
             proptest::collection::vec(library.clone(), 1..=8).prop_flat_map(move |libraries| {
                 let count = libraries.len();
                 (
                     Just(libraries),
-                    proptest::collection::vec(
-                        proptest::collection::vec(any::<bool>(), functions),
-                        count,
-                    ),
+                    proptest::collection::vec(proptest::collection::vec(any::<bool>(), functions), count),
                     Just(functions),
                 )
             })

@@ -71,7 +71,11 @@ fn a_kernel_past_its_budget_is_stopped_and_named_and_the_next_op_runs() {
     assert!(report.done, "a run whose ops all ended is done:\n{}", report.outcome.stdout);
     let ops = report.core(0).ops;
     assert_eq!(ops.iter().map(|op| op.status.as_str()).collect::<Vec<_>>(), ["over-budget", "0"]);
-    assert_eq!(ops.iter().map(|op| op.exact).collect::<Vec<_>>(), [false, true], "a stopped kernel's count is not exact");
+    assert_eq!(
+        ops.iter().map(|op| op.exact).collect::<Vec<_>>(),
+        [false, true],
+        "a stopped kernel's count is not exact"
+    );
     let stopped = report.over_budget();
     assert_eq!(stopped.len(), 1, "{stopped:?}");
     let stopped = &stopped[0];

@@ -10,8 +10,6 @@ use std::collections::HashMap;
 mod common;
 use common::{boot, field};
 
-
-
 fn number(line: &str, key: &str) -> u64 {
     field(line, key).parse().unwrap_or_else(|_| panic!("{key}= is not a number in {line:?}"))
 }
@@ -68,7 +66,8 @@ fn the_copies_are_near_one_load_and_one_store_per_word() {
     assert_eq!(outcome.code(), Some(0), "{}{}", outcome.stdout, outcome.stderr);
     let net = net_per_copy_x100(&outcome);
     let per_copy = |name: &str, alignment: &str, len: u64| {
-        *net.get(&(name.to_string(), alignment.to_string(), len)).unwrap_or_else(|| panic!("no row {name} {alignment} {len}"))
+        *net.get(&(name.to_string(), alignment.to_string(), len))
+            .unwrap_or_else(|| panic!("no row {name} {alignment} {len}"))
     };
     // Instructions per byte x1000.
     let at = |name: &str, alignment: &str, len: u64| per_copy(name, alignment, len) * 10 / len;
@@ -87,9 +86,17 @@ fn the_copies_are_near_one_load_and_one_store_per_word() {
             assert!(at(name, "aligned", len) <= bound, "{name} aligned {len}: {}", at(name, "aligned", len));
         }
         for name in ["libc", "vec_direct", "memmove", "memmove_overlap"] {
-            assert!(at(name, "misaligned", len) <= misaligned, "{name} misaligned {len}: {}", at(name, "misaligned", len));
+            assert!(
+                at(name, "misaligned", len) <= misaligned,
+                "{name} misaligned {len}: {}",
+                at(name, "misaligned", len)
+            );
         }
-        assert!(at("memset", "misaligned", len) <= set_misaligned, "memset misaligned {len}: {}", at("memset", "misaligned", len));
+        assert!(
+            at("memset", "misaligned", len) <= set_misaligned,
+            "memset misaligned {len}: {}",
+            at("memset", "misaligned", len)
+        );
         // Through neuron_memcpy's dispatch as well, from 1 KiB.
         if len >= 1024 {
             assert!(at("vec", "aligned", len) <= 555, "neuron_memcpy vec aligned {len}: {}", at("vec", "aligned", len));
@@ -110,8 +117,16 @@ fn the_copies_are_near_one_load_and_one_store_per_word() {
     // Small copies no slower than the Rust memcpy they replaced (instructions per copy,
     // measured on the same core before the change).
     for (len, aligned, misaligned) in [(1, 26, 14), (4, 23, 32), (8, 29, 56), (16, 29, 104)] {
-        assert!(per_copy("libc", "aligned", len) <= aligned * 100, "memcpy aligned {len}: {}", per_copy("libc", "aligned", len));
-        assert!(per_copy("libc", "misaligned", len) <= misaligned * 100, "memcpy misaligned {len}: {}", per_copy("libc", "misaligned", len));
+        assert!(
+            per_copy("libc", "aligned", len) <= aligned * 100,
+            "memcpy aligned {len}: {}",
+            per_copy("libc", "aligned", len)
+        );
+        assert!(
+            per_copy("libc", "misaligned", len) <= misaligned * 100,
+            "memcpy misaligned {len}: {}",
+            per_copy("libc", "misaligned", len)
+        );
     }
 }
 

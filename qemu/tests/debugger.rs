@@ -86,7 +86,8 @@ fn entry(image: &std::path::Path) -> u32 {
 fn qemu_starts_halted_and_a_breakpoint_at_the_kernel_entry_stops_there() {
     let library = images::build("fault_probe").expect("build fault_probe");
     let loader = images::build("loader").expect("build loader");
-    let kernel = elf::symbol(&std::fs::read(&library.cores[0]).unwrap(), "exits").unwrap().expect("the kernel's symbol");
+    let kernel =
+        elf::symbol(&std::fs::read(&library.cores[0]).unwrap(), "exits").unwrap().expect("the kernel's symbol");
     let mut job = Job::new(&library, 1).expect("job");
     let (x, _) = job.place(0, vec![0; 64]);
     let (out, out_device) = job.place(0x1000, vec![0; 64]);
@@ -116,7 +117,8 @@ fn qemu_starts_halted_and_a_breakpoint_at_the_kernel_entry_stops_there() {
     assert!(stop.starts_with("T05"), "a breakpoint stop: {stop}");
     // The core that hit the breakpoint is the stub's current thread.
     let current = remote.ask("qC");
-    let thread = current.strip_prefix("QC").unwrap_or_else(|| panic!("the current thread, not {current:?}")).to_string();
+    let thread =
+        current.strip_prefix("QC").unwrap_or_else(|| panic!("the current thread, not {current:?}")).to_string();
     assert_eq!(remote.ask(&format!("Hg{thread}")), "OK");
     assert_eq!(remote.pc(), kernel, "stopped at the kernel's entry");
 

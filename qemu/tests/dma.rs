@@ -1,10 +1,10 @@
 //! The DMA backend against the simulated DMA engine (a spare core serving every
 //! library core's queues), in order, out of order, and never completing.
 
+use neuroncustomop::translate::TRANSLATE_PER_CORE;
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype, ScalarKind};
 use neuroncustomop_sim::device;
 use neuroncustomop_sim::images;
-use neuroncustomop::translate::TRANSLATE_PER_CORE;
 use neuroncustomop_sim::job::{FRAMEWORK_BASE, Job, Op, TENSOR_AREA, translate_record};
 use neuroncustomop_wire::job::{DmaMode, OutputDump};
 

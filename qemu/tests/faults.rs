@@ -70,7 +70,8 @@ fn statuses(report: &Report) -> Vec<(String, String)> {
 }
 
 fn printed(report: &Report, op: u32) -> String {
-    String::from_utf8_lossy(&report.core(0).stdout.get(&op).map(|(text, _)| text.clone()).unwrap_or_default()).into_owned()
+    String::from_utf8_lossy(&report.core(0).stdout.get(&op).map(|(text, _)| text.clone()).unwrap_or_default())
+        .into_owned()
 }
 
 #[test]
@@ -91,7 +92,10 @@ fn abort_and_exit_are_their_ops_status_and_the_next_op_runs() {
         [("aborts".into(), "abort".into()), ("exits".into(), "exit(7)".into()), ("copy".into(), "0".into())]
     );
     let printed = printed(&report, 0);
-    assert!(printed.starts_with("about to abort\nFAULT core=0 kind=abort "), "stdout is flushed before the abort: {printed}");
+    assert!(
+        printed.starts_with("about to abort\nFAULT core=0 kind=abort "),
+        "stdout is flushed before the abort: {printed}"
+    );
     assert_eq!(words(&report.dumps[&2]), input);
 }
 
@@ -113,8 +117,12 @@ fn an_infinite_recursion_is_a_stack_overflow_named_with_its_kernel_and_line_and_
     // 4: EXIT_STACK_OVERFLOW.
     assert_eq!(statuses, [("recurses".into(), "exception(4)".into()), ("copy".into(), "0".into())]);
     assert!(text.starts_with("op 0: stack overflow in kernel `recurses` on core 0\n"), "{text}");
-    let here = format!("at fault_probe::depth_first (qemu/firmware/src/bin/fault_probe.rs:{})", probe_line("fn depth_first("));
-    let call = format!("at fault_probe::depth_first (qemu/firmware/src/bin/fault_probe.rs:{})", probe_line("let below = depth_first("));
+    let here =
+        format!("at fault_probe::depth_first (qemu/firmware/src/bin/fault_probe.rs:{})", probe_line("fn depth_first("));
+    let call = format!(
+        "at fault_probe::depth_first (qemu/firmware/src/bin/fault_probe.rs:{})",
+        probe_line("let below = depth_first(")
+    );
     assert!(text.contains(&here) || text.contains(&call), "{text}");
     assert!(text.contains("more frames"), "the walk went deep: {text}");
     assert_eq!(words(&report.dumps[&1]), input, "the op after the overflow computed its output");
@@ -133,7 +141,8 @@ fn an_infinite_loop_is_stopped_at_its_budget_named_with_its_kernel_and_line_and_
     assert!(text.contains("an infinite loop?"), "{text}");
     let body = probe_line("turns = black_box(turns.wrapping_add(1));");
     let head = probe_line("extern \"C\" fn spins()");
-    let line: usize = text.rsplit("fault_probe.rs:").next().unwrap().trim_end_matches(|c: char| !c.is_ascii_digit()).parse().unwrap();
+    let line: usize =
+        text.rsplit("fault_probe.rs:").next().unwrap().trim_end_matches(|c: char| !c.is_ascii_digit()).parse().unwrap();
     assert!((head..=body + 1).contains(&line), "stopped at line {line}, not in spins ({head}..={body}): {text}");
     assert!(text.lines().count() <= 3, "{text}");
     assert_eq!(words(&report.dumps[&1]), input, "the op after the stopped one computed its output");
@@ -157,7 +166,10 @@ fn a_double_panic_is_named_with_its_kernel_and_the_line_of_the_second_panic() {
     assert!(text.starts_with("op 0: panic while panicking in kernel `double_panics` on core 0\n"), "{text}");
     let inner = probe_line("formatting the message failed too");
     assert!(text.contains(&format!("(qemu/firmware/src/bin/fault_probe.rs:{inner})")), "{text}");
-    assert!(text.contains(" double_panics  qemu/firmware/src/bin/fault_probe.rs:"), "the kernel is in the backtrace: {text}");
+    assert!(
+        text.contains(" double_panics  qemu/firmware/src/bin/fault_probe.rs:"),
+        "the kernel is in the backtrace: {text}"
+    );
     assert!(printed(&report, 0).contains("panicked while panicking at"), "{}", printed(&report, 0));
     assert_eq!(words(&report.dumps[&1]), input);
 }
@@ -180,7 +192,8 @@ fn a_pc_alone_is_described_by_its_function_and_line() {
     // What a report holding only a PC gets (an infinite loop stopped by the budget).
     let library = images::build("fault_probe").expect("build fault_probe");
     let symbols = Symbolizer::new(&library.cores[..1]).expect("the image's DWARF");
-    let spins = neuroncustomop_sim::elf::symbol(&std::fs::read(&library.cores[0]).unwrap(), "spins").unwrap().expect("spins");
+    let spins =
+        neuroncustomop_sim::elf::symbol(&std::fs::read(&library.cores[0]).unwrap(), "spins").unwrap().expect("spins");
     let described = symbols.describe(spins);
     let line = probe_line("extern \"C\" fn spins()");
     assert_eq!(described, format!("spins (qemu/firmware/src/bin/fault_probe.rs:{line})"));

@@ -12,8 +12,6 @@ use common::{boot, field};
 const CORE_IMAGE_BASE: u32 = 0x8400_0000;
 const IMAGE_SIZE: u32 = 0x20_0000;
 
-
-
 fn hex(value: &str) -> u32 {
     u32::from_str_radix(value.trim_start_matches("0x"), 16).unwrap_or_else(|_| panic!("not hex: {value}"))
 }
@@ -114,7 +112,8 @@ fn float_arithmetic_runs_on_the_fpu() {
     assert_eq!(outcome.code(), Some(0), "{}{}", outcome.stdout, outcome.stderr);
     let line = outcome.stdout.lines().find(|l| l.starts_with("fpu ")).expect("a result line");
     let len: usize = field(line, "len").parse().unwrap();
-    let expected = (0..len).fold(0.0f32, |sum, i| sum + ((i % 17) as f32 * 0.25 - 1.5) * ((i % 5) as f32 * 1.125 + 0.5));
+    let expected =
+        (0..len).fold(0.0f32, |sum, i| sum + ((i % 17) as f32 * 0.25 - 1.5) * ((i % 5) as f32 * 1.125 + 0.5));
     assert_eq!(hex(field(line, "dot")), expected.to_bits(), "{line}");
     // Per element: two conversions, two multiply-adds for the vectors, the product and
     // the sum, the loop. On the FPU that is tens of instructions; in software (the
@@ -137,7 +136,6 @@ fn float_code_llvm_cannot_compile_for_the_fpu_still_builds_and_is_right() {
     let outcome = boot("fpu_fallback", 1, false);
     assert_eq!(outcome.code(), Some(0), "{}{}", outcome.stdout, outcome.stderr);
     let line = outcome.stdout.lines().find(|l| l.starts_with("fpu_fallback")).expect("a result line");
-    let expected: Vec<String> =
-        [1.0f32, -0.5, -0.5, 1.0].iter().map(|v| format!("{:#010x}", v.to_bits())).collect();
+    let expected: Vec<String> = [1.0f32, -0.5, -0.5, 1.0].iter().map(|v| format!("{:#010x}", v.to_bits())).collect();
     assert_eq!(field(line, "signs"), expected.join(","), "{line}");
 }

@@ -25,7 +25,8 @@ fn a_call_returns_the_output_status_and_counts() {
     assert!(call.instructions[0] > 21, "{:?}", call.instructions);
 
     let eight = Options { cores: 8, ..Options::default() };
-    let call = c_kernel().call_with("scale_multicore", &[Arg::Tensor(x.clone()), Arg::Float(2.0)], Output::Like(0), &eight);
+    let call =
+        c_kernel().call_with("scale_multicore", &[Arg::Tensor(x.clone()), Arg::Float(2.0)], Output::Like(0), &eight);
     let call = call.unwrap().check().unwrap();
     assert_eq!((call.statuses.len(), call.instructions.len()), (8, 8));
     let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v * 2.0).collect();
@@ -43,7 +44,10 @@ fn bad_calls_are_named_errors() {
     assert_eq!(like_scalar.to_string(), "the output is to be like argument 0, but that is a float");
 
     let huge = Output::Shape { dtype: Dtype::Float32, shape: vec![64, 65535, 9] };
-    assert!(matches!(library.call("scale", &[Arg::Tensor(x.clone()), Arg::Float(1.0)], huge), Err(CallError::DoesNotFit { .. })));
+    assert!(matches!(
+        library.call("scale", &[Arg::Tensor(x.clone()), Arg::Float(1.0)], huge),
+        Err(CallError::DoesNotFit { .. })
+    ));
 
     // Too few arguments, a scalar of the wrong kind, and the kernel's own failure
     // (the output's element count differs): each the device's named status.
@@ -53,9 +57,9 @@ fn bad_calls_are_named_errors() {
     assert!(few.to_string().starts_with("kernel scale failed on core 0: 0x6 NO_MORE_ARGS"), "{few}");
     let kind = status(&[Arg::Tensor(x.clone()), Arg::Int(2)], Output::Like(0));
     assert_eq!(kind.status, KernelStatus(Status::SCALAR_KIND_MISMATCH.0), "{kind}");
-    let shape = status(&[Arg::Tensor(x.clone()), Arg::Float(2.0)], Output::Shape { dtype: Dtype::Float32, shape: vec![3] });
+    let shape =
+        status(&[Arg::Tensor(x.clone()), Arg::Float(2.0)], Output::Shape { dtype: Dtype::Float32, shape: vec![3] });
     assert_eq!(shape.status.kernel_code(), Some(1), "{shape}");
-
 }
 
 #[test]

@@ -98,14 +98,62 @@ fn the_smallest_image_links() {
 fn each_broken_rule_fails_the_link_with_its_message() {
     let with = |extra: &'static str| [&IMAGE[..], &[extra]].concat();
     let cases: [(&str, u32, u32, Vec<&str>, &str); 9] = [
-        ("stack_too_small", ORIGIN, WINDOW, with("stack_too_small"), "ERROR(neuroncustomop): _stack_size is below the 1 KiB minimum"),
-        ("stack_misaligned", ORIGIN, WINDOW, with("stack_misaligned"), "ERROR(neuroncustomop): _stack_size is not a multiple of 16"),
-        ("too_big", ORIGIN, WINDOW, with("too_big"), "ERROR(neuroncustomop): code, data and the stack do not fit in the 2 MiB core window"),
-        ("unplaced_section", ORIGIN, WINDOW, with("unplaced_section"), "ERROR(neuroncustomop): an input section this linker script does not place"),
-        ("no_kernel_table", ORIGIN, WINDOW, vec!["vectors", "start"], "ERROR(neuroncustomop): this library image has no kernel table"),
-        ("second_vector_table", ORIGIN, WINDOW, [&["second_vector_table"], &IMAGE[..]].concat(), "ERROR(neuroncustomop): the vector table is not at the start of the image"),
-        ("short_vector_table", ORIGIN, WINDOW, vec!["short_vector_table", "start", "kernel_table"], "BUG(neuroncustomop): the vector table is shorter than"),
-        ("origin_misaligned", ORIGIN + 0x100, WINDOW, IMAGE.to_vec(), "BUG(neuroncustomop): the image does not start on a 1 KiB boundary"),
+        (
+            "stack_too_small",
+            ORIGIN,
+            WINDOW,
+            with("stack_too_small"),
+            "ERROR(neuroncustomop): _stack_size is below the 1 KiB minimum",
+        ),
+        (
+            "stack_misaligned",
+            ORIGIN,
+            WINDOW,
+            with("stack_misaligned"),
+            "ERROR(neuroncustomop): _stack_size is not a multiple of 16",
+        ),
+        (
+            "too_big",
+            ORIGIN,
+            WINDOW,
+            with("too_big"),
+            "ERROR(neuroncustomop): code, data and the stack do not fit in the 2 MiB core window",
+        ),
+        (
+            "unplaced_section",
+            ORIGIN,
+            WINDOW,
+            with("unplaced_section"),
+            "ERROR(neuroncustomop): an input section this linker script does not place",
+        ),
+        (
+            "no_kernel_table",
+            ORIGIN,
+            WINDOW,
+            vec!["vectors", "start"],
+            "ERROR(neuroncustomop): this library image has no kernel table",
+        ),
+        (
+            "second_vector_table",
+            ORIGIN,
+            WINDOW,
+            [&["second_vector_table"], &IMAGE[..]].concat(),
+            "ERROR(neuroncustomop): the vector table is not at the start of the image",
+        ),
+        (
+            "short_vector_table",
+            ORIGIN,
+            WINDOW,
+            vec!["short_vector_table", "start", "kernel_table"],
+            "BUG(neuroncustomop): the vector table is shorter than",
+        ),
+        (
+            "origin_misaligned",
+            ORIGIN + 0x100,
+            WINDOW,
+            IMAGE.to_vec(),
+            "BUG(neuroncustomop): the image does not start on a 1 KiB boundary",
+        ),
         ("window_not_2_mib", ORIGIN, WINDOW / 2, IMAGE.to_vec(), "BUG(neuroncustomop): the image window is not 2 MiB"),
     ];
     for (case, origin, length, sources, message) in cases {

@@ -32,7 +32,14 @@ fn wrapper(rustc: &Path, out_dir: &Path, llvm_bin: Option<&Path>, source: &str) 
     let mut command = Command::new(repo_root().join(".cargo/llvm-190204/rustc-wrapper"));
     command
         .arg(rustc)
-        .args(["--crate-name", "author_crate", "--crate-type", "lib", "--emit=dep-info,metadata,link", "-Zunstable-options"])
+        .args([
+            "--crate-name",
+            "author_crate",
+            "--crate-type",
+            "lib",
+            "--emit=dep-info,metadata,link",
+            "-Zunstable-options",
+        ])
         .arg("--target")
         .arg(repo_root().join(".cargo/xtensa-gpsimd-none-elf.json"))
         .arg("--out-dir")
@@ -114,7 +121,14 @@ pub fn answer() -> u32 {
     let through_wrapper = wrapper(Path::new(RUSTC), &dir.join("wrapped"), None, source.to_str().unwrap());
     fs::create_dir_all(dir.join("direct")).unwrap();
     let direct = Command::new(RUSTC)
-        .args(["--crate-name", "author_crate", "--crate-type", "lib", "--emit=dep-info,metadata,link", "-Zunstable-options"])
+        .args([
+            "--crate-name",
+            "author_crate",
+            "--crate-type",
+            "lib",
+            "--emit=dep-info,metadata,link",
+            "-Zunstable-options",
+        ])
         .arg("--target")
         .arg(repo_root().join(".cargo/xtensa-gpsimd-none-elf.json"))
         .arg("--out-dir")

@@ -240,7 +240,12 @@ fn every_heap_and_tcm_pool_is_exhausted_exactly_and_recovers_on_every_core() {
     for (op, &(kernel, size, region)) in cases.iter().enumerate() {
         for core in 0..CORES as u32 {
             let what = format!("op {op} {kernel}({size}) core {core}");
-            assert_fields(&what, &EXHAUSTION_FIELDS, &words(&report, op as u32, core), &expected_exhaustion(region(core), size));
+            assert_fields(
+                &what,
+                &EXHAUSTION_FIELDS,
+                &words(&report, op as u32, core),
+                &expected_exhaustion(region(core), size),
+            );
         }
     }
     // The brief's own numbers, for the record: 126 blocks of 64 KiB, then 930 granules;
@@ -260,10 +265,12 @@ fn expected_misuse(core: u32) -> Vec<(&'static str, u32)> {
     // First fit on an empty heap: 100 B (2 granules) at the start, 5,000 B (79) after
     // it, 64 B after that; once the 5,000 are freed, 1,000 B (16) take the hole's high
     // end.
-    let reference = [("reference 100", start), ("reference 5000", start + 128), ("reference 64", start + 81 * 64), (
-        "reference 1000 in the hole",
-        start + (81 - 16) * 64,
-    )];
+    let reference = [
+        ("reference 100", start),
+        ("reference 5000", start + 128),
+        ("reference 64", start + 81 * 64),
+        ("reference 1000 in the hole", start + (81 - 16) * 64),
+    ];
     let mut expected = reference.to_vec();
     expected.extend([
         ("calloc(0x10000, 0x10001) null", 1),
@@ -376,7 +383,11 @@ impl Window {
     /// The record the loader hands over for this window.
     fn record(&self) -> TranslateRecord {
         let flags = if self.core_stride != 0 { TRANSLATE_PER_CORE } else { 0 };
-        TranslateRecord { flags, core_stride: self.core_stride, ..TranslateRecord::window(self.start, self.size, u64::from(self.device)) }
+        TranslateRecord {
+            flags,
+            core_stride: self.core_stride,
+            ..TranslateRecord::window(self.start, self.size, u64::from(self.device))
+        }
     }
 }
 
@@ -384,7 +395,8 @@ impl Window {
 /// `addr` on `core` and status 0, or a null pointer and a miss.
 fn reference_translate(windows: &[Window], addr: u64, core: u32) -> (u32, u32) {
     let records: Vec<TranslateRecord> = windows.iter().map(Window::record).collect();
-    reference::translate(&records, core, addr).map_or((0, MISS), |device| (u32::try_from(device).expect("a 32-bit device address"), OK))
+    reference::translate(&records, core, addr)
+        .map_or((0, MISS), |device| (u32::try_from(device).expect("a 32-bit device address"), OK))
 }
 
 /// Configures `windows` on every core, translates `addresses` there in order with
@@ -595,7 +607,8 @@ fn the_heap_beats_linked_list_allocator_tenfold_when_churning_and_on_immediate_p
     let outcome = bench("bench_heap");
     let heap = rows(&outcome, "HEAP ", 2);
     let net = |allocator: &str, scenario: &str| {
-        let count = |name: &str| heap.get(&format!("{name} {scenario}")).unwrap_or_else(|| panic!("no {name} {scenario}"))[0];
+        let count =
+            |name: &str| heap.get(&format!("{name} {scenario}")).unwrap_or_else(|| panic!("no {name} {scenario}"))[0];
         count(allocator) - count("baseline")
     };
     for scenario in ["churn_log_uniform", "churn_uniform"] {

@@ -71,7 +71,8 @@ fn the_job_selects_any_memcpy_backend_for_the_tcm_copies() {
 }
 
 fn push(job: &mut neuroncustomop_sim::job::Job, function: FunctionId, staged: Staged) {
-    let op = neuroncustomop_sim::job::Op { function, output: Some(staged.output), inputs: staged.inputs, dump: staged.dump };
+    let op =
+        neuroncustomop_sim::job::Op { function, output: Some(staged.output), inputs: staged.inputs, dump: staged.dump };
     job.push(&op).expect("op");
 }
 

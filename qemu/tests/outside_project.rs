@@ -19,7 +19,12 @@ fn scratch(name: &str) -> PathBuf {
 
 fn ncop(dir: &Path, args: &[&str]) -> Output {
     let output = Command::new(env!("CARGO_BIN_EXE_ncop")).current_dir(dir).args(args).output().expect("ncop runs");
-    eprintln!("ncop {}:\n{}{}", args.join(" "), String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    eprintln!(
+        "ncop {}:\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     output
 }
 
@@ -43,7 +48,21 @@ fn new_project_runs_and_checks(lang: &str) {
     assert!(ncop(&root, &["new", dir.to_str().unwrap(), "--lang", lang]).status.success());
     assert!(!ncop(&root, &["new", dir.to_str().unwrap(), "--lang", lang]).status.success(), "not over a project");
 
-    let run = ncop(&dir, &["run", "scale", "--arg", "gen:float32:3x50:normal:0:10", "--arg", "float:-0.5", "--save", "out.npy", "--save-inputs", "in"]);
+    let run = ncop(
+        &dir,
+        &[
+            "run",
+            "scale",
+            "--arg",
+            "gen:float32:3x50:normal:0:10",
+            "--arg",
+            "float:-0.5",
+            "--save",
+            "out.npy",
+            "--save-inputs",
+            "in",
+        ],
+    );
     assert!(run.status.success() && stdout(&run).contains("status      0x0 OK"), "{}", stdout(&run));
     let x = npy::read(&dir.join("in/arg0.npy")).unwrap();
     let got = npy::read(&dir.join("out.npy")).unwrap();

@@ -516,12 +516,15 @@ fn resolve_on_the_host(block: &[u8]) -> Vec<String> {
     for (case, record) in block.chunks_exact_mut(CASE_SIZE).enumerate() {
         let (num_args, flags) = (record[0], record[1]);
         let start = 8 + usize::from(flags & CASE_MISALIGNED != 0);
-        let types: Vec<u8> = (0..usize::from(num_args)).map(|slot| record[start + (slot + 1) * ARG_TENSOR_SIZE + 1]).collect();
+        let types: Vec<u8> =
+            (0..usize::from(num_args)).map(|slot| record[start + (slot + 1) * ARG_TENSOR_SIZE + 1]).collect();
         let descriptors = record[start..].as_mut_ptr();
         let result = if flags & CASE_HAS_OUTPUT != 0 { descriptors.cast() } else { std::ptr::null_mut() };
         // SAFETY: the record holds the output's descriptor and `num_args` (at most 10)
         // more after it, readable and writable while `block` lives.
-        unsafe { invocation.set_invocation(descriptors.wrapping_add(ARG_TENSOR_SIZE).cast(), u32::from(num_args), result) };
+        unsafe {
+            invocation.set_invocation(descriptors.wrapping_add(ARG_TENSOR_SIZE).cast(), u32::from(num_args), result)
+        };
         let status = invocation.run(|pulls| {
             for (slot, raw_type) in types.iter().enumerate() {
                 let pulled = match raw_type {
@@ -530,7 +533,11 @@ fn resolve_on_the_host(block: &[u8]) -> Vec<String> {
                     4 => pulls.float().map(|v| u64::from(v.to_bits())),
                     _ => pulls.tensor().map(|t| tensor_value(&t, base)),
                 };
-                lines.push(format!("RESOLVE {case} {slot} {} {}", status_of(&pulled), pulled.as_ref().map_or(0, |v| *v)));
+                lines.push(format!(
+                    "RESOLVE {case} {slot} {} {}",
+                    status_of(&pulled),
+                    pulled.as_ref().map_or(0, |v| *v)
+                ));
                 pulled?;
             }
             let output = pulls.output();
@@ -560,7 +567,8 @@ fn setup_resolves_as_the_host() {
         let (at, _) = job.place((op * 0x8000) as u32, block.clone());
         let block_arg = ArgTensor::hbm_tensor(Dtype::Uint8, &[block.len() as u32], at).expect("block").to_bytes();
         let (out, _) = output(&mut job, (op * 0x8000 + 0x7000) as u32, 1);
-        job.push(&Op { function, output: Some(out), inputs: vec![block_arg], dump: OutputDump::default() }).expect("op");
+        job.push(&Op { function, output: Some(out), inputs: vec![block_arg], dump: OutputDump::default() })
+            .expect("op");
         blocks.push(block);
     }
     let report = run(&job);

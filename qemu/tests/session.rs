@@ -105,7 +105,11 @@ fn eight_core_jobs_in_one_session_each_compute_their_own_data() {
         let report = session.dispatch(&job).expect("dispatch");
         assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
         for core in 0..8 {
-            assert_eq!(report.core(core).ops.iter().map(|op| op.status.as_str()).collect::<Vec<_>>(), ["0"], "core {core}");
+            assert_eq!(
+                report.core(core).ops.iter().map(|op| op.status.as_str()).collect::<Vec<_>>(),
+                ["0"],
+                "core {core}"
+            );
         }
         let expected: Vec<u8> = input.iter().flat_map(|v| v.max(0.0).to_le_bytes()).collect();
         assert!(report.dumps[&0] == expected, "round {round}: the output differs from max(x, 0)");

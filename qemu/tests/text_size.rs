@@ -130,7 +130,9 @@ fn runtime_text_of_a_library_image_stays_within_its_goal() {
     let total: u64 = runtime.iter().map(|(bytes, _)| bytes).sum();
     let section = file.section_by_name(".text").expect("a .text section").size();
 
-    println!("TEXT runtime={total} kernel={kernel_bytes} soft_float={float_bytes} section={section} limit={RUNTIME_TEXT_LIMIT}");
+    println!(
+        "TEXT runtime={total} kernel={kernel_bytes} soft_float={float_bytes} section={section} limit={RUNTIME_TEXT_LIMIT}"
+    );
     runtime.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     for (bytes, name) in runtime.iter().take(10) {
         println!("TEXT {bytes:>6} {name}");

@@ -132,7 +132,10 @@ impl Queues {
     /// Both queues are memory only this core and the engine use, valid for
     /// [`QUEUE_BYTES`] each and 4-byte aligned, for as long as the value is used.
     pub unsafe fn new(window: usize, m2s_offset: u32, s2m_offset: u32) -> Result<Self, DmaError> {
-        if m2s_offset.abs_diff(s2m_offset) < QUEUE_BYTES as u32 || !m2s_offset.is_multiple_of(4) || !s2m_offset.is_multiple_of(4) {
+        if m2s_offset.abs_diff(s2m_offset) < QUEUE_BYTES as u32
+            || !m2s_offset.is_multiple_of(4)
+            || !s2m_offset.is_multiple_of(4)
+        {
             return Err(DmaError::NotConfigured);
         }
         let queue = |offset: u32| (window + offset as usize) as *mut DmaQueueHeader;
@@ -203,9 +206,9 @@ impl Queues {
         let start = get_cycle_count();
         loop {
             // SAFETY: as in `copy`; the engine writes `completed`, the core only reads it.
-            let done = [self.m2s, self.s2m]
-                .iter()
-                .all(|&header| unsafe { AtomicU32::from_ptr(&raw mut (*header).completed) }.load(Ordering::Acquire) == produced);
+            let done = [self.m2s, self.s2m].iter().all(|&header| {
+                unsafe { AtomicU32::from_ptr(&raw mut (*header).completed) }.load(Ordering::Acquire) == produced
+            });
             if done {
                 memw();
                 return Ok(());

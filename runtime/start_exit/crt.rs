@@ -72,10 +72,7 @@ impl<const N: usize> Default for AtexitTable<N> {
 impl<const N: usize> AtexitTable<N> {
     /// An empty table.
     pub const fn new() -> Self {
-        Self {
-            handlers: [None; N],
-            len: 0,
-        }
+        Self { handlers: [None; N], len: 0 }
     }
 
     /// Registers `handler`.
@@ -175,12 +172,8 @@ impl HostLibc {
         // signature (this function's contract).
         unsafe {
             Self {
-                abort: core::mem::transmute::<*mut c_void, Option<unsafe extern "C" fn()>>(lookup(
-                    c"abort",
-                )),
-                exit: core::mem::transmute::<*mut c_void, Option<unsafe extern "C" fn(c_int)>>(
-                    lookup(c"exit"),
-                ),
+                abort: core::mem::transmute::<*mut c_void, Option<unsafe extern "C" fn()>>(lookup(c"abort")),
+                exit: core::mem::transmute::<*mut c_void, Option<unsafe extern "C" fn(c_int)>>(lookup(c"exit")),
             }
         }
     }
@@ -243,11 +236,7 @@ pub extern "C" fn _Exit(status: c_int) -> ! {
     park()
 }
 
-const VERSION_TEXT: &str = concat!(
-    "neuroncustomop ",
-    env!("CARGO_PKG_VERSION"),
-    " (libneuroncustomop 1.21.1.0)\0"
-);
+const VERSION_TEXT: &str = concat!("neuroncustomop ", env!("CARGO_PKG_VERSION"), " (libneuroncustomop 1.21.1.0)\0");
 
 /// C `const char CUSTOMOP_LIB_VERSION[]`: this runtime's version and the vendor library
 /// version whose ABI it implements (1.21.1.0, the string in the vendor's archive).
@@ -258,10 +247,8 @@ const VERSION_TEXT: &str = concat!(
 /// assert!(text.to_str().unwrap().ends_with("(libneuroncustomop 1.21.1.0)"));
 /// ```
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
-pub static CUSTOMOP_LIB_VERSION: [u8; VERSION_TEXT.len()] = *VERSION_TEXT
-    .as_bytes()
-    .first_chunk()
-    .expect("the length is the text's own");
+pub static CUSTOMOP_LIB_VERSION: [u8; VERSION_TEXT.len()] =
+    *VERSION_TEXT.as_bytes().first_chunk().expect("the length is the text's own");
 
 /// [`CUSTOMOP_LIB_VERSION`] as a C string pointer.
 pub fn version() -> *const c_char {
@@ -383,10 +370,7 @@ mod tests {
         let text = core::ffi::CStr::from_bytes_with_nul(&CUSTOMOP_LIB_VERSION).unwrap();
         assert_eq!(
             text.to_str().unwrap(),
-            std::format!(
-                "neuroncustomop {} (libneuroncustomop 1.21.1.0)",
-                env!("CARGO_PKG_VERSION")
-            )
+            std::format!("neuroncustomop {} (libneuroncustomop 1.21.1.0)", env!("CARGO_PKG_VERSION"))
         );
         assert_eq!(version(), CUSTOMOP_LIB_VERSION.as_ptr().cast());
     }

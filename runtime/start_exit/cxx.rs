@@ -40,10 +40,7 @@ pub fn free_object(block: *mut c_void) {
 fn new_or_end_op(size: usize, align: usize) -> *mut c_void {
     match allocate_object(size, align) {
         Ok(block) => block.as_ptr().cast(),
-        Err(_) => end_op(
-            Status::OUT_OF_MEMORY,
-            &[b"operator new: the HBM heap is exhausted"],
-        ),
+        Err(_) => end_op(Status::OUT_OF_MEMORY, &[b"operator new: the HBM heap is exhausted"]),
     }
 }
 
@@ -142,10 +139,7 @@ pub struct DestructorTable<const N: usize> {
 impl<const N: usize> DestructorTable<N> {
     /// An empty table.
     pub const fn new() -> Self {
-        Self {
-            entries: [None; N],
-            len: 0,
-        }
+        Self { entries: [None; N], len: 0 }
     }
 
     /// Registers `destructor(object)`; `false` when the table is full.
@@ -191,11 +185,7 @@ pub extern "C" fn run_static_destructors() {
 /// it, as C++ orders them). 0, or -1 when the table (or the `atexit` table, on the
 /// first call) is full.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
-pub extern "C" fn __cxa_atexit(
-    destructor: Option<CxaDestructor>,
-    object: *mut c_void,
-    _dso: *mut c_void,
-) -> c_int {
+pub extern "C" fn __cxa_atexit(destructor: Option<CxaDestructor>, object: *mut c_void, _dso: *mut c_void) -> c_int {
     let Some(destructor) = destructor else {
         return -1;
     };
@@ -206,11 +196,7 @@ pub extern "C" fn __cxa_atexit(
         }
         with_destructors(|(_, hooked)| *hooked = true);
     }
-    if with_destructors(|(table, _)| table.push(destructor, object)) {
-        0
-    } else {
-        -1
-    }
+    if with_destructors(|(table, _)| table.push(destructor, object)) { 0 } else { -1 }
 }
 
 /// The image's DSO handle, whose address `__cxa_atexit` receives. One image is one
@@ -224,10 +210,7 @@ pub static __dso_handle: u8 = 0;
 /// [`Status::PURE_VIRTUAL_CALL`](crate::wrapper_api::Status::PURE_VIRTUAL_CALL).
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn __cxa_pure_virtual() -> ! {
-    end_op(
-        Status::PURE_VIRTUAL_CALL,
-        &[b"pure virtual function called"],
-    )
+    end_op(Status::PURE_VIRTUAL_CALL, &[b"pure virtual function called"])
 }
 
 /// The guard of a function-local static: the Itanium ABI's 64-bit object, whose first
@@ -315,9 +298,7 @@ mod tests {
         let mut region = std::vec![0u64; 8 * 1024];
         // SAFETY: the region outlives `f`, the only user of the heaps it backs.
         // (the dataram heap is left empty: these tests use HBM only)
-        let _ = unsafe {
-            crate::allocators::init_heaps(region.as_mut_ptr().cast(), 64 * 1024, ptr::null_mut(), 0)
-        };
+        let _ = unsafe { crate::allocators::init_heaps(region.as_mut_ptr().cast(), 64 * 1024, ptr::null_mut(), 0) };
         f();
         // SAFETY: an empty heap forgets the region before it is freed.
         let _ = unsafe { crate::allocators::init_heaps(ptr::null_mut(), 0, ptr::null_mut(), 0) };
@@ -329,10 +310,7 @@ mod tests {
             let before = crate::allocators::heap_stats(HeapId::Hbm);
             let empty = cxx_new(0);
             let other = cxx_new_array(0);
-            assert!(
-                !empty.is_null() && !other.is_null() && empty != other,
-                "size 0 still gives distinct blocks"
-            );
+            assert!(!empty.is_null() && !other.is_null() && empty != other, "size 0 still gives distinct blocks");
             let aligned = cxx_new_aligned(100, 256);
             assert_eq!(aligned as usize % 256, 0);
             assert_eq!(cxx_new(24) as usize % GRANULE, 0);
@@ -342,11 +320,7 @@ mod tests {
             cxx_delete(ptr::null_mut());
             cxx_delete_array_sized_aligned(ptr::null_mut(), 0, 64);
             let after_free = crate::allocators::heap_stats(HeapId::Hbm);
-            assert_eq!(
-                after_free.live_blocks,
-                before.live_blocks + 1,
-                "only the 24-byte block is left"
-            );
+            assert_eq!(after_free.live_blocks, before.live_blocks + 1, "only the 24-byte block is left");
         });
     }
 
@@ -355,10 +329,7 @@ mod tests {
         with_heap(|| {
             assert!(cxx_new_nothrow(usize::MAX / 2, ptr::null()).is_null());
             assert!(cxx_new_array_aligned_nothrow(usize::MAX / 2, 64, ptr::null()).is_null());
-            assert!(
-                allocate_object(usize::MAX / 2, 8).is_err(),
-                "what the throwing form would end the op for"
-            );
+            assert!(allocate_object(usize::MAX / 2, 8).is_err(), "what the throwing form would end the op for");
         });
     }
 
@@ -374,11 +345,7 @@ mod tests {
         assert_eq!(__cxa_atexit(None, ptr::null_mut(), ptr::null_mut()), -1);
         for object in 1..=3 {
             assert_eq!(
-                __cxa_atexit(
-                    Some(destroy),
-                    object as *mut c_void,
-                    (&raw const __dso_handle).cast_mut().cast()
-                ),
+                __cxa_atexit(Some(destroy), object as *mut c_void, (&raw const __dso_handle).cast_mut().cast()),
                 0
             );
         }
@@ -397,33 +364,17 @@ mod tests {
 
     #[test]
     fn a_guard_lets_one_initialisation_through() {
-        let guard = Guard {
-            initialised: Cell::new(0),
-            in_progress: Cell::new(0),
-            _rest: [0; 6],
-        };
+        let guard = Guard { initialised: Cell::new(0), in_progress: Cell::new(0), _rest: [0; 6] };
         // SAFETY: a live guard.
         unsafe {
             assert_eq!(__cxa_guard_acquire(&guard), 1);
-            assert_eq!(
-                __cxa_guard_acquire(&guard),
-                0,
-                "re-entered during its own initialisation"
-            );
+            assert_eq!(__cxa_guard_acquire(&guard), 0, "re-entered during its own initialisation");
             __cxa_guard_abort(&guard);
-            assert_eq!(
-                __cxa_guard_acquire(&guard),
-                1,
-                "an aborted initialisation is retried"
-            );
+            assert_eq!(__cxa_guard_acquire(&guard), 1, "an aborted initialisation is retried");
             __cxa_guard_release(&guard);
             assert_eq!(__cxa_guard_acquire(&guard), 0);
         }
-        assert_eq!(
-            guard.initialised.get(),
-            1,
-            "the byte the compiler's inline check reads"
-        );
+        assert_eq!(guard.initialised.get(), 1, "the byte the compiler's inline check reads");
     }
 
     #[test]

@@ -10,8 +10,7 @@ use core::ffi::{c_char, c_int, c_void};
 
 use super::crt::{self, AtexitFull, ExitFn, HostLibc, my_exit};
 use super::handoff::{
-    DmaQueueOffsets, Host, LibcResolver, MAX_KERNELS, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS,
-    ScratchRegion,
+    DmaQueueOffsets, Host, LibcResolver, MAX_KERNELS, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS, ScratchRegion,
 };
 
 type Status = SUNDA_UCODE_LIB_STATUS;
@@ -55,11 +54,7 @@ impl ExternTable {
         get_func_ptr: unsafe extern "C" fn(c_int) -> *const c_void,
         get_func_name: unsafe extern "C" fn(c_int) -> *const c_char,
     ) -> Self {
-        Self {
-            get_func_cnt,
-            get_func_ptr,
-            get_func_name,
-        }
+        Self { get_func_cnt, get_func_ptr, get_func_name }
     }
 }
 
@@ -101,11 +96,7 @@ pub trait Runtime {
     ///
     /// # Safety
     /// Both regions are memory the runtime alone may use from now on.
-    unsafe fn init_heaps(
-        &mut self,
-        hbm: ScratchRegion,
-        dataram: ScratchRegion,
-    ) -> Result<(), Status>;
+    unsafe fn init_heaps(&mut self, hbm: ScratchRegion, dataram: ScratchRegion) -> Result<(), Status>;
 
     /// Keeps the DMA queue offsets for the DMA backend.
     fn keep_dma_queue(&mut self, offsets: DmaQueueOffsets);
@@ -201,11 +192,7 @@ pub fn run_entry(host: &impl Host, table: &impl KernelTable, runtime: &mut impl 
 /// # Safety
 /// `host` as [`SUNDA_UCODE_LIB::from_raw`] requires, and its callbacks keep the handoff
 /// contract ([`SUNDA_UCODE_LIB::callbacks`]).
-pub unsafe fn enter(
-    host: *const SUNDA_UCODE_LIB,
-    table: &impl KernelTable,
-    runtime: &mut impl Runtime,
-) -> Status {
+pub unsafe fn enter(host: *const SUNDA_UCODE_LIB, table: &impl KernelTable, runtime: &mut impl Runtime) -> Status {
     // SAFETY: forwarded from this function's contract.
     let block = match unsafe { SUNDA_UCODE_LIB::from_raw(host) } {
         Ok(block) => block,
@@ -291,11 +278,7 @@ impl Runtime for DeviceRuntime {
         with_entry_state(|state| state.library_handle = library_handle);
     }
 
-    unsafe fn init_heaps(
-        &mut self,
-        hbm: ScratchRegion,
-        dataram: ScratchRegion,
-    ) -> Result<(), Status> {
+    unsafe fn init_heaps(&mut self, hbm: ScratchRegion, dataram: ScratchRegion) -> Result<(), Status> {
         // The core's dataram is its TCM: the op's TCM pool is its first
         // `TCM_POOL_SIZE` bytes, the dataram heap the rest.
         let pool = crate::allocators::tcm::TCM_POOL_SIZE;
@@ -303,8 +286,9 @@ impl Runtime for DeviceRuntime {
         // SAFETY: forwarded from this function's contract: the host gave both regions
         // to the runtime, and the pool and the dataram heap split the dataram region.
         unsafe {
-            crate::allocators::tcm::init_tcm(dataram.base, pool)
-                .and_then(|()| crate::allocators::init_heaps(hbm.base, hbm.size as usize, dataram.base.add(pool), heap_size))
+            crate::allocators::tcm::init_tcm(dataram.base, pool).and_then(|()| {
+                crate::allocators::init_heaps(hbm.base, hbm.size as usize, dataram.base.add(pool), heap_size)
+            })
         }
         .map_err(|_| Status::FAILURE_NO_SCRATCH)
     }
@@ -351,8 +335,7 @@ mod device {
 
     // SAFETY: the author's three functions are bound by the C ABI contract the library
     // is linked under (docs/abi/entry.md, "The author's table").
-    const AUTHOR_TABLE: ExternTable =
-        unsafe { ExternTable::new(get_func_cnt, get_func_ptr, get_func_name) };
+    const AUTHOR_TABLE: ExternTable = unsafe { ExternTable::new(get_func_cnt, get_func_ptr, get_func_name) };
 
     /// The library's entry point, called once by the host loader with its handoff
     /// block: see [`enter`] for the gates and [`run_entry`] for the sequence.
@@ -372,9 +355,7 @@ mod device {
     /// # Safety
     /// `reg` must accept the handle the host gave `entry_func` (or null, before it ran).
     #[cfg_attr(target_os = "none", unsafe(no_mangle))]
-    pub unsafe extern "C" fn register_funcs(
-        reg: Option<RegisterFuncsFn>,
-    ) -> SUNDA_UCODE_LIB_STATUS {
+    pub unsafe extern "C" fn register_funcs(reg: Option<RegisterFuncsFn>) -> SUNDA_UCODE_LIB_STATUS {
         // SAFETY: forwarded from this function's contract.
         unsafe { register_funcs_with(&AUTHOR_TABLE, library_handle(), reg) }
     }

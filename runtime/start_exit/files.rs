@@ -60,12 +60,7 @@ unsafe fn fail(reent: *mut c_void, code: c_int) -> c_int {
 /// # Safety
 /// `reent` is null or a newlib `struct _reent`.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
-pub unsafe extern "C" fn _open_r(
-    reent: *mut c_void,
-    _path: *const c_char,
-    _flags: c_int,
-    _mode: c_int,
-) -> c_int {
+pub unsafe extern "C" fn _open_r(reent: *mut c_void, _path: *const c_char, _flags: c_int, _mode: c_int) -> c_int {
     // SAFETY: forwarded from this function's contract.
     unsafe { fail(reent, ENOSYS) }
 }
@@ -87,12 +82,7 @@ pub unsafe extern "C" fn _close_r(reent: *mut c_void, _fd: c_int) -> c_int {
 /// # Safety
 /// As [`_open_r`].
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
-pub unsafe extern "C" fn _read_r(
-    reent: *mut c_void,
-    _fd: c_int,
-    _buf: *mut c_void,
-    _len: usize,
-) -> isize {
+pub unsafe extern "C" fn _read_r(reent: *mut c_void, _fd: c_int, _buf: *mut c_void, _len: usize) -> isize {
     // SAFETY: forwarded from this function's contract.
     unsafe { fail(reent, EBADF) as isize }
 }
@@ -123,11 +113,7 @@ mod tests {
             assert_eq!(_close_r(reent_ptr, 3), -1);
             assert_eq!((reent[0], *__errno()), (EBADF, EBADF));
             assert_eq!(_unlink_r(core::ptr::null_mut(), c"x".as_ptr()), -1);
-            assert_eq!(
-                (reent[0], *__errno()),
-                (EBADF, ENOSYS),
-                "a null reent leaves the struct alone"
-            );
+            assert_eq!((reent[0], *__errno()), (EBADF, ENOSYS), "a null reent leaves the struct alone");
             assert_eq!(_read_r(reent_ptr, 0, core::ptr::null_mut(), 10), -1);
             assert_eq!((reent[0], *__errno()), (EBADF, EBADF));
         }

@@ -100,18 +100,13 @@ pub type DmaQueueFn = unsafe extern "C" fn(m2s_offset: *mut u32, s2m_offset: *mu
 pub type LibcResolver = unsafe extern "C" fn(name: *const c_char) -> *mut c_void;
 
 /// `register_ext_isa_fn`: registers one kernel of the library by name.
-pub type RegisterExtIsaFn = unsafe extern "C" fn(
-    library_handle: *mut c_void,
-    name: *const c_char,
-) -> SUNDA_UCODE_LIB_STATUS;
+pub type RegisterExtIsaFn =
+    unsafe extern "C" fn(library_handle: *mut c_void, name: *const c_char) -> SUNDA_UCODE_LIB_STATUS;
 
 /// `register_ext_isa_fn_v2` / `_v3`: registration with one extra tag byte (v2: the
 /// dispatch opcode, v3: the core type). Carried for the host; the runtime calls only v1.
-pub type RegisterExtIsaTaggedFn = unsafe extern "C" fn(
-    library_handle: *mut c_void,
-    name: *const c_char,
-    tag: u8,
-) -> SUNDA_UCODE_LIB_STATUS;
+pub type RegisterExtIsaTaggedFn =
+    unsafe extern "C" fn(library_handle: *mut c_void, name: *const c_char, tag: u8) -> SUNDA_UCODE_LIB_STATUS;
 
 /// The host → device handoff block `entry_func` receives: nine word-sized members, 36
 /// bytes on the 32-bit device (`9 * size_of::<usize>()` on any build).
@@ -245,10 +240,7 @@ pub struct ScratchRegion {
 
 impl ScratchRegion {
     /// What a callback that wrote nothing leaves: null and empty.
-    pub const EMPTY: Self = Self {
-        base: core::ptr::null_mut(),
-        size: 0,
-    };
+    pub const EMPTY: Self = Self { base: core::ptr::null_mut(), size: 0 };
 
     /// Whether the heaps can use it: non-null, non-empty, and not wrapping past the end
     /// of the address space. A region whose last byte is the address space's last one
@@ -294,11 +286,7 @@ pub unsafe trait Host {
     /// # Safety
     /// `name` must be a NUL-terminated string that stays valid for the program's life
     /// (the host may keep it).
-    unsafe fn register_kernel(
-        &self,
-        library_handle: *mut c_void,
-        name: *const c_char,
-    ) -> SUNDA_UCODE_LIB_STATUS;
+    unsafe fn register_kernel(&self, library_handle: *mut c_void, name: *const c_char) -> SUNDA_UCODE_LIB_STATUS;
 }
 
 /// A handoff block that passed the size and null gates: the required callbacks are
@@ -320,10 +308,7 @@ fn ask_scratch(callback: ScratchFn) -> ScratchRegion {
     let mut size = 0u32;
     // SAFETY: the callback's contract is two writable out-parameters, which these are.
     unsafe { callback(&mut base, &mut size) };
-    ScratchRegion {
-        base: base.cast(),
-        size,
-    }
+    ScratchRegion { base: base.cast(), size }
 }
 
 // SAFETY: a `HostCallbacks` comes only from `SUNDA_UCODE_LIB::callbacks`, whose caller
@@ -352,11 +337,7 @@ unsafe impl Host for HostCallbacks {
         self.get_libc_fn
     }
 
-    unsafe fn register_kernel(
-        &self,
-        library_handle: *mut c_void,
-        name: *const c_char,
-    ) -> SUNDA_UCODE_LIB_STATUS {
+    unsafe fn register_kernel(&self, library_handle: *mut c_void, name: *const c_char) -> SUNDA_UCODE_LIB_STATUS {
         // SAFETY: the callback's contract is the host's handle and a NUL-terminated,
         // lasting name, which this function's contract passes on.
         unsafe { (self.register_ext_isa_fn)(library_handle, name) }

@@ -73,10 +73,7 @@ impl KernelList {
     /// If the table has [`MAX_KERNELS`] or more entries (the macro rejects that at
     /// compile time).
     pub const fn count(&self) -> i32 {
-        assert!(
-            self.entries.len() < MAX_KERNELS as usize,
-            "kernels!: too many kernels"
-        );
+        assert!(self.entries.len() < MAX_KERNELS as usize, "kernels!: too many kernels");
         self.entries.len() as i32
     }
 
@@ -86,14 +83,12 @@ impl KernelList {
 
     /// `get_func_ptr(index)`: the kernel's entry point, null when out of range.
     pub fn func_ptr(&self, index: i32) -> *const c_void {
-        self.entry(index)
-            .map_or(core::ptr::null(), |entry| entry.func as *const c_void)
+        self.entry(index).map_or(core::ptr::null(), |entry| entry.func as *const c_void)
     }
 
     /// `get_func_name(index)`: the kernel's NUL-terminated name, null when out of range.
     pub fn name_ptr(&self, index: i32) -> *const c_char {
-        self.entry(index)
-            .map_or(core::ptr::null(), |entry| entry.name.as_ptr())
+        self.entry(index).map_or(core::ptr::null(), |entry| entry.name.as_ptr())
     }
 }
 
@@ -294,16 +289,10 @@ mod tests {
 
     #[test]
     fn duplicate_detection_compares_whole_names() {
-        let distinct = [
-            KernelEntry::new("ab\0", first),
-            KernelEntry::new("abc\0", second),
-        ];
+        let distinct = [KernelEntry::new("ab\0", first), KernelEntry::new("abc\0", second)];
         assert!(!has_duplicate_names(&distinct));
-        let repeated = [
-            KernelEntry::new("ab\0", first),
-            KernelEntry::new("x\0", first),
-            KernelEntry::new("ab\0", second),
-        ];
+        let repeated =
+            [KernelEntry::new("ab\0", first), KernelEntry::new("x\0", first), KernelEntry::new("ab\0", second)];
         assert!(has_duplicate_names(&repeated));
         assert!(!has_duplicate_names(&[]));
     }

@@ -109,10 +109,7 @@ constant_stubs! {
 ///
 /// # Safety
 /// `thread` points to a thread handle.
-#[cfg_attr(
-    target_os = "none",
-    unsafe(export_name = "_ZNSt3__122__libcpp_thread_isnullEPKj")
-)]
+#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__122__libcpp_thread_isnullEPKj"))]
 pub unsafe extern "C" fn thread_isnull(thread: *const u32) -> bool {
     // SAFETY: a live handle (contract).
     unsafe { thread.read() == 0 }
@@ -122,10 +119,7 @@ pub unsafe extern "C" fn thread_isnull(thread: *const u32) -> bool {
 ///
 /// # Safety
 /// `thread` points to a thread handle.
-#[cfg_attr(
-    target_os = "none",
-    unsafe(export_name = "_ZNSt3__122__libcpp_thread_get_idEPKj")
-)]
+#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__122__libcpp_thread_get_idEPKj"))]
 pub unsafe extern "C" fn thread_get_id(thread: *const u32) -> u32 {
     // SAFETY: a live handle (contract).
     unsafe { thread.read() }
@@ -136,14 +130,8 @@ pub unsafe extern "C" fn thread_get_id(thread: *const u32) -> u32 {
 ///
 /// # Safety
 /// `flag` points to a `pthread_once_t`; `routine` is sound to call.
-#[cfg_attr(
-    target_os = "none",
-    unsafe(export_name = "_ZNSt3__121__libcpp_execute_onceEP14pthread_once_tPFvvE")
-)]
-pub unsafe extern "C" fn execute_once(
-    flag: *mut OnceFlag,
-    routine: Option<unsafe extern "C" fn()>,
-) -> c_int {
+#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__121__libcpp_execute_onceEP14pthread_once_tPFvvE"))]
+pub unsafe extern "C" fn execute_once(flag: *mut OnceFlag, routine: Option<unsafe extern "C" fn()>) -> c_int {
     let Some(routine) = routine else {
         return EINVAL;
     };
@@ -163,10 +151,7 @@ pub unsafe extern "C" fn execute_once(
 ///
 /// # Safety
 /// `key` is writable.
-#[cfg_attr(
-    target_os = "none",
-    unsafe(export_name = "_ZNSt3__119__libcpp_tls_createEPjPFvPvE")
-)]
+#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__119__libcpp_tls_createEPjPFvPvE"))]
 pub unsafe extern "C" fn tls_create(key: *mut u32, _destructor: *mut c_void) -> c_int {
     let free = with_tls(|values| {
         let index = values.iter().position(Option::is_none)?;
@@ -184,25 +169,13 @@ pub unsafe extern "C" fn tls_create(key: *mut u32, _destructor: *mut c_void) -> 
 }
 
 /// `void* __libcpp_tls_get(__libcpp_tls_key)`: null for a key never set or not created.
-#[cfg_attr(
-    target_os = "none",
-    unsafe(export_name = "_ZNSt3__116__libcpp_tls_getEj")
-)]
+#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__116__libcpp_tls_getEj"))]
 pub extern "C" fn tls_get(key: u32) -> *mut c_void {
-    with_tls(|values| {
-        values
-            .get(key as usize)
-            .copied()
-            .flatten()
-            .unwrap_or(core::ptr::null_mut())
-    })
+    with_tls(|values| values.get(key as usize).copied().flatten().unwrap_or(core::ptr::null_mut()))
 }
 
 /// `int __libcpp_tls_set(__libcpp_tls_key, void*)`: `EINVAL` for a key not created.
-#[cfg_attr(
-    target_os = "none",
-    unsafe(export_name = "_ZNSt3__116__libcpp_tls_setEjPv")
-)]
+#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__116__libcpp_tls_setEjPv"))]
 pub extern "C" fn tls_set(key: u32, value: *mut c_void) -> c_int {
     with_tls(|values| match values.get_mut(key as usize) {
         Some(Some(slot)) => {
@@ -222,25 +195,12 @@ mod tests {
     fn mutexes_never_block_and_waits_fail_instead_of_hanging() {
         let mut m = 0u32;
         let mut cv = 0u32;
-        assert_eq!(
-            (
-                mutex_lock(&mut m),
-                mutex_trylock(&mut m),
-                mutex_unlock(&mut m)
-            ),
-            (0, true, 0)
-        );
+        assert_eq!((mutex_lock(&mut m), mutex_trylock(&mut m), mutex_unlock(&mut m)), (0, true, 0));
         assert_eq!(recursive_mutex_init(&mut m), 0);
-        assert_eq!(
-            (recursive_mutex_lock(&mut m), recursive_mutex_lock(&mut m)),
-            (0, 0)
-        );
+        assert_eq!((recursive_mutex_lock(&mut m), recursive_mutex_lock(&mut m)), (0, 0));
         assert_eq!(condvar_wait(&mut cv, &mut m), EPERM);
         assert_eq!(condvar_signal(&mut cv), 0);
-        assert_eq!(
-            thread_create(&mut m, core::ptr::null_mut(), core::ptr::null_mut()),
-            EAGAIN
-        );
+        assert_eq!(thread_create(&mut m, core::ptr::null_mut(), core::ptr::null_mut()), EAGAIN);
         assert!(thread_id_equal(thread_get_current_id(), THIS_THREAD));
         // SAFETY: a live handle.
         assert!(unsafe { thread_isnull(&0) });
@@ -253,10 +213,7 @@ mod tests {
 
     #[test]
     fn execute_once_runs_the_routine_once() {
-        let mut flag = OnceFlag {
-            is_initialized: 0,
-            init_executed: 0,
-        };
+        let mut flag = OnceFlag { is_initialized: 0, init_executed: 0 };
         // SAFETY: a live flag and a routine that only counts.
         unsafe {
             assert_eq!(execute_once(&mut flag, Some(count_run)), 0);

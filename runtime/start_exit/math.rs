@@ -101,41 +101,15 @@ mod tests {
         let close32 = |a: f32, b: f32| (a - b).abs() <= 4.0 * f32::EPSILON * b.abs().max(1.0);
         let close64 = |a: f64, b: f64| (a - b).abs() <= 4.0 * f64::EPSILON * b.abs().max(1.0);
         for &x in &[0.3f32, 1.0, 2.5, 7.75, 20.0] {
-            assert!(
-                close32(expf(x), x.exp())
-                    && close32(logf(x), x.ln())
-                    && close32(sqrtf(x), x.sqrt()),
-                "{x}"
-            );
-            assert!(
-                close32(tanhf(x), x.tanh()) && close32(powf(x, 1.5), x.powf(1.5)),
-                "{x}"
-            );
-            assert!(
-                close32(log2f(x), x.log2()) && close32(log10f(x), x.log10()),
-                "{x}"
-            );
-            assert!(
-                close32(sinf(x), x.sin()) && close32(cosf(x), x.cos()) && close32(tanf(x), x.tan()),
-                "{x}"
-            );
+            assert!(close32(expf(x), x.exp()) && close32(logf(x), x.ln()) && close32(sqrtf(x), x.sqrt()), "{x}");
+            assert!(close32(tanhf(x), x.tanh()) && close32(powf(x, 1.5), x.powf(1.5)), "{x}");
+            assert!(close32(log2f(x), x.log2()) && close32(log10f(x), x.log10()), "{x}");
+            assert!(close32(sinf(x), x.sin()) && close32(cosf(x), x.cos()) && close32(tanf(x), x.tan()), "{x}");
             let y = f64::from(x);
-            assert!(
-                close64(exp(y), y.exp()) && close64(log(y), y.ln()) && close64(sqrt(y), y.sqrt()),
-                "{y}"
-            );
-            assert!(
-                close64(tanh(y), y.tanh()) && close64(pow(y, 1.5), y.powf(1.5)),
-                "{y}"
-            );
-            assert!(
-                close64(sin(y), y.sin()) && close64(cos(y), y.cos()) && close64(tan(y), y.tan()),
-                "{y}"
-            );
-            assert!(
-                close64(log2(y), y.log2()) && close64(log10(y), y.log10()),
-                "{y}"
-            );
+            assert!(close64(exp(y), y.exp()) && close64(log(y), y.ln()) && close64(sqrt(y), y.sqrt()), "{y}");
+            assert!(close64(tanh(y), y.tanh()) && close64(pow(y, 1.5), y.powf(1.5)), "{y}");
+            assert!(close64(sin(y), y.sin()) && close64(cos(y), y.cos()) && close64(tan(y), y.tan()), "{y}");
+            assert!(close64(log2(y), y.log2()) && close64(log10(y), y.log10()), "{y}");
         }
         assert_eq!((fabsf(-2.0), floorf(-1.5), ceilf(-1.5)), (2.0, -2.0, -1.0));
         assert_eq!((fabs(-2.0), floor(-1.5), ceil(-1.5)), (2.0, -2.0, -1.0));

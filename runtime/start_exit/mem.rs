@@ -348,9 +348,7 @@ mod tests {
     const BUF: usize = 96;
 
     fn pattern(seed: u8) -> Vec<u8> {
-        (0..BUF as u8)
-            .map(|i| i.wrapping_mul(37).wrapping_add(seed))
-            .collect()
+        (0..BUF as u8).map(|i| i.wrapping_mul(37).wrapping_add(seed)).collect()
     }
 
     /// (offset, offset, length) triples inside a BUF-byte buffer.

@@ -32,26 +32,25 @@ mod report_line;
 mod stdout;
 
 pub use crt::{
-    _Exit, ATEXIT_CAPACITY, AtexitFull, AtexitTable, CUSTOMOP_LIB_VERSION, ExitFn, HostLibc,
-    InitFn, abort, atexit, exit, install_host_libc, my_exit, register_exit_handler,
-    run_exit_handlers, run_init_array, run_static_constructors, version,
+    _Exit, ATEXIT_CAPACITY, AtexitFull, AtexitTable, CUSTOMOP_LIB_VERSION, ExitFn, HostLibc, InitFn, abort, atexit,
+    exit, install_host_libc, my_exit, register_exit_handler, run_exit_handlers, run_init_array,
+    run_static_constructors, version,
 };
 pub use cxx::{
-    __cxa_atexit, __cxa_guard_abort, __cxa_guard_acquire, __cxa_guard_release, __cxa_pure_virtual,
-    __dso_handle, _init, CXA_ATEXIT_CAPACITY, CxaDestructor, DestructorTable, Environment, Guard,
-    allocate_object, free_object, null_environ, run_static_destructors,
+    __cxa_atexit, __cxa_guard_abort, __cxa_guard_acquire, __cxa_guard_release, __cxa_pure_virtual, __dso_handle, _init,
+    CXA_ATEXIT_CAPACITY, CxaDestructor, DestructorTable, Environment, Guard, allocate_object, free_object,
+    null_environ, run_static_destructors,
 };
 pub use entry::{
-    DeviceRuntime, ExternTable, KernelTable, RegisterFuncsFn, Runtime, dma_queue_offsets, enter,
-    library_handle, register_funcs_with, run_entry,
+    DeviceRuntime, ExternTable, KernelTable, RegisterFuncsFn, Runtime, dma_queue_offsets, enter, library_handle,
+    register_funcs_with, run_entry,
 };
 #[cfg(any(target_os = "none", doc))]
 pub use entry::{entry_func, register_funcs};
 pub use files::{__errno, _close_r, _open_r, _read_r, _unlink_r, EBADF, ENOSYS, Errno};
 pub use handoff::{
-    ABI_SIZE, DmaQueueFn, DmaQueueOffsets, Host, HostCallbacks, LibcResolver, MAX_KERNELS,
-    RegisterExtIsaFn, RegisterExtIsaTaggedFn, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS, ScratchFn,
-    ScratchRegion,
+    ABI_SIZE, DmaQueueFn, DmaQueueOffsets, Host, HostCallbacks, LibcResolver, MAX_KERNELS, RegisterExtIsaFn,
+    RegisterExtIsaTaggedFn, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS, ScratchFn, ScratchRegion,
 };
 pub use kernels::{KernelEntry, KernelFn, KernelList, has_duplicate_names};
 pub use libcpp_threads::{OnceFlag, TLS_KEYS};
@@ -60,10 +59,10 @@ pub use mem::{bcmp, compare, memcmp, memcpy, memmove, memset};
 pub use mem::{copy_backward, copy_forward, copy_overlapping, fill};
 #[cfg(target_os = "none")]
 pub use printf::printf;
-pub use report_line::{REPORT_LINE_CAPACITY, ReportLine};
 pub use printf::{ArgKind, ArgSource, format, neuron_printf_packed, putchar, puts};
+pub use report_line::{REPORT_LINE_CAPACITY, ReportLine};
 pub use stdout::{
-    _write_r, DrainPlan, MAX_STDOUT_RING_CAPACITY, RingError, RingHeader, RingWriter,
-    STDOUT_RING_CAPACITY, STDOUT_RING_MAGIC, STDOUT_RING_STORAGE, StdoutRing, flush_stdout, fsync,
-    print_args, stdout_ring, write, write_fd, write_stdout,
+    _write_r, DrainPlan, MAX_STDOUT_RING_CAPACITY, RingError, RingHeader, RingWriter, STDOUT_RING_CAPACITY,
+    STDOUT_RING_MAGIC, STDOUT_RING_STORAGE, StdoutRing, flush_stdout, fsync, print_args, stdout_ring, write, write_fd,
+    write_stdout,
 };

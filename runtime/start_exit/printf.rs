@@ -128,28 +128,16 @@ pub fn format(fmt: &[u8], args: &mut impl ArgSource, out: &mut impl FnMut(&[u8])
         };
         rest = tail;
         let mut digits = [0u8; DIGITS];
-        let int_kind = if long_long {
-            ArgKind::LongLong
-        } else {
-            ArgKind::Int
-        };
+        let int_kind = if long_long { ArgKind::LongLong } else { ArgKind::Int };
         match conversion {
             b'd' | b'i' => {
                 let value = args.next(int_kind) as i64;
-                let value = if long_long {
-                    value
-                } else {
-                    value as i32 as i64
-                };
+                let value = if long_long { value } else { value as i32 as i64 };
                 let body = integer(&mut digits, value.unsigned_abs(), 10, false, spec.precision);
                 pad_number(&mut emit, spec, sign(value < 0, spec), b"", body);
             }
             b'u' | b'o' | b'x' | b'X' | b'p' => {
-                let raw = args.next(if conversion == b'p' {
-                    ArgKind::Int
-                } else {
-                    int_kind
-                });
+                let raw = args.next(if conversion == b'p' { ArgKind::Int } else { int_kind });
                 let value = if long_long { raw } else { raw as u32 as u64 };
                 let (base, upper) = match conversion {
                     b'u' => (10, false),
@@ -169,26 +157,12 @@ pub fn format(fmt: &[u8], args: &mut impl ArgSource, out: &mut impl FnMut(&[u8])
             }
             b'c' => {
                 let byte = [args.next(ArgKind::Int) as u8];
-                pad(
-                    &mut emit,
-                    Spec {
-                        zero: false,
-                        ..spec
-                    },
-                    &byte,
-                );
+                pad(&mut emit, Spec { zero: false, ..spec }, &byte);
             }
             b's' => {
                 let text = c_string(args.next(ArgKind::Int) as usize);
                 let text = spec.precision.map_or(text, |p| &text[..p.min(text.len())]);
-                pad(
-                    &mut emit,
-                    Spec {
-                        zero: false,
-                        ..spec
-                    },
-                    text,
-                );
+                pad(&mut emit, Spec { zero: false, ..spec }, text);
             }
             b'f' | b'F' | b'e' | b'E' | b'g' | b'G' => {
                 let value = f64::from_bits(args.next(ArgKind::Double));
@@ -201,24 +175,9 @@ pub fn format(fmt: &[u8], args: &mut impl ArgSource, out: &mut impl FnMut(&[u8])
                         (false, false) => b"inf",
                         (false, true) => b"INF",
                     };
-                    pad_number(
-                        &mut emit,
-                        Spec {
-                            zero: false,
-                            ..spec
-                        },
-                        sign(negative, spec),
-                        b"",
-                        text,
-                    );
+                    pad_number(&mut emit, Spec { zero: false, ..spec }, sign(negative, spec), b"", text);
                 } else {
-                    let body = float(
-                        &mut digits,
-                        value.abs(),
-                        conversion.to_ascii_lowercase(),
-                        upper,
-                        spec,
-                    );
+                    let body = float(&mut digits, value.abs(), conversion.to_ascii_lowercase(), upper, spec);
                     pad_number(&mut emit, spec, sign(negative, spec), b"", body);
                 }
             }
@@ -239,9 +198,7 @@ fn number<'a>(text: &'a [u8], args: &mut impl ArgSource) -> (Option<i64>, &'a [u
     if len == 0 {
         return (None, text);
     }
-    let value = text[..len].iter().fold(0i64, |n, &d| {
-        n.saturating_mul(10).saturating_add(i64::from(d - b'0'))
-    });
+    let value = text[..len].iter().fold(0i64, |n, &d| n.saturating_mul(10).saturating_add(i64::from(d - b'0')));
     (Some(value.min(i64::from(u16::MAX))), &text[len..])
 }
 
@@ -265,18 +222,8 @@ fn c_string<'a>(address: usize) -> &'a [u8] {
 
 /// `value` in `base` into the end of `buffer`, at least `precision` digits (C: a
 /// precision of 0 prints nothing for 0). Returns the digits.
-fn integer(
-    buffer: &mut [u8; DIGITS],
-    mut value: u64,
-    base: u64,
-    upper: bool,
-    precision: Option<usize>,
-) -> &[u8] {
-    let alphabet: &[u8; 16] = if upper {
-        b"0123456789ABCDEF"
-    } else {
-        b"0123456789abcdef"
-    };
+fn integer(buffer: &mut [u8; DIGITS], mut value: u64, base: u64, upper: bool, precision: Option<usize>) -> &[u8] {
+    let alphabet: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
     let mut start = DIGITS;
     while value != 0 {
         start -= 1;
@@ -339,11 +286,8 @@ fn decimal(value: f64) -> ([u8; SIGNIFICANT as usize], i32) {
     // value / 10^(exponent - 17) is an integer of 17 digits (give or take one, fixed
     // below); computed in two steps so that neither power of ten overflows.
     let scale = SIGNIFICANT - exponent;
-    let scaled = libm::round(
-        value
-            * libm::pow(10.0, f64::from(scale / 2))
-            * libm::pow(10.0, f64::from(scale - scale / 2)),
-    );
+    let scaled =
+        libm::round(value * libm::pow(10.0, f64::from(scale / 2)) * libm::pow(10.0, f64::from(scale - scale / 2)));
     let mut mantissa = scaled as u64;
     let upper = 10u64.pow(SIGNIFICANT as u32);
     if mantissa >= upper {
@@ -401,11 +345,7 @@ fn round_digits(
 
 /// Digit `index` (0: the first) of the decimal expansion, 0 past the significant ones.
 fn digit_at(digits: &[u8; SIGNIFICANT as usize], index: i32) -> u8 {
-    b'0' + usize::try_from(index)
-        .ok()
-        .and_then(|i| digits.get(i))
-        .copied()
-        .unwrap_or(0)
+    b'0' + usize::try_from(index).ok().and_then(|i| digits.get(i)).copied().unwrap_or(0)
 }
 
 /// Text built up in a fixed buffer; bytes past its end are dropped.
@@ -454,19 +394,11 @@ impl Text<'_> {
 fn float(buffer: &mut [u8; DIGITS], value: f64, style: u8, upper: bool, spec: Spec) -> &[u8] {
     let precision = spec.precision.unwrap_or(6).min(MAX_PRECISION) as i32;
     let (digits, exponent) = decimal(value);
-    let style = if style == b'f' && exponent > MAX_FIXED_EXPONENT {
-        b'e'
-    } else {
-        style
-    };
+    let style = if style == b'f' && exponent > MAX_FIXED_EXPONENT { b'e' } else { style };
     let (style, precision, strip) = if style == b'g' {
         let significant = precision.max(1);
         let (_, rounded_exponent) = round_digits(digits, exponent, significant);
-        let x = if value == 0.0 {
-            0
-        } else {
-            rounded_exponent - 1
-        };
+        let x = if value == 0.0 { 0 } else { rounded_exponent - 1 };
         if x < -4 || x >= significant {
             (b'e', significant - 1, !spec.alternate)
         } else {
@@ -515,10 +447,7 @@ fn float(buffer: &mut [u8; DIGITS], value: f64, style: u8, upper: bool, spec: Sp
 /// requires.
 #[cfg(target_os = "none")]
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn printf(
-    format_string: *const core::ffi::c_char,
-    mut args: ...
-) -> core::ffi::c_int {
+pub unsafe extern "C" fn printf(format_string: *const core::ffi::c_char, mut args: ...) -> core::ffi::c_int {
     struct Variadic<F: FnMut(ArgKind) -> u64>(F);
     impl<F: FnMut(ArgKind) -> u64> ArgSource for Variadic<F> {
         fn next(&mut self, kind: ArgKind) -> u64 {
@@ -599,9 +528,7 @@ mod tests {
 
     fn printf(fmt: &str, args: &[u64]) -> String {
         let mut text = Vec::new();
-        let n = format(fmt.as_bytes(), &mut args.iter(), &mut |b: &[u8]| {
-            text.extend_from_slice(b)
-        });
+        let n = format(fmt.as_bytes(), &mut args.iter(), &mut |b: &[u8]| text.extend_from_slice(b));
         assert_eq!(n, text.len());
         String::from_utf8(text).unwrap()
     }
@@ -609,31 +536,12 @@ mod tests {
     #[test]
     fn integers_as_c_prints_them() {
         let minus_one = -1i64 as u64;
-        assert_eq!(
-            printf("%d %i %u", &[42, minus_one, minus_one]),
-            "42 -1 4294967295"
-        );
-        assert_eq!(
-            printf("%lld %llu", &[i64::MIN as u64, u64::MAX]),
-            "-9223372036854775808 18446744073709551615"
-        );
-        assert_eq!(
-            printf("[%5d][%-5d][%05d][%+d][% d]", &[42, 42, minus_one, 7, 7]),
-            "[   42][42   ][-0001][+7][ 7]"
-        );
-        assert_eq!(
-            printf("%x %X %#x %o %#o %p", &[255, 255, 255, 8, 8, 0x1000]),
-            "ff FF 0xff 10 010 0x1000"
-        );
-        assert_eq!(
-            printf("[%.3d][%.0d][%*d][%-*d]", &[5, 0, 4, 9, 3, 9]),
-            "[005][][   9][9  ]"
-        );
-        assert_eq!(
-            printf("%hhd %zu %ld", &[300, 7, minus_one]),
-            "300 7 -1",
-            "promoted ints are printed whole"
-        );
+        assert_eq!(printf("%d %i %u", &[42, minus_one, minus_one]), "42 -1 4294967295");
+        assert_eq!(printf("%lld %llu", &[i64::MIN as u64, u64::MAX]), "-9223372036854775808 18446744073709551615");
+        assert_eq!(printf("[%5d][%-5d][%05d][%+d][% d]", &[42, 42, minus_one, 7, 7]), "[   42][42   ][-0001][+7][ 7]");
+        assert_eq!(printf("%x %X %#x %o %#o %p", &[255, 255, 255, 8, 8, 0x1000]), "ff FF 0xff 10 010 0x1000");
+        assert_eq!(printf("[%.3d][%.0d][%*d][%-*d]", &[5, 0, 4, 9, 3, 9]), "[005][][   9][9  ]");
+        assert_eq!(printf("%hhd %zu %ld", &[300, 7, minus_one]), "300 7 -1", "promoted ints are printed whole");
     }
 
     #[test]
@@ -642,22 +550,12 @@ mod tests {
         assert_eq!(
             printf(
                 "%s|%.2s|%7s|%-7s|%c%%",
-                &[
-                    text.as_ptr() as u64,
-                    text.as_ptr() as u64,
-                    text.as_ptr() as u64,
-                    text.as_ptr() as u64,
-                    b'!' as u64
-                ]
+                &[text.as_ptr() as u64, text.as_ptr() as u64, text.as_ptr() as u64, text.as_ptr() as u64, b'!' as u64]
             ),
             "hello|he|  hello|hello  |!%"
         );
         assert_eq!(printf("%s", &[0]), "(null)");
-        assert_eq!(
-            printf("100%", &[]),
-            "100",
-            "a lone % at the end prints nothing"
-        );
+        assert_eq!(printf("100%", &[]), "100", "a lone % at the end prints nothing");
         assert_eq!(printf("%q", &[]), "%q");
     }
 
@@ -668,38 +566,20 @@ mod tests {
             printf("Assigning element %d to a value of %f", &[3, f(-4.0)]),
             "Assigning element 3 to a value of -4.000000"
         );
-        assert_eq!(
-            printf(
-                "%.2f %.0f %.1f %8.3f",
-                &[f(3.14659), f(2.6), f(0.05), f(-1.5)]
-            ),
-            "3.15 3 0.1   -1.500"
-        );
+        assert_eq!(printf("%.2f %.0f %.1f %8.3f", &[f(3.14659), f(2.6), f(0.05), f(-1.5)]), "3.15 3 0.1   -1.500");
         assert_eq!(printf("%f", &[f(123456789.125)]), "123456789.125000");
         assert_eq!(printf("%.3f", &[f(0.0005)]), "0.001");
         assert_eq!(printf("%.1f", &[f(9.96)]), "10.0");
+        assert_eq!(printf("%e %E %.2e", &[f(12345.678), f(0.00012), f(0.0)]), "1.234568e+04 1.200000E-04 0.00e+00");
         assert_eq!(
-            printf("%e %E %.2e", &[f(12345.678), f(0.00012), f(0.0)]),
-            "1.234568e+04 1.200000E-04 0.00e+00"
-        );
-        assert_eq!(
-            printf(
-                "%g %g %g %g %g",
-                &[f(100000.0), f(1e6), f(0.0001), f(1e-5), f(1.5)]
-            ),
+            printf("%g %g %g %g %g", &[f(100000.0), f(1e6), f(0.0001), f(1e-5), f(1.5)]),
             "100000 1e+06 0.0001 1e-05 1.5"
         );
         assert_eq!(
-            printf(
-                "%f %F %f %+.1f",
-                &[f(f64::NAN), f(f64::INFINITY), f(f64::NEG_INFINITY), f(0.75)]
-            ),
+            printf("%f %F %f %+.1f", &[f(f64::NAN), f(f64::INFINITY), f(f64::NEG_INFINITY), f(0.75)]),
             "nan INF -inf +0.8"
         );
-        assert_eq!(
-            printf("%010.3f|%-8.1f|", &[f(-3.5), f(2.0)]),
-            "-00003.500|2.0     |"
-        );
+        assert_eq!(printf("%010.3f|%-8.1f|", &[f(-3.5), f(2.0)]), "-00003.500|2.0     |");
         assert_eq!(printf("%.0e %g", &[f(1e300), f(1e-300)]), "1e+300 1e-300");
     }
 
@@ -710,8 +590,7 @@ mod tests {
         let before = unsafe { ring.as_ptr().cast::<super::super::RingHeader>().read() }.write_count;
         let words = [6u64, 50, 0.25f64.to_bits()];
         // SAFETY: a NUL-terminated format and three words that match it.
-        let n =
-            unsafe { neuron_printf_packed(c"%d rows of %d: %.2f\n".as_ptr(), words.as_ptr(), 3) };
+        let n = unsafe { neuron_printf_packed(c"%d rows of %d: %.2f\n".as_ptr(), words.as_ptr(), 3) };
         assert_eq!(n as usize, "6 rows of 50: 0.25\n".len());
         // SAFETY: as above.
         let after = unsafe { ring.as_ptr().cast::<super::super::RingHeader>().read() }.write_count;

@@ -102,10 +102,7 @@ impl<const N: usize> StdoutRing<N> {
     /// (a compile error in a `static`).
     pub const fn with_capacity(capacity: usize) -> Self {
         let () = Self::VALID_CAPACITY;
-        assert!(
-            capacity.is_power_of_two() && capacity <= N,
-            "a ring's capacity is a power of two of at most its size"
-        );
+        assert!(capacity.is_power_of_two() && capacity <= N, "a ring's capacity is a power of two of at most its size");
         Self {
             header: UnsafeCell::new(RingHeader {
                 magic: STDOUT_RING_MAGIC,
@@ -122,13 +119,8 @@ impl<const N: usize> StdoutRing<N> {
     fn capacity(&self) -> usize {
         // SAFETY: the header is live and aligned; no reference aliases it (see
         // `stdout_ring`).
-        let capacity =
-            unsafe { (&raw const (*self.header.get()).capacity).read_volatile() } as usize;
-        if capacity == 0 || (capacity.is_power_of_two() && capacity <= N) {
-            capacity
-        } else {
-            N
-        }
+        let capacity = unsafe { (&raw const (*self.header.get()).capacity).read_volatile() } as usize;
+        if capacity == 0 || (capacity.is_power_of_two() && capacity <= N) { capacity } else { N }
     }
 
     /// Appends `bytes`. Never blocks and never fails: if they overrun unread output, the
@@ -320,22 +312,12 @@ impl DrainPlan {
     /// [`RingError`] when the header is not a valid ring, or `image` is too short to
     /// hold one (reported as [`RingError::BadMagic`] of 0).
     pub fn from_bytes(image: &[u8]) -> Result<Self, RingError> {
-        let word = |at: usize| {
-            image
-                .get(at..at + 4)
-                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        };
-        let (Some(magic), Some(capacity), Some(write_count), Some(read_count)) =
-            (word(0), word(4), word(8), word(12))
+        let word = |at: usize| image.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let (Some(magic), Some(capacity), Some(write_count), Some(read_count)) = (word(0), word(4), word(8), word(12))
         else {
             return Err(RingError::BadMagic(0));
         };
-        Self::new(&RingHeader {
-            magic,
-            capacity,
-            write_count,
-            read_count,
-        })
+        Self::new(&RingHeader { magic, capacity, write_count, read_count })
     }
 
     /// The one or two ranges of `data` holding the kept bytes, oldest first; the second
@@ -451,12 +433,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, len: usize) -> isi
 /// # Safety
 /// A non-null `buf` must be readable for `len` bytes.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
-pub unsafe extern "C" fn _write_r(
-    _reent: *mut c_void,
-    fd: c_int,
-    buf: *const c_void,
-    len: usize,
-) -> isize {
+pub unsafe extern "C" fn _write_r(_reent: *mut c_void, fd: c_int, buf: *const c_void, len: usize) -> isize {
     // SAFETY: forwarded from this function's contract.
     unsafe { write_raw(fd, buf, len) }
 }
@@ -491,13 +468,7 @@ mod tests {
         let [first, second] = plan.segments();
         let bytes = [&data[first], &data[second]].concat();
         // SAFETY: read_count is the u32 at +12, inside the ring; nothing else touches it.
-        unsafe {
-            ring.as_ptr()
-                .add(12)
-                .cast_mut()
-                .cast::<u32>()
-                .write(plan.next_read_count)
-        };
+        unsafe { ring.as_ptr().add(12).cast_mut().cast::<u32>().write(plan.next_read_count) };
         (plan.lost, bytes)
     }
 
@@ -509,15 +480,7 @@ mod tests {
     #[test]
     fn a_new_ring_has_a_valid_empty_header() {
         let ring = StdoutRing::<64>::new();
-        assert_eq!(
-            header(&ring),
-            RingHeader {
-                magic: STDOUT_RING_MAGIC,
-                capacity: 64,
-                write_count: 0,
-                read_count: 0
-            }
-        );
+        assert_eq!(header(&ring), RingHeader { magic: STDOUT_RING_MAGIC, capacity: 64, write_count: 0, read_count: 0 });
         assert_eq!(drain(&ring), (0, Vec::new()));
     }
 
@@ -544,13 +507,7 @@ mod tests {
     /// What the host does before `entry_func`: writes the header's capacity.
     fn set_capacity<const N: usize>(ring: &StdoutRing<N>, capacity: u32) {
         // SAFETY: capacity is the u32 at +4; nothing else touches the ring meanwhile.
-        unsafe {
-            ring.as_ptr()
-                .add(4)
-                .cast_mut()
-                .cast::<u32>()
-                .write(capacity)
-        };
+        unsafe { ring.as_ptr().add(4).cast_mut().cast::<u32>().write(capacity) };
     }
 
     #[test]
@@ -565,11 +522,7 @@ mod tests {
         set_capacity(&ring, 0);
         ring.write(b"silence");
         assert_eq!(drain(&ring), (0, Vec::new()));
-        assert_eq!(
-            header(&ring).write_count,
-            16,
-            "nothing is counted while printing is disabled"
-        );
+        assert_eq!(header(&ring).write_count, 16, "nothing is counted while printing is disabled");
         set_capacity(&ring, 12); // not a power of two: the whole ring is used
         ring.write(b"0123456789ABCDEFGH");
         assert_eq!(header(&ring).write_count, 34);
@@ -602,35 +555,15 @@ mod tests {
 
     #[test]
     fn bad_headers_are_refused() {
-        let good = RingHeader {
-            magic: STDOUT_RING_MAGIC,
-            capacity: 8,
-            write_count: 0,
-            read_count: 0,
-        };
+        let good = RingHeader { magic: STDOUT_RING_MAGIC, capacity: 8, write_count: 0, read_count: 0 };
         assert!(DrainPlan::new(&good).is_ok());
-        assert_eq!(
-            DrainPlan::new(&RingHeader { magic: 1, ..good }),
-            Err(RingError::BadMagic(1))
-        );
+        assert_eq!(DrainPlan::new(&RingHeader { magic: 1, ..good }), Err(RingError::BadMagic(1)));
         for capacity in [12, 256 * 1024] {
-            assert_eq!(
-                DrainPlan::new(&RingHeader { capacity, ..good }),
-                Err(RingError::BadCapacity(capacity))
-            );
+            assert_eq!(DrainPlan::new(&RingHeader { capacity, ..good }), Err(RingError::BadCapacity(capacity)));
         }
         // 0: printing disabled; nothing to drain.
-        let disabled = DrainPlan::new(&RingHeader {
-            capacity: 0,
-            write_count: 5,
-            read_count: 5,
-            ..good
-        })
-        .unwrap();
-        assert_eq!(
-            (disabled.len, disabled.lost, disabled.segments()),
-            (0, 0, [0..0, 0..0])
-        );
+        let disabled = DrainPlan::new(&RingHeader { capacity: 0, write_count: 5, read_count: 5, ..good }).unwrap();
+        assert_eq!((disabled.len, disabled.lost, disabled.segments()), (0, 0, [0..0, 0..0]));
         assert_eq!(DrainPlan::from_bytes(&[0; 15]), Err(RingError::BadMagic(0)));
     }
 
@@ -640,10 +573,7 @@ mod tests {
         // SAFETY: `msg` is readable for its length.
         unsafe {
             assert_eq!(write(1, msg.as_ptr().cast(), msg.len()), 7);
-            assert_eq!(
-                _write_r(core::ptr::null_mut(), 2, msg.as_ptr().cast(), 3),
-                3
-            );
+            assert_eq!(_write_r(core::ptr::null_mut(), 2, msg.as_ptr().cast(), 3), 3);
             assert_eq!(write(3, msg.as_ptr().cast(), msg.len()), -1);
             assert_eq!(write(1, core::ptr::null(), 1), -1);
             assert_eq!(write(1, core::ptr::null(), 0), 0);

@@ -119,5 +119,4 @@ fn end_op() {
 /// buffer and answers the same until a window is added; its TCM blocks are separate
 /// host buffers: what `Invocation::with_platform` asks of a platform, as long as no
 /// window is removed while an invocation uses it.
-pub const PLATFORM: Platform =
-    Platform { translate: Some(translate), tcm_alloc, tcm_release, begin_op, end_op };
+pub const PLATFORM: Platform = Platform { translate: Some(translate), tcm_alloc, tcm_release, begin_op, end_op };

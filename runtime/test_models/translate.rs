@@ -22,8 +22,8 @@ pub fn accepts(records: &[TranslateRecord], core: u32) -> Result<(), TranslateEr
         if !(per_core || record.flags == 0 && record.core_stride == 0) {
             return Err(TranslateError::InvalidFlags);
         }
-        let first =
-            u128::from(record.device_base) + if per_core { u128::from(core) * u128::from(record.core_stride) } else { 0 };
+        let first = u128::from(record.device_base)
+            + if per_core { u128::from(core) * u128::from(record.core_stride) } else { 0 };
         let last = first + u128::from(!record.mask);
         if first == 0 || last > usize::MAX as u128 {
             return Err(TranslateError::WindowOutOfRange);

@@ -423,9 +423,7 @@ unsafe fn resolve_common(
 ) -> Stopped {
     // SAFETY: the caller's contract; `setup.S` writes only the invocation's copies,
     // resolutions and `arg_types`, and translate's `range_last` it only reads.
-    unsafe {
-        neuron_resolve_common(core::ptr::from_mut(invocation).cast(), slot, num_args, output_start, output_end)
-    }
+    unsafe { neuron_resolve_common(core::ptr::from_mut(invocation).cast(), slot, num_args, output_start, output_end) }
 }
 
 /// The host's stand-in for `setup.S`: it declines every slot, so [`Ready::refresh`],
@@ -469,8 +467,14 @@ const _: () = {
     assert!(offset_of!(Invocation, args) == 152);
     assert!(offset_of!(Invocation, result) == 160);
     assert!(offset_of!(Invocation, dst_desc) == 200);
-    assert!(offset_of!(Invocation, parser) + offset_of!(ArgParser, extractor) + offset_of!(super::ArgExtractor, args) == 256);
-    assert!(offset_of!(Invocation, parser) + offset_of!(ArgParser, extractor) + offset_of!(super::ArgExtractor, arg_types) == 736);
+    assert!(
+        offset_of!(Invocation, parser) + offset_of!(ArgParser, extractor) + offset_of!(super::ArgExtractor, args)
+            == 256
+    );
+    assert!(
+        offset_of!(Invocation, parser) + offset_of!(ArgParser, extractor) + offset_of!(super::ArgExtractor, arg_types)
+            == 736
+    );
     assert!(OUTPUT_BIT == 1 << 31 && Stopped::COPIED == 1 << 10 && Stopped::STOPPED == 1 << 31 && MAX_ARGS <= 10);
 };
 

@@ -21,7 +21,12 @@ fn relu(args: &Args) -> Result<Tensor<'_>, KernelError> {
 }
 
 /// `elements` in `CHUNK`-sized pieces through one TCM buffer.
-fn relu_through_tcm(args: &Args, x: &Tensor<'_>, out: &mut Tensor<'_>, elements: core::ops::Range<usize>) -> Result<(), KernelError> {
+fn relu_through_tcm(
+    args: &Args,
+    x: &Tensor<'_>,
+    out: &mut Tensor<'_>,
+    elements: core::ops::Range<usize>,
+) -> Result<(), KernelError> {
     let mut buffer = args.tcm_buffer::<f32>(CHUNK)?;
     let mut start = elements.start;
     while start < elements.end {

@@ -33,7 +33,6 @@
 
 extern crate alloc;
 
-
 use alloc::vec::Vec;
 use core::ops::{Deref, DerefMut};
 use neuroncustomop::wrapper_api::{Args, KernelError, TcmBuffer, Tensor};

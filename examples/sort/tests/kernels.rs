@@ -74,7 +74,9 @@ fn check(kernel: &str, x: Vec<f32>, rows: usize, row: usize, k: usize) {
 fn sorts_match_the_host_on_rows_with_duplicates_nans_and_zeros() {
     // Fewer rows than cores, more rows than cores, and one row longer than the TCM
     // scratch (3,072 elements), sorted on the heap.
-    for (kernel, rows, row, seed) in [("sort_ascending", 3, 100, 6), ("sort_descending", 21, 37, 7), ("sort_ascending", 1, 4000, 8)] {
+    for (kernel, rows, row, seed) in
+        [("sort_ascending", 3, 100, 6), ("sort_descending", 21, 37, 7), ("sort_ascending", 1, 4000, 8)]
+    {
         let x = sort_values(rows * row, seed);
         let first_row = &x[..row];
         assert!(first_row.iter().any(|v| v.is_nan()), "the first row has a NaN");
@@ -100,8 +102,18 @@ fn top_k_matches_the_host_for_every_kind_of_k() {
 #[test]
 fn the_nan_policy_puts_every_nan_last_whatever_its_sign() {
     let specials: Vec<f32> = [
-        0xFFC0_0000u32, 0x7F80_0000, 0x7FC0_0000, 0x8000_0000, 0x0000_0000, 0xFF80_0000, 0x7F80_0001, 0xBF80_0000,
-        0x3F80_0000, 0xFFC0_0000, 0x7FC0_0000, 0x0000_0000,
+        0xFFC0_0000u32,
+        0x7F80_0000,
+        0x7FC0_0000,
+        0x8000_0000,
+        0x0000_0000,
+        0xFF80_0000,
+        0x7F80_0001,
+        0xBF80_0000,
+        0x3F80_0000,
+        0xFFC0_0000,
+        0x7FC0_0000,
+        0x0000_0000,
     ]
     .map(f32::from_bits)
     .to_vec();
@@ -109,8 +121,18 @@ fn the_nan_policy_puts_every_nan_last_whatever_its_sign() {
     assert_eq!(
         bits,
         [
-            0xFF80_0000, 0xBF80_0000, 0x8000_0000, 0x0000_0000, 0x0000_0000, 0x3F80_0000, 0x7F80_0000, 0x7F80_0001,
-            0x7FC0_0000, 0x7FC0_0000, 0xFFC0_0000, 0xFFC0_0000
+            0xFF80_0000,
+            0xBF80_0000,
+            0x8000_0000,
+            0x0000_0000,
+            0x0000_0000,
+            0x3F80_0000,
+            0x7F80_0000,
+            0x7F80_0001,
+            0x7FC0_0000,
+            0x7FC0_0000,
+            0xFFC0_0000,
+            0xFFC0_0000
         ],
         "the documented order"
     );
@@ -122,7 +144,9 @@ fn the_nan_policy_puts_every_nan_last_whatever_its_sign() {
 fn shapes_that_do_not_fit_fail_with_the_kernels_code() {
     let x = Array::from_vec(vec![2, 10], sort_values(20, 18)).unwrap();
     // A sort with K != n, a top-k with K > n, other leading dimensions.
-    for (kernel, shape) in [("sort_ascending", vec![2, 9]), ("topk_largest", vec![2, 11]), ("topk_smallest", vec![3, 3])] {
+    for (kernel, shape) in
+        [("sort_ascending", vec![2, 9]), ("topk_largest", vec![2, 11]), ("topk_smallest", vec![3, 3])]
+    {
         let output = Output::Shape { dtype: Dtype::Float32, shape };
         let call = sort().call_with(kernel, &[Arg::Tensor(x.clone())], output, &eight()).unwrap();
         assert!(call.statuses.iter().all(|s| s.kernel_code() == Some(1)), "{kernel}: {:?}", call.statuses);

@@ -3,7 +3,6 @@
 #![no_std]
 #![no_main]
 
-
 use neuroncustomop::wrapper_api::{Args, KernelError, Tensor};
 
 /// Elements per TCM round trip: two 4 KiB buffers of the op's 16 KiB pool.

@@ -15,10 +15,10 @@
 //! - every error maps to its documented status, and displays.
 
 use arbitrary::{Arbitrary, Unstructured};
+use neuroncustomop::test_models::descriptor::{Accepted, Bytes, validate as validate_model};
 use neuroncustomop::wrapper_api::{
     ARG_TENSOR_SIZE, ArgTensor, ArgType, DescriptorError, Dtype, MAX_RANK, ScalarKind, Status, Storage,
 };
-use neuroncustomop::test_models::descriptor::{Accepted, Bytes, validate as validate_model};
 
 use crate::ensure_eq;
 
@@ -140,8 +140,12 @@ fn model_encode(shape: &[u32]) -> Result<(), DescriptorError> {
 fn encode(encoding: &Encoding) -> Option<Bytes> {
     let dtype_of = |raw: u8| Dtype::ALL[usize::from(raw) % Dtype::ALL.len()];
     let (result, shape) = match encoding {
-        Encoding::Hbm { dtype, shape, addr } => (ArgTensor::hbm_tensor(dtype_of(*dtype), shape, *addr), shape.as_slice()),
-        Encoding::Tpb { dtype, shape, addr } => (ArgTensor::tpb_tensor(dtype_of(*dtype), shape, *addr), shape.as_slice()),
+        Encoding::Hbm { dtype, shape, addr } => {
+            (ArgTensor::hbm_tensor(dtype_of(*dtype), shape, *addr), shape.as_slice())
+        }
+        Encoding::Tpb { dtype, shape, addr } => {
+            (ArgTensor::tpb_tensor(dtype_of(*dtype), shape, *addr), shape.as_slice())
+        }
         Encoding::Scalar { kind, addr } => {
             let kind = [ScalarKind::Int, ScalarKind::LongLong, ScalarKind::Float][usize::from(*kind) % 3];
             (Ok(ArgTensor::hbm_scalar(kind, *addr)), &[1][..])

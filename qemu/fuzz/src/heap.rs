@@ -69,13 +69,32 @@ impl Size {
 #[derive(Arbitrary, Debug)]
 enum Op {
     /// `allocate(size, align)`: `align` is `1 << log2` when below 64, else raw.
-    Allocate { size: Size, align_log2: u8, raw_align: Option<usize> },
-    AllocateZeroed { count: Size, size: Size },
-    Free { pick: u16 },
-    Reallocate { pick: u16, size: Size },
-    FreeInterior { pick: u16, offset: u16 },
-    FreeStale { pick: u16 },
-    FreeForeign { below: bool },
+    Allocate {
+        size: Size,
+        align_log2: u8,
+        raw_align: Option<usize>,
+    },
+    AllocateZeroed {
+        count: Size,
+        size: Size,
+    },
+    Free {
+        pick: u16,
+    },
+    Reallocate {
+        pick: u16,
+        size: Size,
+    },
+    FreeInterior {
+        pick: u16,
+        offset: u16,
+    },
+    FreeStale {
+        pick: u16,
+    },
+    FreeForeign {
+        below: bool,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -297,11 +316,8 @@ pub fn check(data: &[u8]) {
     // the metadata is inside) the granules `metadata_words` of them take at its start.
     let region_start = region.ptr as usize + skew;
     let whole = (region_start + size - region_start.next_multiple_of(GRANULE)) / GRANULE;
-    let metadata_granules = if case.external_metadata {
-        0
-    } else {
-        (metadata_words(whole * GRANULE) * size_of::<u32>()).div_ceil(GRANULE)
-    };
+    let metadata_granules =
+        if case.external_metadata { 0 } else { (metadata_words(whole * GRANULE) * size_of::<u32>()).div_ceil(GRANULE) };
     let expected_granules = whole.saturating_sub(metadata_granules);
     let heap = match heap {
         Ok(heap) => heap,
@@ -317,7 +333,13 @@ pub fn check(data: &[u8]) {
     assert!(base >= region_start && base + heap.arena_bytes() <= region_start + size, "arena outside the region");
     let granules = heap.arena_bytes() / GRANULE;
     ensure_eq!(summary(&heap), (heap.arena_bytes(), 1, heap.arena_bytes(), 0), "a new heap");
-    let mut run = Run { heap, model: Model { granules: Granules::new(granules), live: Vec::new() }, base, stale: Vec::new(), fill: 0 };
+    let mut run = Run {
+        heap,
+        model: Model { granules: Granules::new(granules), live: Vec::new() },
+        base,
+        stale: Vec::new(),
+        fill: 0,
+    };
     for op in &case.ops {
         run.step(op);
     }

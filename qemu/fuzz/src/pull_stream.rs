@@ -18,11 +18,10 @@
 //! Descriptor validation itself is `descriptor`'s business: the model asks `validate`.
 
 use arbitrary::{Arbitrary, Unstructured};
-use neuroncustomop::wrapper_api::{
-    ARG_TENSOR_SIZE, ArgError, ArgTensor, ArgType, Invocation, KernelError, MAX_ARGS, ScalarKind, Status,
-    Tensor,
-};
 use neuroncustomop::test_models::platform::{self, Window};
+use neuroncustomop::wrapper_api::{
+    ARG_TENSOR_SIZE, ArgError, ArgTensor, ArgType, Invocation, KernelError, MAX_ARGS, ScalarKind, Status, Tensor,
+};
 
 use crate::ensure_eq;
 
@@ -44,7 +43,10 @@ fn host_base(window: usize) -> usize {
 
 /// The window holding framework address `addr`, and the offset in it.
 fn window_of(addr: u64) -> Option<(usize, usize)> {
-    WINDOW_BASES.iter().position(|&base| addr >= base && addr - base < WINDOW_LEN as u64).map(|w| (w, (addr - WINDOW_BASES[w]) as usize))
+    WINDOW_BASES
+        .iter()
+        .position(|&base| addr >= base && addr - base < WINDOW_LEN as u64)
+        .map(|w| (w, (addr - WINDOW_BASES[w]) as usize))
 }
 
 /// Where a descriptor points.
@@ -147,7 +149,11 @@ enum RustOp {
 
 #[derive(Arbitrary, Debug, Clone)]
 enum Op {
-    HandOff { args: Vec<ArgSpec>, claim: Claim, output: Option<ArgSpec> },
+    HandOff {
+        args: Vec<ArgSpec>,
+        claim: Claim,
+        output: Option<ArgSpec>,
+    },
     Setup(bool),
     Tensor,
     Int,
@@ -158,10 +164,15 @@ enum Op {
     Data(ArgSpec),
     Cleanup,
     /// A Rust kernel: these pulls, then its output returned (`None`) or `Op(code)`.
-    Run { ops: Vec<RustOp>, fail: Option<u16> },
+    Run {
+        ops: Vec<RustOp>,
+        fail: Option<u16>,
+    },
     /// The last hand-off again, in a new block: the same bytes (setup may reuse what it
     /// resolved), or with argument `index` (modulo the count) replaced by `spec`.
-    Again { replace: Option<(u8, ArgSpec)> },
+    Again {
+        replace: Option<(u8, ArgSpec)>,
+    },
 }
 
 /// A translated host range, half-open; empty for empty tensors and scalars.
@@ -381,7 +392,11 @@ fn pull(inv: &Invocation, model: &mut Model, kind: Option<ScalarKind>) -> Status
 /// A Rust kernel's pull of a tensor: the C rules, then no overlap with a taken output.
 fn rust_tensor<'a>(args: &'a neuroncustomop::wrapper_api::Args, model: &mut Model) -> (Status, Option<Tensor<'a>>) {
     let expected = model.peek(None).and_then(|resolved| {
-        if model.dst_taken && resolved.range.overlaps(model.dst_range) { Err(Status::OUTPUT_ALIASES_INPUT) } else { Ok(resolved) }
+        if model.dst_taken && resolved.range.overlaps(model.dst_range) {
+            Err(Status::OUTPUT_ALIASES_INPUT)
+        } else {
+            Ok(resolved)
+        }
     });
     let got = args.tensor();
     let status = status_of(&got);
@@ -441,7 +456,11 @@ fn run_kernel(inv: &mut Invocation, model: &mut Model, ops: &[RustOp], fail: Opt
                 RustOp::Output => {
                     let pulled = &model.input_ranges[..model.next];
                     let expected = model.peek_dst().and_then(|resolved| {
-                        if pulled.iter().any(|r| r.overlaps(resolved.range)) { Err(Status::OUTPUT_ALIASES_INPUT) } else { Ok(resolved) }
+                        if pulled.iter().any(|r| r.overlaps(resolved.range)) {
+                            Err(Status::OUTPUT_ALIASES_INPUT)
+                        } else {
+                            Ok(resolved)
+                        }
                     });
                     let got = args.output();
                     if let (Ok(tensor), Ok(resolved)) = (&got, expected) {
@@ -489,7 +508,14 @@ struct Buffers {
     results: Vec<Box<ArgTensor>>,
 }
 
-fn hand_off(inv: &mut Invocation, model: &mut Model, buffers: &mut Buffers, args: &[ArgSpec], claim: Claim, output: &Option<ArgSpec>) -> Status {
+fn hand_off(
+    inv: &mut Invocation,
+    model: &mut Model,
+    buffers: &mut Buffers,
+    args: &[ArgSpec],
+    claim: Claim,
+    output: &Option<ArgSpec>,
+) -> Status {
     let descs: Box<[ArgTensor]> = args.iter().take(MAX_ARGS).map(ArgSpec::desc).collect();
     let real = descs.len() as u32;
     buffers.arg_blocks.push(descs);

@@ -22,8 +22,8 @@
 use arbitrary::{Arbitrary, Unstructured};
 use neuroncustomop::arch::set_prid_for_test;
 use neuroncustomop::translate::{
-    TRANSLATE_OK, TRANSLATE_PER_CORE, TRANSLATE_REGIONS, TranslateError, TranslateRecord, configure,
-    neuron_translate, neuron_translate_configure, neuron_translate_status, translate, translate_range,
+    TRANSLATE_OK, TRANSLATE_PER_CORE, TRANSLATE_REGIONS, TranslateError, TranslateRecord, configure, neuron_translate,
+    neuron_translate_configure, neuron_translate_status, translate, translate_range,
 };
 
 use neuroncustomop::test_models::translate as reference;
@@ -141,11 +141,8 @@ pub fn check(data: &[u8]) {
         ensure_eq!(neuron_translate_status(), accepted.map_or_else(TranslateError::code, |()| TRANSLATE_OK), "status");
     }
     // The records in force: none after a refused set.
-    let in_force: &[TranslateRecord] = if accepted.is_ok() && matches!(case.hand_over, HandOver::Rust | HandOver::C) {
-        &records
-    } else {
-        &[]
-    };
+    let in_force: &[TranslateRecord] =
+        if accepted.is_ok() && matches!(case.hand_over, HandOver::Rust | HandOver::C) { &records } else { &[] };
 
     let edges = records.iter().flat_map(|record| {
         let last = record.ptr | !record.mask;
@@ -163,7 +160,8 @@ pub fn check(data: &[u8]) {
         let status = if expected.is_some() { TRANSLATE_OK } else { TranslateError::Miss.code() };
         ensure_eq!(neuron_translate_status(), status, "status after neuron_translate");
 
-        let window_end = in_force.iter().find(|record| addr & record.mask == record.ptr).map(|record| record.ptr | !record.mask);
+        let window_end =
+            in_force.iter().find(|record| addr & record.mask == record.ptr).map(|record| record.ptr | !record.mask);
         let to_end = window_end.map(|last| last - addr + 1);
         let lengths = case.lengths.iter().map(|&len| u64::from(len)).chain(to_end).chain(to_end.map(|len| len + 1));
         for len in lengths {

@@ -139,7 +139,8 @@ fn write_document(spec: &DocumentSpec) -> (String, bool) {
                 ("total_cpus", total_cpus),
                 ("functions", format!("[{}]", functions.join(", "))),
             ];
-            let object_break = brk.filter(|b| matches!(b, Break::UnknownKey | Break::MissingKey(_) | Break::RepeatedKey(_)));
+            let object_break =
+                brk.filter(|b| matches!(b, Break::UnknownKey | Break::MissingKey(_) | Break::RepeatedKey(_)));
             object(members, library.key_rotation, object_break)
         })
         .collect();
@@ -181,10 +182,8 @@ fn model_read(spec: &DocumentSpec) -> Result<UcodeLib, UcodeLibError> {
                         sub_opcode: 0xFE,
                     });
                 }
-                raw => functions.push(FunctionEntry {
-                    name: function_name,
-                    sub_opcode: FunctionId::new(raw).expect("below 254"),
-                }),
+                raw => functions
+                    .push(FunctionEntry { name: function_name, sub_opcode: FunctionId::new(raw).expect("below 254") }),
             }
         }
         libraries.push(LibraryEntry {

@@ -110,7 +110,12 @@ fn model_decode_prefix(bytes: &[u8], known: &[bool; 256]) -> Result<ModelOp, Wir
 }
 
 fn seen(op: &DecodedOp, consumed: usize) -> ModelOp {
-    ModelOp { function_id: op.function_id().get(), output: op.output().copied(), inputs: op.inputs().to_vec(), consumed }
+    ModelOp {
+        function_id: op.function_id().get(),
+        output: op.output().copied(),
+        inputs: op.inputs().to_vec(),
+        consumed,
+    }
 }
 
 /// Checks one byte string against the model; returns what `decode_prefix` took.

@@ -21,9 +21,10 @@ fn call_error(error: CallError) -> PyErr {
     match error {
         CallError::UnknownKernel { .. } => PyKeyError::new_err(message),
         CallError::TooManyArgs(_) | CallError::OutputLike { .. } => PyTypeError::new_err(message),
-        CallError::Descriptor { .. } | CallError::DoesNotFit { .. } | CallError::Cores(_) | CallError::ShapeFunction { .. } => {
-            PyValueError::new_err(message)
-        }
+        CallError::Descriptor { .. }
+        | CallError::DoesNotFit { .. }
+        | CallError::Cores(_)
+        | CallError::ShapeFunction { .. } => PyValueError::new_err(message),
         CallError::Job(_) | CallError::Run(_) | CallError::Unfinished { .. } | CallError::Stopped { .. } => {
             DeviceError::new_err(message)
         }
@@ -62,7 +63,12 @@ impl Library {
     /// The output's `(dtype, shape)` for a call of `kernel` with `inputs`, from the
     /// library's C++ shape function (its `shape_srcs`, run on the host); `None` for a
     /// library without shape functions (Rust and C).
-    fn output_of(&self, py: Python<'_>, kernel: &str, inputs: Vec<Input<'_>>) -> PyResult<Option<(&'static str, Vec<usize>)>> {
+    fn output_of(
+        &self,
+        py: Python<'_>,
+        kernel: &str,
+        inputs: Vec<Input<'_>>,
+    ) -> PyResult<Option<(&'static str, Vec<usize>)>> {
         let args = call::to_args(&inputs)?;
         let library = &self.library;
         let output = py.detach(|| library.output_of(kernel, &args)).map_err(call_error)?;

@@ -1,8 +1,8 @@
 //! `ncop package` and `sim package`: build a library for the device and package it.
 
-use clap::Args;
-use crate::library::{LoadError, Library};
+use crate::library::{Library, LoadError};
 use crate::project::Project;
+use clap::Args;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -1,12 +1,12 @@
 //! `ncop run`: call one kernel of a library on the simulated device with your data.
 
-use clap::{Args, ValueEnum};
-use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use crate::array::{Dtype, dtype_name, parse_dtype};
 use crate::compare::{Mismatch, Tolerance, compare};
 use crate::generate::{Distribution, generate};
 use crate::library::{Arg, Options, Output};
 use crate::npy::{self, NpyError};
+use clap::{Args, ValueEnum};
+use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -169,7 +169,8 @@ impl FromStr for OutputSpec {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let (dtype, shape) = text.split_once(':').ok_or_else(|| format!("{text} is not DTYPE:SHAPE (e.g. float32:4x128)"))?;
+        let (dtype, shape) =
+            text.split_once(':').ok_or_else(|| format!("{text} is not DTYPE:SHAPE (e.g. float32:4x128)"))?;
         Ok(Self { dtype: parse_dtype_arg(dtype)?, shape: parse_shape(shape)? })
     }
 }
@@ -226,9 +227,9 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         // A C++ library's shape function says; else the first tensor's form.
         (None, None) => match library.output_of(kernel, &call_args)? {
             Some(output) => output,
-            None => Output::Like(
-                call_args.iter().position(|a| matches!(a, Arg::Tensor(_))).ok_or(RunError::NoOutputForm)?,
-            ),
+            None => {
+                Output::Like(call_args.iter().position(|a| matches!(a, Arg::Tensor(_))).ok_or(RunError::NoOutputForm)?)
+            }
         },
     };
     if let Some(dir) = &args.save_inputs {
@@ -245,8 +246,12 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         Memcpy::Vector => NeuronMemcpyMethod::VecMemcpy,
         Memcpy::Dma => NeuronMemcpyMethod::Dma,
     };
-    let options =
-        Options { cores: usize::from(args.cores), memcpy, count_instructions: true, max_instructions: args.max_instructions };
+    let options = Options {
+        cores: usize::from(args.cores),
+        memcpy,
+        count_instructions: true,
+        max_instructions: args.max_instructions,
+    };
     let described: Vec<String> = call_args.iter().map(Arg::describe).collect();
     let mut call = library.call_with(kernel, &call_args, output.clone(), &options)?;
     for _ in 1..args.repeat {
@@ -268,7 +273,11 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     };
     println!("  wall time   {:.3} s under QEMU ({timing})", call.wall.as_secs_f64());
     if let Some(&slowest) = call.instructions.iter().max() {
-        println!("  instructions {slowest} on the slowest core, {:.2} per output element; per core {:?}", slowest as f64 / elements, call.instructions);
+        println!(
+            "  instructions {slowest} on the slowest core, {:.2} per output element; per core {:?}",
+            slowest as f64 / elements,
+            call.instructions
+        );
     }
     for (core, printed) in call.stdout.iter().enumerate().filter(|(_, p)| !p.text.is_empty() || p.lost > 0) {
         let lost = if printed.lost > 0 { format!(" ({} bytes lost first)", printed.lost) } else { String::new() };
@@ -289,7 +298,9 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     };
     let tolerance = match (args.rtol, args.atol) {
         (None, None) if !args.equal_nan => Tolerance::Exact,
-        (rtol, atol) => Tolerance::Close { rtol: rtol.unwrap_or(1e-5), atol: atol.unwrap_or(1e-8), equal_nan: args.equal_nan },
+        (rtol, atol) => {
+            Tolerance::Close { rtol: rtol.unwrap_or(1e-5), atol: atol.unwrap_or(1e-8), equal_nan: args.equal_nan }
+        }
     };
     match compare(&call.output, &expected, tolerance) {
         Ok(()) => {
@@ -337,7 +348,12 @@ pub fn exec_sim(args: SimRunArgs) -> super::Outcome {
         (Some(project), Some(kernel)) => call(&project.dir, kernel, &args.call),
         (Some(project), None) => {
             let manifest = project.dir.join("Cargo.toml");
-            let status = cargo().current_dir(&repo).args(["test", "--manifest-path"]).arg(manifest).args(["--", "--nocapture"]).status()?;
+            let status = cargo()
+                .current_dir(&repo)
+                .args(["test", "--manifest-path"])
+                .arg(manifest)
+                .args(["--", "--nocapture"])
+                .status()?;
             Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         (None, _) => boot_program(&args),

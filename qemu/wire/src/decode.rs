@@ -4,12 +4,12 @@ use core::ops::Range;
 
 use crate::encode::payload_flags;
 use crate::layout::{
-    FLAG_LAST, FLAG_OUTPUT, HEADER_FUNCTION_ID, HEADER_NUM_ARGUMENTS, HEADER_NUM_PAYLOADS,
-    HEADER_RESERVED, OPCODE, PAYLOAD_DESCRIPTOR, PAYLOAD_FLAGS, PAYLOAD_INDEX, PAYLOAD_RESERVED,
+    FLAG_LAST, FLAG_OUTPUT, HEADER_FUNCTION_ID, HEADER_NUM_ARGUMENTS, HEADER_NUM_PAYLOADS, HEADER_RESERVED, OPCODE,
+    PAYLOAD_DESCRIPTOR, PAYLOAD_FLAGS, PAYLOAD_INDEX, PAYLOAD_RESERVED,
 };
 use crate::{
-    DESCRIPTOR_LEN, Descriptor, FunctionId, FunctionTable, HEADER_OPCODE, MAX_INPUTS,
-    PAYLOAD_OPCODE, WORD_LEN, WireError, num_payloads,
+    DESCRIPTOR_LEN, Descriptor, FunctionId, FunctionTable, HEADER_OPCODE, MAX_INPUTS, PAYLOAD_OPCODE, WORD_LEN,
+    WireError, num_payloads,
 };
 
 /// One op, read back from its words: which function to call, the output descriptor and
@@ -49,10 +49,7 @@ impl DecodedOp {
 ///
 /// # Errors
 /// Any [`WireError`] but the encoder-only ones; see [`decode`].
-pub fn decode_prefix<T: FunctionTable + ?Sized>(
-    bytes: &[u8],
-    functions: &T,
-) -> Result<(DecodedOp, usize), WireError> {
+pub fn decode_prefix<T: FunctionTable + ?Sized>(bytes: &[u8], functions: &T) -> Result<(DecodedOp, usize), WireError> {
     let header = word(bytes, 0)?;
     check_word(header, 0, HEADER_OPCODE, &HEADER_RESERVED)?;
 
@@ -66,40 +63,26 @@ pub fn decode_prefix<T: FunctionTable + ?Sized>(
 
     let num_arguments = header[HEADER_NUM_ARGUMENTS];
     if usize::from(num_arguments) > MAX_INPUTS {
-        return Err(WireError::TooManyArguments {
-            num_arguments: num_arguments.into(),
-        });
+        return Err(WireError::TooManyArguments { num_arguments: num_arguments.into() });
     }
     let total_words = read_u16(header, HEADER_NUM_PAYLOADS);
     let expected = num_payloads(num_arguments);
     if total_words != expected {
-        return Err(WireError::PayloadCountMismatch {
-            num_arguments,
-            num_payloads: total_words,
-            expected,
-        });
+        return Err(WireError::PayloadCountMismatch { num_arguments, num_payloads: total_words, expected });
     }
     let consumed = usize::from(total_words) * WORD_LEN;
     if bytes.len() < consumed {
-        return Err(WireError::Truncated {
-            needed: consumed,
-            available: bytes.len(),
-        });
+        return Err(WireError::Truncated { needed: consumed, available: bytes.len() });
     }
 
-    let mut op = DecodedOp {
-        function_id,
-        output: None,
-        inputs: [[0; DESCRIPTOR_LEN]; MAX_INPUTS],
-        num_inputs: num_arguments,
-    };
+    let mut op =
+        DecodedOp { function_id, output: None, inputs: [[0; DESCRIPTOR_LEN]; MAX_INPUTS], num_inputs: num_arguments };
     for position in 1..total_words {
         let payload = word(bytes, position)?;
         check_word(payload, position, PAYLOAD_OPCODE, &PAYLOAD_RESERVED)?;
         check_payload_fields(payload, position, total_words)?;
-        let descriptor: Descriptor = payload[PAYLOAD_DESCRIPTOR..]
-            .try_into()
-            .expect("the descriptor fills the word from PAYLOAD_DESCRIPTOR");
+        let descriptor: Descriptor =
+            payload[PAYLOAD_DESCRIPTOR..].try_into().expect("the descriptor fills the word from PAYLOAD_DESCRIPTOR");
         match position {
             1 => op.output = Some(descriptor),
             input => op.inputs[usize::from(input - 2)] = descriptor,
@@ -126,16 +109,10 @@ pub fn decode_prefix<T: FunctionTable + ?Sized>(
 /// header[0x0E] = 0xFF; // FunctionId unset
 /// assert_eq!(decode(&header, &[][..]), Err(WireError::UnsetFunctionId));
 /// ```
-pub fn decode<T: FunctionTable + ?Sized>(
-    bytes: &[u8],
-    functions: &T,
-) -> Result<DecodedOp, WireError> {
+pub fn decode<T: FunctionTable + ?Sized>(bytes: &[u8], functions: &T) -> Result<DecodedOp, WireError> {
     let (op, consumed) = decode_prefix(bytes, functions)?;
     if consumed != bytes.len() {
-        return Err(WireError::TrailingBytes {
-            consumed,
-            available: bytes.len(),
-        });
+        return Err(WireError::TrailingBytes { consumed, available: bytes.len() });
     }
     Ok(op)
 }
@@ -146,32 +123,15 @@ fn word(bytes: &[u8], position: u16) -> Result<&[u8; WORD_LEN], WireError> {
     bytes
         .get(start..start + WORD_LEN)
         .map(|word| word.try_into().expect("the range is WORD_LEN long"))
-        .ok_or(WireError::Truncated {
-            needed: start + WORD_LEN,
-            available: bytes.len(),
-        })
+        .ok_or(WireError::Truncated { needed: start + WORD_LEN, available: bytes.len() })
 }
 
 /// Checks the opcode and the reserved bytes shared by both kinds of word.
-fn check_word(
-    word: &[u8; WORD_LEN],
-    position: u16,
-    opcode: u8,
-    reserved: &[Range<usize>],
-) -> Result<(), WireError> {
+fn check_word(word: &[u8; WORD_LEN], position: u16, opcode: u8, reserved: &[Range<usize>]) -> Result<(), WireError> {
     if word[OPCODE] != opcode {
-        return Err(WireError::WrongOpcode {
-            word: position,
-            expected: opcode,
-            found: word[OPCODE],
-        });
+        return Err(WireError::WrongOpcode { word: position, expected: opcode, found: word[OPCODE] });
     }
-    match reserved
-        .iter()
-        .cloned()
-        .flatten()
-        .find(|&offset| word[offset] != 0)
-    {
+    match reserved.iter().cloned().flatten().find(|&offset| word[offset] != 0) {
         Some(offset) => Err(WireError::ReservedByteSet {
             word: position,
             offset: offset as u8, // cannot truncate: offsets are below WORD_LEN
@@ -182,24 +142,14 @@ fn check_word(
 }
 
 /// Checks a payload's position and flags against where it stands in the chain.
-fn check_payload_fields(
-    payload: &[u8; WORD_LEN],
-    position: u16,
-    total_words: u16,
-) -> Result<(), WireError> {
+fn check_payload_fields(payload: &[u8; WORD_LEN], position: u16, total_words: u16) -> Result<(), WireError> {
     let claimed = read_u16(payload, PAYLOAD_INDEX);
     if claimed != position {
-        return Err(WireError::PayloadOutOfOrder {
-            word: position,
-            found: claimed,
-        });
+        return Err(WireError::PayloadOutOfOrder { word: position, found: claimed });
     }
     let flags = payload[PAYLOAD_FLAGS];
     if flags & !(FLAG_OUTPUT | FLAG_LAST) != 0 {
-        return Err(WireError::UnknownFlags {
-            word: position,
-            flags,
-        });
+        return Err(WireError::UnknownFlags { word: position, flags });
     }
     let wrong = flags ^ payload_flags(position, total_words);
     if wrong & FLAG_OUTPUT != 0 {

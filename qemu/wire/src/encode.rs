@@ -3,12 +3,11 @@
 use core::iter;
 
 use crate::layout::{
-    FLAG_LAST, FLAG_OUTPUT, HEADER_FUNCTION_ID, HEADER_NUM_ARGUMENTS, HEADER_NUM_PAYLOADS, OPCODE,
-    PAYLOAD_DESCRIPTOR, PAYLOAD_FLAGS, PAYLOAD_INDEX,
+    FLAG_LAST, FLAG_OUTPUT, HEADER_FUNCTION_ID, HEADER_NUM_ARGUMENTS, HEADER_NUM_PAYLOADS, OPCODE, PAYLOAD_DESCRIPTOR,
+    PAYLOAD_FLAGS, PAYLOAD_INDEX,
 };
 use crate::{
-    Descriptor, FunctionId, HEADER_OPCODE, MAX_INPUTS, MAX_WORDS, PAYLOAD_OPCODE, WORD_LEN,
-    WireError, num_payloads,
+    Descriptor, FunctionId, HEADER_OPCODE, MAX_INPUTS, MAX_WORDS, PAYLOAD_OPCODE, WORD_LEN, WireError, num_payloads,
 };
 
 /// The encoded words of one op, held inline (no allocation).
@@ -47,9 +46,7 @@ pub fn encode(
     inputs: &[Descriptor],
 ) -> Result<EncodedOp, WireError> {
     if inputs.len() > MAX_INPUTS {
-        return Err(WireError::TooManyArguments {
-            num_arguments: inputs.len(),
-        });
+        return Err(WireError::TooManyArguments { num_arguments: inputs.len() });
     }
     let num_arguments = inputs.len() as u8; // cannot truncate: at most MAX_INPUTS
     let payloads = match (output, inputs.is_empty()) {
@@ -60,16 +57,12 @@ pub fn encode(
     };
 
     let total_words = num_payloads(num_arguments);
-    let mut encoded = EncodedOp {
-        bytes: [0; MAX_WORDS * WORD_LEN],
-        len: usize::from(total_words) * WORD_LEN,
-    };
+    let mut encoded = EncodedOp { bytes: [0; MAX_WORDS * WORD_LEN], len: usize::from(total_words) * WORD_LEN };
     let mut words = encoded.bytes.chunks_exact_mut(WORD_LEN);
 
     let header = words.next().expect("MAX_WORDS >= 1");
     header[OPCODE] = HEADER_OPCODE;
-    header[HEADER_NUM_PAYLOADS..HEADER_NUM_PAYLOADS + 2]
-        .copy_from_slice(&total_words.to_le_bytes());
+    header[HEADER_NUM_PAYLOADS..HEADER_NUM_PAYLOADS + 2].copy_from_slice(&total_words.to_le_bytes());
     header[HEADER_FUNCTION_ID] = function_id.get();
     header[HEADER_NUM_ARGUMENTS] = num_arguments;
 
@@ -85,10 +78,6 @@ pub fn encode(
 /// The flags the payload at `position` of a `total_words`-word chain must carry.
 pub(crate) fn payload_flags(position: u16, total_words: u16) -> u8 {
     let output = if position == 1 { FLAG_OUTPUT } else { 0 };
-    let last = if position + 1 == total_words {
-        FLAG_LAST
-    } else {
-        0
-    };
+    let last = if position + 1 == total_words { FLAG_LAST } else { 0 };
     output | last
 }

@@ -95,65 +95,32 @@ impl fmt::Display for WireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Self::Truncated { needed, available } => {
-                write!(
-                    f,
-                    "truncated custom op: needs {needed} bytes, got {available}"
-                )
+                write!(f, "truncated custom op: needs {needed} bytes, got {available}")
             }
-            Self::TrailingBytes {
-                consumed,
-                available,
-            } => {
-                write!(
-                    f,
-                    "{} bytes follow the custom op's {consumed}",
-                    available - consumed
-                )
+            Self::TrailingBytes { consumed, available } => {
+                write!(f, "{} bytes follow the custom op's {consumed}", available - consumed)
             }
-            Self::WrongOpcode {
-                word,
-                expected,
-                found,
-            } => {
-                write!(
-                    f,
-                    "word {word}: opcode {found:#04x}, expected {expected:#04x}"
-                )
+            Self::WrongOpcode { word, expected, found } => {
+                write!(f, "word {word}: opcode {found:#04x}, expected {expected:#04x}")
             }
-            Self::ReservedByteSet {
-                word,
-                offset,
-                value,
-            } => {
-                write!(
-                    f,
-                    "word {word}: reserved byte +{offset:#04x} is {value:#04x}, not 0"
-                )
+            Self::ReservedByteSet { word, offset, value } => {
+                write!(f, "word {word}: reserved byte +{offset:#04x} is {value:#04x}, not 0")
             }
             Self::UnsetFunctionId => write!(f, "FunctionId is 0xff (unset)"),
             Self::UnknownFunctionId { raw } => {
                 write!(f, "FunctionId {raw} names no registered function")
             }
-            Self::TooManyArguments { num_arguments } => write!(
-                f,
-                "{num_arguments} input arguments: the runtime takes at most {}",
-                crate::MAX_INPUTS
-            ),
-            Self::PayloadCountMismatch {
-                num_arguments,
-                num_payloads,
-                expected,
-            } => write!(
+            Self::TooManyArguments { num_arguments } => {
+                write!(f, "{num_arguments} input arguments: the runtime takes at most {}", crate::MAX_INPUTS)
+            }
+            Self::PayloadCountMismatch { num_arguments, num_payloads, expected } => write!(
                 f,
                 "num_payloads {num_payloads} does not match num_arguments {num_arguments} \
                  (expected {expected})"
             ),
             Self::MissingOutput => write!(f, "the op has inputs but no output payload first"),
             Self::MultipleOutputs { word } => {
-                write!(
-                    f,
-                    "word {word}: a second output payload (at most one output)"
-                )
+                write!(f, "word {word}: a second output payload (at most one output)")
             }
             Self::OutputWithoutInputs => {
                 write!(f, "an op without input arguments cannot carry an output")
@@ -162,16 +129,10 @@ impl fmt::Display for WireError {
                 write!(f, "word {word}: payload claims position {found}")
             }
             Self::LastFlagMismatch { word } => {
-                write!(
-                    f,
-                    "word {word}: last-payload flag does not match its position"
-                )
+                write!(f, "word {word}: last-payload flag does not match its position")
             }
             Self::UnknownFlags { word, flags } => {
-                write!(
-                    f,
-                    "word {word}: undefined payload flag bits in {flags:#04x}"
-                )
+                write!(f, "word {word}: undefined payload flag bits in {flags:#04x}")
             }
         }
     }

@@ -23,11 +23,7 @@ impl FunctionId {
     /// assert_eq!(FunctionId::new(FunctionId::UNSET_BYTE), None);
     /// ```
     pub const fn new(raw: u8) -> Option<Self> {
-        if (raw as usize) < Self::MAX_FUNCTIONS {
-            Some(Self(raw))
-        } else {
-            None
-        }
+        if (raw as usize) < Self::MAX_FUNCTIONS { Some(Self(raw)) } else { None }
     }
 
     /// The id's byte on the wire.
@@ -64,10 +60,7 @@ mod tests {
     #[test]
     fn every_byte_below_254_is_an_id_and_the_rest_are_not() {
         for raw in 0..=u8::MAX {
-            assert_eq!(
-                FunctionId::new(raw).map(FunctionId::get),
-                (raw < 254).then_some(raw)
-            );
+            assert_eq!(FunctionId::new(raw).map(FunctionId::get), (raw < 254).then_some(raw));
         }
     }
 

@@ -290,11 +290,14 @@ mod tests {
 
     #[test]
     fn a_budget_runs_out_after_exactly_its_instructions() {
-        for budget in [1, 2, 1000, ICOUNT_WRAP - 1, ICOUNT_WRAP, ICOUNT_WRAP + 1, 3 * ICOUNT_WRAP, 10_000_000_000, u64::MAX / 2] {
+        for budget in
+            [1, 2, 1000, ICOUNT_WRAP - 1, ICOUNT_WRAP, ICOUNT_WRAP + 1, 3 * ICOUNT_WRAP, 10_000_000_000, u64::MAX / 2]
+        {
             let (start, wraps) = icount_plan(budget);
             // The wrap that spends the budget comes with ICOUNT about to pass
             // 0xFFFFFFFF once more: after `wraps` earlier wraps, at ICOUNT = 0xFFFFFFFF.
-            let spent = if wraps == 0 { icount_total(start, 0, u32::MAX) } else { icount_total(start, wraps, u32::MAX) };
+            let spent =
+                if wraps == 0 { icount_total(start, 0, u32::MAX) } else { icount_total(start, wraps, u32::MAX) };
             assert_eq!(spent, budget, "budget {budget}");
         }
         assert_eq!(icount_plan(0), (0, u32::MAX), "no budget: never");

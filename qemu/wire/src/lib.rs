@@ -83,9 +83,5 @@ pub const MAX_WORDS: usize = 2 + MAX_INPUTS;
 /// assert_eq!(neuroncustomop_wire::num_payloads(1), 3);
 /// ```
 pub const fn num_payloads(num_inputs: u8) -> u16 {
-    if num_inputs == 0 {
-        1
-    } else {
-        num_inputs as u16 + 2
-    }
+    if num_inputs == 0 { 1 } else { num_inputs as u16 + 2 }
 }

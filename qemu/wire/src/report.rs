@@ -42,7 +42,8 @@ impl Bytes<'_> {
             Self::Hex(hex) => (&[][..], *hex),
         };
         raw.iter().copied().chain(
-            (0..hex.len() / 2).filter_map(move |i| hex.get(2 * i..2 * i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok())),
+            (0..hex.len() / 2)
+                .filter_map(move |i| hex.get(2 * i..2 * i + 2).and_then(|pair| u8::from_str_radix(pair, 16).ok())),
         )
     }
 }
@@ -196,7 +197,10 @@ impl fmt::Display for Line<'_> {
                 }
             }
             Self::OverBudget { core, op, function, instructions, pc } => {
-                write!(f, "OVER_BUDGET core={core} op={op} function={function} instructions={instructions} pc={pc:#010x}")
+                write!(
+                    f,
+                    "OVER_BUDGET core={core} op={op} function={function} instructions={instructions} pc={pc:#010x}"
+                )
             }
             Self::Dump { op, offset, len } => write!(f, "DUMP op={op} offset={offset} len={len}"),
             Self::Done { job } => write!(f, "DONE job={job}"),
@@ -210,10 +214,7 @@ struct Fields<'a>(&'a str);
 
 impl<'a> Fields<'a> {
     fn text(&self, key: &str) -> Result<&'a str, ParseError> {
-        self.0
-            .split(' ')
-            .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
-            .ok_or(ParseError)
+        self.0.split(' ').find_map(|word| word.strip_prefix(key)?.strip_prefix('=')).ok_or(ParseError)
     }
 
     fn number<T: Number>(&self, key: &str) -> Result<T, ParseError> {
@@ -266,7 +267,9 @@ impl<'a> Line<'a> {
                 name: f.text("name")?,
                 handle: f.number("handle")?,
             },
-            "STDOUT" if f.text("error") == Ok("bad-ring") => Self::BadRing { core: f.number("core")?, op: f.number("op")? },
+            "STDOUT" if f.text("error") == Ok("bad-ring") => {
+                Self::BadRing { core: f.number("core")?, op: f.number("op")? }
+            }
             "STDOUT" => Self::Stdout {
                 core: f.number("core")?,
                 op: f.number("op")?,
@@ -340,8 +343,13 @@ mod tests {
             count: None,
             error: Some("word 2: a second output payload (at most one output)"),
         });
-        for status in [OpStatus::Abort, OpStatus::Exception(3), OpStatus::OverBudget, OpStatus::NotEntered, OpStatus::UnknownKernel]
-        {
+        for status in [
+            OpStatus::Abort,
+            OpStatus::Exception(3),
+            OpStatus::OverBudget,
+            OpStatus::NotEntered,
+            OpStatus::UnknownKernel,
+        ] {
             let count = Some(Count { instructions: 10_000_000_000, exact: false });
             round_trip(Line::Op { index: 1, core: 6, function: "k", status, count, error: None });
         }

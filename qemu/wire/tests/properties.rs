@@ -3,8 +3,7 @@
 //! byte outside the descriptors and the FunctionId is rejected.
 
 use neuroncustomop_wire::{
-    DESCRIPTOR_LEN, DecodedOp, Descriptor, FunctionId, MAX_INPUTS, WORD_LEN, decode, encode,
-    num_payloads,
+    DESCRIPTOR_LEN, DecodedOp, Descriptor, FunctionId, MAX_INPUTS, WORD_LEN, decode, encode, num_payloads,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -23,22 +22,14 @@ fn descriptor() -> impl Strategy<Value = Descriptor> {
 
 /// A valid op: an id, and an output exactly when there are inputs.
 fn op() -> impl Strategy<Value = (FunctionId, Option<Descriptor>, Vec<Descriptor>)> {
-    (
-        function_id(),
-        descriptor(),
-        vec(descriptor(), 0..=MAX_INPUTS),
-    )
-        .prop_map(|(id, output, inputs)| {
-            let output = (!inputs.is_empty()).then_some(output);
-            (id, output, inputs)
-        })
+    (function_id(), descriptor(), vec(descriptor(), 0..=MAX_INPUTS)).prop_map(|(id, output, inputs)| {
+        let output = (!inputs.is_empty()).then_some(output);
+        (id, output, inputs)
+    })
 }
 
 fn reencode(op: &DecodedOp) -> Vec<u8> {
-    encode(op.function_id(), op.output(), op.inputs())
-        .unwrap()
-        .as_bytes()
-        .to_vec()
+    encode(op.function_id(), op.output(), op.inputs()).unwrap().as_bytes().to_vec()
 }
 
 proptest! {

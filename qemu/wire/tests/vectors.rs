@@ -95,10 +95,7 @@ fn argument_less_op_is_a_lone_header() {
     assert_eq!(words.as_bytes(), &NO_ARGUMENTS[..]);
 
     let op = decode(&NO_ARGUMENTS, &[id(0)][..]).unwrap();
-    assert_eq!(
-        (op.function_id(), op.output(), op.inputs()),
-        (id(0), None, &[][..])
-    );
+    assert_eq!((op.function_id(), op.output(), op.inputs()), (id(0), None, &[][..]));
     assert_eq!(op.encoded_len(), 64);
 }
 

@@ -218,7 +218,8 @@ fn report_frames(line: &mut ReportLine, kind: &str, cause: u32, vaddr: u32, trac
 #[unsafe(no_mangle)]
 extern "C" fn __neuron_fault(record: &FaultRecord) -> ! {
     let [kind, cause, pc, vaddr, ra, sp] =
-        [&record.kind, &record.cause, &record.pc, &record.vaddr, &record.ra, &record.sp].map(|w| w.load(Ordering::Relaxed));
+        [&record.kind, &record.cause, &record.pc, &record.vaddr, &record.ra, &record.sp]
+            .map(|w| w.load(Ordering::Relaxed));
     let name = FAULT_KINDS.get(kind as usize).copied().unwrap_or("unknown");
     let mut line = ReportLine::new();
     let frames = record.state.load(Ordering::Relaxed) == STATE_FRAMES;

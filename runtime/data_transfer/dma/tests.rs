@@ -67,7 +67,8 @@ fn serve(base: SendPtr, data: SendPtr, mode: Engine, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         // SAFETY: the window outlives this thread; the core writes `produced` and the
         // descriptors before it, with fences between.
-        let produced = unsafe { std::sync::atomic::AtomicU32::from_ptr(&raw mut (*m2s).produced) }.load(Ordering::Acquire);
+        let produced =
+            unsafe { std::sync::atomic::AtomicU32::from_ptr(&raw mut (*m2s).produced) }.load(Ordering::Acquire);
         std::sync::atomic::fence(Ordering::SeqCst);
         if produced == seen || mode == Engine::Stuck {
             std::hint::spin_loop();
@@ -87,14 +88,18 @@ fn serve(base: SendPtr, data: SendPtr, mode: Engine, stop: &AtomicBool) {
                 let (from, to) = (data + read.address as usize, data + write.address as usize);
                 core::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, read.len as usize);
                 for (queue, descriptor) in [(m2s, read), (s2m, write)] {
-                    write_volatile(Queues::descriptor(queue, slot), DmaDescriptor { flags: descriptor.flags | DESCRIPTOR_DONE, ..descriptor });
+                    write_volatile(
+                        Queues::descriptor(queue, slot),
+                        DmaDescriptor { flags: descriptor.flags | DESCRIPTOR_DONE, ..descriptor },
+                    );
                 }
             }
         }
         std::sync::atomic::fence(Ordering::SeqCst);
         for queue in [m2s, s2m] {
             // SAFETY: as above.
-            unsafe { std::sync::atomic::AtomicU32::from_ptr(&raw mut (*queue).completed) }.store(produced, Ordering::Release);
+            unsafe { std::sync::atomic::AtomicU32::from_ptr(&raw mut (*queue).completed) }
+                .store(produced, Ordering::Release);
         }
         seen = produced;
     }

@@ -14,24 +14,14 @@ enum Event {
     DataScratch,
     HbmScratch,
     DmaQueue,
-    Register {
-        handle: usize,
-        name: String,
-    },
+    Register { handle: usize, name: String },
     // The runtime's steps.
     KeepHandle(usize),
-    InitHeaps {
-        hbm: (usize, u32),
-        dataram: (usize, u32),
-    },
+    InitHeaps { hbm: (usize, u32), dataram: (usize, u32) },
     KeepDmaQueue(DmaQueueOffsets),
-    InitLibc {
-        has_resolver: bool,
-    },
+    InitLibc { has_resolver: bool },
     Constructors,
-    Atexit {
-        is_my_exit: bool,
-    },
+    Atexit { is_my_exit: bool },
 }
 use Event::*;
 
@@ -46,18 +36,9 @@ fn take_log() -> Vec<Event> {
 }
 
 const HANDLE: usize = 0x4A4D;
-const DATA: ScratchRegion = ScratchRegion {
-    base: 0x1000 as *mut u8,
-    size: 0x800,
-};
-const HBM: ScratchRegion = ScratchRegion {
-    base: 0x10_0000 as *mut u8,
-    size: 0x4_0000,
-};
-const DMA: DmaQueueOffsets = DmaQueueOffsets {
-    m2s: 0x40,
-    s2m: 0x80,
-};
+const DATA: ScratchRegion = ScratchRegion { base: 0x1000 as *mut u8, size: 0x800 };
+const HBM: ScratchRegion = ScratchRegion { base: 0x10_0000 as *mut u8, size: 0x4_0000 };
+const DMA: DmaQueueOffsets = DmaQueueOffsets { m2s: 0x40, s2m: 0x80 };
 
 /// A fake address: never called, only registered.
 fn fake_fn(index: u32) -> *const c_void {
@@ -66,10 +47,7 @@ fn fake_fn(index: u32) -> *const c_void {
 
 fn cstr(name: *const c_char) -> String {
     // SAFETY: every name the runtime passes on is NUL-terminated (the table contract).
-    unsafe { CStr::from_ptr(name) }
-        .to_str()
-        .unwrap()
-        .to_string()
+    unsafe { CStr::from_ptr(name) }.to_str().unwrap().to_string()
 }
 
 /// The host as a Rust fake: records each callback, has no libc resolver; registration
@@ -83,12 +61,7 @@ struct FakeHost {
 
 impl FakeHost {
     fn new() -> Self {
-        Self {
-            data: DATA,
-            hbm: HBM,
-            fail_at: None,
-            registered: Default::default(),
-        }
+        Self { data: DATA, hbm: HBM, fail_at: None, registered: Default::default() }
     }
 }
 
@@ -114,10 +87,7 @@ unsafe impl Host for FakeHost {
     }
     unsafe fn register_kernel(&self, handle: *mut c_void, name: *const c_char) -> Status {
         let registered = self.registered.replace(self.registered.get() + 1);
-        record(Register {
-            handle: handle.addr(),
-            name: cstr(name),
-        });
+        record(Register { handle: handle.addr(), name: cstr(name) });
         match self.fail_at {
             Some((index, failure)) if index == registered => failure,
             _ => Status::SUCCESS,
@@ -136,32 +106,18 @@ struct FakeTable {
 
 impl FakeTable {
     fn named(names: &[&str]) -> Self {
-        let names: Vec<CString> = names
-            .iter()
-            .map(|name| CString::new(*name).unwrap())
-            .collect();
-        Self {
-            count: names.len() as u32,
-            names,
-            null_name: None,
-            null_func: None,
-        }
+        let names: Vec<CString> = names.iter().map(|name| CString::new(*name).unwrap()).collect();
+        Self { count: names.len() as u32, names, null_name: None, null_func: None }
     }
     fn numbered(count: u32) -> Self {
         let names: Vec<String> = (0..count).map(|i| std::format!("kernel{i}")).collect();
         Self::named(&names.iter().map(String::as_str).collect::<Vec<_>>())
     }
     fn claiming(count: u32) -> Self {
-        Self {
-            count,
-            ..Self::named(&["only"])
-        }
+        Self { count, ..Self::named(&["only"]) }
     }
     fn names(&self) -> Vec<String> {
-        self.names
-            .iter()
-            .map(|name| name.to_str().unwrap().to_string())
-            .collect()
+        self.names.iter().map(|name| name.to_str().unwrap().to_string()).collect()
     }
 }
 
@@ -172,19 +128,13 @@ unsafe impl KernelTable for FakeTable {
         self.count
     }
     fn func(&self, index: u32) -> *const c_void {
-        if self.null_func == Some(index) {
-            core::ptr::null()
-        } else {
-            fake_fn(index)
-        }
+        if self.null_func == Some(index) { core::ptr::null() } else { fake_fn(index) }
     }
     fn name(&self, index: u32) -> *const c_char {
         if self.null_name == Some(index) {
             return core::ptr::null();
         }
-        self.names
-            .get(index as usize)
-            .map_or(core::ptr::null(), |name| name.as_ptr())
+        self.names.get(index as usize).map_or(core::ptr::null(), |name| name.as_ptr())
     }
 }
 
@@ -199,28 +149,15 @@ impl Runtime for FakeRuntime {
     fn keep_library_handle(&mut self, library_handle: *mut c_void) {
         record(KeepHandle(library_handle.addr()));
     }
-    unsafe fn init_heaps(
-        &mut self,
-        hbm: ScratchRegion,
-        dataram: ScratchRegion,
-    ) -> Result<(), Status> {
-        record(InitHeaps {
-            hbm: (hbm.base.addr(), hbm.size),
-            dataram: (dataram.base.addr(), dataram.size),
-        });
-        if self.heaps_fail {
-            Err(Status::FAILURE_NO_SCRATCH)
-        } else {
-            Ok(())
-        }
+    unsafe fn init_heaps(&mut self, hbm: ScratchRegion, dataram: ScratchRegion) -> Result<(), Status> {
+        record(InitHeaps { hbm: (hbm.base.addr(), hbm.size), dataram: (dataram.base.addr(), dataram.size) });
+        if self.heaps_fail { Err(Status::FAILURE_NO_SCRATCH) } else { Ok(()) }
     }
     fn keep_dma_queue(&mut self, offsets: DmaQueueOffsets) {
         record(KeepDmaQueue(offsets));
     }
     unsafe fn init_libc(&mut self, resolver: Option<LibcResolver>) {
-        record(InitLibc {
-            has_resolver: resolver.is_some(),
-        });
+        record(InitLibc { has_resolver: resolver.is_some() });
     }
     fn run_static_constructors(&mut self) {
         record(Constructors);
@@ -231,11 +168,7 @@ impl Runtime for FakeRuntime {
             // Miri gives one function several addresses: the handler is checked natively.
             is_my_exit: cfg!(miri) || core::ptr::fn_addr_eq(handler, my_exit as ExitFn),
         });
-        if self.atexit_full {
-            Err(AtexitFull)
-        } else {
-            Ok(())
-        }
+        if self.atexit_full { Err(AtexitFull) } else { Ok(()) }
     }
 }
 
@@ -246,10 +179,7 @@ fn bootstrap(has_resolver: bool) -> Vec<Event> {
         DataScratch,
         HbmScratch,
         DmaQueue,
-        InitHeaps {
-            hbm: (HBM.base.addr(), HBM.size),
-            dataram: (DATA.base.addr(), DATA.size)
-        },
+        InitHeaps { hbm: (HBM.base.addr(), HBM.size), dataram: (DATA.base.addr(), DATA.size) },
         KeepDmaQueue(DMA),
         InitLibc { has_resolver },
         Constructors,
@@ -258,13 +188,7 @@ fn bootstrap(has_resolver: bool) -> Vec<Event> {
 }
 
 fn registrations(names: &[String]) -> Vec<Event> {
-    names
-        .iter()
-        .map(|name| Register {
-            handle: HANDLE,
-            name: name.clone(),
-        })
-        .collect()
+    names.iter().map(|name| Register { handle: HANDLE, name: name.clone() }).collect()
 }
 
 #[test]
@@ -279,11 +203,7 @@ fn success_runs_every_step_in_order_and_registers_the_table() {
 
 #[test]
 fn an_empty_table_bootstraps_and_registers_nothing() {
-    let status = run_entry(
-        &FakeHost::new(),
-        &FakeTable::named(&[]),
-        &mut FakeRuntime::default(),
-    );
+    let status = run_entry(&FakeHost::new(), &FakeTable::named(&[]), &mut FakeRuntime::default());
     assert_eq!(status, Status::SUCCESS);
     assert_eq!(take_log(), bootstrap(false));
 }
@@ -299,27 +219,13 @@ fn count_gate_accepts_0x7fff_and_refuses_0x8000_and_up() {
     assert_eq!(status, Status::SUCCESS);
     let log = take_log();
     assert_eq!(log.len(), bootstrap(false).len() + 0x7FFF);
-    assert_eq!(
-        log.last(),
-        Some(&Register {
-            handle: HANDLE,
-            name: "kernel32766".into()
-        })
-    );
+    assert_eq!(log.last(), Some(&Register { handle: HANDLE, name: "kernel32766".into() }));
 
     // 0xFFFF_FFFF is what a C `get_func_cnt` returning -1 reads as.
     for count in [0x8000, 0x8001, 0x8000_0000, 0xFFFF_FFFF] {
-        let status = run_entry(
-            &FakeHost::new(),
-            &FakeTable::claiming(count),
-            &mut FakeRuntime::default(),
-        );
+        let status = run_entry(&FakeHost::new(), &FakeTable::claiming(count), &mut FakeRuntime::default());
         assert_eq!(status, Status::FAILURE_NUM_KERNELS, "count {count:#x}");
-        assert_eq!(
-            take_log(),
-            bootstrap(false),
-            "nothing registered for {count:#x}"
-        );
+        assert_eq!(take_log(), bootstrap(false), "nothing registered for {count:#x}");
     }
 }
 
@@ -328,14 +234,8 @@ fn a_registration_failure_at_k_is_returned_and_nothing_after_k_is_registered() {
     let table = FakeTable::named(&["a", "b", "c", "d"]);
     let host_specific = SUNDA_UCODE_LIB_STATUS(77);
     for k in 0..4 {
-        let host = FakeHost {
-            fail_at: Some((k, host_specific)),
-            ..FakeHost::new()
-        };
-        assert_eq!(
-            run_entry(&host, &table, &mut FakeRuntime::default()),
-            host_specific
-        );
+        let host = FakeHost { fail_at: Some((k, host_specific)), ..FakeHost::new() };
+        assert_eq!(run_entry(&host, &table, &mut FakeRuntime::default()), host_specific);
         let mut expected = bootstrap(false);
         expected.extend(registrations(&table.names()[..=k]));
         assert_eq!(take_log(), expected, "failing at {k}");
@@ -345,11 +245,7 @@ fn a_registration_failure_at_k_is_returned_and_nothing_after_k_is_registered() {
 #[test]
 fn null_entries_are_refused_before_any_registration() {
     for (null_name, null_func) in [(Some(0), None), (Some(2), None), (None, Some(1))] {
-        let table = FakeTable {
-            null_name,
-            null_func,
-            ..FakeTable::named(&["a", "b", "c"])
-        };
+        let table = FakeTable { null_name, null_func, ..FakeTable::named(&["a", "b", "c"]) };
         let status = run_entry(&FakeHost::new(), &table, &mut FakeRuntime::default());
         assert_eq!(status, Status::FAILURE_BAD_KERNEL);
         assert_eq!(take_log(), bootstrap(false));
@@ -358,40 +254,18 @@ fn null_entries_are_refused_before_any_registration() {
 
 #[test]
 fn unusable_scratch_stops_before_the_heaps() {
-    let wrapping = ScratchRegion {
-        base: core::ptr::without_provenance_mut(usize::MAX - 8),
-        size: 16,
-    };
+    let wrapping = ScratchRegion { base: core::ptr::without_provenance_mut(usize::MAX - 8), size: 16 };
     let empty = ScratchRegion { size: 0, ..DATA };
     let bad_hosts = [
-        FakeHost {
-            data: ScratchRegion::EMPTY,
-            ..FakeHost::new()
-        },
-        FakeHost {
-            data: empty,
-            ..FakeHost::new()
-        },
-        FakeHost {
-            hbm: ScratchRegion::EMPTY,
-            ..FakeHost::new()
-        },
-        FakeHost {
-            hbm: wrapping,
-            ..FakeHost::new()
-        },
+        FakeHost { data: ScratchRegion::EMPTY, ..FakeHost::new() },
+        FakeHost { data: empty, ..FakeHost::new() },
+        FakeHost { hbm: ScratchRegion::EMPTY, ..FakeHost::new() },
+        FakeHost { hbm: wrapping, ..FakeHost::new() },
     ];
     for host in bad_hosts {
-        let status = run_entry(
-            &host,
-            &FakeTable::named(&["a"]),
-            &mut FakeRuntime::default(),
-        );
+        let status = run_entry(&host, &FakeTable::named(&["a"]), &mut FakeRuntime::default());
         assert_eq!(status, Status::FAILURE_NO_SCRATCH);
-        assert_eq!(
-            take_log(),
-            [KeepHandle(HANDLE), DataScratch, HbmScratch, DmaQueue]
-        );
+        assert_eq!(take_log(), [KeepHandle(HANDLE), DataScratch, HbmScratch, DmaQueue]);
     }
 }
 
@@ -399,26 +273,14 @@ fn unusable_scratch_stops_before_the_heaps() {
 fn scratch_ending_at_the_top_of_the_address_space_reaches_the_heaps() {
     // [2^N - 4096, 2^N): its last byte is the address space's last, it does not wrap (on
     // the device N = 32, the region `[0xFFFFF000, 2^32)`); one byte more would.
-    let top = ScratchRegion {
-        base: core::ptr::without_provenance_mut(usize::MAX - 0xFFF),
-        size: 0x1000,
-    };
+    let top = ScratchRegion { base: core::ptr::without_provenance_mut(usize::MAX - 0xFFF), size: 0x1000 };
     assert!(top.is_usable());
     assert!(!ScratchRegion { size: 0x1001, ..top }.is_usable());
-    let host = FakeHost {
-        hbm: top,
-        ..FakeHost::new()
-    };
-    assert_eq!(
-        run_entry(&host, &FakeTable::named(&["a"]), &mut FakeRuntime::default()),
-        Status::SUCCESS
-    );
+    let host = FakeHost { hbm: top, ..FakeHost::new() };
+    assert_eq!(run_entry(&host, &FakeTable::named(&["a"]), &mut FakeRuntime::default()), Status::SUCCESS);
     let log = take_log();
     assert!(
-        log.contains(&InitHeaps {
-            hbm: (usize::MAX - 0xFFF, 0x1000),
-            dataram: (DATA.base.addr(), DATA.size)
-        }),
+        log.contains(&InitHeaps { hbm: (usize::MAX - 0xFFF, 0x1000), dataram: (DATA.base.addr(), DATA.size) }),
         "{log:?}"
     );
 }
@@ -426,24 +288,12 @@ fn scratch_ending_at_the_top_of_the_address_space_reaches_the_heaps() {
 #[test]
 fn heap_and_atexit_refusals_are_reported_and_stop_the_sequence() {
     let table = FakeTable::named(&["a"]);
-    let mut runtime = FakeRuntime {
-        heaps_fail: true,
-        ..FakeRuntime::default()
-    };
-    assert_eq!(
-        run_entry(&FakeHost::new(), &table, &mut runtime),
-        Status::FAILURE_NO_SCRATCH
-    );
+    let mut runtime = FakeRuntime { heaps_fail: true, ..FakeRuntime::default() };
+    assert_eq!(run_entry(&FakeHost::new(), &table, &mut runtime), Status::FAILURE_NO_SCRATCH);
     assert_eq!(take_log(), bootstrap(false)[..5]);
 
-    let mut runtime = FakeRuntime {
-        atexit_full: true,
-        ..FakeRuntime::default()
-    };
-    assert_eq!(
-        run_entry(&FakeHost::new(), &table, &mut runtime),
-        Status::FAILURE_CRT_INIT
-    );
+    let mut runtime = FakeRuntime { atexit_full: true, ..FakeRuntime::default() };
+    assert_eq!(run_entry(&FakeHost::new(), &table, &mut runtime), Status::FAILURE_CRT_INIT);
     assert_eq!(take_log(), bootstrap(false));
 }
 
@@ -465,10 +315,7 @@ unsafe extern "C" fn c_dma_queue(m2s: *mut u32, s2m: *mut u32) {
     unsafe { (m2s.write(DMA.m2s), s2m.write(DMA.s2m)) };
 }
 unsafe extern "C" fn c_register(handle: *mut c_void, name: *const c_char) -> Status {
-    record(Register {
-        handle: handle.addr(),
-        name: cstr(name),
-    });
+    record(Register { handle: handle.addr(), name: cstr(name) });
     Status::SUCCESS
 }
 unsafe extern "C" fn c_register_tagged(_: *mut c_void, _: *const c_char, _: u8) -> Status {
@@ -504,25 +351,15 @@ fn enter_block(block: &SUNDA_UCODE_LIB, table: &impl KernelTable) -> Status {
 fn size_gate_refuses_short_blocks_before_touching_anything() {
     let table = FakeTable::named(&["a"]);
     for size in [0, 1, ABI_SIZE - 1] {
-        assert_eq!(
-            enter_block(&block(size), &table),
-            Status::FAILURE_ABI_MISMATCH,
-            "size {size}"
-        );
+        assert_eq!(enter_block(&block(size), &table), Status::FAILURE_ABI_MISMATCH, "size {size}");
         assert_eq!(take_log(), [], "size {size}: no callback, no runtime step");
     }
     // SAFETY: null and misaligned pointers are refused before any read.
     unsafe {
-        assert_eq!(
-            enter(core::ptr::null(), &table, &mut FakeRuntime::default()),
-            Status::FAILURE_ABI_MISMATCH
-        );
+        assert_eq!(enter(core::ptr::null(), &table, &mut FakeRuntime::default()), Status::FAILURE_ABI_MISMATCH);
         let whole = block(ABI_SIZE);
         let misaligned = (&raw const whole).cast::<u8>().wrapping_add(1).cast();
-        assert_eq!(
-            enter(misaligned, &table, &mut FakeRuntime::default()),
-            Status::FAILURE_ABI_MISMATCH
-        );
+        assert_eq!(enter(misaligned, &table, &mut FakeRuntime::default()), Status::FAILURE_ABI_MISMATCH);
     }
     assert_eq!(take_log(), []);
 }
@@ -531,11 +368,7 @@ fn size_gate_refuses_short_blocks_before_touching_anything() {
 fn size_gate_accepts_36_and_longer_blocks() {
     let table = FakeTable::named(&["relu", "gelu"]);
     for size in [ABI_SIZE, ABI_SIZE + 4, 100, u32::MAX] {
-        assert_eq!(
-            enter_block(&block(size), &table),
-            Status::SUCCESS,
-            "size {size}"
-        );
+        assert_eq!(enter_block(&block(size), &table), Status::SUCCESS, "size {size}");
         let mut expected = bootstrap(true);
         expected.extend(registrations(&table.names()));
         assert_eq!(take_log(), expected, "size {size}");
@@ -554,11 +387,7 @@ fn a_null_required_callback_is_refused_before_any_is_called() {
     for (i, make_null) in nulls.into_iter().enumerate() {
         let mut host = block(ABI_SIZE);
         make_null(&mut host);
-        assert_eq!(
-            enter_block(&host, &table),
-            Status::FAILURE_NULL_CALLBACK,
-            "member {i}"
-        );
+        assert_eq!(enter_block(&host, &table), Status::FAILURE_NULL_CALLBACK, "member {i}");
         assert_eq!(take_log(), [], "member {i}");
     }
     // The resolver and the v2 / v3 forms are optional.
@@ -576,18 +405,9 @@ fn a_null_required_callback_is_refused_before_any_is_called() {
 
 #[test]
 fn a_scratch_callback_that_writes_nothing_reports_no_scratch() {
-    let host = SUNDA_UCODE_LIB {
-        get_data_scratch: Some(c_writes_nothing),
-        ..block(ABI_SIZE)
-    };
-    assert_eq!(
-        enter_block(&host, &FakeTable::named(&["a"])),
-        Status::FAILURE_NO_SCRATCH
-    );
-    assert_eq!(
-        take_log(),
-        [KeepHandle(HANDLE), DataScratch, HbmScratch, DmaQueue]
-    );
+    let host = SUNDA_UCODE_LIB { get_data_scratch: Some(c_writes_nothing), ..block(ABI_SIZE) };
+    assert_eq!(enter_block(&host, &FakeTable::named(&["a"])), Status::FAILURE_NO_SCRATCH);
+    assert_eq!(take_log(), [KeepHandle(HANDLE), DataScratch, HbmScratch, DmaQueue]);
 }
 
 mod author {
@@ -605,10 +425,7 @@ mod author {
 
 #[test]
 fn a_macro_table_registers_through_the_raw_block_in_order() {
-    assert_eq!(
-        enter_block(&block(ABI_SIZE), &author::table()),
-        Status::SUCCESS
-    );
+    assert_eq!(enter_block(&block(ABI_SIZE), &author::table()), Status::SUCCESS);
     let names = ["relu", "vector_add", "scale-by-k"].map(String::from);
     let mut expected = bootstrap(true);
     expected.extend(registrations(&names));
@@ -618,20 +435,12 @@ fn a_macro_table_registers_through_the_raw_block_in_order() {
 std::thread_local! {
     static REGISTERED: RefCell<Vec<(usize, String, usize)>> = const { RefCell::new(Vec::new()) };
 }
-unsafe extern "C" fn bulk_register(
-    func: *const c_void,
-    name: *const c_char,
-    handle: *mut c_void,
-) -> Status {
+unsafe extern "C" fn bulk_register(func: *const c_void, name: *const c_char, handle: *mut c_void) -> Status {
     REGISTERED.with(|calls| {
         let mut calls = calls.borrow_mut();
         calls.push((func.addr(), cstr(name), handle.addr()));
         // The fourth call fails, with a host-specific status.
-        if calls.len() == 4 {
-            SUNDA_UCODE_LIB_STATUS(9)
-        } else {
-            Status::SUCCESS
-        }
+        if calls.len() == 4 { SUNDA_UCODE_LIB_STATUS(9) } else { Status::SUCCESS }
     })
 }
 fn take_registered() -> Vec<(usize, String, usize)> {
@@ -658,30 +467,15 @@ fn register_funcs_stops_at_the_first_failure_and_keeps_the_gates() {
     let table = FakeTable::named(&["a", "b", "c", "d", "e"]);
     // SAFETY: `bulk_register` accepts any handle (it only records it).
     let register = |table: &FakeTable, reg| unsafe { register_funcs_with(table, handle, reg) };
-    assert_eq!(
-        register(&table, Some(bulk_register)),
-        SUNDA_UCODE_LIB_STATUS(9)
-    );
-    let names: Vec<_> = take_registered()
-        .into_iter()
-        .map(|(_, name, _)| name)
-        .collect();
+    assert_eq!(register(&table, Some(bulk_register)), SUNDA_UCODE_LIB_STATUS(9));
+    let names: Vec<_> = take_registered().into_iter().map(|(_, name, _)| name).collect();
     assert_eq!(names, ["a", "b", "c", "d"]);
 
     assert_eq!(register(&table, None), Status::FAILURE_NULL_CALLBACK);
     let over = FakeTable::claiming(0x8000);
-    assert_eq!(
-        register(&over, Some(bulk_register)),
-        Status::FAILURE_NUM_KERNELS
-    );
-    let null = FakeTable {
-        null_func: Some(4),
-        ..table
-    };
-    assert_eq!(
-        register(&null, Some(bulk_register)),
-        Status::FAILURE_BAD_KERNEL
-    );
+    assert_eq!(register(&over, Some(bulk_register)), Status::FAILURE_NUM_KERNELS);
+    let null = FakeTable { null_func: Some(4), ..table };
+    assert_eq!(register(&null, Some(bulk_register)), Status::FAILURE_BAD_KERNEL);
     assert_eq!(take_registered(), []);
 }
 
@@ -690,10 +484,7 @@ extern "C" fn spare_handler() {}
 #[test]
 fn device_runtime_keeps_state_and_bootstraps_the_crt_once() {
     let mut runtime = DeviceRuntime;
-    assert_eq!(
-        (library_handle(), dma_queue_offsets()),
-        (core::ptr::null_mut(), (0, 0))
-    );
+    assert_eq!((library_handle(), dma_queue_offsets()), (core::ptr::null_mut(), (0, 0)));
     runtime.keep_library_handle(core::ptr::without_provenance_mut(HANDLE));
     runtime.keep_dma_queue(DMA);
     assert_eq!(library_handle().addr(), HANDLE);
