@@ -205,8 +205,8 @@ impl Queues {
     fn wait(&self, produced: u32) -> Result<(), DmaError> {
         let start = get_cycle_count();
         loop {
-            // SAFETY: as in `copy`; the engine writes `completed`, the core only reads it.
             let done = [self.m2s, self.s2m].iter().all(|&header| {
+                // SAFETY: as in `copy`; the engine writes `completed`, the core only reads it.
                 unsafe { AtomicU32::from_ptr(&raw mut (*header).completed) }.load(Ordering::Acquire) == produced
             });
             if done {
