@@ -8,9 +8,9 @@
  *   0x000 .. 0x17F  window overflow / underflow handlers for call4, call8, call12
  *   0x180           the stack limit (_neuron_stack_limit), then the fault path's
  *                   literals and the stack-overflow exits of the overflow handlers
+ *   0x280           debug exception vector (XCHAL_DEBUG_VECOFS, level 6)
  *   0x300           kernel exception vector
  *   0x340           user exception vector
- *   0x280           debug exception vector (XCHAL_DEBUG_VECOFS, level 6)
  *   0x3C0           double exception vector, then the fault path
  *
  * Stack check. Each window overflow handler, before it spills a frame, compares the
