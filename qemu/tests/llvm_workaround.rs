@@ -27,11 +27,10 @@ fn script(path: &Path, body: &str) -> PathBuf {
     path.to_owned()
 }
 
-/// The wrapper, as cargo calls it for an Xtensa crate that produces machine code.
-fn wrapper(rustc: &Path, out_dir: &Path, llvm_bin: Option<&Path>, source: &str) -> Output {
-    let mut command = Command::new(repo_root().join(".cargo/llvm-190204/rustc-wrapper"));
+/// rustc's arguments for `source` as an Xtensa library crate into `out_dir`, as cargo
+/// passes them (with or without the wrapper in front).
+fn author_crate<'a>(command: &'a mut Command, out_dir: &Path, source: &Path) -> &'a mut Command {
     command
-        .arg(rustc)
         .args([
             "--crate-name",
             "author_crate",
@@ -45,7 +44,13 @@ fn wrapper(rustc: &Path, out_dir: &Path, llvm_bin: Option<&Path>, source: &str) 
         .arg("--out-dir")
         .arg(out_dir)
         .arg(source)
-        .env("RUSTC_BOOTSTRAP", "1");
+        .env("RUSTC_BOOTSTRAP", "1")
+}
+
+/// The wrapper, as cargo calls it for an Xtensa crate that produces machine code.
+fn wrapper(rustc: &Path, out_dir: &Path, llvm_bin: Option<&Path>, source: &str) -> Output {
+    let mut command = Command::new(repo_root().join(".cargo/llvm-190204/rustc-wrapper"));
+    author_crate(command.arg(rustc), out_dir, Path::new(source));
     if let Some(bin) = llvm_bin {
         command.env("LLVM_BIN", bin);
     }
@@ -120,23 +125,7 @@ pub fn answer() -> u32 {
     fs::write(&source, code).unwrap();
     let through_wrapper = wrapper(Path::new(RUSTC), &dir.join("wrapped"), None, source.to_str().unwrap());
     fs::create_dir_all(dir.join("direct")).unwrap();
-    let direct = Command::new(RUSTC)
-        .args([
-            "--crate-name",
-            "author_crate",
-            "--crate-type",
-            "lib",
-            "--emit=dep-info,metadata,link",
-            "-Zunstable-options",
-        ])
-        .arg("--target")
-        .arg(repo_root().join(".cargo/xtensa-gpsimd-none-elf.json"))
-        .arg("--out-dir")
-        .arg(dir.join("direct"))
-        .arg(&source)
-        .env("RUSTC_BOOTSTRAP", "1")
-        .output()
-        .unwrap();
+    let direct = author_crate(&mut Command::new(RUSTC), &dir.join("direct"), &source).output().unwrap();
     assert!(stderr(&direct).contains("error[E0308]: mismatched types"), "{}", stderr(&direct));
     assert_eq!(stderr(&through_wrapper), stderr(&direct));
     assert_eq!(through_wrapper.status.code(), direct.status.code());
