@@ -9,9 +9,9 @@
 //!
 //! `--threads` runs each core on a host thread of its own (no `-icount`, QEMU's MTTCG).
 
-use neuroncustomop_sim::array::{Array, Dtype};
-use neuroncustomop_sim::generate::{Distribution, generate};
-use neuroncustomop_sim::library::{Arg, Library, Options, Output};
+use neuroncustomop_host::array::{Array, Dtype};
+use neuroncustomop_host::generate::{Distribution, generate};
+use neuroncustomop_host::library::{Arg, Library, Options, Output};
 use std::time::Instant;
 
 fn main() {

@@ -4,7 +4,7 @@
 //! and its dtype values are the runtime's.
 
 use neuroncustomop::wrapper_api::Dtype;
-use neuroncustomop_sim::toolchain::repo_root;
+use neuroncustomop_machine::toolchain::repo_root;
 use std::process::Command;
 
 /// Whether `prelude`, the header and `after` compile together.

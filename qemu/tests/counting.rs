@@ -3,9 +3,9 @@
 //! that runs past its budget is stopped, named, and the next op runs.
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
-use neuroncustomop_sim::device::{self, Report};
-use neuroncustomop_sim::images::{self, Images};
-use neuroncustomop_sim::job::{Job, Op};
+use neuroncustomop_machine::device::{self, Report};
+use neuroncustomop_machine::images::{self, Images};
+use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_wire::job::OutputDump;
 
 mod probe_job;

@@ -7,12 +7,13 @@
 
 use neuroncustomop::start_exit::math::{cosf, expf, log2f, log10f, logf, powf, sinf, tanf};
 use neuroncustomop::wrapper_api::{ArgTensor, Bf16, Dtype, F16, ScalarKind, Status};
-use neuroncustomop_sim::cxx::{self, Library, OutputShape, RUNTIME_SYMBOLS, ShapeArg};
-use neuroncustomop_sim::device::{self, Report};
-use neuroncustomop_sim::generate::Rng;
-use neuroncustomop_sim::job::{Job, Op};
-use neuroncustomop_sim::package::{self, Package, PackageError};
-use neuroncustomop_sim::toolchain::{self, Toolchain};
+use neuroncustomop_host::generate::Rng;
+use neuroncustomop_machine::device::{self, Report};
+use neuroncustomop_machine::job::{Job, Op};
+use neuroncustomop_machine::toolchain::{self, Toolchain};
+use neuroncustomop_package::cxx::{self, Library, OutputShape, RUNTIME_SYMBOLS, ShapeArg};
+use neuroncustomop_package::package::{Package, PackageError};
+use neuroncustomop_package::program;
 use neuroncustomop_wire::job::OutputDump;
 use std::collections::BTreeMap;
 use std::fs;
@@ -26,7 +27,7 @@ fn packaged(name: &str) -> Package {
     let mut packaged = PACKAGED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     packaged
         .entry(name.to_string())
-        .or_insert_with(|| package::package(name).unwrap_or_else(|e| panic!("packaging {name}: {e}")))
+        .or_insert_with(|| program::package(name).unwrap_or_else(|e| panic!("packaging {name}: {e}")))
         .clone()
 }
 
@@ -573,8 +574,8 @@ fn accessors_of_a_const_tensor_are_read_only() {
 
 #[test]
 fn the_host_api_asks_a_cxx_librarys_shape_function_for_the_output() {
-    use neuroncustomop_sim::array::Array;
-    use neuroncustomop_sim::library::{self, Output};
+    use neuroncustomop_host::array::Array;
+    use neuroncustomop_host::library::{self, Output};
     let relu = library::Library::example("cxx_relu").unwrap_or_else(|e| panic!("{}", library::describe(&e)));
     let x: Vec<f32> = random(6 * 40, 31);
     // The AWS sample's kernel reads its input with a 1-dimensional accessor.

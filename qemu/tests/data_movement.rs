@@ -4,7 +4,7 @@
 //! test builds its firmware program (Debian's toolchain, see docs/toolchain.md) and
 //! boots it on one core.
 
-use neuroncustomop_sim::machine::Outcome;
+use neuroncustomop_machine::machine::Outcome;
 use std::collections::HashMap;
 
 mod common;

@@ -1,4 +1,4 @@
-//! `run … --gdb` (`neuroncustomop_sim::debugger`): QEMU starts halted with its gdbstub
+//! `run … --gdb` (`neuroncustomop_machine::debugger`): QEMU starts halted with its gdbstub
 //! listening, and a debugger that sets a breakpoint at a kernel's entry stops there.
 //!
 //! Debian's gdb-multiarch cannot attach to this core (docs/simulation.md, "Debugger"),
@@ -6,11 +6,11 @@
 //! to read the PC, set a breakpoint, continue and read the PC again.
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
-use neuroncustomop_sim::debugger::GdbOptions;
-use neuroncustomop_sim::device;
-use neuroncustomop_sim::elf;
-use neuroncustomop_sim::images;
-use neuroncustomop_sim::job::{Job, Op};
+use neuroncustomop_machine::debugger::GdbOptions;
+use neuroncustomop_machine::device;
+use neuroncustomop_machine::elf;
+use neuroncustomop_machine::images;
+use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_wire::job::OutputDump;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -3,9 +3,9 @@
 
 use neuroncustomop::translate::TRANSLATE_PER_CORE;
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype, ScalarKind};
-use neuroncustomop_sim::device;
-use neuroncustomop_sim::images;
-use neuroncustomop_sim::job::{FRAMEWORK_BASE, Job, Op, TENSOR_AREA, translate_record};
+use neuroncustomop_machine::device;
+use neuroncustomop_machine::images;
+use neuroncustomop_machine::job::{FRAMEWORK_BASE, Job, Op, TENSOR_AREA, translate_record};
 use neuroncustomop_wire::job::{DmaMode, OutputDump};
 
 /// What one `dma_check` run checks: every length `0..=longest`, the large lengths or

@@ -8,10 +8,10 @@
 //! `runtime_probe` (kernels that print).
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype, ScalarKind};
-use neuroncustomop_sim::device::{self, CoreReport, Kernel, Registration, Report};
-use neuroncustomop_sim::elf;
-use neuroncustomop_sim::images::{self, CORES, Images};
-use neuroncustomop_sim::job::{Job, Op};
+use neuroncustomop_machine::device::{self, CoreReport, Kernel, Registration, Report};
+use neuroncustomop_machine::elf;
+use neuroncustomop_machine::images::{self, CORES, Images};
+use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_wire::job::OutputDump;
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -1,14 +1,15 @@
 //! Fault injection through the simulated loader: kernels that panic, abort, exit, take
 //! an exception or overflow the stack each become their op's status, and the next op
 //! still runs; each fault's report names the kernel and its source line, from the
-//! image's DWARF (`neuroncustomop_sim::symbolize`); scratch callbacks that hand out
+//! image's DWARF (`neuroncustomop_machine::symbolize`); scratch callbacks that hand out
 //! nothing fail entry cleanly; many 8-core ops in a row.
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
-use neuroncustomop_sim::device::{self, Report};
-use neuroncustomop_sim::images;
-use neuroncustomop_sim::job::{Job, Op};
-use neuroncustomop_sim::symbolize::{self, Symbolizer};
+use neuroncustomop_machine::device::{self, Report};
+use neuroncustomop_machine::images;
+use neuroncustomop_machine::job::{Job, Op};
+use neuroncustomop_machine::symbolize::{self, Symbolizer};
+use neuroncustomop_package::program;
 use neuroncustomop_wire::job::{FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, OutputDump};
 
 mod probe_job;
@@ -192,8 +193,9 @@ fn a_pc_alone_is_described_by_its_function_and_line() {
     // What a report holding only a PC gets (an infinite loop stopped by the budget).
     let library = images::build("fault_probe").expect("build fault_probe");
     let symbols = Symbolizer::new(&library.cores[..1]).expect("the image's DWARF");
-    let spins =
-        neuroncustomop_sim::elf::symbol(&std::fs::read(&library.cores[0]).unwrap(), "spins").unwrap().expect("spins");
+    let spins = neuroncustomop_machine::elf::symbol(&std::fs::read(&library.cores[0]).unwrap(), "spins")
+        .unwrap()
+        .expect("spins");
     let described = symbols.describe(spins);
     let line = probe_line("extern \"C\" fn spins()");
     assert_eq!(described, format!("spins (qemu/firmware/src/bin/fault_probe.rs:{line})"));
@@ -226,7 +228,7 @@ fn scratch_callbacks_that_hand_out_nothing_fail_entry_with_no_scratch() {
 
 #[test]
 fn a_hundred_eight_core_ops_back_to_back_all_match() {
-    let library = images::build("relu").expect("build relu");
+    let library = program::build("relu").expect("build relu");
     let mut job = Job::new(&library, 8).expect("job");
     let n = 1000u32;
     let input: Vec<f32> = (0..n).map(|i| (i as f32 - 500.5) * 0.25).collect();

@@ -1,12 +1,12 @@
-//! The host API (`neuroncustomop_sim::library`) on the built-in examples under QEMU:
+//! The host API (`neuroncustomop_host::library`) on the built-in examples under QEMU:
 //! every argument kind reaches the kernel, the output and the statuses come back, and
 //! every kind of bad call is a named error.
 
 use neuroncustomop::wrapper_api::{Dtype, Status};
-use neuroncustomop_sim::array::Array;
-use neuroncustomop_sim::compare::{Mismatch, Tolerance, compare};
-use neuroncustomop_sim::generate::{Distribution, generate};
-use neuroncustomop_sim::library::{Arg, CallError, KernelStatus, Library, Options, Output};
+use neuroncustomop_host::array::Array;
+use neuroncustomop_host::compare::{Mismatch, Tolerance, compare};
+use neuroncustomop_host::generate::{Distribution, generate};
+use neuroncustomop_host::library::{Arg, CallError, KernelStatus, Library, Options, Output};
 use std::sync::OnceLock;
 
 fn c_kernel() -> &'static Library {

@@ -6,8 +6,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use neuroncustomop_sim::elf;
-use neuroncustomop_sim::toolchain::{self, repo_root};
+use neuroncustomop_machine::elf;
+use neuroncustomop_machine::toolchain::{self, repo_root};
 
 mod common;
 use common::{boot, field};

@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use neuroncustomop_sim::toolchain::{RUSTC, repo_root};
+use neuroncustomop_machine::toolchain::{RUSTC, repo_root};
 
 const PREFIX: &str = "llvm-190204 workaround";
 

@@ -5,13 +5,14 @@
 //! against its host reference (`examples/<name>/tests/`).
 
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
-use neuroncustomop_sim::array::{Array, Dtype};
-use neuroncustomop_sim::device::{self, Report};
-use neuroncustomop_sim::generate::{Distribution, generate};
-use neuroncustomop_sim::images::CORES;
-use neuroncustomop_sim::library::{Arg, Library, Options, Output, Staged, stage};
-use neuroncustomop_sim::package::{self, ISA_VERSION, Package, library_file_name, ucode_version};
-use neuroncustomop_sim::ucode_lib::UcodeLib;
+use neuroncustomop_host::array::{Array, Dtype};
+use neuroncustomop_host::generate::{Distribution, generate};
+use neuroncustomop_host::library::{Arg, Library, Options, Output, Staged, stage};
+use neuroncustomop_machine::device::{self, Report};
+use neuroncustomop_machine::images::CORES;
+use neuroncustomop_package::package::{ISA_VERSION, Package, library_file_name, ucode_version};
+use neuroncustomop_package::program;
+use neuroncustomop_package::ucode_lib::UcodeLib;
 use neuroncustomop_wire::{FunctionId, encode};
 use std::collections::BTreeMap;
 use std::fs;
@@ -23,7 +24,7 @@ fn package(name: &str) -> Package {
     let mut packaged = PACKAGED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     packaged
         .entry(name.to_string())
-        .or_insert_with(|| package::package(name).unwrap_or_else(|e| panic!("packaging {name}: {e}")))
+        .or_insert_with(|| program::package(name).unwrap_or_else(|e| panic!("packaging {name}: {e}")))
         .clone()
 }
 
@@ -70,9 +71,13 @@ fn the_job_selects_any_memcpy_backend_for_the_tcm_copies() {
     assert_eq!(report.dumps[&0], relu_of(&x).bytes());
 }
 
-fn push(job: &mut neuroncustomop_sim::job::Job, function: FunctionId, staged: Staged) {
-    let op =
-        neuroncustomop_sim::job::Op { function, output: Some(staged.output), inputs: staged.inputs, dump: staged.dump };
+fn push(job: &mut neuroncustomop_machine::job::Job, function: FunctionId, staged: Staged) {
+    let op = neuroncustomop_machine::job::Op {
+        function,
+        output: Some(staged.output),
+        inputs: staged.inputs,
+        dump: staged.dump,
+    };
     job.push(&op).expect("op");
 }
 
@@ -106,7 +111,7 @@ fn a_real_package_round_trips_through_the_strict_reader() {
             let image = fs::read(packaged.dir.join(&library.library)).expect("the image");
             assert_eq!(image, fs::read(&packaged.images.cores[cpu]).expect("the packaged image"));
             let base = 0x8400_0000 + cpu as u32 * 0x20_0000;
-            let entry = neuroncustomop_sim::elf::symbol(&image, "entry_func").expect("ELF").expect("entry_func");
+            let entry = neuroncustomop_machine::elf::symbol(&image, "entry_func").expect("ELF").expect("entry_func");
             assert!((base..base + 0x20_0000).contains(&entry), "cpu {cpu}'s image is linked for cpu {cpu}");
         }
 

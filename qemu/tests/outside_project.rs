@@ -3,9 +3,9 @@
 //! with `.npy` files, saves the output, and compares it with an expected `.npy`; a
 //! Rust and a C library, and no file of the checkout changes.
 
-use neuroncustomop_sim::array::Array;
-use neuroncustomop_sim::npy;
-use neuroncustomop_sim::toolchain::repo_root;
+use neuroncustomop_host::array::Array;
+use neuroncustomop_host::npy;
+use neuroncustomop_machine::toolchain::repo_root;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -8,9 +8,9 @@ use neuroncustomop::translate::{TranslateRecord, configure};
 use neuroncustomop::wrapper_api::{
     ARG_TENSOR_SIZE, ArgError, ArgTensor, DescriptorError, Dtype, Invocation, ScalarKind, Status, Tensor,
 };
-use neuroncustomop_sim::device::{self, Report};
-use neuroncustomop_sim::images::{self, Images};
-use neuroncustomop_sim::job::{FRAMEWORK_BASE, Job, Op, TENSOR_AREA_SIZE};
+use neuroncustomop_machine::device::{self, Report};
+use neuroncustomop_machine::images::{self, Images};
+use neuroncustomop_machine::job::{FRAMEWORK_BASE, Job, Op, TENSOR_AREA_SIZE};
 use neuroncustomop_wire::job::OutputDump;
 use neuroncustomop_wire::{Descriptor, MAX_INPUTS, encode};
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,9 +3,10 @@
 //! job; jobs that do not fit the session are refused with a named error.
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
-use neuroncustomop_sim::device::{Report, RunError, Session, SessionOptions};
-use neuroncustomop_sim::images::{self, Images};
-use neuroncustomop_sim::job::{Job, Op};
+use neuroncustomop_machine::device::{Report, RunError, Session, SessionOptions};
+use neuroncustomop_machine::images::{self, Images};
+use neuroncustomop_machine::job::{Job, Op};
+use neuroncustomop_package::program;
 use neuroncustomop_wire::job::OutputDump;
 use std::time::Duration;
 
@@ -85,7 +86,7 @@ fn a_hung_device_is_reported_and_booted_again_for_the_next_job() {
 
 #[test]
 fn eight_core_jobs_in_one_session_each_compute_their_own_data() {
-    let library = images::build("relu").expect("build relu");
+    let library = program::build("relu").expect("build relu");
     let options = SessionOptions { wall_limit: Some(Duration::from_secs(60)), ..SessionOptions::default() };
     let mut session = Session::boot(&library, 8, options).expect("boot");
     for round in 0..3u32 {

@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::path::Path;
 
-use neuroncustomop_sim::images;
-use neuroncustomop_sim::toolchain::repo_root;
+use neuroncustomop_machine::toolchain::repo_root;
+use neuroncustomop_package::program;
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
 /// The most runtime text bytes the image may hold: issue 16's goal, 20 KiB. The image
@@ -101,7 +101,7 @@ fn functions(file: &object::File) -> Vec<Function> {
 
 #[test]
 fn runtime_text_of_a_library_image_stays_within_its_goal() {
-    let library = images::build("c_kernel").expect("build c_kernel");
+    let library = program::build("c_kernel").expect("build c_kernel");
     let bytes = fs::read(&library.cores[0]).expect("read core 0's image");
     let file = object::File::parse(&*bytes).expect("an ELF image");
     let kernel = kernel_functions(&repo_root().join("target/c-examples/c_kernel"));

@@ -1,9 +1,9 @@
 //! relu's kernels on the simulated device against the host reference `max(x, 0)`.
 
-use neuroncustomop_sim::array::{Array, Dtype};
-use neuroncustomop_sim::compare::{Tolerance, compare};
-use neuroncustomop_sim::generate::{Distribution, generate};
-use neuroncustomop_sim::library::{Arg, Library, Options, Output, describe};
+use neuroncustomop_host::array::{Array, Dtype};
+use neuroncustomop_host::compare::{Tolerance, compare};
+use neuroncustomop_host::generate::{Distribution, generate};
+use neuroncustomop_host::library::{Arg, Library, Options, Output, describe};
 use std::sync::OnceLock;
 
 fn relu() -> &'static Library {

@@ -1,10 +1,10 @@
 //! sort's kernels on the simulated device against a host reference: every row sorted
 //! in the examples' order (the NaN policy of `src/kernels.rs`), cut to K.
 
-use neuroncustomop_sim::array::{Array, Dtype};
-use neuroncustomop_sim::compare::{Tolerance, compare};
-use neuroncustomop_sim::generate::Rng;
-use neuroncustomop_sim::library::{Arg, Library, Options, Output, describe};
+use neuroncustomop_host::array::{Array, Dtype};
+use neuroncustomop_host::compare::{Tolerance, compare};
+use neuroncustomop_host::generate::Rng;
+use neuroncustomop_host::library::{Arg, Library, Options, Output, describe};
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 

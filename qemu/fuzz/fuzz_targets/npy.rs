@@ -1,9 +1,9 @@
 #![no_main]
-//! The `.npy` reader op authors feed their data through (`neuroncustomop_sim::npy`):
+//! The `.npy` reader op authors feed their data through (`neuroncustomop_host::npy`):
 //! whatever the bytes, it returns an array or an error and never panics; an array it
 //! returns holds exactly the elements the header promised, and writing it and reading
 //! it back gives the same array.
-use neuroncustomop_sim::npy;
+use neuroncustomop_host::npy;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let Ok(array) = npy::from_bytes(data) else { return };

@@ -7,7 +7,7 @@
 //! `i8`, `i64`, `i16`, `u8`).
 //!
 //! ```
-//! use neuroncustomop_sim::array::Array;
+//! use neuroncustomop_host::array::Array;
 //! use neuroncustomop::wrapper_api::Dtype;
 //!
 //! let x = Array::from_vec(vec![2, 3], vec![1.0f32, -2.0, 3.0, -4.0, 5.0, -6.0]).unwrap();

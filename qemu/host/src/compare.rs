@@ -6,8 +6,8 @@
 //! than as wrong values.
 //!
 //! ```
-//! use neuroncustomop_sim::array::Array;
-//! use neuroncustomop_sim::compare::{Mismatch, Tolerance, compare};
+//! use neuroncustomop_host::array::Array;
+//! use neuroncustomop_host::compare::{Mismatch, Tolerance, compare};
 //!
 //! let want = Array::from_vec(vec![3], vec![1.0f32, 2.0, 3.0]).unwrap();
 //! let got = Array::from_vec(vec![3], vec![1.0f32, 2.000001, 3.5]).unwrap();

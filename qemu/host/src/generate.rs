@@ -2,7 +2,7 @@
 //! on every machine.
 //!
 //! ```
-//! use neuroncustomop_sim::generate::{Distribution, generate};
+//! use neuroncustomop_host::generate::{Distribution, generate};
 //! use neuroncustomop::wrapper_api::Dtype;
 //!
 //! let x = generate(Dtype::Int8, vec![4, 4], Distribution::Uniform { low: -3.0, high: 3.0 }, 7);

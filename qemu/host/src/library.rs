@@ -3,8 +3,8 @@
 //! and how many instructions each core took.
 //!
 //! ```no_run
-//! use neuroncustomop_sim::array::Array;
-//! use neuroncustomop_sim::library::{Arg, Library, Output};
+//! use neuroncustomop_host::array::Array;
+//! use neuroncustomop_host::library::{Arg, Library, Output};
 //!
 //! // A project folder made by `ncop new` (built and packaged here), a package folder
 //! // (`ucode_lib.json` and 8 images), or a built-in example: `Library::example("relu")`.
@@ -16,7 +16,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Each call is one job of the simulated device (`crate::device`): the inputs are
+//! Each call is one job of the simulated device (`neuroncustomop_machine::device`): the inputs are
 //! placed in device memory, the output is filled with [`crate::compare::canary`]
 //! bytes first (so a comparison can name elements the kernel never wrote), and the op
 //! is dispatched from 0x85/0x86 words with the FunctionId the package's
@@ -24,13 +24,13 @@
 
 use crate::array::{Array, dtype_name};
 use crate::compare::canary;
-use crate::device::{RunError, Session, SessionOptions};
-use crate::images::CORES;
-use crate::job::{Job, JobError, Op, TENSOR_AREA, TENSOR_AREA_SIZE};
-use crate::package::{Package, PackageError};
-use crate::project::{Project, ProjectError};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
+use neuroncustomop_machine::device::{RunError, Session, SessionOptions};
+use neuroncustomop_machine::images::CORES;
+use neuroncustomop_machine::job::{Job, JobError, Op, TENSOR_AREA, TENSOR_AREA_SIZE};
+use neuroncustomop_package::package::{Package, PackageError};
+use neuroncustomop_package::project::{Project, ProjectError};
 use neuroncustomop_wire::Descriptor;
 use neuroncustomop_wire::job::OutputDump;
 use std::collections::BTreeMap;
@@ -279,7 +279,7 @@ pub enum CallError {
         /// EXIT_STACK_OVERFLOW`, `over-budget`).
         stop: String,
         /// Where, from the images' DWARF: the function and `file:line`, a backtrace
-        /// (`crate::symbolize`); what the device printed when that cannot be had.
+        /// (`neuroncustomop_machine::symbolize`); what the device printed when that cannot be had.
         explained: String,
     },
     /// A core did not report the op: the device stopped (a fault, a hang, a timeout).
@@ -316,8 +316,8 @@ pub enum LoadError {
 ///
 /// ```
 /// let io = std::io::Error::other("disk full");
-/// let error = neuroncustomop_sim::npy::NpyError::Io { path: "x.npy".into(), source: io };
-/// assert_eq!(neuroncustomop_sim::library::describe(&error), "x.npy\n  caused by: disk full");
+/// let error = neuroncustomop_host::npy::NpyError::Io { path: "x.npy".into(), source: io };
+/// assert_eq!(neuroncustomop_host::library::describe(&error), "x.npy\n  caused by: disk full");
 /// ```
 pub fn describe(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
@@ -330,7 +330,7 @@ pub fn describe(error: &dyn std::error::Error) -> String {
 }
 
 /// A packaged library, ready to call. It keeps one booted device per core count and
-/// counting mode ([`crate::device::Session`]): the first call of each boots QEMU and
+/// counting mode ([`neuroncustomop_machine::device::Session`]): the first call of each boots QEMU and
 /// enters the library, later calls only dispatch.
 #[derive(Debug)]
 pub struct Library {
@@ -363,9 +363,9 @@ impl Library {
     /// ([`Library::output_of`]).
     fn from_project(project: &Project) -> Result<Self, LoadError> {
         let mut library = Self::from_package(project.package()?);
-        if project.language == crate::project::Language::Cxx {
-            let tools = crate::toolchain::Toolchain::locate().ok();
-            let cxx = crate::cxx::Library::open(&project.dir).ok();
+        if project.language == neuroncustomop_package::project::Language::Cxx {
+            let tools = neuroncustomop_machine::toolchain::Toolchain::locate().ok();
+            let cxx = neuroncustomop_package::cxx::Library::open(&project.dir).ok();
             library.shape_driver =
                 tools.zip(cxx).map(|(tools, cxx)| cxx.shape_driver_path(&tools)).filter(|driver| driver.is_file());
         }
@@ -403,7 +403,7 @@ impl Library {
     /// device cannot hold.
     pub fn output_of(&self, kernel: &str, args: &[Arg]) -> Result<Option<Output>, CallError> {
         let Some(driver) = &self.shape_driver else { return Ok(None) };
-        use crate::cxx::ShapeArg;
+        use neuroncustomop_package::cxx::ShapeArg;
         let shape_args: Vec<ShapeArg> = args
             .iter()
             .map(|arg| match arg {
@@ -415,7 +415,7 @@ impl Library {
                 Arg::Float(v) => ShapeArg::Float(*v),
             })
             .collect();
-        let shaped = crate::cxx::output_shape(driver, kernel, &shape_args)
+        let shaped = neuroncustomop_package::cxx::output_shape(driver, kernel, &shape_args)
             .map_err(|message| CallError::ShapeFunction { kernel: kernel.into(), message })?;
         Ok(Some(Output::Shape { dtype: shaped.dtype, shape: shaped.shape.iter().map(|&d| usize::from(d)).collect() }))
     }
@@ -510,17 +510,17 @@ impl Library {
 impl Library {
     /// The first core whose op stopped without returning a status, as a
     /// [`CallError::Stopped`] that names the kernel's source line.
-    fn stopped(&self, kernel: &str, report: &crate::device::Report) -> Option<CallError> {
+    fn stopped(&self, kernel: &str, report: &neuroncustomop_machine::device::Report) -> Option<CallError> {
         let (core, op) = report.cores.iter().find_map(|(&core, r)| {
             r.ops.first().filter(|op| report.done && op.status_code().is_none()).map(|op| (core, op))
         })?;
-        let explained = crate::images::build("loader")
+        let explained = neuroncustomop_machine::images::build("loader")
             .ok()
             .and_then(|loader| {
                 let elves: Vec<PathBuf> = self.package.images.cores.iter().chain(&loader.cores).cloned().collect();
-                crate::symbolize::Symbolizer::new(&elves).ok()
+                neuroncustomop_machine::symbolize::Symbolizer::new(&elves).ok()
             })
-            .map(|symbols| crate::symbolize::explain(report, &symbols).concat())
+            .map(|symbols| neuroncustomop_machine::symbolize::explain(report, &symbols).concat())
             .filter(|text| !text.is_empty())
             .unwrap_or_else(|| {
                 let printed = format!("{}{}", report.outcome.stdout, report.outcome.stderr);
@@ -529,7 +529,7 @@ impl Library {
         Some(CallError::Stopped {
             kernel: kernel.into(),
             core: core as usize,
-            stop: crate::device::describe_status(&op.status),
+            stop: neuroncustomop_machine::device::describe_status(&op.status),
             explained,
         })
     }

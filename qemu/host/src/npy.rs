@@ -8,7 +8,7 @@
 //! nothing is silently dropped or invented.
 //!
 //! ```
-//! use neuroncustomop_sim::{array::Array, npy};
+//! use neuroncustomop_host::{array::Array, npy};
 //!
 //! let x = Array::from_vec(vec![2, 2], vec![1i16, -2, 3, -4]).unwrap();
 //! let bytes = npy::to_bytes(&x).unwrap();

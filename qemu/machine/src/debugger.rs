@@ -9,7 +9,7 @@
 //! attach: it has no Xtensa support, and takes the images for i386.
 //!
 //! ```
-//! use neuroncustomop_sim::debugger::GdbOptions;
+//! use neuroncustomop_machine::debugger::GdbOptions;
 //!
 //! let gdb = GdbOptions { port: 1234 };
 //! assert_eq!(gdb.qemu_args(), ["-gdb", "tcp::1234", "-S"]);

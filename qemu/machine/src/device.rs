@@ -6,8 +6,8 @@
 //! [`run_counting_instructions`] are one-job sessions.
 //!
 //! ```no_run
-//! use neuroncustomop_sim::device::{Session, SessionOptions};
-//! use neuroncustomop_sim::{images, job::Job};
+//! use neuroncustomop_machine::device::{Session, SessionOptions};
+//! use neuroncustomop_machine::{images, job::Job};
 //!
 //! let library = images::build("fault_probe")?;
 //! let mut session = Session::boot(&library, 1, SessionOptions::default())?;

@@ -10,13 +10,13 @@
 //! (its panic handler, `abort`).
 //!
 //! ```no_run
-//! use neuroncustomop_sim::symbolize::{FaultLine, Symbolizer};
+//! use neuroncustomop_machine::symbolize::{FaultLine, Symbolizer};
 //!
 //! let symbols = Symbolizer::new(&["target/images/fault_probe/core0.elf".into()])?;
 //! let line = "FAULT core=0 kind=exception cause=28 pc=0x840012a4 vaddr=0x00000000 depth=1 frames=0x840012a4";
 //! let fault = FaultLine::parse(line).expect("a FAULT line");
 //! println!("{}", symbols.report(&fault, "kernel `reads_null`"));
-//! # Ok::<(), neuroncustomop_sim::symbolize::SymbolizeError>(())
+//! # Ok::<(), neuroncustomop_machine::symbolize::SymbolizeError>(())
 //! ```
 
 use crate::device::Report;

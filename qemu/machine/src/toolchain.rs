@@ -61,9 +61,9 @@ impl Toolchain {
     }
 }
 
-/// The repository root: this crate lives in `<root>/qemu`.
+/// The repository root: this crate lives in `<root>/qemu/machine`.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("qemu/ has a parent").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("qemu/machine has two parents").to_path_buf()
 }
 
 fn on_path(program: &str) -> bool {

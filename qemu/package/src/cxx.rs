@@ -27,10 +27,10 @@
 //! [`output_shape`] asks the shape driver for an op's output shape and dtype, which is
 //! how the real flow gets them; the simulator needs no output-shape flag for C++ ops.
 
-use crate::images::Images;
 use crate::package::{self, PackageError};
-use crate::toolchain::Toolchain;
 use neuroncustomop::wrapper_api::Dtype;
+use neuroncustomop_machine::images::Images;
+use neuroncustomop_machine::toolchain::Toolchain;
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::fs;

@@ -24,17 +24,16 @@
 //! runtime's `CUSTOMOP_LIB_VERSION` ([`ucode_version`]), `ulib_to_isa_version` the
 //! target the images are compiled for ([`ISA_VERSION`]).
 //!
-//! A library is a project (`crate::project`): Rust, or the C files of its `src/`,
+//! A library is a project ([`crate::project`]): Rust, or the C files of its `src/`,
 //! compiled by Debian's `clang-22` and linked with the runtime's `libneuroncustomop.a`
 //! ([`compile_and_link_c`]).
 
-use crate::device::{self, RunError};
-use crate::images::{self, BuildError, CORES, Images};
-use crate::job::{Job, JobError};
-use crate::project::{Project, ProjectError};
-use crate::toolchain::{self, Toolchain};
 use crate::ucode_lib::{UcodeLib, UcodeLibError, UcodeLibRegistry};
 use neuroncustomop::start_exit::CUSTOMOP_LIB_VERSION;
+use neuroncustomop_machine::device::{self, RunError};
+use neuroncustomop_machine::images::{self, BuildError, CORES, Images};
+use neuroncustomop_machine::job::{Job, JobError};
+use neuroncustomop_machine::toolchain::{self, Toolchain};
 use neuroncustomop_wire::FunctionId;
 use std::fs;
 use std::io;
@@ -195,16 +194,6 @@ impl Package {
             .collect();
         Ok(job)
     }
-}
-
-/// Builds the built-in example `name` (`examples/<name>/`), reads its kernels from the
-/// images, and writes `target/package/<name>/`.
-///
-/// # Errors
-/// [`ProjectError::UnknownExample`] naming the examples there are, or the build's or
-/// packaging's error.
-pub fn package(name: &str) -> Result<Package, ProjectError> {
-    Project::example(name)?.ok_or_else(|| ProjectError::UnknownExample(name.into(), Project::examples()))?.package()
 }
 
 /// Reads the kernels `built` registers and writes the package of library `name` into

@@ -5,7 +5,7 @@
 //! The set-up is this repository's: `.cargo/xtensa.toml`, the target specification,
 //! the LLVM 22 workaround in `.cargo/llvm-190204/` and the per-core linker. A tool
 //! built from the repository records where it is at build time
-//! ([`crate::toolchain::repo_root`]), so a project outside it needs no copy of them.
+//! ([`neuroncustomop_machine::toolchain::repo_root`]), so a project outside it needs no copy of them.
 //!
 //! What a project folder holds (`ncop new` writes all of it):
 //! - Rust: `Cargo.toml` with a binary that needs the feature `device`, depending on
@@ -23,9 +23,9 @@
 //! projects.
 
 use crate::cxx;
-use crate::images::{self, BuildError, Images};
 use crate::package::{self, Package, PackageError};
-use crate::toolchain::{self, Toolchain};
+use neuroncustomop_machine::images::{self, BuildError, Images};
+use neuroncustomop_machine::toolchain::{self, Toolchain};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};

@@ -2,9 +2,9 @@
 //! host API's [`Arg`]s, and the host API's [`Call`] handed back.
 
 use neuroncustomop::wrapper_api::{Dtype, Status};
-use neuroncustomop_sim::array::{Array, dtype_name, parse_dtype};
-use neuroncustomop_sim::compare;
-use neuroncustomop_sim::library::{Arg, Call};
+use neuroncustomop_host::array::{Array, dtype_name, parse_dtype};
+use neuroncustomop_host::compare;
+use neuroncustomop_host::library::{Arg, Call};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;

@@ -2,7 +2,7 @@
 //!
 //! The Python half (`python/neuroncustomop/`) turns what a user passes (NumPy arrays,
 //! PyTorch tensors, Python and NumPy scalars) into plain byte buffers with a dtype
-//! and a shape; this half hands them to the host API (`neuroncustomop_sim::library`),
+//! and a shape; this half hands them to the host API (`neuroncustomop_host::library`),
 //! which packages the library and runs the kernel, and hands back the output bytes
 //! with the per-core status, stdout and instruction count. Splitting there keeps
 //! every Python-object rule in Python, and everything about the device in the host
@@ -41,6 +41,6 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("DeviceError", module.py().get_type::<DeviceError>())?;
     module.add_function(wrap_pyfunction!(call::status_name, module)?)?;
     module.add_function(wrap_pyfunction!(call::canary, module)?)?;
-    module.add("CORES", neuroncustomop_sim::images::CORES)?;
+    module.add("CORES", neuroncustomop_machine::images::CORES)?;
     Ok(())
 }

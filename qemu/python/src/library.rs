@@ -3,8 +3,8 @@
 
 use crate::call::{self, Input, RawCall};
 use crate::{DeviceError, PackageError};
-use neuroncustomop_sim::array::dtype_name;
-use neuroncustomop_sim::library::{self as host, CallError, Options, Output};
+use neuroncustomop_host::array::dtype_name;
+use neuroncustomop_host::library::{self as host, CallError, Options, Output};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;

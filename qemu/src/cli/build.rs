@@ -1,7 +1,7 @@
 //! `sim build`: the images of an example or a firmware program.
 
-use crate::images;
 use clap::Args;
+use neuroncustomop_package::program;
 use std::process::ExitCode;
 
 /// Build a program's images into target/images/<program>/core<i>.elf: an example
@@ -14,7 +14,7 @@ pub struct BuildArgs {
 
 /// Runs `build`.
 pub fn exec(args: BuildArgs) -> super::Outcome {
-    let built = images::build(&args.program)?;
+    let built = program::build(&args.program)?;
     let dir = built.cores[0].parent().expect("in a folder");
     eprintln!("sim: {} image(s) of {} in {}", built.cores.len(), args.program, dir.display());
     Ok(ExitCode::SUCCESS)

@@ -18,5 +18,5 @@ pub type Outcome = Result<std::process::ExitCode, Box<dyn std::error::Error>>;
 
 /// Prints `error` and every cause under it, outermost first, after `tool: `.
 pub fn report(tool: &str, error: &dyn std::error::Error) {
-    eprintln!("{tool}: {}", crate::library::describe(error));
+    eprintln!("{tool}: {}", neuroncustomop_host::library::describe(error));
 }

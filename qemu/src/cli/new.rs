@@ -1,7 +1,7 @@
 //! `ncop new`: a kernel library with one kernel and its test, anywhere on disk.
 
-use crate::toolchain::repo_root;
 use clap::{Args, ValueEnum};
+use neuroncustomop_machine::toolchain::repo_root;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

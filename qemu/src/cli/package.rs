@@ -1,8 +1,8 @@
 //! `ncop package` and `sim package`: build a library for the device and package it.
 
-use crate::library::{Library, LoadError};
-use crate::project::Project;
 use clap::Args;
+use neuroncustomop_host::library::{Library, LoadError};
+use neuroncustomop_package::project::Project;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -42,7 +42,7 @@ pub struct ExampleArgs {
 
 /// Runs `cargo sim package`.
 pub fn exec_example(args: ExampleArgs) -> super::Outcome {
-    let package = crate::package::package(&args.example)?;
+    let package = neuroncustomop_package::program::package(&args.example)?;
     println!("{} in {} (kernels: {})", package.name(), package.dir.display(), package.kernels().join(", "));
     Ok(ExitCode::SUCCESS)
 }

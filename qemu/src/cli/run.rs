@@ -1,12 +1,12 @@
 //! `ncop run`: call one kernel of a library on the simulated device with your data.
 
-use crate::array::{Dtype, dtype_name, parse_dtype};
-use crate::compare::{Mismatch, Tolerance, compare};
-use crate::generate::{Distribution, generate};
-use crate::library::{Arg, Options, Output};
-use crate::npy::{self, NpyError};
 use clap::{Args, ValueEnum};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
+use neuroncustomop_host::array::{Dtype, dtype_name, parse_dtype};
+use neuroncustomop_host::compare::{Mismatch, Tolerance, compare};
+use neuroncustomop_host::generate::{Distribution, generate};
+use neuroncustomop_host::library::{Arg, Options, Output};
+use neuroncustomop_host::npy::{self, NpyError};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -342,9 +342,9 @@ pub struct SimRunArgs {
 /// Runs `cargo sim run`.
 pub fn exec_sim(args: SimRunArgs) -> super::Outcome {
     super::setup::setup()?;
-    let repo = crate::toolchain::repo_root();
+    let repo = neuroncustomop_machine::toolchain::repo_root();
     let cargo = || std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    match (crate::project::Project::example(&args.name)?, &args.kernel) {
+    match (neuroncustomop_package::project::Project::example(&args.name)?, &args.kernel) {
         (Some(project), Some(kernel)) => call(&project.dir, kernel, &args.call),
         (Some(project), None) => {
             let manifest = project.dir.join("Cargo.toml");
@@ -362,12 +362,12 @@ pub fn exec_sim(args: SimRunArgs) -> super::Outcome {
 
 /// Builds a firmware program and boots it on `--cores` cores.
 fn boot_program(args: &SimRunArgs) -> super::Outcome {
-    let built = crate::images::build(&args.name)?;
+    let built = neuroncustomop_package::program::build(&args.name)?;
     let cores = usize::from(args.call.cores).min(built.cores.len());
-    let mut boot = crate::machine::Boot::new(built.cores[..cores].to_vec());
+    let mut boot = neuroncustomop_machine::machine::Boot::new(built.cores[..cores].to_vec());
     boot.count_instructions = args.count_instructions;
     if args.gdb {
-        let gdb = crate::debugger::GdbOptions::default();
+        let gdb = neuroncustomop_machine::debugger::GdbOptions::default();
         eprint!("{}", gdb.attach_instructions("main", &built.cores[0], &[]));
         boot.gdb = Some(gdb);
     }
@@ -375,8 +375,8 @@ fn boot_program(args: &SimRunArgs) -> super::Outcome {
     print!("{}", outcome.stdout);
     eprint!("{}", outcome.stderr);
     // A fault's report as the author reads it: the function, its source line, a backtrace.
-    if let Ok(symbols) = crate::symbolize::Symbolizer::new(&built.cores[..cores]) {
-        for fault in crate::symbolize::FaultLine::all(&outcome.stderr) {
+    if let Ok(symbols) = neuroncustomop_machine::symbolize::Symbolizer::new(&built.cores[..cores]) {
+        for fault in neuroncustomop_machine::symbolize::FaultLine::all(&outcome.stderr) {
             eprint!("{}", symbols.report(&fault, &format!("program `{}`", args.name)));
         }
     }

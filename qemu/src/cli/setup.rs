@@ -1,7 +1,7 @@
 //! `sim setup`: install what the simulation needs (qemu/setup.sh; idempotent).
 
-use crate::toolchain::repo_root;
 use clap::Args;
+use neuroncustomop_machine::toolchain::repo_root;
 use std::process::{Command, ExitCode};
 
 /// Install the Debian packages the simulation needs, if missing (qemu/setup.sh).

@@ -1,7 +1,7 @@
 //! `sim test`: every test of the repository.
 
-use crate::toolchain::repo_root;
 use clap::Args;
+use neuroncustomop_machine::toolchain::repo_root;
 use std::process::{Command, ExitCode};
 
 /// Set up, then run every test: the host unit tests and QEMU tests of every crate,

@@ -1,7 +1,7 @@
 //! Helpers shared by the QEMU tests that boot firmware programs directly (no loader).
 
-use neuroncustomop_sim::images;
-use neuroncustomop_sim::machine::{Boot, Outcome};
+use neuroncustomop_machine::images;
+use neuroncustomop_machine::machine::{Boot, Outcome};
 
 /// Builds `program` and boots its images on cores `0..cores`; fails the test if it hangs.
 pub fn boot(program: &str, cores: usize, count_instructions: bool) -> Outcome {

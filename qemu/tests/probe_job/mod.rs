@@ -2,8 +2,8 @@
 //! kernels in order on one core, each (x: 16 x i32) -> out, every output dumped.
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
-use neuroncustomop_sim::images::Images;
-use neuroncustomop_sim::job::{Job, Op};
+use neuroncustomop_machine::images::Images;
+use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_wire::job::OutputDump;
 
 /// The little-endian bytes of `values`.

@@ -2,10 +2,10 @@
 //! `cargo test` builds the device image and packages it first (the first build
 //! compiles `core` and `alloc` for the device: a few minutes).
 
-use neuroncustomop_sim::array::{Array, Dtype};
-use neuroncustomop_sim::compare::{Tolerance, compare};
-use neuroncustomop_sim::generate::{Distribution, generate};
-use neuroncustomop_sim::library::{Arg, Library, Output, describe};
+use neuroncustomop_host::array::{Array, Dtype};
+use neuroncustomop_host::compare::{Tolerance, compare};
+use neuroncustomop_host::generate::{Distribution, generate};
+use neuroncustomop_host::library::{Arg, Library, Output, describe};
 
 #[test]
 fn scale_matches_the_reference() {

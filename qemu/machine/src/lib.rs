@@ -1,0 +1,24 @@
+//! The simulated machine: everything the real device's toolchain, loader and DMA engine
+//! would do around the runtime, so a set of per-core images can be built, booted under
+//! QEMU, given jobs and explained. It owns finding the Xtensa tools ([`toolchain`]),
+//! building the firmware programs and reading a folder of per-core images ([`images`]),
+//! booting them ([`machine`], with QEMU's gdbstub: [`debugger`]), the loader's job and
+//! what it reports ([`job`], [`device`]), the little of ELF the checks need ([`elf`]),
+//! and device faults as function names and source lines ([`symbolize`]). It must NOT
+//! know op authors' projects, packages, `ucode_lib.json` or the host API: it takes
+//! images (paths to ELF files) and jobs, and never finds a library by name; the crates
+//! above it (`neuroncustomop-package`, `neuroncustomop-host`, the CLIs in
+//! `neuroncustomop-sim`) depend on it, never the reverse (qemu/README.md).
+// The errors keep what the device said (the loader's lines) for the author to read;
+// they are returned once per command or call, never in a loop, so their size costs
+// nothing worth boxing them for.
+#![allow(clippy::result_large_err)]
+
+pub mod debugger;
+pub mod device;
+pub mod elf;
+pub mod images;
+pub mod job;
+pub mod machine;
+pub mod symbolize;
+pub mod toolchain;
