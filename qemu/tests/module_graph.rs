@@ -1,0 +1,253 @@
+//! The host crates' dependency rule, checked: crates point one way (wire ← machine ←
+//! package ← host ← sim, from `cargo metadata`), and no crate's modules import each
+//! other in a circle (parsed with `syn`). qemu/README.md states the rule; `.ci/run`
+//! runs this test first. Needs no QEMU.
+
+use proc_macro2::{TokenStream, TokenTree};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use syn::visit::Visit;
+
+/// The host crates, lowest first: each may depend only on those before it.
+const LAYERS: [(&str, &str); 5] = [
+    ("neuroncustomop-wire", "qemu/wire"),
+    ("neuroncustomop-machine", "qemu/machine"),
+    ("neuroncustomop-package", "qemu/package"),
+    ("neuroncustomop-host", "qemu/host"),
+    ("neuroncustomop-sim", "qemu"),
+];
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("qemu/ has a parent").to_path_buf()
+}
+
+#[test]
+fn crates_depend_only_on_the_layers_below() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .current_dir(repo())
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .output()
+        .expect("cargo metadata runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    let packages = metadata["packages"].as_array().expect("packages");
+    for (layer, (name, _)) in LAYERS.iter().enumerate() {
+        let package = packages.iter().find(|p| p["name"] == *name).unwrap_or_else(|| panic!("{name} is a member"));
+        let above: Vec<&str> = package["dependencies"]
+            .as_array()
+            .expect("dependencies")
+            .iter()
+            .filter_map(|dependency| dependency["name"].as_str())
+            .filter(|dependency| LAYERS[layer..].iter().any(|(upper, _)| upper == dependency))
+            .collect();
+        assert!(above.is_empty(), "{name} depends on {above:?}, which are not below it (qemu/README.md)");
+    }
+}
+
+#[test]
+fn no_crate_has_a_module_circle() {
+    for (name, dir) in LAYERS {
+        let graph = module_graph(&repo().join(dir).join("src"));
+        assert!(graph.len() > 1 || name == "neuroncustomop-wire", "{name}: only {graph:?} found");
+        if let Some(circle) = find_circle(&graph) {
+            panic!("{name}: the modules {} import each other in a circle", circle.join(" -> "));
+        }
+    }
+}
+
+/// The modules of the crate whose sources are in `src` (`a::b` for `src/a/b.rs`), each
+/// with the modules its code names through `crate::` or `super::`. A `mod` item is
+/// not an edge (a parent declares its children), nor is a doc comment's link.
+fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    collect(src, &mut files);
+    let module = |file: &Path| -> String {
+        let relative = file.strip_prefix(src).expect("under src").with_extension("");
+        let parts: Vec<String> = relative.iter().map(|part| part.to_string_lossy().into_owned()).collect();
+        match parts.as_slice() {
+            [only] if only == "lib" || only == "main" => String::new(),
+            [parents @ .., last] if last == "mod" => parents.join("::"),
+            _ => parts.join("::"),
+        }
+    };
+    // `src/bin/*.rs` and `main.rs` are crates of their own, not modules of the library.
+    let files: Vec<PathBuf> =
+        files.into_iter().filter(|f| !f.starts_with(src.join("bin")) && !f.ends_with("main.rs")).collect();
+    let modules: BTreeSet<String> = files.iter().map(|f| module(f)).collect();
+    let mut graph = BTreeMap::new();
+    for file in &files {
+        let text = fs::read_to_string(file).expect("a source file");
+        let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let here = module(file);
+        let mut paths = Paths { scope: split(&here), named: Vec::new() };
+        paths.visit_file(&ast);
+        let edges: BTreeSet<String> = paths
+            .named
+            .iter()
+            .filter_map(|path| (0..=path.len()).rev().map(|n| path[..n].join("::")).find(|m| modules.contains(m)))
+            .filter(|target| *target != here)
+            .collect();
+        graph.insert(here, edges);
+    }
+    graph
+}
+
+fn split(module: &str) -> Vec<String> {
+    module.split("::").filter(|part| !part.is_empty()).map(str::to_owned).collect()
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).expect("a source folder").map(|e| e.expect("a folder entry").path()) {
+        if entry.is_dir() {
+            collect(&entry, files);
+        } else if entry.extension().is_some_and(|ext| ext == "rs") {
+            files.push(entry);
+        }
+    }
+}
+
+/// The crate-absolute module paths a file names: `crate::a::b` as `[a, b]`, `super::c`
+/// resolved from the (inline) module it is written in.
+struct Paths {
+    scope: Vec<String>,
+    named: Vec<Vec<String>>,
+}
+
+impl Paths {
+    /// Resolves a path's leading `crate`/`super`s; `None` for any other path.
+    fn absolute(&self, segments: &[String]) -> Option<Vec<String>> {
+        match segments.first().map(String::as_str) {
+            Some("crate") => Some(segments[1..].to_vec()),
+            Some("super") => {
+                let supers = segments.iter().take_while(|s| *s == "super").count();
+                let mut path = self.scope[..self.scope.len().checked_sub(supers)?].to_vec();
+                path.extend_from_slice(&segments[supers..]);
+                Some(path)
+            }
+            _ => None,
+        }
+    }
+
+    fn name(&mut self, segments: &[String]) {
+        if let Some(path) = self.absolute(segments) {
+            self.named.push(path);
+        }
+    }
+
+    /// `crate::a::b` and `super::c` inside a macro's tokens (`format!`, `matches!`).
+    fn tokens(&mut self, tokens: TokenStream) {
+        let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+        for (i, token) in tokens.iter().enumerate() {
+            match token {
+                TokenTree::Group(group) => self.tokens(group.stream()),
+                TokenTree::Ident(ident) if ident == "crate" || ident == "super" => {
+                    let mut segments = vec![ident.to_string()];
+                    let mut rest = tokens[i + 1..].iter();
+                    while let (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)), Some(TokenTree::Ident(next))) =
+                        (rest.next(), rest.next(), rest.next())
+                    {
+                        if a.as_char() != ':' || b.as_char() != ':' {
+                            break;
+                        }
+                        segments.push(next.to_string());
+                    }
+                    self.name(&segments);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Paths {
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        self.name(&segments);
+        syn::visit::visit_path(self, path);
+    }
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        let mut prefixes = Vec::new();
+        use_paths(&item.tree, &mut Vec::new(), &mut prefixes);
+        for prefix in prefixes {
+            self.name(&prefix);
+        }
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        self.scope.push(item.ident.to_string());
+        syn::visit::visit_item_mod(self, item);
+        self.scope.pop();
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        self.visit_path(&mac.path);
+        self.tokens(mac.tokens.clone());
+    }
+
+    // Doc comments are `#[doc = "..."]`: their links are not dependencies.
+    fn visit_attribute(&mut self, _: &'ast syn::Attribute) {}
+}
+
+/// Every path a `use` tree names, e.g. `crate::a::{b, c::d}` as `crate::a::b` and
+/// `crate::a::c::d`.
+fn use_paths(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match tree {
+        syn::UseTree::Path(path) => {
+            prefix.push(path.ident.to_string());
+            use_paths(&path.tree, prefix, out);
+            prefix.pop();
+        }
+        syn::UseTree::Name(name) if name.ident == "self" => out.push(prefix.clone()),
+        syn::UseTree::Name(name) => out.push([prefix.as_slice(), &[name.ident.to_string()]].concat()),
+        syn::UseTree::Rename(rename) => out.push([prefix.as_slice(), &[rename.ident.to_string()]].concat()),
+        syn::UseTree::Glob(_) => out.push(prefix.clone()),
+        syn::UseTree::Group(group) => group.items.iter().for_each(|tree| use_paths(tree, prefix, out)),
+    }
+}
+
+/// A circle in `graph` as the modules along it (the first repeated at the end), if any.
+fn find_circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = stack.iter().position(|on| on == node) {
+            return Some([&stack[start..], &[node.to_owned()]].concat());
+        }
+        if !done.insert(node.to_owned()) {
+            return None;
+        }
+        stack.push(node.to_owned());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(circle) = visit(next, graph, stack, done) {
+                return Some(circle);
+            }
+        }
+        stack.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph.keys().find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn a_circle_is_found() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a", &["b"][..]),
+        ("b", &["c"][..]),
+        ("c", &["a"][..]),
+        ("d", &["a"][..]),
+    ]
+    .into_iter()
+    .map(|(node, edges)| (node.to_owned(), edges.iter().map(|e| (*e).to_owned()).collect()))
+    .collect();
+    assert_eq!(find_circle(&graph), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
+    let mut acyclic = graph;
+    acyclic.get_mut("c").expect("c").clear();
+    assert_eq!(find_circle(&acyclic), None);
+}
