@@ -3,7 +3,7 @@
 //! (`crate::platform`) and stops.
 //!
 //! Every report ends with one machine-readable line the host turns into function names
-//! and source lines (`qemu/src/symbolize.rs`, with the image's DWARF):
+//! and source lines (`qemu/machine/src/symbolize.rs`, with the image's DWARF):
 //!
 //! ```text
 //! FAULT core=<c> kind=<kind> cause=<n> pc=<hex> vaddr=<hex> depth=<n> frames=<hex>,<hex>,...
