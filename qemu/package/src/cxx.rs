@@ -181,12 +181,6 @@ fn build_error(what: impl Into<String>) -> PackageError {
 }
 
 impl Library {
-    /// The C++ library in `examples/<name>/`, if that folder has a `customop.json`.
-    pub fn find(repo: &Path, name: &str) -> Option<PathBuf> {
-        let dir = repo.join("examples").join(name);
-        dir.join(MANIFEST).is_file().then_some(dir)
-    }
-
     /// Reads and checks the library in `dir`.
     ///
     /// # Errors
@@ -230,9 +224,16 @@ impl Library {
         Ok(Self { name, dir: dir.to_path_buf(), manifest, stack_size })
     }
 
-    /// Where its build goes: `target/cxx/<name>/`.
+    /// Where its build's scratch goes (the shape driver, the generated unit, the
+    /// objects): the project's own `target/neuroncustomop/cxx/`, so two projects of the
+    /// same name in different folders never share it; a built-in example's is this
+    /// repository's `target/cxx/<name>/`, beside its other outputs.
     pub fn work_dir(&self, tools: &Toolchain) -> PathBuf {
-        tools.repo.join("target/cxx").join(&self.name)
+        if package::is_example(&tools.repo, &self.dir) {
+            tools.repo.join("target/cxx").join(&self.name)
+        } else {
+            self.dir.join("target/neuroncustomop/cxx")
+        }
     }
 
     /// The shape driver of this library, once [`build_images`] (or
@@ -615,6 +616,19 @@ mod tests {
         assert!(unit.contains("argument 2 of scale_compute"));
         assert!(unit.contains("{\"relu_forward\", \"scale\"}"));
         assert!(unit.contains("int get_func_cnt(void) { return 2; }"));
+    }
+
+    #[test]
+    fn same_named_projects_in_two_folders_build_apart() {
+        let manifest = r#"{"compute_srcs":["k.cpp"],"shape_srcs":["s.cpp"]}"#;
+        let (first, second) = (manifest_dir("one/my_op", manifest), manifest_dir("two/my_op", manifest));
+        let tools = Toolchain { repo: neuroncustomop_machine::toolchain::repo_root() };
+        let (a, b) = (Library::open(&first).unwrap(), Library::open(&second).unwrap());
+        assert_eq!((a.name.as_str(), b.name.as_str()), ("my_op", "my_op"));
+        assert_eq!(a.work_dir(&tools), first.join("target/neuroncustomop/cxx"));
+        assert_eq!(b.work_dir(&tools), second.join("target/neuroncustomop/cxx"));
+        let example = Library::open(&tools.repo.join("examples/cxx_relu")).unwrap();
+        assert_eq!(example.work_dir(&tools), tools.repo.join("target/cxx/cxx_relu"));
     }
 
     #[test]

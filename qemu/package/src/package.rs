@@ -64,6 +64,14 @@ pub fn package_dir(name: &str) -> PathBuf {
     toolchain::repo_root().join("target/package").join(name)
 }
 
+/// Whether `dir` is a built-in example (`examples/<name>/` of the checkout at `repo`),
+/// whose outputs go to the checkout's `target/` where `cargo sim` has always put them;
+/// any other project keeps its outputs in its own `target/neuroncustomop/`.
+pub fn is_example(repo: &Path, dir: &Path) -> bool {
+    let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    dir.parent().is_some_and(|parent| canonical(parent) == canonical(&repo.join("examples")))
+}
+
 /// Why a library could not be packaged.
 #[derive(Debug, thiserror::Error)]
 pub enum PackageError {

@@ -55,7 +55,7 @@ pub struct Project {
     pub dir: PathBuf,
     /// The library's name: the packaged images are `lib<name>_cpu<i>.elf`.
     pub name: String,
-    /// Rust or C.
+    /// Rust, C or C++.
     pub language: Language,
     /// Where the build writes the 8 images (`core<i>.elf`).
     pub image_dir: PathBuf,
@@ -154,7 +154,7 @@ impl Project {
         };
         let repo = toolchain::repo_root();
         let mut name = name;
-        let (image_dir, package_dir, work_dir) = if dir.parent() == Some(&repo.join("examples")) {
+        let (image_dir, package_dir, work_dir) = if package::is_example(&repo, &dir) {
             // A built-in example: named after its folder, its outputs where `cargo sim`
             // has always put them.
             name = dir.file_name().expect("in examples/").to_string_lossy().into_owned();

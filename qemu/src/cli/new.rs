@@ -6,8 +6,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The language of the kernels. (C++ joins when the runtime's C++ API does: a variant
-/// here and its files under qemu/templates/.)
+/// The language of the kernels. There is no C++ template: a C++ library on the AWS
+/// torch API is a folder with a `customop.json` and its sources, which `ncop` builds
+/// and runs as it does these (docs/op-author-guide.md); a template for it would be a
+/// variant here and its files under qemu/templates/.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Lang {
     /// A no_std Rust crate whose binary is the device image.

@@ -1,6 +1,6 @@
 //! What happens when a core cannot go on: a standalone start that returns, an exception,
 //! a stack overflow, a panic or an abort. Each reports through the platform hooks
-//! (`crate::platform`) and stops.
+//! (`crate::arch::platform`) and stops.
 //!
 //! Every report ends with one machine-readable line the host turns into function names
 //! and source lines (`qemu/machine/src/symbolize.rs`, with the image's DWARF):
