@@ -237,15 +237,11 @@ fn find_circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>
 
 #[test]
 fn a_circle_is_found() {
-    let graph: BTreeMap<String, BTreeSet<String>> = [
-        ("a", &["b"][..]),
-        ("b", &["c"][..]),
-        ("c", &["a"][..]),
-        ("d", &["a"][..]),
-    ]
-    .into_iter()
-    .map(|(node, edges)| (node.to_owned(), edges.iter().map(|e| (*e).to_owned()).collect()))
-    .collect();
+    let graph: BTreeMap<String, BTreeSet<String>> =
+        [("a", &["b"][..]), ("b", &["c"][..]), ("c", &["a"][..]), ("d", &["a"][..])]
+            .into_iter()
+            .map(|(node, edges)| (node.to_owned(), edges.iter().map(|e| (*e).to_owned()).collect()))
+            .collect();
     assert_eq!(find_circle(&graph), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
     let mut acyclic = graph;
     acyclic.get_mut("c").expect("c").clear();

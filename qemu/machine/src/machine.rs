@@ -23,8 +23,11 @@ pub struct Boot {
     pub elf_data: Vec<PathBuf>,
     /// Raw files to place in memory before any core runs: `(file, address)`.
     pub data: Vec<(PathBuf, u32)>,
-    /// Count instructions: `-icount shift=0,sleep=off` makes CCOUNT a deterministic
-    /// clock of one tick per 25 guest instructions (see `qemu/firmware/src/bench.rs`).
+    /// Run under `-icount shift=0,sleep=off`: every core on one host thread, and CCOUNT
+    /// a deterministic clock of one tick per 25 guest instructions, which the firmware
+    /// benchmarks count with (`qemu/firmware/src/bench.rs`). A kernel's instruction
+    /// count does not need it: the loader reports each core's own exact `ICOUNT`
+    /// either way (docs/simulation.md).
     pub count_instructions: bool,
     /// Kill QEMU after this long: a hung guest fails instead of hanging the caller.
     /// Not applied under a debugger ([`Boot::gdb`]).
