@@ -20,11 +20,12 @@
 #ifdef __cplusplus
 extern "C" {
 #define NEURONCUSTOMOP_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
-#define NEURONCUSTOMOP_NORETURN [[noreturn]]
 #else
 #define NEURONCUSTOMOP_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
-#define NEURONCUSTOMOP_NORETURN _Noreturn
 #endif
+/* The GNU spelling, not C++'s [[noreturn]]: C++ requires [[noreturn]] on a function's
+ * first declaration, and <stdlib.h> (the device's or the system's) may come first. */
+#define NEURONCUSTOMOP_NORETURN __attribute__((noreturn))
 
 /* ======================================================================== */
 /* start_exit: the entry contract                                           */
@@ -258,7 +259,18 @@ const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* customop_next_tensor(void);
 int32_t customop_next_int(void);
 int64_t customop_next_longlong(void);
 float customop_next_float(void);
-const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* get_dst_tensor(void);
+/* The op's output descriptor (once per op). In C++ under the torch API, which defines
+   TORCHNEURON_API before including this header, ::get_dst_tensor() is the torch API's and
+   returns a torch::Tensor, as the AWS documentation shows it: there this function is
+   torchneuron_c_get_dst_tensor, for the same symbol. */
+#ifdef TORCHNEURON_API
+#define NEURONCUSTOMOP_TORCH_API 1
+#define NEURONCUSTOMOP_GET_DST_TENSOR torchneuron_c_get_dst_tensor
+#else
+#define NEURONCUSTOMOP_GET_DST_TENSOR get_dst_tensor
+#endif
+const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* NEURONCUSTOMOP_GET_DST_TENSOR(void) __asm__("get_dst_tensor");
+#undef NEURONCUSTOMOP_GET_DST_TENSOR
 /* The device pointer of a tensor's first element (translated); NULL on failure. */
 void* customop_tensor_data(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor);
 /* A tensor's shape, from its descriptor (validated: 0 and a status if it is not valid).
@@ -272,6 +284,18 @@ uint32_t customop_return_tensor(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tenso
 /* The kernel's own failure: status 0x10000 + code (the invocation's, if the first). */
 uint32_t customop_fail(uint16_t code);
 uint32_t customop_cleanup(void);
+
+/* ======================================================================== */
+/* The C++ API's failures (docs/abi/descriptors.md)                         */
+/* ======================================================================== */
+
+/* Records `status` as the invocation's failure (the first one stays the op's), prints
+   `message` (NULL: nothing) as one line on stdout, and ends the kernel: the loader
+   reports exit(<status>) and goes on with the next op. What <torch/torch.h> calls on a
+   misuse that cannot be a compile error. */
+NEURONCUSTOMOP_NORETURN void neuron_cxx_fail(uint32_t status, const char* message);
+/* neuron_cxx_fail without ending the kernel; returns `status`. */
+uint32_t neuron_cxx_record(uint32_t status, const char* message);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,12 +1,9 @@
 /*
  * <neuron/neuron-utils.hpp>: the core a kernel runs on, as the AWS Neuron custom-op
  * documentation declares it. get_cpu_id() is in [0, get_cpu_count()); the count is 8.
+ * Both are the runtime's C functions, declared in <neuroncustomop.h>.
  */
 #ifndef TORCHNEURON_NEURON_UTILS_HPP
 #define TORCHNEURON_NEURON_UTILS_HPP
-#include <stdint.h>
-extern "C" {
-uint32_t get_cpu_id(void);
-uint32_t get_cpu_count(void);
-}
+#include <torchneuron/c_abi.h>
 #endif

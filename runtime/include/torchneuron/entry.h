@@ -27,19 +27,10 @@
 #ifndef TORCHNEURON_ENTRY_H
 #define TORCHNEURON_ENTRY_H
 
+/* The runtime functions below are declared in <neuroncustomop.h>, which the torch API
+ * includes. */
 #include <torch/torch.h>
-
-extern "C" {
-uint32_t customop_setup(bool first_call);
-const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *customop_next_tensor(void);
-int32_t customop_next_int(void);
-int64_t customop_next_longlong(void);
-float customop_next_float(void);
-uint32_t customop_return_tensor(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *tensor);
-uint32_t customop_cleanup(void);
-uint32_t customop_invocation_status(void);
-int32_t switch_stack_or_call_wrapper(void (*fn)(void *), void *arg, uint32_t stack_size);
-}
+#include <string.h>
 
 namespace torchneuron {
 namespace entry {

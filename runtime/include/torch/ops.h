@@ -1,0 +1,270 @@
+/*
+ * <torch/ops.h>: the element-wise operations the AWS documentation lists, each in its
+ * plain and _out form (PyTorch's ATen/ops/<name>.h): abs, ceil, floor, sin, cos, tan,
+ * log, log2, log10, exp, pow, clamp, add, sub, mul, div, bitwise_and, bitwise_or and
+ * bitwise_not. Operands have the same shape (no broadcasting). Device only: the shape
+ * functions on the host make their outputs with the factories.
+ */
+#ifndef TORCHNEURON_TORCH_OPS_H
+#define TORCHNEURON_TORCH_OPS_H
+
+#include <stdint.h>
+
+#include <torch/factories.h>
+
+#ifndef TORCHNEURON_HOST
+#include <math.h>
+#endif
+
+namespace torchneuron {
+
+inline void check_same_shape(const torch::Tensor &a, const torch::Tensor &b, const char *operation) {
+    if (a.sizes() != b.sizes()) {
+        fail(STATUS_SHAPE_MISMATCH, operation);
+    }
+}
+
+inline void check_integral(const torch::Tensor &t, const char *operation) {
+    if (!c10::isIntegralType(t.scalar_type())) {
+        fail(STATUS_UNSUPPORTED_DTYPE, operation);
+    }
+}
+
+/* result[i] = f(self[i]) in float arithmetic, or g(self[i]) in integer arithmetic for
+ * integral tensors when g is given. */
+template <class F, class G>
+torch::Tensor &map_into(torch::Tensor &result, const torch::Tensor &self, const char *operation, F f, G g,
+                        bool integral_path) {
+    check_same_shape(result, self, operation);
+    TensorImpl *out = result.unsafeGetTensorImpl();
+    const TensorImpl *in = self.unsafeGetTensorImpl();
+    bool integral = integral_path && c10::isIntegralType(in->dtype);
+    for (int64_t i = 0; in->data != nullptr && i < in->numel; i++) {
+        if (integral) {
+            store_int(out, i, g(load_int(in, i)));
+        } else {
+            store_float(out, i, f(load_float(in, i)));
+        }
+    }
+    return result;
+}
+
+/* result[i] = f(a[i], b[i]) (float) or g(a[i], b[i]) (integer, when both operands are
+ * integral), the operands given as element loaders so tensor and scalar mix. */
+template <class A, class B, class F, class G>
+torch::Tensor &zip_into(torch::Tensor &result, A a, B b, bool integral, F f, G g) {
+    TensorImpl *out = result.unsafeGetTensorImpl();
+    for (int64_t i = 0; out->data != nullptr && i < out->numel; i++) {
+        if (integral) {
+            store_int(out, i, g(a.integer(i), b.integer(i)));
+        } else {
+            store_float(out, i, f(a.real(i), b.real(i)));
+        }
+    }
+    return result;
+}
+
+struct TensorOperand {
+    const TensorImpl *impl;
+    float real(int64_t i) const { return load_float(impl, i); }
+    int64_t integer(int64_t i) const { return load_int(impl, i); }
+    bool integral() const { return c10::isIntegralType(impl->dtype); }
+};
+
+struct ScalarOperand {
+    const c10::Scalar &value;
+    float real(int64_t) const { return value.toFloat(); }
+    int64_t integer(int64_t) const { return value.toLong(); }
+    bool integral() const { return value.isIntegral(); }
+};
+
+inline TensorOperand operand(const torch::Tensor &t) { return TensorOperand{t.unsafeGetTensorImpl()}; }
+inline ScalarOperand operand(const c10::Scalar &s) { return ScalarOperand{s}; }
+
+inline const torch::Tensor &tensor_of(const torch::Tensor &t, const torch::Tensor &) { return t; }
+inline const torch::Tensor &tensor_of(const c10::Scalar &, const torch::Tensor &other) { return other; }
+
+/* Which arithmetic a binary operation uses. */
+enum class Arithmetic {
+    /* integer when both operands and the result are integral, else float */
+    Automatic,
+    /* float (add/sub with a floating alpha) */
+    Float,
+    /* integer (bitwise operations: a scalar is cast to the tensor's dtype) */
+    Integer,
+};
+
+/* A binary operation over tensor/tensor, tensor/scalar or scalar/tensor operands, into
+ * `result`, which has the shape of the tensor operands (checked). */
+template <class A, class B, class F, class G>
+torch::Tensor &binary_into(torch::Tensor &result, const A &a, const B &b, const char *operation, F f, G g,
+                           Arithmetic arithmetic = Arithmetic::Automatic) {
+    const torch::Tensor &shape = tensor_of(a, tensor_of(b, result));
+    check_same_shape(result, shape, operation);
+    check_same_shape(tensor_of(a, shape), tensor_of(b, shape), operation);
+    auto left = operand(a);
+    auto right = operand(b);
+    bool integral = arithmetic == Arithmetic::Integer ||
+                    (arithmetic == Arithmetic::Automatic && left.integral() && right.integral() &&
+                     c10::isIntegralType(result.scalar_type()));
+    return zip_into(result, left, right, integral, f, g);
+}
+
+inline torch::Tensor empty_like(const torch::Tensor &t) { return torch::empty(t.sizes(), t.scalar_type()); }
+
+inline int64_t ipow(int64_t base, int64_t exponent) {
+    if (exponent < 0) {
+        return base == 1 ? 1 : (base == -1 ? ((exponent & 1) ? -1 : 1) : 0);
+    }
+    int64_t result = 1;
+    while (exponent != 0) {
+        if (exponent & 1) {
+            result *= base;
+        }
+        base *= base;
+        exponent >>= 1;
+    }
+    return result;
+}
+
+inline float clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+} // namespace torchneuron
+
+namespace torch {
+
+#ifndef TORCHNEURON_HOST
+/* The unary operations: name, float function, integer function (or none: computed in
+ * float). */
+#define TORCHNEURON_UNARY(name, float_expr, int_expr, has_int)                                                     \
+    inline Tensor &name##_out(Tensor &result, const Tensor &self) {                                                \
+        return torchneuron::map_into(                                                                              \
+            result, self, "torch::" #name ": result and self differ in shape", [](float x) { return float_expr; }, \
+            [](int64_t x) { return (void)x, int64_t(int_expr); }, has_int);                                              \
+    }                                                                                                              \
+    inline Tensor name(const Tensor &self) {                                                                       \
+        Tensor result = torchneuron::empty_like(self);                                                             \
+        name##_out(result, self);                                                                                  \
+        return result;                                                                                             \
+    }
+
+TORCHNEURON_UNARY(abs, fabsf(x), x < 0 ? -x : x, true)
+TORCHNEURON_UNARY(ceil, ceilf(x), x, true)
+TORCHNEURON_UNARY(floor, floorf(x), x, true)
+TORCHNEURON_UNARY(sin, sinf(x), 0, false)
+TORCHNEURON_UNARY(cos, cosf(x), 0, false)
+TORCHNEURON_UNARY(tan, tanf(x), 0, false)
+TORCHNEURON_UNARY(log, logf(x), 0, false)
+TORCHNEURON_UNARY(log2, log2f(x), 0, false)
+TORCHNEURON_UNARY(log10, log10f(x), 0, false)
+TORCHNEURON_UNARY(exp, expf(x), 0, false)
+#undef TORCHNEURON_UNARY
+
+/* The binary operations, each for tensor/tensor, tensor/scalar (and scalar/tensor where
+ * documented): name, float expression, integer expression over a and b. */
+#define TORCHNEURON_BINARY_OUT(name, A, B, float_expr, int_expr)                                        \
+    inline Tensor &name##_out(Tensor &result, const A &self, const B &other) {                          \
+        return torchneuron::binary_into(                                                                \
+            result, self, other, "torch::" #name ": operands differ in shape",                          \
+            [](float a, float b) { return float_expr; }, [](int64_t a, int64_t b) { return int_expr; }); \
+    }
+#define TORCHNEURON_BINARY(name, A, B, float_expr, int_expr)                                        \
+    TORCHNEURON_BINARY_OUT(name, A, B, float_expr, int_expr)                                        \
+    inline Tensor name(const A &self, const B &other) {                                             \
+        Tensor result = torchneuron::empty_like(torchneuron::tensor_of(self, torchneuron::tensor_of(other, Tensor()))); \
+        return name##_out(result, self, other);                                                     \
+    }
+
+TORCHNEURON_BINARY(pow, Tensor, Scalar, powf(a, b), torchneuron::ipow(a, b))
+TORCHNEURON_BINARY(pow, Scalar, Tensor, powf(a, b), torchneuron::ipow(a, b))
+TORCHNEURON_BINARY(pow, Tensor, Tensor, powf(a, b), torchneuron::ipow(a, b))
+TORCHNEURON_BINARY(mul, Tensor, Scalar, a *b, a *b)
+TORCHNEURON_BINARY(mul, Tensor, Tensor, a *b, a *b)
+/* Integer division truncates (the result keeps the tensor's dtype); by zero gives 0. */
+TORCHNEURON_BINARY(div, Tensor, Scalar, a / b, b == 0 ? 0 : a / b)
+TORCHNEURON_BINARY(div, Tensor, Tensor, a / b, b == 0 ? 0 : a / b)
+#undef TORCHNEURON_BINARY
+#undef TORCHNEURON_BINARY_OUT
+
+/* add and sub: out = self ± alpha × other. */
+#define TORCHNEURON_ADD_OUT(name, op, B)                                                                          \
+    inline Tensor &name##_out(Tensor &result, const Tensor &self, const B &other, const Scalar &alpha = 1) {      \
+        float alpha_f = alpha.toFloat();                                                                          \
+        int64_t alpha_i = alpha.toLong();                                                                         \
+        return torchneuron::binary_into(                                                                          \
+            result, self, other, "torch::" #name ": operands differ in shape",                                    \
+            [alpha_f](float a, float b) { return a op alpha_f * b; },                                            \
+            [alpha_i](int64_t a, int64_t b) { return a op alpha_i * b; },                                        \
+            alpha.isIntegral() ? torchneuron::Arithmetic::Automatic : torchneuron::Arithmetic::Float);           \
+    }
+#define TORCHNEURON_ADD(name, op)                                                                                 \
+    TORCHNEURON_ADD_OUT(name, op, Tensor)                                                                         \
+    TORCHNEURON_ADD_OUT(name, op, Scalar)                                                                         \
+    inline Tensor name(const Tensor &self, const Tensor &other, const Scalar &alpha = 1) {                        \
+        Tensor result = torchneuron::empty_like(self);                                                            \
+        return name##_out(result, self, other, alpha);                                                            \
+    }                                                                                                             \
+    inline Tensor name(const Tensor &self, const Scalar &other, const Scalar &alpha = 1) {                        \
+        Tensor result = torchneuron::empty_like(self);                                                            \
+        return name##_out(result, self, other, alpha);                                                            \
+    }
+TORCHNEURON_ADD(add, +)
+TORCHNEURON_ADD(sub, -)
+#undef TORCHNEURON_ADD
+#undef TORCHNEURON_ADD_OUT
+
+inline Tensor &clamp_out(Tensor &result, const Tensor &self, const Scalar &minval, const Scalar &maxval) {
+    float lo = minval.toFloat(), hi = maxval.toFloat();
+    int64_t lo_i = minval.toLong(), hi_i = maxval.toLong();
+    bool integral = minval.isIntegral() && maxval.isIntegral();
+    return torchneuron::map_into(
+        result, self, "torch::clamp: result and self differ in shape",
+        [lo, hi](float x) { return torchneuron::clampf(x, lo, hi); },
+        [lo_i, hi_i](int64_t x) { return x < lo_i ? lo_i : (x > hi_i ? hi_i : x); }, integral);
+}
+inline Tensor clamp(const Tensor &self, const Scalar &minval, const Scalar &maxval) {
+    Tensor result = torchneuron::empty_like(self);
+    return clamp_out(result, self, minval, maxval);
+}
+
+/* Bitwise operations: integral tensors only (UNSUPPORTED_DTYPE otherwise); a scalar is
+ * cast to the tensor's dtype. */
+#define TORCHNEURON_BITWISE_OUT(name, A, B, op)                                                          \
+    inline Tensor &name##_out(Tensor &result, const A &self, const B &other) {                           \
+        const Tensor &t = torchneuron::tensor_of(self, torchneuron::tensor_of(other, result));           \
+        torchneuron::check_integral(t, "torch::" #name ": the operands must be integral");              \
+        torchneuron::check_integral(result, "torch::" #name ": the result must be integral");           \
+        return torchneuron::binary_into(                                                                 \
+            result, self, other, "torch::" #name ": operands differ in shape",                           \
+            [](float a, float) { return a; }, [](int64_t a, int64_t b) { return a op b; },               \
+            torchneuron::Arithmetic::Integer);                                                           \
+    }                                                                                                    \
+    inline Tensor name(const A &self, const B &other) {                                                  \
+        Tensor result = torchneuron::empty_like(torchneuron::tensor_of(self, torchneuron::tensor_of(other, Tensor()))); \
+        return name##_out(result, self, other);                                                          \
+    }
+TORCHNEURON_BITWISE_OUT(bitwise_and, Tensor, Tensor, &)
+TORCHNEURON_BITWISE_OUT(bitwise_and, Tensor, Scalar, &)
+TORCHNEURON_BITWISE_OUT(bitwise_and, Scalar, Tensor, &)
+TORCHNEURON_BITWISE_OUT(bitwise_or, Tensor, Tensor, |)
+TORCHNEURON_BITWISE_OUT(bitwise_or, Tensor, Scalar, |)
+TORCHNEURON_BITWISE_OUT(bitwise_or, Scalar, Tensor, |)
+#undef TORCHNEURON_BITWISE_OUT
+
+inline Tensor &bitwise_not_out(Tensor &result, const Tensor &self) {
+    torchneuron::check_integral(self, "torch::bitwise_not: the tensor must be integral");
+    return torchneuron::map_into(
+        result, self, "torch::bitwise_not: result and self differ in shape", [](float x) { return x; },
+        [](int64_t x) { return ~x; }, true);
+}
+inline Tensor bitwise_not(const Tensor &self) {
+    Tensor result = torchneuron::empty_like(self);
+    return bitwise_not_out(result, self);
+}
+/* The form the AWS reference lists: the same as bitwise_not_out. */
+inline Tensor bitwise_not(Tensor &result, const Tensor &self) { return bitwise_not_out(result, self); }
+#endif /* !TORCHNEURON_HOST */
+
+} // namespace torch
+
+#endif /* TORCHNEURON_TORCH_OPS_H */
