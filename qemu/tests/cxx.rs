@@ -439,6 +439,32 @@ fn each_misuse_ends_its_op_with_a_named_status_and_the_next_op_runs() {
     assert_eq!(f32s(&report, returned + 1)[..2], [1.0, 1.0], "tcm_malloc past the 16 KiB pool is null; within it, not");
 }
 
+#[test]
+fn the_reference_guides_tensor_add_compute_builds_unchanged_and_its_assert_names_file_and_line() {
+    // examples/cxx_add is the guide's element-accessor example as written: it calls
+    // assert with no include of its own.
+    let (x, y) = (random(1000, 41), random(1000, 42));
+    let ops = [
+        ("tensor_add", vec![Arg::f32_tensor(&[1000], &x), Arg::f32_tensor(&[1000], &y)]),
+        ("tensor_add", vec![Arg::f32_tensor(&[1000], &x), Arg::f32_tensor(&[999], &y[..999])]),
+        ("tensor_add", vec![Arg::f32_tensor(&[3], &[1.5, -2.0, 1e30]), Arg::f32_tensor(&[3], &[0.25, 2.0, 1e30])]),
+    ];
+    let (report, shapes) = run("cxx_add", 1, &ops);
+    assert_eq!(shapes[0], OutputShape { dtype: Dtype::Float32, shape: vec![1000] }, "the shape function's");
+    assert_eq!(statuses(&report, 0), ["0"]);
+    // NumPy's float32 addition is IEEE single addition, as Rust's f32 is: bit for bit.
+    let sums: Vec<f32> = x.iter().zip(&y).map(|(a, b)| a + b).collect();
+    assert_eq!(f32s(&report, 0), sums);
+    // Operands of different shapes: the guide's assert fails, as a named status with
+    // the expression and file:line; the next op runs.
+    assert_eq!(statuses(&report, 1), [format!("exit({})", Status::ASSERT_FAILED.0)]);
+    let line = String::from_utf8_lossy(&report.core(0).stdout[&1].0).into_owned();
+    assert!(line.starts_with("assertion failed: t1.sizes() == t2.sizes() at "), "{line}");
+    assert!(line.contains("examples/cxx_add/add.cpp:10 (tensor_add_compute)"), "{line}");
+    assert_eq!(statuses(&report, 2), ["0"]);
+    assert_eq!(f32s(&report, 2), [1.75, 0.0, 2e30]);
+}
+
 /// A library folder under `target/cxx-tests/` with the given sources.
 fn scratch_library(name: &str, compute: &str, shape: &str) -> Library {
     let dir = toolchain::repo_root().join("target/cxx-tests").join(name);

@@ -334,6 +334,7 @@ mod tests {
     #[test]
     fn the_examples_are_projects_with_the_usual_outputs() {
         let cxx = [
+            "cxx_add",
             "cxx_misuse",
             "cxx_ops",
             "cxx_relu",
