@@ -36,8 +36,6 @@ macro_rules! c_math {
 }
 
 c_math! {
-    /// e<sup>x</sup>.
-    expf(x: f32) -> f32;
     /// 2<sup>x</sup>.
     exp2f(x: f32) -> f32;
     /// e<sup>x</sup> - 1, accurate near 0.
@@ -290,6 +288,8 @@ c_math_with! {
     /// older one instead (src/math/fmod.c, MIT): both mantissas as integers, x's
     /// reduced by y's one exponent step at a time, in 64-bit integers only.
     fn fmod(x: f64, y: f64) -> f64 { fmod_by_steps(x, y) }
+    /// e<sup>x</sup>, on the FPU ([`fpu_math::expf`](super::fpu_math::expf)).
+    fn expf(x: f32) -> f32 { super::fpu_math::expf(x) }
     /// Inverse hyperbolic cosine (NaN below 1: the `libm` crate's, musl's, returns a
     /// number for x <= -2).
     fn acoshf(x: f32) -> f32 { if x < 1.0 { f32::NAN } else { libm::acoshf(x) } }
