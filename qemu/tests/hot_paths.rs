@@ -43,8 +43,8 @@ fn expf_and_division_run_on_the_fpu_within_their_goals() {
 
 #[test]
 fn a_row_softmax_costs_at_most_150_instructions_an_element() {
-    use neuroncustomop_sim::array::Array;
-    use neuroncustomop_sim::library::{Arg, Library, Output};
+    use neuroncustomop_host::array::Array;
+    use neuroncustomop_host::library::{Arg, Library, Output};
     let softmax = Library::example("cxx_softmax").unwrap_or_else(|e| panic!("packaging cxx_softmax: {e}"));
     let (rows, cols) = (64, 1024);
     // Inputs in [-5, 5): e^(x - max) over the whole fast range of expf.

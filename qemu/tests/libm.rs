@@ -12,8 +12,8 @@
 use std::ffi::c_int;
 use std::fmt::Write as _;
 
-use neuroncustomop_sim::images;
-use neuroncustomop_sim::machine::Boot;
+use neuroncustomop_machine::images;
+use neuroncustomop_machine::machine::Boot;
 
 // This test uses `field` only.
 #[allow(dead_code)]
@@ -30,8 +30,9 @@ const CASES64: usize = 500;
 const CASES_FULL: usize = 20_000;
 /// The goal for every function, in units in the last place of glibc's result.
 const MAX_ULPS: u64 = 2;
-/// Where the firmware reads the table (math_check.rs, `TABLE`).
-const TABLE: u32 = 0x6200_0000;
+/// Where the firmware reads the table (math_check.rs, `TABLE`): the job tensor area,
+/// unused by a firmware boot.
+const TABLE: u32 = neuroncustomop_machine::job::TENSOR_AREA;
 
 /// Functions held to a looser bound than [`MAX_ULPS`], with the reason: C sets no bound
 /// on any of them, and these are the `libm` crate's (musl's) own accuracy.

@@ -24,7 +24,7 @@ use neuroncustomop_firmware::println;
 neuroncustomop::kernels! {}
 
 /// Where the host's loader places the table: the job tensor area, unused by a firmware
-/// boot (qemu/src/job.rs, `TENSOR_AREA`).
+/// boot (qemu/machine/src/job.rs, `TENSOR_AREA`).
 const TABLE: usize = 0x6200_0000;
 const MAGIC: u32 = u32::from_le_bytes(*b"MATH");
 /// Special-value mismatches printed per function before only counting (the host
