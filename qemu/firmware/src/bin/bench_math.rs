@@ -1,5 +1,6 @@
 //! Benchmark of the kernels' hot math and C accessors on the device: guest instructions
-//! per call of `expf` (the FPU one, and the `libm` crate's that it replaced), f32
+//! per call of `expf` (the FPU one, and the `libm` crate's that it replaced), `logf`
+//! and `tanhf` (still the `libm` crate's), f32
 //! division (`__divsf3` on the FPU's divide sequence), and `customop_tensor_numel` and
 //! the other C shape accessors, next to an empty call of the same signature (the
 //! harness). Run it with `cargo sim run bench_math
@@ -51,6 +52,19 @@ extern "C" fn nothing_desc(_: *const ArgTensor) -> u32 {
 #[inline(never)]
 extern "C" fn libm_expf(x: f32) -> f32 {
     libm::expf(x)
+}
+
+/// `logf` on [0.5, 20.5] (the loop's inputs, shifted: two more instructions).
+#[inline(never)]
+extern "C" fn logf_positive(x: f32) -> f32 {
+    math::logf(0.5 - x)
+}
+
+/// `tanhf` on [-4, 0], where it is neither linear nor saturated (one more
+/// instruction, the scaling).
+#[inline(never)]
+extern "C" fn tanhf_scaled(x: f32) -> f32 {
+    math::tanhf(0.2 * x)
 }
 
 /// Prints a `HOT` row: per call, and the function's own instructions.
@@ -114,6 +128,8 @@ extern "C" fn main() -> i32 {
     println!("HOT nothing {float_harness} {}", NOTHING_OWN * 100);
     float_case("expf", math::expf, float_harness_loop);
     float_case("libm_expf", libm_expf, float_harness_loop);
+    float_case("logf", logf_positive, float_harness_loop);
+    float_case("tanhf", tanhf_scaled, float_harness_loop);
 
     let mut a = 1.0f32;
     let divide_harness = bench::measure("nothing2", CALLS, || {
