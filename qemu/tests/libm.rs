@@ -39,6 +39,9 @@ const TABLE: u32 = neuroncustomop_machine::job::TENSOR_AREA;
 const LOOSER: &[(&str, u64, &str)] = &[
     // Division is exact in IEEE 754: not a ulp of difference.
     ("__divsf3", 0, "correctly rounded by definition"),
+    // glibc's cbrt is the inexact one: at x = -0.36608784605372036 it is 2.50 ulp from
+    // the true cube root, musl's 0.50 (the full run's worst, 3 ulps apart).
+    ("cbrt", 3, "glibc's cbrt, up to 2.5 ulp off"),
     ("erfcf", 4, "musl's erfcf near its underflow (results below 1e-36)"),
     ("erfc", 4, "musl's erfc near its underflow"),
     ("tgammaf", 8, "musl's tgammaf for negative arguments"),
@@ -46,8 +49,9 @@ const LOOSER: &[(&str, u64, &str)] = &[
     // glibc computes lgamma near its zeros (x = -2.457..., -2.747..., ...) from special
     // expansions; musl subtracts two close values there, so the result, tiny, keeps an
     // absolute error of about 1e-7 (float) / 1e-16 (double) but few correct bits.
-    ("lgammaf", 4096, "musl's lgammaf near the zeros of lgamma"),
-    ("lgammaf_r", 4096, "musl's lgammaf near the zeros of lgamma"),
+    // (The full run's worst: 20,246 ulps at x = -2.4570 for lgammaf_r.)
+    ("lgammaf", 65_536, "musl's lgammaf near the zeros of lgamma"),
+    ("lgammaf_r", 65_536, "musl's lgammaf near the zeros of lgamma"),
     ("lgamma", 512, "musl's lgamma near the zeros of lgamma"),
     ("lgamma_r", 512, "musl's lgamma near the zeros of lgamma"),
 ];
