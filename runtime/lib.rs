@@ -36,6 +36,9 @@
 #![cfg_attr(target_os = "none", feature(c_variadic))]
 // Cold paths the runtime's `opt-level = 3` would unroll (docs/PERFORMANCE.md, "Text size").
 #![cfg_attr(target_os = "none", feature(optimize_attribute))]
+// `core::f32::math::mul_add`, the FPU's fused multiply-add (`madd.s`) for the math
+// functions (start_exit/fpu_math.rs); on the host `std` has it.
+#![cfg_attr(target_os = "none", feature(core_float_math))]
 
 // On the host the library links std, for its tests and for a staticlib that needs a
 // panic handler; the runtime's own code uses only `core` (and `alloc` where stated).

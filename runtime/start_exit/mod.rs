@@ -16,12 +16,14 @@
 //!   [`println!`](crate::println); C's `printf`, `puts` and `putchar` over it.
 //! - The freestanding C++ support: `operator new` / `delete`, `__cxa_*`, `_init`,
 //!   `null_environ` (`cxx`), the libc++ threading stubs (`libcpp_threads`), the newlib
-//!   file shims and `errno` (`files`), and the kernels' libm ([`math`]).
+//!   file shims and `errno` (`files`), and the kernels' libm ([`math`]; its `expf` on
+//!   the FPU, [`fpu_math`]).
 
 mod crt;
 pub mod cxx;
 mod entry;
 mod files;
+pub mod fpu_math;
 mod handoff;
 mod kernels;
 pub mod libcpp_threads;

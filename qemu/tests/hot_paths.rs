@@ -1,0 +1,60 @@
+//! The speed goals of the kernels' math on the device (docs/PERFORMANCE.md, "Math on
+//! the FPU"), from exact counts (`bench_math`, and `cxx_softmax` through the host API):
+//! each test fails past its goal.
+
+// This test uses `boot` only.
+#[allow(dead_code)]
+mod common;
+use common::boot;
+
+/// The `HOT <case> <per call x100> <own x100>` rows: the function's own instructions
+/// per call, by case.
+fn own_instructions() -> Vec<(String, f64)> {
+    let outcome = boot("bench_math", 1, true);
+    assert_eq!(outcome.code(), Some(0), "{}\n{}", outcome.stdout, outcome.stderr);
+    outcome
+        .stdout
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.strip_prefix("HOT ")?.split_whitespace();
+            let case = words.next()?.to_string();
+            let own: u64 = words.nth(1)?.parse().ok()?;
+            Some((case, own as f64 / 100.0))
+        })
+        .collect()
+}
+
+fn own(rows: &[(String, f64)], case: &str) -> f64 {
+    rows.iter().find(|(name, _)| name == case).unwrap_or_else(|| panic!("no HOT {case} row in {rows:?}")).1
+}
+
+#[test]
+fn expf_and_division_run_on_the_fpu_within_their_goals() {
+    let rows = own_instructions();
+    // Goal: 60 a call (issue 23); the libm crate's, in software float, took about 2,400.
+    let expf = own(&rows, "expf");
+    assert!(expf <= 60.0, "expf: {expf} instructions a call, goal 60 ({rows:?})");
+    let libm_expf = own(&rows, "libm_expf");
+    assert!(libm_expf > 20.0 * expf, "the libm crate's expf, {libm_expf}, against {expf}: the bench measures nothing");
+    // Goal: 40 for an exact division; compiler_builtins' __divsf3 took about 210.
+    let divide = own(&rows, "divsf3");
+    assert!(divide <= 40.0, "__divsf3: {divide} instructions a call, goal 40 ({rows:?})");
+}
+
+#[test]
+fn a_row_softmax_costs_at_most_150_instructions_an_element() {
+    use neuroncustomop_host::array::Array;
+    use neuroncustomop_host::library::{Arg, Library, Output};
+    let softmax = Library::example("cxx_softmax").unwrap_or_else(|e| panic!("packaging cxx_softmax: {e}"));
+    let (rows, cols) = (64, 1024);
+    // Inputs in [-5, 5): e^(x - max) over the whole fast range of expf.
+    let x: Vec<f32> = (0..rows * cols).map(|i| ((i * 7919) % 10_000) as f32 / 1000.0 - 5.0).collect();
+    let args = [Arg::Tensor(Array::from_vec(vec![rows, cols], x).unwrap())];
+    let call = softmax.call("softmax", &args, Output::Like(0)).unwrap().check().unwrap();
+    let sums: Vec<f32> = call.output.to_vec::<f32>().unwrap().chunks(cols).map(|row| row.iter().sum()).collect();
+    assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-4), "rows that do not sum to 1: {sums:?}");
+    // Goal: 150 (issue 23); 2,560 with the libm crate's expf and the software division,
+    // 175 with int64_t loop counters in the example.
+    let per_element = call.instructions[0] as f64 / (rows * cols) as f64;
+    assert!(per_element <= 150.0, "softmax: {per_element:.2} instructions an element, goal 150");
+}
