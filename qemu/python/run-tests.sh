@@ -3,9 +3,11 @@
 # `cargo sim test` runs it after the cargo tests (which built the device tools and images).
 #
 # The virtualenv (target/python-venv) gets maturin, numpy, pytest and ml_dtypes (NumPy's
-# bfloat16) from PyPI; the
-# package is built by `pip install qemu/python` exactly as a user installs it, with the
-# Rust build in target/python. pytest's exit code 5 (no test collected) is a failure.
+# bfloat16) from PyPI, and PyTorch from the machine's cache (torch-cache.sh: installed
+# once per machine, 3-4 minutes the first time); the package is built by
+# `pip install qemu/python` exactly as a user installs it, with the Rust build in
+# target/python. pytest's exit code 5 (no test collected) is a failure, and so is a
+# skipped test (tests/conftest.py).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 venv="$repo/target/python-venv"
@@ -14,6 +16,10 @@ if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "ml_dtypes>=0.3"
+# torch through a .pth file: the venv's own packages come first on sys.path.
+torch_dir="$(bash "$repo/qemu/python/torch-cache.sh" "$venv/bin/python")"
+site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+echo "$torch_dir" >"$site/neuroncustomop-torch.pth"
 # No build isolation: the venv's maturin builds it, so a run needs no fresh download.
 PATH="$venv/bin:$PATH" CARGO_TARGET_DIR="$repo/target/python" \
     "$venv/bin/python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps "$repo/qemu/python"
