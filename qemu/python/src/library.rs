@@ -5,9 +5,25 @@ use crate::call::{self, Input, RawCall};
 use crate::{DeviceError, PackageError};
 use neuroncustomop_host::array::dtype_name;
 use neuroncustomop_host::library::{self as host, CallError, Options, Output};
+use neuroncustomop_package::cxx::ArgKind;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
+
+/// A `NEURON_LIBRARY` as Python sees it: the namespace, and each op's name and argument
+/// kinds.
+type Registration = (String, Vec<(String, Vec<&'static str>)>);
+
+/// The name of an argument kind, as the shape driver's `list` writes it.
+fn arg_kind_name(kind: ArgKind) -> &'static str {
+    match kind {
+        ArgKind::Tensor => "tensor",
+        ArgKind::Int => "int",
+        ArgKind::Long => "long",
+        ArgKind::Float => "float",
+        ArgKind::Double => "double",
+    }
+}
 
 /// A packaged kernel library, ready to run.
 #[pyclass(module = "neuroncustomop._native", frozen)]
@@ -58,6 +74,21 @@ impl Library {
     #[getter]
     fn kernels(&self) -> Vec<&str> {
         self.library.kernels()
+    }
+
+    /// A C++ library's `NEURON_LIBRARY`: `(namespace, [(op, [kind, ...]), ...])`, each
+    /// argument kind one of `tensor`, `int`, `long`, `float`, `double` (the shape
+    /// function's C++ parameter types); `None` for a Rust or C library.
+    fn registration(&self, py: Python<'_>) -> PyResult<Option<Registration>> {
+        let library = &self.library;
+        let Some(registration) = py.detach(|| library.registration()) else { return Ok(None) };
+        let registration = registration.map_err(|why| PackageError::new_err(format!("{}: {why}", library.name())))?;
+        let ops = registration
+            .ops
+            .iter()
+            .map(|op| (op.name.clone(), op.args.iter().copied().map(arg_kind_name).collect()))
+            .collect();
+        Ok(Some((registration.library.clone(), ops)))
     }
 
     /// The output's `(dtype, shape)` for a call of `kernel` with `inputs`, from the
