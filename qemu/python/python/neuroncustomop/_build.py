@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -151,6 +152,18 @@ def locked(build_directory: str, name: str) -> Iterator[None]:
         raise ValueError(f"name={name!r}: a library name is a C identifier (and not 'builtin')")
     os.makedirs(build_directory, exist_ok=True)
     with open(os.path.join(build_directory, f".lib{name}.so.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
+def project_locked(path: str) -> Iterator[None]:
+    """Holds a lock named after the project folder ``path`` (in the temporary folder)
+    for the block: processes that build one project (pytest-xdist workers loading one
+    example) take turns, so none reads another's half-written outputs, and the later
+    ones find the build done."""
+    digest = hashlib.sha256(os.path.realpath(path).encode()).hexdigest()[:16]
+    with open(os.path.join(tempfile.gettempdir(), f"neuroncustomop-{digest}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 

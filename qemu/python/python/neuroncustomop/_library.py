@@ -324,7 +324,8 @@ def load(
     build_directory = os.path.abspath(os.path.expanduser(os.fspath(build_directory)))
     with _build.locked(build_directory, os.fspath(name)):
         project = _build.project_of(os.fspath(name), sources, shapes, build_directory, multicore, extra_cflags)
-        native = _build.quietly(lambda: _native.Library(project), os.fspath(name), verbose)
+        with _build.project_locked(project):
+            native = _build.quietly(lambda: _native.Library(project), os.fspath(name), verbose)
         built = _build.write_library_file(native.package_dir, build_directory, os.fspath(name), multicore)
     return load_library(built, shape_fns=shape_fns)
 
@@ -377,7 +378,8 @@ def load_library(
         native = _native.Library(package)
         multicore = recorded_multicore if multicore is None else multicore
     else:
-        native = _build.quietly(lambda: _native.Library(path), os.path.basename(path), verbose)
+        with _build.project_locked(path):
+            native = _build.quietly(lambda: _native.Library(path), os.path.basename(path), verbose)
     library = Library(native, _native.CORES if multicore else 1, shape_fns or {})
     if importlib.util.find_spec("torch") is not None:
         from . import _torch
