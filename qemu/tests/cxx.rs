@@ -593,9 +593,9 @@ fn the_host_api_asks_a_cxx_librarys_shape_function_for_the_output() {
 
 #[test]
 fn a_double_parameter_takes_the_calls_float_and_the_registration_names_it() {
-    use neuroncustomop_sim::array::Array;
-    use neuroncustomop_sim::cxx::ArgKind;
-    use neuroncustomop_sim::library::{self, Arg, Output};
+    use neuroncustomop_host::array::Array;
+    use neuroncustomop_host::library::{self, Arg, Output};
+    use neuroncustomop_package::cxx::ArgKind;
     let scalars = library::Library::example("cxx_scalars").unwrap_or_else(|e| panic!("{}", library::describe(&e)));
     let registration = scalars.registration().expect("a C++ library").expect("the driver lists");
     assert_eq!(registration.library, "scalar_ops");

@@ -24,12 +24,12 @@
 
 use crate::array::{Array, dtype_name};
 use crate::compare::canary;
-use neuroncustomop_package::cxx::Registration;
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
 use neuroncustomop_machine::device::{RunError, Session, SessionOptions};
 use neuroncustomop_machine::images::CORES;
 use neuroncustomop_machine::job::{Job, JobError, Op, TENSOR_AREA, TENSOR_AREA_SIZE};
+use neuroncustomop_package::cxx::Registration;
 use neuroncustomop_package::package::{Package, PackageError};
 use neuroncustomop_package::project::{Project, ProjectError};
 use neuroncustomop_wire::Descriptor;
@@ -376,7 +376,8 @@ impl Library {
     /// A library from a package already made; a C++ library's package has its shape
     /// functions ([`Library::output_of`]).
     pub fn from_package(package: Package) -> Self {
-        let shape_driver = Some(package.dir.join(neuroncustomop_package::package::SHAPE_DRIVER)).filter(|driver| driver.is_file());
+        let shape_driver =
+            Some(package.dir.join(neuroncustomop_package::package::SHAPE_DRIVER)).filter(|driver| driver.is_file());
         Self { package, sessions: Mutex::new(BTreeMap::new()), shape_driver, registration: OnceLock::new() }
     }
 
@@ -425,7 +426,9 @@ impl Library {
     /// Why the shape driver could not be run or read.
     pub fn registration(&self) -> Option<Result<&Registration, String>> {
         let driver = self.shape_driver.as_deref()?;
-        let read = self.registration.get_or_init(|| neuroncustomop_package::cxx::registration(driver).map_err(|e| describe(&e)));
+        let read = self
+            .registration
+            .get_or_init(|| neuroncustomop_package::cxx::registration(driver).map_err(|e| describe(&e)));
         Some(read.as_ref().map_err(Clone::clone))
     }
 
