@@ -15,7 +15,10 @@ set -euo pipefail
 python="$1"
 version=2.15.0
 tag="$("$python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
-cache="${NEURONCUSTOMOP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/neuroncustomop}"
+# The machine's cache folder; the checkout's target/ only where there is no HOME.
+home_cache="${XDG_CACHE_HOME:-${HOME:+$HOME/.cache}}"
+default_cache="${home_cache:+$home_cache/neuroncustomop}"
+cache="${NEURONCUSTOMOP_CACHE:-${default_cache:-$(cd "$(dirname "$0")/../.." && pwd)/target/torch-cache}}"
 dir="$cache/torch-$version-$tag"
 if [[ ! -f "$dir/.complete" ]]; then
     mkdir -p "$cache"
