@@ -111,8 +111,9 @@ impl Library {
     }
 
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
-    /// `output_dtype` and `output_shape`. The library's device for that core count
-    /// and counting mode stays booted between calls.
+    /// `output_dtype` and `output_shape`, stopping a core past `max_instructions`
+    /// (default: the host API's). The library's device for that core count and
+    /// counting mode stays booted between calls.
     #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
     fn call(
         &self,
@@ -123,6 +124,7 @@ impl Library {
         output_shape: Vec<usize>,
         cores: usize,
         count_instructions: bool,
+        max_instructions: Option<u64>,
     ) -> PyResult<RawCall> {
         if inputs.is_empty() {
             // The dispatch words carry the output descriptor after the inputs'
@@ -131,7 +133,9 @@ impl Library {
         }
         let args = call::to_args(&inputs)?;
         let output = Output::Shape { dtype: call::dtype(output_dtype)?, shape: output_shape };
-        let options = Options { cores, count_instructions, ..Options::default() };
+        let defaults = Options::default();
+        let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
+        let options = Options { cores, count_instructions, max_instructions, ..defaults };
         let library = &self.library;
         let mut done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
         if !count_instructions {

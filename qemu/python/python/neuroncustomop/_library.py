@@ -87,6 +87,7 @@ class Kernel:
         out_dtype: Any = None,
         cores: Optional[int] = None,
         count_instructions: bool = True,
+        max_instructions: Optional[int] = None,
     ) -> CallResult:
         """Runs the kernel once on the simulated device.
 
@@ -110,6 +111,10 @@ class Kernel:
             Count each core's guest instructions (QEMU's ``-icount``). Without, calls
             are faster and ``instructions`` is empty. The library keeps one booted
             device per core count and counting mode.
+        max_instructions : int, optional
+            Stop the kernel after this many guest instructions on a core (a
+            ``DeviceError`` naming where it was); the next call works. Default: the host
+            API's budget, 10 billion.
 
         Returns
         -------
@@ -126,19 +131,28 @@ class Kernel:
         DeviceError
             The simulated device could not run the op.
         """
-        raw, shape, dtype = self._call(inputs, out_shape, out_dtype, cores, count_instructions)
+        raw, shape, dtype = self._call(inputs, out_shape, out_dtype, cores, count_instructions, max_instructions)
         result = _result(raw, shape, dtype)
         if result.status != 0:
             raise KernelError(self.name, result)
         return result
 
-    def _call(self, inputs: Sequence[Any], out_shape: Any, out_dtype: Any, cores: Optional[int], count: bool) -> tuple:
+    def _call(
+        self,
+        inputs: Sequence[Any],
+        out_shape: Any,
+        out_dtype: Any,
+        cores: Optional[int],
+        count: bool,
+        max_instructions: Optional[int] = None,
+    ) -> tuple:
         """The native call of :meth:`run`: ``(raw result, output shape, output dtype
         name)``; a failing status is not raised here."""
         arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
         shape, dtype = self.library._output_of(self.name, inputs, arguments, out_shape, out_dtype)
         cores = self.library.cores if cores is None else cores
-        return self.library._native.call(self.name, arguments, dtype, list(shape), cores, count), shape, dtype
+        raw = self.library._native.call(self.name, arguments, dtype, list(shape), cores, count, max_instructions)
+        return raw, shape, dtype
 
 
 def _result(raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
