@@ -2,10 +2,12 @@
 # Installs the Python package into a virtualenv under target/ and runs its pytest tests.
 # `cargo sim test` runs it after the cargo tests (which built the device tools and images).
 #
-# The virtualenv (target/python-venv) gets maturin, numpy, pytest and ml_dtypes (NumPy's
-# bfloat16) from PyPI; the
-# package is built by `pip install qemu/python` exactly as a user installs it, with the
-# Rust build in target/python. pytest's exit code 5 (no test collected) is a failure.
+# The virtualenv (target/python-venv) gets maturin, numpy, pytest, pytest-xdist and
+# ml_dtypes (NumPy's bfloat16) from PyPI, and PyTorch from the machine's cache (torch-cache.sh: installed
+# once per machine, 3-4 minutes the first time); the package is built by
+# `pip install qemu/python` exactly as a user installs it, with the Rust build in
+# target/python. pytest's exit code 5 (no test collected) is a failure, and so is a
+# skipped test (tests/conftest.py).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 venv="$repo/target/python-venv"
@@ -13,13 +15,19 @@ venv="$repo/target/python-venv"
 if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "ml_dtypes>=0.3"
+"$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "pytest-xdist>=3" "ml_dtypes>=0.3"
+# torch through a .pth file: the venv's own packages come first on sys.path.
+torch_dir="$(bash "$repo/qemu/python/torch-cache.sh" "$venv/bin/python")"
+site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+echo "$torch_dir" >"$site/neuroncustomop-torch.pth"
 # No build isolation: the venv's maturin builds it, so a run needs no fresh download.
 PATH="$venv/bin:$PATH" CARGO_TARGET_DIR="$repo/target/python" \
     "$venv/bin/python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps "$repo/qemu/python"
 
 status=0
-(cd "$repo/qemu/python" && "$venv/bin/python" -m pytest -q "$@") || status=$?
+# Two workers (pytest-xdist), as an author's suite runs under `pytest -n auto`: builds,
+# devices and lib<name>.so folders shared between processes are part of what is tested.
+(cd "$repo/qemu/python" && "$venv/bin/python" -m pytest -q -n 2 "$@") || status=$?
 if ((status == 5)); then
     echo "qemu/python/run-tests.sh: pytest collected no test" >&2
 fi

@@ -616,3 +616,22 @@ fn the_host_api_asks_a_cxx_librarys_shape_function_for_the_output() {
     let rust = library::Library::example("relu").unwrap_or_else(|e| panic!("{}", library::describe(&e)));
     assert_eq!(rust.output_of("relu", &args).unwrap(), None);
 }
+
+#[test]
+fn a_double_parameter_takes_the_calls_float_and_the_registration_names_it() {
+    use neuroncustomop_host::array::Array;
+    use neuroncustomop_host::library::{self, Arg, Output};
+    use neuroncustomop_package::cxx::ArgKind;
+    let scalars = library::Library::example("cxx_scalars").unwrap_or_else(|e| panic!("{}", library::describe(&e)));
+    let registration = scalars.registration().expect("a C++ library").expect("the driver lists");
+    assert_eq!(registration.library, "scalar_ops");
+    let affine = registration.ops.iter().find(|op| op.name == "affine").expect("affine is registered");
+    assert_eq!(affine.args, [ArgKind::Tensor, ArgKind::Long, ArgKind::Double]);
+    // The kernel ABI carries the double as a float; its shape function is fed a double.
+    let args = [Arg::Tensor(Array::from_vec(vec![5, 2], vec![0f32; 10]).unwrap()), Arg::LongLong(3), Arg::Float(0.5)];
+    let output = scalars.output_of("affine", &args).unwrap_or_else(|e| panic!("{}", library::describe(&e)));
+    assert_eq!(output, Some(Output::Shape { dtype: Dtype::Float32, shape: vec![5, 2] }));
+    // The package carries the shape functions: a library loaded from it alone has them.
+    let copy = library::Library::load(&scalars.package().dir).unwrap();
+    assert_eq!(copy.output_of("affine", &args).unwrap(), output);
+}

@@ -29,6 +29,7 @@ use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind,
 use neuroncustomop_machine::device::{RunError, Session, SessionOptions};
 use neuroncustomop_machine::images::CORES;
 use neuroncustomop_machine::job::{Job, JobError, Op, TENSOR_AREA, TENSOR_AREA_SIZE};
+use neuroncustomop_package::cxx::Registration;
 use neuroncustomop_package::package::{Package, PackageError};
 use neuroncustomop_package::project::{Project, ProjectError};
 use neuroncustomop_wire::Descriptor;
@@ -37,7 +38,7 @@ use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// One argument of a kernel, in the order the kernel pulls them.
@@ -339,6 +340,8 @@ pub struct Library {
     /// A C++ library's shape driver: its shape functions, run on the host
     /// ([`Library::output_of`]).
     shape_driver: Option<PathBuf>,
+    /// What the shape driver's `list` said, read once ([`Library::registration`]).
+    registration: OnceLock<Result<Registration, String>>,
 }
 
 /// The most arguments a kernel takes (the runtime's pull stream).
@@ -356,20 +359,7 @@ impl Library {
             return Ok(Self::from_package(Package::open(path)?));
         }
         let project = Project::open(path)?.ok_or_else(|| LoadError::NotALibrary(path.into()))?;
-        Self::from_project(&project)
-    }
-
-    /// Builds and packages `project`; a C++ project keeps its shape functions
-    /// ([`Library::output_of`]).
-    fn from_project(project: &Project) -> Result<Self, LoadError> {
-        let mut library = Self::from_package(project.package()?);
-        if project.language == neuroncustomop_package::project::Language::Cxx {
-            let tools = neuroncustomop_machine::toolchain::Toolchain::locate().ok();
-            let cxx = neuroncustomop_package::cxx::Library::open(&project.dir).ok();
-            library.shape_driver =
-                tools.zip(cxx).map(|(tools, cxx)| cxx.shape_driver_path(&tools)).filter(|driver| driver.is_file());
-        }
-        Ok(library)
+        Ok(Self::from_package(project.package()?))
     }
 
     /// The built-in example `name` of this repository (`examples/`), packaged.
@@ -380,12 +370,15 @@ impl Library {
     pub fn example(name: &str) -> Result<Self, LoadError> {
         let project =
             Project::example(name)?.ok_or_else(|| ProjectError::UnknownExample(name.into(), Project::examples()))?;
-        Self::from_project(&project)
+        Ok(Self::from_package(project.package()?))
     }
 
-    /// A library from a package already made.
+    /// A library from a package already made; a C++ library's package has its shape
+    /// functions ([`Library::output_of`]).
     pub fn from_package(package: Package) -> Self {
-        Self { package, sessions: Mutex::new(BTreeMap::new()), shape_driver: None }
+        let shape_driver =
+            Some(package.dir.join(neuroncustomop_package::package::SHAPE_DRIVER)).filter(|driver| driver.is_file());
+        Self { package, sessions: Mutex::new(BTreeMap::new()), shape_driver, registration: OnceLock::new() }
     }
 
     /// The library's name.
@@ -403,21 +396,40 @@ impl Library {
     /// device cannot hold.
     pub fn output_of(&self, kernel: &str, args: &[Arg]) -> Result<Option<Output>, CallError> {
         let Some(driver) = &self.shape_driver else { return Ok(None) };
-        use neuroncustomop_package::cxx::ShapeArg;
+        use neuroncustomop_package::cxx::{ArgKind, ShapeArg};
+        // A `double` parameter takes the float the kernel ABI carries, widened (as the
+        // device entry does), and the shape driver wants it named a double.
+        let kinds = self.registration().and_then(Result::ok).and_then(|r| r.ops.iter().find(|op| op.name == kernel));
+        let takes_double = |index: usize| kinds.is_some_and(|op| op.args.get(index) == Some(&ArgKind::Double));
         let shape_args: Vec<ShapeArg> = args
             .iter()
-            .map(|arg| match arg {
+            .enumerate()
+            .map(|(index, arg)| match arg {
                 Arg::Tensor(array) => {
                     ShapeArg::Tensor(array.dtype(), array.shape().iter().map(|&d| d as u32).collect())
                 }
                 Arg::Int(v) => ShapeArg::Int(*v),
                 Arg::LongLong(v) => ShapeArg::Long(*v),
+                Arg::Float(v) if takes_double(index) => ShapeArg::Double(f64::from(*v)),
                 Arg::Float(v) => ShapeArg::Float(*v),
             })
             .collect();
         let shaped = neuroncustomop_package::cxx::output_shape(driver, kernel, &shape_args)
             .map_err(|message| CallError::ShapeFunction { kernel: kernel.into(), message })?;
         Ok(Some(Output::Shape { dtype: shaped.dtype, shape: shaped.shape.iter().map(|&d| usize::from(d)).collect() }))
+    }
+
+    /// What a C++ library's `NEURON_LIBRARY` registers: the namespace its ops take in
+    /// `torch.ops`, and each op's argument kinds. `None` for a Rust or C library.
+    ///
+    /// # Errors
+    /// Why the shape driver could not be run or read.
+    pub fn registration(&self) -> Option<Result<&Registration, String>> {
+        let driver = self.shape_driver.as_deref()?;
+        let read = self
+            .registration
+            .get_or_init(|| neuroncustomop_package::cxx::registration(driver).map_err(|e| describe(&e)));
+        Some(read.as_ref().map_err(Clone::clone))
     }
 
     /// Its kernels, in registration order.

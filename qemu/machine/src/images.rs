@@ -67,9 +67,11 @@ pub fn build(name: &str) -> Result<Images, BuildError> {
     }
     let out = tools.repo.join("target/images").join(name);
     // The per-core link writes the images into `out` (linker/link-cores); the
-    // argument is this binary's own, so cargo relinks when it changes.
+    // argument is this binary's own, so cargo relinks when it changes. Quiet: the
+    // firmware is the simulator's own, checked at every device's boot (each library's
+    // first call from Python), where "Finished" is noise; its errors still print.
     let status = xtensa_cargo(&tools)
-        .args(["rustc", "--release", "--manifest-path"])
+        .args(["rustc", "--quiet", "--release", "--manifest-path"])
         .arg(tools.repo.join("qemu/firmware/Cargo.toml"))
         .args(["--bin", name, "--", "-C"])
         .arg(format!("link-arg=--neuron-image-dir={}", out.display()))

@@ -223,12 +223,30 @@ pub fn package_into(name: &str, built: &Images, dir: &Path) -> Result<Package, P
     Ok(Package { dir: dir.to_path_buf(), images: Images { name: name.into(), cores }, ucode_lib })
 }
 
-/// Writes `path` through a temporary file and a rename, so a reader never sees half.
-fn write_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// The file name of a C++ library's shape driver in its package: its shape functions
+/// travel with the images, so a copy of the package still knows its output shapes.
+pub const SHAPE_DRIVER: &str = "shape_driver";
+
+/// The name of the temporary file [`write_whole`] and [`copy_whole`] write `path` through.
+fn partial_path(path: &Path) -> std::ffi::OsString {
     let mut partial = path.as_os_str().to_owned();
     partial.push(format!(".{}.{:?}.partial", std::process::id(), std::thread::current().id()));
+    partial
+}
+
+/// Writes `path` through a temporary file and a rename, so a reader never sees half.
+fn write_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let partial = partial_path(path);
     fs::write(&partial, bytes)?;
     fs::rename(&partial, path)
+}
+
+/// Copies `from` to `to` (its permissions too: an executable stays one) through a
+/// temporary file and a rename, so a reader never sees half.
+pub fn copy_whole(from: &Path, to: &Path) -> io::Result<()> {
+    let partial = partial_path(to);
+    fs::copy(from, &partial)?;
+    fs::rename(&partial, to)
 }
 
 /// The `ucode_lib.json` of library `name` with `kernels`, as the compiler's registry

@@ -241,8 +241,17 @@ impl Project {
     /// [`ProjectError::Build`] or [`ProjectError::Package`].
     pub fn package(&self) -> Result<Package, ProjectError> {
         let built = self.build()?;
-        package::package_into(&self.name, &built, &self.package_dir)
-            .map_err(|source| ProjectError::Package { name: self.name.clone(), source })
+        let package_error = |source| ProjectError::Package { name: self.name.clone(), source };
+        let package = package::package_into(&self.name, &built, &self.package_dir).map_err(package_error)?;
+        if self.language == Language::Cxx {
+            // The build made the shape driver; it goes into the package with the images.
+            let tools = Toolchain::locate()
+                .map_err(|e| ProjectError::Build { name: self.name.clone(), source: BuildError::Toolchain(e) })?;
+            let driver = cxx::Library::open(&self.dir).map_err(package_error)?.shape_driver_path(&tools);
+            package::copy_whole(&driver, &package.dir.join(package::SHAPE_DRIVER))
+                .map_err(|e| package_error(PackageError::Io(e)))?;
+        }
+        Ok(package)
     }
 }
 

@@ -5,9 +5,25 @@ use crate::call::{self, Input, RawCall};
 use crate::{DeviceError, PackageError};
 use neuroncustomop_host::array::dtype_name;
 use neuroncustomop_host::library::{self as host, CallError, Options, Output};
+use neuroncustomop_package::cxx::ArgKind;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
+
+/// A `NEURON_LIBRARY` as Python sees it: the namespace, and each op's name and argument
+/// kinds.
+type Registration = (String, Vec<(String, Vec<&'static str>)>);
+
+/// The name of an argument kind, as the shape driver's `list` writes it.
+fn arg_kind_name(kind: ArgKind) -> &'static str {
+    match kind {
+        ArgKind::Tensor => "tensor",
+        ArgKind::Int => "int",
+        ArgKind::Long => "long",
+        ArgKind::Float => "float",
+        ArgKind::Double => "double",
+    }
+}
 
 /// A packaged kernel library, ready to run.
 #[pyclass(module = "neuroncustomop._native", frozen)]
@@ -60,6 +76,21 @@ impl Library {
         self.library.kernels()
     }
 
+    /// A C++ library's `NEURON_LIBRARY`: `(namespace, [(op, [kind, ...]), ...])`, each
+    /// argument kind one of `tensor`, `int`, `long`, `float`, `double` (the shape
+    /// function's C++ parameter types); `None` for a Rust or C library.
+    fn registration(&self, py: Python<'_>) -> PyResult<Option<Registration>> {
+        let library = &self.library;
+        let Some(registration) = py.detach(|| library.registration()) else { return Ok(None) };
+        let registration = registration.map_err(|why| PackageError::new_err(format!("{}: {why}", library.name())))?;
+        let ops = registration
+            .ops
+            .iter()
+            .map(|op| (op.name.clone(), op.args.iter().copied().map(arg_kind_name).collect()))
+            .collect();
+        Ok(Some((registration.library.clone(), ops)))
+    }
+
     /// The output's `(dtype, shape)` for a call of `kernel` with `inputs`, from the
     /// library's C++ shape function (its `shape_srcs`, run on the host); `None` for a
     /// library without shape functions (Rust and C).
@@ -80,8 +111,9 @@ impl Library {
     }
 
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
-    /// `output_dtype` and `output_shape`. The library's device for that core count
-    /// and counting mode stays booted between calls.
+    /// `output_dtype` and `output_shape`, stopping a core past `max_instructions`
+    /// (default: the host API's). The library's device for that core count and
+    /// counting mode stays booted between calls.
     #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
     fn call(
         &self,
@@ -92,6 +124,7 @@ impl Library {
         output_shape: Vec<usize>,
         cores: usize,
         count_instructions: bool,
+        max_instructions: Option<u64>,
     ) -> PyResult<RawCall> {
         if inputs.is_empty() {
             // The dispatch words carry the output descriptor after the inputs'
@@ -100,7 +133,9 @@ impl Library {
         }
         let args = call::to_args(&inputs)?;
         let output = Output::Shape { dtype: call::dtype(output_dtype)?, shape: output_shape };
-        let options = Options { cores, count_instructions, ..Options::default() };
+        let defaults = Options::default();
+        let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
+        let options = Options { cores, count_instructions, max_instructions, ..defaults };
         let library = &self.library;
         let mut done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
         if !count_instructions {

@@ -90,7 +90,14 @@ def test_cores_and_paths_are_checked(relu):
         relu.relu(np.ones(4, np.float32), cores=9)
     with pytest.raises(PackageError, match="/nonexistent/lib: reading /nonexistent/lib"):
         neuroncustomop.load("/nonexistent/lib")
-    with pytest.raises(TypeError, match="path, or name= and compute_srcs="):
+    with pytest.raises(TypeError, match="load needs name= and compute_srcs="):
         neuroncustomop.load()
-    with pytest.raises(ValueError, match="is named relu"):
-        neuroncustomop.load(relu.package_dir, name="other")
+    with pytest.raises(TypeError, match="need compute_srcs"):
+        neuroncustomop.load(relu.package_dir, build_directory="elsewhere")
+
+
+def test_max_instructions_stops_a_call_and_the_next_call_works(relu):
+    x = np.ones((2, 32768), np.float32)  # about 0.8 million instructions of relu
+    with pytest.raises(neuroncustomop.DeviceError, match="stopped on core 0: over-budget"):
+        relu.relu.run(x, max_instructions=10_000)
+    np.testing.assert_array_equal(relu.relu(x), x)

@@ -49,6 +49,15 @@ def test_the_project_is_in_the_build_directory_and_loads_again(muladd, build):
     np.testing.assert_array_equal(again.muladd(x, 2, np.int64(1)), [3, -3, 7])
 
 
-def test_loose_sources_must_be_c(tmp_path):
-    with pytest.raises(ValueError, match="loose sources are .c files"):
-        neuroncustomop.load(compute_srcs=[SOURCE, SOURCE.with_suffix(".h")], build_directory=tmp_path)
+def test_what_load_built_load_library_loads_with_its_multicore(tmp_path):
+    built = neuroncustomop.load(name="muladd", compute_srcs=[SOURCE], build_directory=tmp_path, multicore=True)
+    assert built.cores == 8
+    again = neuroncustomop.load_library(tmp_path / "libmuladd.so")
+    assert again.cores == 8 and again.kernels == ["muladd"]
+
+
+def test_sources_are_c_cpp_or_rust(tmp_path):
+    header = tmp_path / "muladd.h"
+    header.write_text("")
+    with pytest.raises(ValueError, match="muladd.h is not a .cpp, .c or .rs source"):
+        neuroncustomop.load(name="muladd", compute_srcs=[SOURCE, header], build_directory=tmp_path)

@@ -8,9 +8,11 @@ tensors, through the array protocol); they return NumPy arrays.
 >>> x = np.linspace(-1, 1, 8, dtype=np.float32)
 >>> np.testing.assert_array_equal(lib.relu(x), np.maximum(x, 0))
 
-The call shape follows the AWS Neuron custom-op flow
-(``custom_op.load(name=..., compute_srcs=[...], build_directory=..., multicore=...)``);
-see :func:`load`. The output's shape and dtype are the first tensor input's unless
+The AWS Neuron custom-op flow runs with its import changed to
+``import neuroncustomop as custom_op``: :func:`load` builds ``lib<name>.so`` from
+``name=``, ``compute_srcs=``, ``shape_srcs=``, ``build_directory=``, ``multicore=``,
+``extra_cflags=``; :func:`load_library` loads it; with PyTorch installed each op is
+``torch.ops.<namespace>.<op>``, its fake kernel the shape function. The output's shape and dtype are the first tensor input's unless
 the call (``out_shape=``, ``out_dtype=``) or the library's shape function
 (``load(shape_fns=...)``) says otherwise. Scalars are passed as Python or NumPy
 numbers, their C kind by their type: ``int``/``np.int32`` an ``int``, ``np.int64`` a
@@ -24,7 +26,7 @@ KernelError
 UnknownKernelError
     No kernel of that name; the message lists the library's kernels.
 PackageError
-    The library could not be built or packaged.
+    The library could not be built or packaged; the message has the build's output.
 DeviceError
     The simulated device could not run the op.
 TypeError, ValueError, OverflowError
@@ -34,7 +36,7 @@ TypeError, ValueError, OverflowError
 
 from ._args import DTYPES
 from ._errors import KernelError, UnknownKernelError
-from ._library import CallResult, Kernel, Library, load
+from ._library import CallResult, Kernel, Library, load, load_library
 from ._native import CORES, DeviceError, PackageError
 
 __all__ = [
@@ -48,4 +50,5 @@ __all__ = [
     "PackageError",
     "UnknownKernelError",
     "load",
+    "load_library",
 ]

@@ -21,7 +21,8 @@ Python value                    C kind           note
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import Any, Optional
 
 import numpy as np
 
@@ -38,17 +39,57 @@ def device_dtype(dtype: Any, what: str) -> np.dtype:
     except TypeError as error:
         raise TypeError(f"{what}: {dtype!r} is not a dtype") from error
     if dtype.name not in DTYPES:
-        raise TypeError(
-            f"{what} has dtype {dtype.name}, which the device does not have: "
-            f"use one of {', '.join(DTYPES)} (e.g. x.astype(np.float32))"
-        )
+        raise _not_a_device_dtype(what, dtype.name, "x.astype(np.float32)")
     return dtype
+
+
+def _not_a_device_dtype(what: str, name: str, example: str) -> TypeError:
+    return TypeError(
+        f"{what} has dtype {name}, which the device does not have: use one of {', '.join(DTYPES)} (e.g. {example})"
+    )
+
+
+def _torch_dtype_name(value: Any) -> Optional[str]:
+    """The NumPy name of a PyTorch tensor's dtype (``torch.float32`` -> ``float32``);
+    None when ``value`` is not a PyTorch tensor."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.Tensor):
+        return None
+    return str(value.dtype).removeprefix("torch.")
+
+
+def dtype_name(dtype: Any, what: str) -> str:
+    """The device dtype's NumPy name for ``dtype`` (a NumPy dtype or name; bfloat16
+    without ml_dtypes too); ``TypeError`` naming ``what`` if the device lacks it."""
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return dtype
+    return device_dtype(dtype, what).name
+
+
+def shape_and_dtype(value: Any) -> tuple:
+    """``(shape, dtype)`` of an array or a PyTorch tensor (its dtype as a NumPy name)."""
+    torch_dtype = _torch_dtype_name(value)
+    if torch_dtype is not None:
+        return tuple(value.shape), torch_dtype
+    array = np.asarray(value)
+    return array.shape, array.dtype
 
 
 def tensor(value: Any, what: str) -> tuple[str, list[int], np.ndarray]:
     """``value`` (anything NumPy can view as an array: an ndarray, a CPU PyTorch
-    tensor) as ``(dtype name, shape, bytes)``. A non-contiguous or big-endian array is
-    copied, never refused."""
+    tensor, bfloat16 included) as ``(dtype name, shape, bytes)``. A non-contiguous or
+    big-endian array is copied, never refused."""
+    torch_dtype = _torch_dtype_name(value)
+    if torch_dtype is not None:
+        # PyTorch's own bytes: NumPy has no bfloat16 without ml_dtypes.
+        if torch_dtype not in DTYPES:
+            raise _not_a_device_dtype(what, torch_dtype, "x.float()")
+        if value.device.type != "cpu":
+            raise ValueError(f"{what} is on {value.device}: the simulated device takes CPU tensors (x.cpu())")
+        if value.dim() == 0:
+            raise ValueError(f"{what} is a 0-d tensor: pass a scalar (x.item()) or a shape (1,) tensor")
+        flat = value.detach().contiguous().reshape(-1)
+        return (torch_dtype, list(value.shape), flat.view(sys.modules["torch"].uint8).numpy())
     array = np.asarray(value)
     dtype = device_dtype(array.dtype, what)
     if array.ndim == 0:

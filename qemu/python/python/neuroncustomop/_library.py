@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
-import shutil
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _args, _native
+from . import _args, _build, _native
 from ._errors import KernelError, UnknownKernelError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -87,6 +87,7 @@ class Kernel:
         out_dtype: Any = None,
         cores: Optional[int] = None,
         count_instructions: bool = True,
+        max_instructions: Optional[int] = None,
     ) -> CallResult:
         """Runs the kernel once on the simulated device.
 
@@ -110,6 +111,10 @@ class Kernel:
             Count each core's guest instructions (QEMU's ``-icount``). Without, calls
             are faster and ``instructions`` is empty. The library keeps one booted
             device per core count and counting mode.
+        max_instructions : int, optional
+            Stop the kernel after this many guest instructions on a core (a
+            ``DeviceError`` naming where it was); the next call works. Default: the host
+            API's budget, 10 billion.
 
         Returns
         -------
@@ -126,22 +131,36 @@ class Kernel:
         DeviceError
             The simulated device could not run the op.
         """
-        arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
-        shape, dtype = self.library._output_of(self.name, inputs, arguments, out_shape, out_dtype)
-        cores = self.library.cores if cores is None else cores
-        raw = self.library._native.call(self.name, arguments, dtype.name, list(shape), cores, count_instructions)
+        raw, shape, dtype = self._call(inputs, out_shape, out_dtype, cores, count_instructions, max_instructions)
         result = _result(raw, shape, dtype)
         if result.status != 0:
             raise KernelError(self.name, result)
         return result
 
+    def _call(
+        self,
+        inputs: Sequence[Any],
+        out_shape: Any,
+        out_dtype: Any,
+        cores: Optional[int],
+        count: bool,
+        max_instructions: Optional[int] = None,
+    ) -> tuple:
+        """The native call of :meth:`run`: ``(raw result, output shape, output dtype
+        name)``; a failing status is not raised here."""
+        arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
+        shape, dtype = self.library._output_of(self.name, inputs, arguments, out_shape, out_dtype)
+        cores = self.library.cores if cores is None else cores
+        raw = self.library._native.call(self.name, arguments, dtype, list(shape), cores, count, max_instructions)
+        return raw, shape, dtype
 
-def _result(raw: Any, shape: Sequence[int], dtype: np.dtype) -> CallResult:
+
+def _result(raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
     """The :class:`CallResult` of a native call."""
     statuses = list(raw.statuses)
     failing = next((status for status in statuses if status != 0), 0)
     return CallResult(
-        output=raw.output.view(dtype).reshape(shape),
+        output=raw.output.view(np.dtype(dtype)).reshape(shape),
         status=failing,
         status_name=_native.status_name(failing),
         statuses=statuses,
@@ -206,8 +225,8 @@ class Library:
         return sorted(set(super().__dir__()) | set(self.kernels))
 
     def _output_of(self, kernel: str, inputs: Sequence[Any], arguments: list, shape: Any, dtype: Any) -> tuple:
-        """The output's shape and dtype, by the rule of :meth:`Kernel.run`; ``arguments``
-        are ``inputs`` as the native call takes them."""
+        """The output's shape and dtype name, by the rule of :meth:`Kernel.run`;
+        ``arguments`` are ``inputs`` as the native call takes them."""
         shape_fn = self._shape_fns.get(kernel)
         if shape_fn is not None:
             try:
@@ -215,9 +234,9 @@ class Library:
             except TypeError as error:
                 raise TypeError(f"{kernel}: the inputs do not match its shape function: {error}") from None
             if shape is None or dtype is None:
-                like = np.asarray(shape_fn(*inputs))
-                shape = like.shape if shape is None else shape
-                dtype = like.dtype if dtype is None else dtype
+                like_shape, like_dtype = _args.shape_and_dtype(shape_fn(*inputs))
+                shape = like_shape if shape is None else shape
+                dtype = like_dtype if dtype is None else dtype
         if shape is None or dtype is None:
             shaped = self._native.output_of(kernel, arguments)  # a C++ library's shape function
             if shaped is not None:
@@ -228,52 +247,61 @@ class Library:
             first = next((value for value in inputs if not _args.is_scalar(value)), None)
             if first is None:
                 raise TypeError(f"{kernel} has no tensor input to take the output from: pass out_shape and out_dtype")
-            first = np.asarray(first)
-            shape = first.shape if shape is None else shape
-            dtype = first.dtype if dtype is None else dtype
+            first_shape, first_dtype = _args.shape_and_dtype(first)
+            shape = first_shape if shape is None else shape
+            dtype = first_dtype if dtype is None else dtype
         shape = tuple(int(d) for d in shape)
-        return shape, _args.device_dtype(dtype, "the output")
+        return shape, _args.dtype_name(dtype, "the output")
 
 
 def load(
-    path: Optional[PathLike] = None,
-    *,
-    name: Optional[str] = None,
+    name: Optional[Union[str, PathLike]] = None,
     compute_srcs: Optional[Sequence[PathLike]] = None,
+    shape_srcs: Optional[Sequence[PathLike]] = None,
     build_directory: Optional[PathLike] = None,
     multicore: bool = False,
+    extra_cflags: Optional[Sequence[str]] = None,
+    verbose: bool = False,
+    *,
     shape_fns: Optional[Mapping[str, ShapeFn]] = None,
 ) -> Library:
-    """Builds and packages a kernel library, and returns it ready to call.
+    """Builds a kernel library from its sources, writes ``lib<name>.so`` and loads it:
+    the vendor's ``custom_op.load``, with its arguments, in its order.
 
-    Two ways to name the library, as the AWS Neuron custom-op flow does:
-    ``load(path)``, or ``load(name=..., compute_srcs=[...], build_directory=...)``.
+    With PyTorch installed, each op also becomes ``torch.ops.<namespace>.<op>`` (see
+    :func:`load_library`). ``load(path)`` (no ``compute_srcs``) is
+    ``load_library(path)``.
 
     Parameters
     ----------
-    path : str or os.PathLike, optional
-        A kernel library: a project folder (``ncop new``, or an example of the
-        checkout such as ``examples/relu``: a Rust crate, or C sources in ``src/``),
-        or a package folder (one with ``ucode_lib.json``).
-    name : str, optional
-        The library's name (the vendor's ``name``); checked against the library's own.
-    compute_srcs : sequence of path, optional
-        The kernel sources (the vendor's ``compute_srcs``), all in one folder: the
-        ``src/`` files of a project load that project; ``.c`` files elsewhere are
-        copied into a new C project, ``<build_directory>/<name>/``, and built there.
+    name : str
+        The library's name: the build writes ``<build_directory>/lib<name>.so``.
+    compute_srcs : sequence of path
+        The kernel sources, all of one language: ``.cpp`` files on the AWS torch API
+        (with ``shape_srcs``), ``.c`` files, or a Rust crate (its folder, or any
+        ``.rs`` file in it).
+    shape_srcs : sequence of path, optional
+        The C++ shape functions and the ``NEURON_LIBRARY`` registration; required
+        with ``.cpp`` compute sources, refused with others (use ``shape_fns``).
     build_directory : path, optional
-        Where the build's results go (the vendor's ``build_directory``), in
-        ``<build_directory>/<name>/``: the package (loadable again with
-        ``load(<build_directory>/<name>)``), or the project made from loose C sources.
-        Default for loose C sources: a ``build`` folder beside them.
+        Where the build goes: ``<name>/`` (the project made for loose sources) and
+        ``lib<name>.so``. Default: a ``build`` folder beside the first compute source.
     multicore : bool, default False
-        Run calls on all 8 cores unless a call says otherwise (the vendor's
-        ``multicore``). A kernel that splits its work by ``get_cpu_count()`` needs it.
+        Run calls on all 8 cores unless a call says otherwise. A kernel that splits its
+        work by ``get_cpu_count()`` needs it. ``lib<name>.so`` records it.
+    extra_cflags : sequence of str, optional
+        C++ compiler flags; as the vendor's, ``-DSTACK_SIZE=N`` (N bytes up to 400 KiB)
+        moves the kernel's stack to device memory (HBM).
+    verbose : bool, default False
+        Show the build's output (cargo, clang, g++). Without, it is kept and put into
+        the ``PackageError`` of a failed build; a build that takes more than a few
+        seconds (the first one compiles the device runtime) prints one progress line.
     shape_fns : mapping of str to callable, optional
-        Per kernel, the output's shape and dtype: called with the call's inputs, it
-        returns an array of the output's shape and dtype (``np.empty(...)``), as the
-        vendor's shape function returns an empty tensor. Its signature also checks the
-        number of inputs.
+        Per kernel of a Rust or C library, the output's shape and dtype (a C++
+        library's come from ``shape_srcs``): called with the call's inputs, it returns
+        an array or tensor of the output's shape and dtype (``np.empty(...)``,
+        ``torch.empty(...)``), as the vendor's shape function returns an empty
+        tensor. Its signature also checks the number of inputs.
 
     Returns
     -------
@@ -282,62 +310,93 @@ def load(
     Raises
     ------
     PackageError
-        The library could not be built or packaged (the message has the cause).
+        The build failed: the message has the compiler's diagnostics.
+    ValueError, FileNotFoundError
+        Sources that cannot make a library (the message says what to change).
 
     Examples
     --------
-    >>> import numpy as np, neuroncustomop
-    >>> relu = neuroncustomop.load("examples/relu")          # doctest: +SKIP
-    >>> relu.relu(np.array([-1.0, 2.0], dtype=np.float32))     # doctest: +SKIP
-    array([0., 2.], dtype=float32)
-    >>> lib = neuroncustomop.load(name="muladd", compute_srcs=["muladd.c"],
-    ...                           build_directory="build")      # doctest: +SKIP
+    >>> import neuroncustomop as custom_op
+    >>> custom_op.load(name="relu", compute_srcs=["relu.cpp"], shape_srcs=["shape.cpp"],
+    ...                build_directory=".")                     # doctest: +SKIP
+    >>> custom_op.load_library("librelu.so")                   # doctest: +SKIP
     """
-    copy_package = build_directory is not None
-    if path is None:
-        if not compute_srcs:
-            raise TypeError("load needs a path, or name= and compute_srcs=")
-        path, made_project = _library_of_sources([os.fspath(source) for source in compute_srcs], name, build_directory)
-        copy_package = copy_package and not made_project
-    elif compute_srcs is not None:
-        raise TypeError("load takes a path or compute_srcs=, not both")
-    native = _native.Library(os.path.expanduser(os.fspath(path)))
-    if name is not None and name != native.name:
-        raise ValueError(f"name={name!r}, but the library at {path} is named {native.name}")
-    if copy_package:
-        native = _native.Library(_copy_package(native.package_dir, native.name, build_directory))
-    return Library(native, _native.CORES if multicore else 1, shape_fns or {})
+    if compute_srcs is None:
+        if name is None:
+            raise TypeError("load needs name= and compute_srcs= (or a library's path: load_library(path))")
+        if shape_srcs is not None or build_directory is not None or extra_cflags is not None:
+            raise TypeError("load(path) loads a library as it is: shape_srcs, build_directory and extra_cflags need compute_srcs")
+        return load_library(name, multicore=multicore, shape_fns=shape_fns, verbose=verbose)
+    if name is None:
+        raise TypeError("load(compute_srcs=...) needs name=: the library's name (it writes lib<name>.so)")
+    if isinstance(compute_srcs, (str, os.PathLike)):
+        raise TypeError("compute_srcs is a list of paths: compute_srcs=[...]")
+    sources = [os.path.expanduser(os.fspath(source)) for source in compute_srcs]
+    shapes = None if shape_srcs is None else [os.path.expanduser(os.fspath(source)) for source in shape_srcs]
+    if build_directory is None:
+        build_directory = os.path.join(os.path.dirname(os.path.abspath(sources[0])), "build") if sources else "build"
+    build_directory = os.path.abspath(os.path.expanduser(os.fspath(build_directory)))
+    with _build.locked(build_directory, os.fspath(name)):
+        project = _build.project_of(os.fspath(name), sources, shapes, build_directory, multicore, extra_cflags)
+        with _build.project_locked(project):
+            native = _build.quietly(lambda: _native.Library(project), os.fspath(name), verbose)
+        built = _build.write_library_file(native.package_dir, build_directory, os.fspath(name), multicore)
+    return load_library(built, shape_fns=shape_fns)
 
 
-def _copy_package(package_dir: PathLike, name: str, build_directory: PathLike) -> str:
-    """Copies the package to ``build_directory/<name>/`` (replacing what was there)."""
-    target = os.path.join(os.fspath(build_directory), name)
-    if os.path.abspath(target) != os.path.abspath(os.fspath(package_dir)):
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(package_dir, target)
-    return target
+def load_library(
+    path: PathLike,
+    *,
+    multicore: Optional[bool] = None,
+    shape_fns: Optional[Mapping[str, ShapeFn]] = None,
+    verbose: bool = False,
+) -> Library:
+    """Loads a library: the vendor's ``custom_op.load_library``.
 
+    With PyTorch installed, each op becomes ``torch.ops.<namespace>.<op>``: for a C++
+    library every function of its ``NEURON_LIBRARY(<namespace>, m)``, its schema from
+    the shape function's C++ parameters; for a Rust or C library each kernel that has
+    a shape function in ``shape_fns``, under the library's name. The op's CPU kernel
+    runs the simulated device and returns a tensor; its fake (meta) kernel is the shape
+    function, so ``torch.compile``, ``torch.export`` and meta tensors get the output's
+    shape and dtype. Loading a library again rebinds its ops to the new one.
 
-def _library_of_sources(
-    sources: Sequence[str], name: Optional[str], build_directory: Optional[PathLike]
-) -> tuple:
-    """The library ``compute_srcs`` name, and whether a project was made for them (by
-    the rules of :func:`load`)."""
-    folders = {os.path.dirname(os.path.abspath(source)) for source in sources}
-    if len(folders) != 1:
-        raise ValueError(f"compute_srcs {list(sources)} are in {len(folders)} folders: put them in one")
-    folder = folders.pop()
-    if os.path.basename(folder) == "src":
-        return os.path.dirname(folder), False
-    if not all(source.endswith(".c") for source in sources):
-        raise ValueError(
-            f"compute_srcs {list(sources)}: loose sources are .c files (a Rust library is a project: ncop new)"
-        )
-    name = name or os.path.basename(folder)
-    project = os.path.join(os.fspath(build_directory or os.path.join(folder, "build")), name)
-    src = os.path.join(project, "src")
-    shutil.rmtree(src, ignore_errors=True)
-    os.makedirs(src)
-    for source in sources:
-        shutil.copy2(source, src)
-    return project, True
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``lib<name>.so`` as :func:`load` writes it; or a project folder (``ncop new``,
+        a C++ folder with ``customop.json``, an example of the checkout such as
+        ``examples/relu``), built and packaged first; or a package folder (one with
+        ``ucode_lib.json``).
+    multicore : bool, optional
+        Run calls on all 8 cores unless a call says otherwise. Default: what ``load``
+        recorded in ``lib<name>.so``, else False.
+    shape_fns : mapping of str to callable, optional
+        As for :func:`load`.
+    verbose : bool, default False
+        As for :func:`load` (a project is built first).
+
+    Returns
+    -------
+    Library
+
+    Raises
+    ------
+    PackageError
+        Not a library, or its build failed (the message has the compiler's diagnostics).
+    """
+    path = os.path.abspath(os.path.expanduser(os.fspath(path)))
+    recorded = _build.read_library_file(path)
+    if recorded is not None:
+        package, recorded_multicore = recorded
+        native = _native.Library(package)
+        multicore = recorded_multicore if multicore is None else multicore
+    else:
+        with _build.project_locked(path):
+            native = _build.quietly(lambda: _native.Library(path), os.path.basename(path), verbose)
+    library = Library(native, _native.CORES if multicore else 1, shape_fns or {})
+    if importlib.util.find_spec("torch") is not None:
+        from . import _torch
+
+        _torch.register(library)
+    return library

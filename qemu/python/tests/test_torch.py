@@ -1,0 +1,157 @@
+"""Real PyTorch: a library's ops as torch.ops.<namespace>.<op> (the vendor's flow), built
+with load(name=, compute_srcs=, shape_srcs=, build_directory=) and loaded again with
+load_library("lib<name>.so")."""
+
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+import neuroncustomop
+from neuroncustomop import KernelError
+
+SAMPLE = ("relu.cpp", "shape.cpp")
+
+
+@pytest.fixture(scope="module")
+def sample(repo, tmp_path_factory):
+    """examples/cxx_mlp_training's C++ copied to a folder of its own and built there, as its
+    build.py does: torch.ops.my_ops.relu_forward(x) and relu_backward(grad, x)."""
+    folder = tmp_path_factory.mktemp("cxx_mlp_training")
+    for name in SAMPLE:
+        shutil.copy(repo / "examples" / "cxx_mlp_training" / name, folder)
+    library = neuroncustomop.load(
+        name="relu", compute_srcs=[folder / "relu.cpp"], shape_srcs=[folder / "shape.cpp"], build_directory=folder
+    )
+    return folder, library
+
+
+@pytest.fixture(scope="module")
+def scalars(repo):
+    """examples/cxx_scalars: affine(x, int64_t offset, double scale), scale_add(x, int
+    count, float factor), to_half(x), to_bfloat16(x), in NEURON_LIBRARY(scalar_ops)."""
+    return neuroncustomop.load_library(repo / "examples" / "cxx_scalars")
+
+
+def test_the_ops_are_torch_ops_that_return_tensors(sample):
+    folder, library = sample
+    assert (folder / "librelu.so").is_dir() and library.kernels == ["relu_forward", "relu_backward"]
+    x = torch.randn(32, 120, generator=torch.Generator().manual_seed(3))
+    out = torch.ops.my_ops.relu_forward(x)
+    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.shape == (32, 120)
+    assert torch.equal(out, torch.relu(x))
+    grad = torch.randn(32, 120, generator=torch.Generator().manual_seed(4))
+    assert torch.equal(torch.ops.my_ops.relu_backward(grad, x), torch.where(x > 0, grad, 0.0))
+
+
+def test_load_library_loads_what_load_built(sample):
+    folder, _ = sample
+    again = neuroncustomop.load_library(folder / "librelu.so")
+    assert again.kernels == ["relu_forward", "relu_backward"]
+    x = torch.linspace(-3, 3, 40).reshape(4, 10)
+    assert torch.equal(torch.ops.my_ops.relu_forward(x), torch.relu(x))
+
+
+def test_meta_tensors_get_the_shape_function_s_output(sample):
+    out = torch.ops.my_ops.relu_forward(torch.empty(7, 9, device="meta"))
+    assert (out.device.type, out.shape, out.dtype) == ("meta", (7, 9), torch.float32)
+
+
+def test_torch_compile_and_export_trace_the_shape_function(sample):
+    def f(x):
+        return torch.ops.my_ops.relu_forward(x * 2) + 1
+
+    x = torch.linspace(-2, 2, 24).reshape(4, 6)
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)
+    assert torch.equal(compiled(x), torch.relu(x * 2) + 1)
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return f(x)
+
+    exported = torch.export.export(Model(), (x,))
+    calls = [node for node in exported.graph.nodes if node.target is torch.ops.my_ops.relu_forward.default]
+    assert len(calls) == 1
+    assert calls[0].meta["val"].shape == (4, 6) and calls[0].meta["val"].dtype == torch.float32
+    assert torch.equal(exported.module()(x), f(x))
+
+
+def test_each_scalar_reaches_the_kernel_as_its_parameter_says(scalars):
+    x = torch.linspace(-4, 4, 33)
+    # int64_t and double parameters: Python ints and floats; the double crosses as a float.
+    assert torch.equal(torch.ops.scalar_ops.affine(x, 3, 0.5), x * 0.5 + 3)
+    # int and float parameters.
+    assert torch.equal(torch.ops.scalar_ops.scale_add(x, -2, 1.5), x * 1.5 - 2)
+    assert torch.ops.scalar_ops.affine(torch.empty(5, 2, device="meta"), 1, 2.0).shape == (5, 2)
+    assert "int arg1, float arg2" in str(torch.ops.scalar_ops.affine.default._schema)
+
+
+def test_half_and_bfloat16_outputs_are_tensors_of_that_dtype(scalars):
+    x = torch.tensor([1.0, 1 / 3, -65504.0, 1e-8])
+    half = torch.ops.scalar_ops.to_half(x)
+    assert half.dtype == torch.float16 and torch.equal(half, x.half())
+    brain = torch.ops.scalar_ops.to_bfloat16(x)
+    assert brain.dtype == torch.bfloat16 and torch.equal(brain, x.bfloat16())
+
+
+def test_bad_calls_raise_the_numpy_path_s_errors(sample, scalars):
+    with pytest.raises(TypeError, match="float64, which the device does not have"):
+        torch.ops.my_ops.relu_forward(torch.ones(2, 2, dtype=torch.float64))
+    with pytest.raises(OverflowError, match="does not fit a C int"):
+        torch.ops.scalar_ops.scale_add(torch.ones(3), 2**40, 1.0)
+    with pytest.raises(RuntimeError, match="expected at most 1 argument"):
+        torch.ops.my_ops.relu_forward(torch.ones(2), torch.ones(2))
+
+
+def test_a_build_error_carries_the_compiler_s_diagnostics(tmp_path, capfd):
+    (tmp_path / "bad.cpp").write_text("torch::Tensor broken(const torch::Tensor& x) { return x +; }\n")
+    (tmp_path / "shape.cpp").write_text(
+        '#include <torch/torch.h>\n#include "torchneuron/register.h"\n'
+        "torch::Tensor shape(torch::Tensor x) { return torch::empty(x.sizes(), torch::kFloat); }\n"
+        'NEURON_LIBRARY(bad_ops, m) { m.def("broken", &shape, "broken"); }\n'
+    )
+    with pytest.raises(neuroncustomop.PackageError, match=r"bad\.cpp:1:\d+: error: expected expression"):
+        neuroncustomop.load(
+            name="bad", compute_srcs=[tmp_path / "bad.cpp"], shape_srcs=[tmp_path / "shape.cpp"], build_directory=tmp_path
+        )
+    printed = capfd.readouterr()
+    assert "error" not in printed.out + printed.err  # the diagnostics are in the exception only
+
+
+def test_sources_that_cannot_make_a_library_say_what_to_change(tmp_path):
+    cpp, c = tmp_path / "k.cpp", tmp_path / "k.c"
+    cpp.write_text("")
+    c.write_text("")
+    with pytest.raises(ValueError, match="need shape_srcs"):
+        neuroncustomop.load(name="k", compute_srcs=[cpp])
+    with pytest.raises(ValueError, match="mix C, C\\+\\+: a library is in one language"):
+        neuroncustomop.load(name="k", compute_srcs=[cpp, c], shape_srcs=[cpp])
+    with pytest.raises(ValueError, match="give the output shapes with shape_fns="):
+        neuroncustomop.load(name="k", compute_srcs=[c], shape_srcs=[cpp])
+    with pytest.raises(FileNotFoundError, match="missing.cpp does not exist"):
+        neuroncustomop.load(name="k", compute_srcs=[tmp_path / "missing.cpp"], shape_srcs=[cpp])
+    with pytest.raises(ValueError, match="a C identifier"):
+        neuroncustomop.load(name="my-ops", compute_srcs=[cpp], shape_srcs=[cpp])
+
+
+def test_a_numpy_call_still_returns_numpy(sample):
+    _, library = sample
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    out = library.relu_forward(x)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_array_equal(out, np.maximum(x, 0))
+
+
+def test_a_c_library_s_kernels_register_with_python_shape_functions(repo):
+    def scale(x, factor: float):
+        return torch.empty(x.shape, dtype=torch.float32)
+
+    library = neuroncustomop.load_library(repo / "examples" / "c_kernel", shape_fns={"scale": scale})
+    assert library.name == "c_kernel"
+    x = torch.linspace(-1, 1, 10)
+    assert torch.equal(torch.ops.c_kernel.scale(x, 2.5), x * 2.5)
+    assert torch.ops.c_kernel.scale(torch.empty(3, device="meta"), 1.0).shape == (3,)
+    with pytest.raises(KernelError) as caught:  # the kernel's own check: its code 1
+        torch.ops.c_kernel.scale(torch.ones(3, dtype=torch.int32), 1.0)
+    assert caught.value.status_name == "Op(1)"
