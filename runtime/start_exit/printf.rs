@@ -100,15 +100,15 @@ struct Spec {
 
 /// Output in small pieces: the formatter hands bytes one at a time to a [`Chunks`], which
 /// passes them on 32 at a time.
-struct Chunks<'a, F: FnMut(&[u8])> {
-    out: &'a mut F,
+struct Chunks<'a> {
+    out: &'a mut dyn FnMut(&[u8]),
     buffer: [u8; 32],
     len: usize,
     /// Bytes passed on so far.
     passed: usize,
 }
 
-impl<F: FnMut(&[u8])> Chunks<'_, F> {
+impl Chunks<'_> {
     fn push(&mut self, byte: u8) {
         if self.len == self.buffer.len() {
             self.flush();
@@ -146,6 +146,13 @@ impl<F: FnMut(&[u8])> Chunks<'_, F> {
 /// assert_eq!(n, text.len());
 /// ```
 pub fn format(fmt: &[u8], args: &mut impl ArgSource, out: &mut impl FnMut(&[u8])) -> usize {
+    format_dyn(fmt, args, out)
+}
+
+/// [`format`], compiled once: every caller shares one copy (printf's code is about its
+/// size, not its speed).
+#[cfg_attr(target_os = "none", optimize(size))]
+fn format_dyn(fmt: &[u8], args: &mut dyn ArgSource, out: &mut dyn FnMut(&[u8])) -> usize {
     let mut text = Chunks { out, buffer: [0; 32], len: 0, passed: 0 };
     let mut rest = fmt;
     while !rest.is_empty() {
@@ -270,7 +277,7 @@ fn length_modifier(text: &[u8]) -> (Length, &[u8]) {
 }
 
 /// A width or precision: digits, or `*` (the next `int` argument).
-fn number<'a>(text: &'a [u8], args: &mut impl ArgSource) -> (Option<i64>, &'a [u8]) {
+fn number<'a>(text: &'a [u8], args: &mut dyn ArgSource) -> (Option<i64>, &'a [u8]) {
     if let Some(rest) = text.strip_prefix(b"*") {
         return (Some(args.next(ArgKind::Int) as i32 as i64), rest);
     }
@@ -329,13 +336,14 @@ unsafe fn store_count(address: usize, length: Length, count: usize) {
 /// `sign`, `prefix` and a body of `len` bytes written by `body`, padded to the width:
 /// zeros between prefix and body for the `0` flag (unless left-justified), spaces
 /// otherwise.
-fn pad<'a, F: FnMut(&[u8])>(
-    text: &mut Chunks<'a, F>,
+#[cfg_attr(target_os = "none", optimize(size))]
+fn pad<'a>(
+    text: &mut Chunks<'a>,
     spec: Spec,
     sign: &[u8],
     prefix: &[u8],
     len: usize,
-    body: impl FnOnce(&mut Chunks<'a, F>),
+    body: impl FnOnce(&mut Chunks<'a>),
 ) {
     let fill = spec.width.saturating_sub(sign.len() + prefix.len() + len);
     let zero_fill = spec.zero && !spec.left;
@@ -356,15 +364,8 @@ fn pad<'a, F: FnMut(&[u8])>(
 /// An integer conversion: `value`'s digits in `base`, at least `precision` of them (C: a
 /// precision of 0 prints nothing for 0; `#` with `%o` makes the first digit a 0). The `0`
 /// flag is ignored when a precision is given.
-fn integer<F: FnMut(&[u8])>(
-    text: &mut Chunks<'_, F>,
-    spec: Spec,
-    sign: &[u8],
-    prefix: &[u8],
-    value: u64,
-    base: u64,
-    upper: bool,
-) {
+#[cfg_attr(target_os = "none", optimize(size))]
+fn integer(text: &mut Chunks<'_>, spec: Spec, sign: &[u8], prefix: &[u8], value: u64, base: u64, upper: bool) {
     let alphabet: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
     let mut digits = [0u8; 22]; // u64::MAX in octal
     let mut start = digits.len();
@@ -388,7 +389,8 @@ fn integer<F: FnMut(&[u8])>(
 }
 
 /// A floating-point conversion (`f F e E g G a A`) of `value`.
-fn float<F: FnMut(&[u8])>(text: &mut Chunks<'_, F>, spec: Spec, value: f64, conversion: u8) {
+#[cfg_attr(target_os = "none", optimize(size))]
+fn float(text: &mut Chunks<'_>, spec: Spec, value: f64, conversion: u8) {
     // glibc prints a NaN's sign too (`-nan`).
     let negative = value.is_sign_negative();
     let upper = conversion.is_ascii_uppercase();
@@ -437,14 +439,8 @@ fn leading_exponent(digits: &Digits, zeros: u32) -> i32 {
 
 /// `%f`: the integer digits, and `precision` decimals (without their trailing zeros
 /// and, if none remain, the point, when `strip`: `%g`).
-fn fixed<F: FnMut(&[u8])>(
-    text: &mut Chunks<'_, F>,
-    spec: Spec,
-    sign: &[u8],
-    value: f64,
-    precision: usize,
-    strip: bool,
-) {
+#[cfg_attr(target_os = "none", optimize(size))]
+fn fixed(text: &mut Chunks<'_>, spec: Spec, sign: &[u8], value: f64, precision: usize, strip: bool) {
     let digits = Digits::new(value);
     let int_digits = digits.int_digits() as usize;
     let rounded = Rounded::new(digits.clone(), (int_digits + precision) as u32);
@@ -475,15 +471,8 @@ fn fixed<F: FnMut(&[u8])>(
 
 /// `%e`: one digit, `precision` decimals (cut as in [`fixed`] when `strip`), and the
 /// exponent, at least two digits.
-fn scientific<F: FnMut(&[u8])>(
-    text: &mut Chunks<'_, F>,
-    spec: Spec,
-    sign: &[u8],
-    value: f64,
-    precision: usize,
-    upper: bool,
-    strip: bool,
-) {
+#[cfg_attr(target_os = "none", optimize(size))]
+fn scientific(text: &mut Chunks<'_>, spec: Spec, sign: &[u8], value: f64, precision: usize, upper: bool, strip: bool) {
     let mut digits = Digits::new(value);
     let (exponent, rounded) = if value == 0.0 {
         (0, Rounded::new(digits.clone(), precision as u32 + 1))
@@ -524,7 +513,8 @@ fn scientific<F: FnMut(&[u8])>(
 /// subnormal ones (exponent -1022), the 52-bit fraction in hex, all 13 digits' worth
 /// without trailing zeros when no precision is given, else rounded to nearest, ties to
 /// even (a carry into the leading digit makes it 2, as glibc prints).
-fn hexadecimal<F: FnMut(&[u8])>(text: &mut Chunks<'_, F>, spec: Spec, sign: &[u8], value: f64, upper: bool) {
+#[cfg_attr(target_os = "none", optimize(size))]
+fn hexadecimal(text: &mut Chunks<'_>, spec: Spec, sign: &[u8], value: f64, upper: bool) {
     let bits = value.to_bits();
     let biased = (bits >> 52) as i32;
     let mut fraction = bits & ((1 << 52) - 1);

@@ -80,7 +80,8 @@ fn printf_lines_by_glibc(core: c_int) -> String {
     want += &format!("sprintf {n} [{buffer}]\n");
     let (n, buffer) = glibc_sized!(8, "%s-%d-%f", truncated.as_ptr(), core, 1.5);
     want += &format!("snprintf {n} [{buffer}]\n");
-    let (n, buffer) = glibc_sized!(64, "%c%c %.0f %.0f %#o %#x", c_int::from(b'o'), c_int::from(b'k'), 0.5, 2.5, 8, 255);
+    let (n, buffer) =
+        glibc_sized!(64, "%c%c %.0f %.0f %#o %#x", c_int::from(b'o'), c_int::from(b'k'), 0.5, 2.5, 8, 255);
     want += &format!("vsnprintf {n} [{buffer}]\n");
     want
 }

@@ -4,25 +4,29 @@
 //!
 //! A double is `m × 2^e` with `m < 2^53`: its integer part has at most 309 decimal
 //! digits and its fraction at most 1,074, all finite. [`Digits`] holds the integer part
-//! in base 10^9 and the fraction as a binary numerator over `2^bits`; each fraction digit
+//! in base 10^4 and the fraction as a binary numerator over `2^bits`; each fraction digit
 //! is one multiplication of that numerator by 10 (its digits end when it reaches 0).
 //! The cost grows with the value's distance from 1: a few words for ordinary values,
 //! 35 for `1e-300`.
 
-/// Chunks of 9 digits that hold the largest integer part, 2^1024 (309 digits).
-const INT_CHUNKS: usize = 35;
+/// Digits per chunk of the integer part: 10^4 keeps the conversion's long division in
+/// 32-bit arithmetic (a 16-bit half-word at a time), which the cores divide in hardware;
+/// 10^9 would need 64-bit divisions, a library call each.
+const CHUNK_DIGITS: u32 = 4;
+/// 10^[`CHUNK_DIGITS`].
+const CHUNK: u32 = 10_000;
+/// Chunks that hold the largest integer part, 2^1024 (309 digits).
+const INT_CHUNKS: usize = 78;
 /// Words of the fraction's numerator: 1,074 bits, times 10 (4 more bits), and one spare
 /// word for the digit that straddles two words.
 const FRAC_WORDS: usize = 36;
-const BILLION: u32 = 1_000_000_000;
-const POWERS_OF_TEN: [u32; 10] =
-    [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000];
+const POWERS_OF_TEN: [u32; 5] = [1, 10, 100, 1_000, 10_000];
 
 /// The decimal digits of a finite, non-negative double, from its first integer digit
 /// (or, when the integer part is 0, its first fraction digit) on; zeros after its last.
 #[derive(Clone)]
 pub(super) struct Digits {
-    /// The integer part in base 10^9, least significant chunk first.
+    /// The integer part in base 10^4, least significant chunk first.
     int: [u32; INT_CHUNKS],
     /// How many decimal digits the integer part has (0 when it is 0).
     int_digits: u32,
@@ -36,6 +40,7 @@ pub(super) struct Digits {
 }
 
 impl Digits {
+    #[cfg_attr(target_os = "none", optimize(size))]
     pub(super) fn new(value: f64) -> Self {
         let bits = value.to_bits();
         let biased = ((bits >> 52) & 0x7ff) as i32;
@@ -71,6 +76,7 @@ impl Digits {
     }
 
     /// The integer part from binary `words` (least significant first; consumed).
+    #[cfg_attr(target_os = "none", optimize(size))]
     fn set_integer(&mut self, words: &mut [u32]) {
         let mut chunks = 0;
         let mut top = words.len();
@@ -81,20 +87,22 @@ impl Digits {
             if top == 0 {
                 break;
             }
-            // words /= 10^9, the remainder is the next chunk.
-            let mut remainder = 0u64;
+            // words /= 10^4, the remainder is the next chunk: half-words, so that each
+            // step divides a number below 10^4 * 2^16 < 2^30.
+            let mut remainder = 0u32;
             for word in words[..top].iter_mut().rev() {
-                let current = remainder << 32 | u64::from(*word);
-                *word = (current / u64::from(BILLION)) as u32;
-                remainder = current % u64::from(BILLION);
+                let high = remainder << 16 | *word >> 16;
+                let low = (high % CHUNK) << 16 | (*word & 0xffff);
+                *word = (high / CHUNK) << 16 | low / CHUNK;
+                remainder = low % CHUNK;
             }
-            self.int[chunks] = remainder as u32;
+            self.int[chunks] = remainder;
             chunks += 1;
         }
         if chunks > 0 {
             let top_chunk = self.int[chunks - 1];
             let top_digits = POWERS_OF_TEN.iter().take_while(|&&p| p <= top_chunk).count() as u32;
-            self.int_digits = (chunks as u32 - 1) * 9 + top_digits;
+            self.int_digits = (chunks as u32 - 1) * CHUNK_DIGITS + top_digits;
         }
     }
 
@@ -105,6 +113,7 @@ impl Digits {
 
     /// For a value below 1 (and not 0): skips the fraction's zeros before its first
     /// significant digit, and returns how many there were.
+    #[cfg_attr(target_os = "none", optimize(size))]
     pub(super) fn skip_leading_zeros(&mut self) -> u32 {
         if self.int_digits > 0 {
             return 0;
@@ -121,6 +130,7 @@ impl Digits {
     }
 
     /// The next digit.
+    #[cfg_attr(target_os = "none", optimize(size))]
     pub(super) fn next_digit(&mut self) -> u8 {
         if let Some(digit) = self.pending.take() {
             return digit;
@@ -129,7 +139,8 @@ impl Digits {
         self.position += 1;
         if position < self.int_digits {
             let from_right = self.int_digits - 1 - position;
-            return (self.int[(from_right / 9) as usize] / POWERS_OF_TEN[(from_right % 9) as usize] % 10) as u8;
+            let (chunk, within) = (from_right / CHUNK_DIGITS, from_right % CHUNK_DIGITS);
+            return (self.int[chunk as usize] / POWERS_OF_TEN[within as usize] % 10) as u8;
         }
         if self.frac_bits == 0 {
             return 0;
@@ -157,11 +168,11 @@ impl Digits {
     fn rest_is_nonzero(&self) -> bool {
         if self.position < self.int_digits {
             let below = self.int_digits - self.position;
-            let chunk = (below / 9) as usize;
+            let chunk = (below / CHUNK_DIGITS) as usize;
             if self.int[..chunk].iter().any(|&c| c != 0) {
                 return true;
             }
-            if self.int[chunk] % POWERS_OF_TEN[(below % 9) as usize] != 0 {
+            if self.int[chunk] % POWERS_OF_TEN[(below % CHUNK_DIGITS) as usize] != 0 {
                 return true;
             }
         }
@@ -182,6 +193,7 @@ pub(super) struct Rounded {
 
 impl Rounded {
     /// Rounds the digits of `digits` to their first `keep`, to nearest, ties to even.
+    #[cfg_attr(target_os = "none", optimize(size))]
     pub(super) fn new(mut digits: Digits, keep: u32) -> Self {
         let (mut last_below_nine, mut last_nonzero, mut last) = (None, None, 0);
         for index in 0..keep {
