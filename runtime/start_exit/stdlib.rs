@@ -56,8 +56,8 @@ fn scan_integer(text: &[u8], base: c_int) -> Option<(u64, bool, bool, usize)> {
         i += 1;
     }
     let mut base = base as u32;
-    let hex_prefix = matches!(text.get(i..i + 2), Some([b'0', b'x' | b'X']))
-        && text.get(i + 2).is_some_and(|b| (*b as char).is_digit(16));
+    let hex_prefix =
+        matches!(text.get(i..i + 2), Some([b'0', b'x' | b'X'])) && text.get(i + 2).is_some_and(u8::is_ascii_hexdigit);
     if (base == 0 || base == 16) && hex_prefix {
         i += 2;
         base = 16;
@@ -126,8 +126,11 @@ unsafe fn to_unsigned(s: *const c_char, end: *mut *mut c_char, base: c_int, max:
 /// `s` is NUL-terminated; `end` is null or writable.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn strtol(s: *const c_char, end: *mut *mut c_char, base: c_int) -> c_long {
+    // `long` is 32 bits on the device (the conversion widens) and 64 on the host.
+    #[allow(clippy::useless_conversion)]
+    let (min, max) = (i64::from(c_long::MIN), i64::from(c_long::MAX));
     // SAFETY: as the contract says.
-    unsafe { to_signed(s, end, base, c_long::MIN.into(), c_long::MAX.into()) as c_long }
+    unsafe { to_signed(s, end, base, min, max) as c_long }
 }
 
 /// C `unsigned long strtoul(const char *s, char **end, int base)`.
@@ -136,8 +139,11 @@ pub unsafe extern "C" fn strtol(s: *const c_char, end: *mut *mut c_char, base: c
 /// `s` is NUL-terminated; `end` is null or writable.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn strtoul(s: *const c_char, end: *mut *mut c_char, base: c_int) -> c_ulong {
+    // `unsigned long` is 32 bits on the device (the conversion widens) and 64 on the host.
+    #[allow(clippy::useless_conversion)]
+    let max = u64::from(c_ulong::MAX);
     // SAFETY: as the contract says.
-    unsafe { to_unsigned(s, end, base, c_ulong::MAX.into()) as c_ulong }
+    unsafe { to_unsigned(s, end, base, max) as c_ulong }
 }
 
 /// C `long long strtoll(const char *s, char **end, int base)`.

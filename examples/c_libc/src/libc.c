@@ -44,7 +44,7 @@ static void printf_lines(void) {
     int core = (int)get_cpu_id();
     printf("A %d %d %d %d %d\n", 11, 22, 33, 44, 55);
     printf("C %d\n", 7);
-    printf("%d %s %.3f\n", core, "three", 3.14159);
+    printf("%d %s %.3f\n", core, "three", 1.23456);
     printf("core %d: %d %.3f %lld %s %d %.17g %lld %u %c %x %e\n", core, 11, 2.5, 3LL, "str", 4, 5.0 / 3, -7LL, 8u,
            'z', 0xbeef, -1e-300);
     printf("%d %d %d %d %.1f %d %lld %hhd %hd %zu %g\n", 1, 2, 3, 4, 5.5, 6, 7LL << 40, 300, 70000, (size_t)9, 0.0001);

@@ -2,8 +2,8 @@
 //! glibc on the host (the same `snprintf`, with the same arguments).
 
 use neuroncustomop::test_models::printf_cases::{Case, CaseArg, TIES, cases, glibc};
-use neuroncustomop_sim::array::{Array, Dtype};
-use neuroncustomop_sim::library::{Arg, Library, Options, Output, describe};
+use neuroncustomop_host::array::{Array, Dtype};
+use neuroncustomop_host::library::{Arg, Library, Options, Output, describe};
 use std::ffi::{CString, c_char, c_int};
 use std::sync::OnceLock;
 
@@ -45,7 +45,7 @@ fn printf_lines_by_glibc(core: c_int) -> String {
     let mut want = String::new();
     want += &glibc!("A %d %d %d %d %d\n", 11, 22, 33, 44, 55);
     want += &glibc!("C %d\n", 7);
-    want += &glibc!("%d %s %.3f\n", core, three.as_ptr(), 3.14159);
+    want += &glibc!("%d %s %.3f\n", core, three.as_ptr(), 1.23456);
     want += &glibc!(
         "core %d: %d %.3f %lld %s %d %.17g %lld %u %c %x %e\n",
         core,

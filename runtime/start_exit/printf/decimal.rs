@@ -91,9 +91,9 @@ impl Digits {
             // step divides a number below 10^4 * 2^16 < 2^30.
             let mut remainder = 0u32;
             for word in words[..top].iter_mut().rev() {
-                let high = remainder << 16 | *word >> 16;
-                let low = (high % CHUNK) << 16 | (*word & 0xffff);
-                *word = (high / CHUNK) << 16 | low / CHUNK;
+                let high = (remainder << 16) | (*word >> 16);
+                let low = ((high % CHUNK) << 16) | (*word & 0xffff);
+                *word = ((high / CHUNK) << 16) | (low / CHUNK);
                 remainder = low % CHUNK;
             }
             self.int[chunks] = remainder;
@@ -172,7 +172,7 @@ impl Digits {
             if self.int[..chunk].iter().any(|&c| c != 0) {
                 return true;
             }
-            if self.int[chunk] % POWERS_OF_TEN[(below % CHUNK_DIGITS) as usize] != 0 {
+            if !self.int[chunk].is_multiple_of(POWERS_OF_TEN[(below % CHUNK_DIGITS) as usize]) {
                 return true;
             }
         }
