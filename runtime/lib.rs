@@ -32,8 +32,6 @@
 //! - `missing_docs`: the runtime's public API is the op author's and the loader's
 //!   contract, so each public item says what it does.
 #![no_std]
-// C `printf` is variadic; device builds are nightly-enabled (docs/toolchain.md).
-#![cfg_attr(target_os = "none", feature(c_variadic))]
 // Cold paths the runtime's `opt-level = 3` would unroll (docs/PERFORMANCE.md, "Text size").
 #![cfg_attr(target_os = "none", feature(optimize_attribute))]
 // `core::f32::math::mul_add`, the FPU's fused multiply-add (`madd.s`) for the math

@@ -17,6 +17,16 @@ fn or_null(block: Result<NonNull<u8>, HeapError>) -> *mut c_void {
     block.map_or(ptr::null_mut(), |block| block.as_ptr().cast())
 }
 
+/// [`or_null`] for the C library's allocators, which set `errno` to `ENOMEM` on failure
+/// as glibc's do.
+fn or_enomem(block: Result<NonNull<u8>, HeapError>) -> *mut c_void {
+    if block.is_err() {
+        // SAFETY: this core's errno, accessed only by the running kernel and the runtime.
+        unsafe { crate::start_exit::__errno().write(ENOMEM) };
+    }
+    or_null(block)
+}
+
 /// C ABI `int neuron_heap_status(void)`: 0 after a heap, libc-allocator or TCM call that
 /// succeeded, else the failed call's [`HeapError::code`].
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
@@ -49,21 +59,23 @@ pub extern "C" fn neuron_dataram_free(ptr: *mut c_void) {
     let _ = free_in(HeapId::Dataram, ptr.cast());
 }
 
-/// libc `malloc`: from the HBM heap, 64-byte aligned.
+/// libc `malloc`: from the HBM heap, 64-byte aligned; null with `errno = ENOMEM` when it
+/// does not fit.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn malloc(size: usize) -> *mut c_void {
-    or_null(allocate(HeapId::Hbm, size, GRANULE))
+    or_enomem(allocate(HeapId::Hbm, size, GRANULE))
 }
 
-/// libc `calloc`: zeroed, from the HBM heap; null when `count * size` overflows.
+/// libc `calloc`: zeroed, from the HBM heap; null with `errno = ENOMEM` when it does not
+/// fit or `count * size` overflows.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
-    or_null(allocate_zeroed(HeapId::Hbm, count, size))
+    or_enomem(allocate_zeroed(HeapId::Hbm, count, size))
 }
 
 /// libc `realloc`: null `ptr` is `malloc(size)`; size 0 frees `ptr` and returns null
 /// (glibc's choice); otherwise resizes within the owning heap, and on failure returns
-/// null with `ptr` untouched.
+/// null with `ptr` untouched and `errno = ENOMEM`.
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     if ptr.is_null() {
@@ -73,7 +85,7 @@ pub extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
         let _ = super::free(ptr.cast());
         return ptr::null_mut();
     }
-    or_null(reallocate(ptr.cast(), size, GRANULE))
+    or_enomem(reallocate(ptr.cast(), size, GRANULE))
 }
 
 /// libc `memalign`: from the HBM heap at a multiple of `align` (a power of two).

@@ -656,6 +656,17 @@ fn calloc_realloc_and_aligned_variants() {
         assert_eq!(posix_memalign(core::ptr::null_mut(), 64, 64), 22);
         assert_eq!(out, kept);
     }
+    // A failed malloc, calloc or realloc sets errno to ENOMEM, as glibc's do.
+    let errno = crate::start_exit::__errno();
+    let failures: [&dyn Fn() -> *mut core::ffi::c_void; 4] =
+        [&|| malloc(1 << 30), &|| calloc(1 << 16, 1 << 16), &|| calloc(usize::MAX, 2), &|| realloc(fresh, 1 << 30)];
+    for fail in failures {
+        // SAFETY: this thread's errno.
+        unsafe { errno.write(0) };
+        assert!(fail().is_null());
+        // SAFETY: as above.
+        assert_eq!(unsafe { errno.read() }, 12);
+    }
 }
 
 #[test]

@@ -49,8 +49,9 @@ pub fn run_static_constructors() {
 /// A function `atexit` registered.
 pub type ExitFn = unsafe extern "C" fn();
 
-/// How many `atexit` handlers fit: the minimum C guarantees.
-pub const ATEXIT_CAPACITY: usize = 32;
+/// How many `atexit` handlers fit: the 32 C guarantees an author, and the one slot the
+/// runtime's own exit handler (`my_exit`) takes.
+pub const ATEXIT_CAPACITY: usize = 33;
 
 /// `atexit` found its table full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

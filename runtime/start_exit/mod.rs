@@ -13,7 +13,9 @@
 //!   `CUSTOMOP_LIB_VERSION`.
 //! - [`ReportLine`]: the line a fault, panic or abort report is written into.
 //! - stdout: the [`StdoutRing`] the loader drains, and [`print!`](crate::print) /
-//!   [`println!`](crate::println); C's `printf`, `puts` and `putchar` over it.
+//!   [`println!`](crate::println); C's `printf` family ([`format`]), `puts` and `putchar`.
+//! - The C library's `<string.h>` string functions (`string`) and `<stdlib.h>`
+//!   conversions, `qsort` and `bsearch` (`stdlib`).
 //! - The freestanding C++ support: `operator new` / `delete`, `__cxa_*`, `_init`,
 //!   `null_environ` (`cxx`), the libc++ threading stubs (`libcpp_threads`), the newlib
 //!   file shims and `errno` (`files`), and the kernels' libm ([`math`]; its `expf` on
@@ -31,7 +33,9 @@ pub mod math;
 mod mem;
 mod printf;
 mod report_line;
+mod stdlib;
 mod stdout;
+mod string;
 
 pub use crt::{
     _Exit, ATEXIT_CAPACITY, AtexitFull, AtexitTable, CUSTOMOP_LIB_VERSION, ExitFn, HostLibc, InitFn, abort, atexit,
@@ -60,11 +64,16 @@ pub use mem::{bcmp, compare, memcmp, memcpy, memmove, memset};
 #[cfg(not(target_arch = "xtensa"))]
 pub use mem::{copy_backward, copy_forward, copy_overlapping, fill};
 #[cfg(target_os = "none")]
-pub use printf::printf;
-pub use printf::{ArgKind, ArgSource, format, neuron_printf_packed, putchar, puts};
+pub use printf::{__neuron_vprintf, __neuron_vsnprintf};
+pub use printf::{ArgKind, ArgSource, VaArgs, VaList, format, format_into, neuron_printf_packed, putchar, puts};
 pub use report_line::{REPORT_LINE_CAPACITY, ReportLine};
+pub use stdlib::{
+    Compare, EINVAL, ERANGE, abs, atof, atoi, atol, bsearch, labs, llabs, qsort, strtod, strtof, strtol, strtoll,
+    strtoul, strtoull,
+};
 pub use stdout::{
     _write_r, DrainPlan, MAX_STDOUT_RING_CAPACITY, RingError, RingHeader, RingWriter, STDOUT_RING_CAPACITY,
     STDOUT_RING_MAGIC, STDOUT_RING_STORAGE, StdoutRing, flush_stdout, fsync, print_args, stdout_ring, write, write_fd,
     write_stdout,
 };
+pub use string::{memchr, strcat, strchr, strcmp, strcpy, strncat, strncmp, strncpy, strnlen, strrchr, strstr};

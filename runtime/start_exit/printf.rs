@@ -1,38 +1,89 @@
-//! C `printf`, `puts` and `putchar` into the stdout ring, for C and C++ kernels (the
+//! C's formatted output: the formatter ([`format`]) and `printf`, `vprintf`, `sprintf`,
+//! `snprintf`, `vsprintf`, `vsnprintf`, `puts` and `putchar`, for C and C++ kernels (the
 //! AWS documentation's recommended way to debug one).
 //!
-//! [`format`] is the formatter, over any [`ArgSource`] so that host tests feed it
-//! arguments without a C call; the device's `printf` feeds it its C variadic
-//! arguments (the `c_variadic` feature, which device builds enable; the host build has
-//! no `printf` of its own). Conversions: `d i u o x X c s p f F e E g G %`, flags
-//! `- 0 + space #`, width and precision (also `*`), and the length modifiers
-//! `hh h l ll z j t L` with the 32-bit device's sizes (`long`, `size_t` and pointers are
-//! 32 bits). Floats are formatted with integer arithmetic, not `core::fmt` (whose f64
-//! formatting crashes LLVM's Xtensa backend at the runtime's opt-level,
-//! docs/toolchain.md): exact to 17 significant digits, beyond which digits are zeros.
+//! [`format`] reads its arguments from any [`ArgSource`], so host tests feed it values
+//! and compare it with glibc's `snprintf`. On the device the C variadic entry points are
+//! assembly (`runtime/arch/xtensa/variadic.S`): they store the argument registers into a
+//! `va_list` the way the Xtensa ABI lays it out, which [`VaList`] walks. LLVM 22's own
+//! `va_arg` reads one register late (docs/toolchain.md, defect 6), so neither clang's
+//! nor rustc's variadic functions can be used here.
+//!
+//! Conversions: `d i u o x X c s p n f F e E g G a A %`, flags `- 0 + space #`, width and
+//! precision (also `*`), length modifiers `hh h l ll j z t L` with the target's C sizes
+//! (on the device `long`, `size_t`, `ptrdiff_t` and pointers are 32 bits, `intmax_t` and
+//! `long double` 64). Floats print their exact decimal value rounded to nearest, ties to
+//! even, at any precision, as glibc does (`printf/decimal.rs`). Not supported: wide
+//! characters (`%lc` prints one byte, `%ls` is printed as written), locales, `%m`,
+//! `%Lf` of a host's 80-bit long double (the device's is a double).
 
-/// What a conversion asks its argument source for, after C's default promotions.
+mod decimal;
+mod va_list;
+
+use decimal::{Digits, Rounded};
+pub use va_list::{VaArgs, VaList};
+
+/// The argument a conversion reads, after C's default promotions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArgKind {
-    /// `int` (also `char`, `short`, `long`, `size_t` and pointers: 32 bits on the device).
+    /// `int` (also `char` and `short`, promoted; `%c`).
     Int,
-    /// `long long` (`ll`, `j`).
+    /// `long`: also `size_t`, `ptrdiff_t` and pointers, which have its width on the
+    /// device (32 bits) and on 64-bit Linux hosts (64 bits).
+    Long,
+    /// `long long` and `intmax_t`.
     LongLong,
-    /// `double` (also `float`, promoted).
+    /// `double` (also `float`, promoted, and `long double`, which is a double on the
+    /// device).
     Double,
 }
 
 /// Where the formatter takes its arguments from, in order.
 pub trait ArgSource {
-    /// The next argument of `kind`, as 64 bits: integers sign-extended from their C
-    /// width, a double as its bit pattern.
+    /// The next argument of `kind`, as 64 bits: an integer or pointer as its bits
+    /// (higher bits unspecified beyond its C width: the formatter truncates), a double
+    /// as its bit pattern.
     fn next(&mut self, kind: ArgKind) -> u64;
 }
 
-/// A host-side [`ArgSource`]: a list of values, as the device would pass them.
+/// A host-side [`ArgSource`], and C++'s packed arguments: one 64-bit word each, as the
+/// device would pass them. Missing words read as 0.
 impl ArgSource for core::slice::Iter<'_, u64> {
     fn next(&mut self, _kind: ArgKind) -> u64 {
         Iterator::next(self).copied().unwrap_or(0)
+    }
+}
+
+/// The bits of C's `long` (and of `size_t`, `ptrdiff_t` and pointers) on this target.
+const LONG_BITS: u32 = core::ffi::c_long::BITS;
+
+/// A length modifier: which integer type a conversion's argument has.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Length {
+    Char,
+    Short,
+    Int,
+    Long,
+    LongLong,
+}
+
+impl Length {
+    fn bits(self) -> u32 {
+        match self {
+            Length::Char => 8,
+            Length::Short => 16,
+            Length::Int => 32,
+            Length::Long => LONG_BITS,
+            Length::LongLong => 64,
+        }
+    }
+
+    fn kind(self) -> ArgKind {
+        match self {
+            Length::Long => ArgKind::Long,
+            Length::LongLong => ArgKind::LongLong,
+            _ => ArgKind::Int,
+        }
     }
 }
 
@@ -47,17 +98,41 @@ struct Spec {
     precision: Option<usize>,
 }
 
-/// Longest text one conversion produces before padding: a float's integer part of up
-/// to [`MAX_FIXED_EXPONENT`] digits, its point and up to [`MAX_PRECISION`] decimals (the
-/// buffer is on the kernel's stack, which may be the 8 KiB local one).
-const DIGITS: usize = 96;
+/// Output in small pieces: the formatter hands bytes one at a time to a [`Chunks`], which
+/// passes them on 32 at a time.
+struct Chunks<'a> {
+    out: &'a mut dyn FnMut(&[u8]),
+    buffer: [u8; 32],
+    len: usize,
+    /// Bytes passed on so far.
+    passed: usize,
+}
 
-/// The most decimals a float is printed with; a larger precision is cut to it.
-const MAX_PRECISION: usize = 48;
+impl Chunks<'_> {
+    fn push(&mut self, byte: u8) {
+        if self.len == self.buffer.len() {
+            self.flush();
+        }
+        self.buffer[self.len] = byte;
+        self.len += 1;
+    }
 
-/// `%f` of a value of 10^40 or more is printed in `%e` style instead (C would print all
-/// its integer digits).
-const MAX_FIXED_EXPONENT: i32 = 40;
+    fn extend(&mut self, bytes: &[u8]) {
+        bytes.iter().for_each(|&b| self.push(b));
+    }
+
+    fn repeat(&mut self, byte: u8, count: usize) {
+        (0..count).for_each(|_| self.push(byte));
+    }
+
+    fn flush(&mut self) {
+        if self.len > 0 {
+            (self.out)(&self.buffer[..self.len]);
+            self.passed += self.len;
+            self.len = 0;
+        }
+    }
+}
 
 /// Formats `fmt` (a C format string, without its NUL) with arguments from `args`,
 /// handing the output to `out` in pieces. Returns the number of bytes produced.
@@ -71,15 +146,18 @@ const MAX_FIXED_EXPONENT: i32 = 40;
 /// assert_eq!(n, text.len());
 /// ```
 pub fn format(fmt: &[u8], args: &mut impl ArgSource, out: &mut impl FnMut(&[u8])) -> usize {
-    let mut written = 0;
-    let mut emit = |bytes: &[u8]| {
-        written += bytes.len();
-        out(bytes);
-    };
+    format_dyn(fmt, args, out)
+}
+
+/// [`format`], compiled once: every caller shares one copy (printf's code is about its
+/// size, not its speed).
+#[cfg_attr(target_os = "none", optimize(size))]
+fn format_dyn(fmt: &[u8], args: &mut dyn ArgSource, out: &mut dyn FnMut(&[u8])) -> usize {
+    let mut text = Chunks { out, buffer: [0; 32], len: 0, passed: 0 };
     let mut rest = fmt;
     while !rest.is_empty() {
         let literal = rest.iter().position(|&b| b == b'%').unwrap_or(rest.len());
-        emit(&rest[..literal]);
+        text.extend(&rest[..literal]);
         rest = &rest[literal..];
         if rest.is_empty() {
             break;
@@ -113,32 +191,22 @@ pub fn format(fmt: &[u8], args: &mut impl ArgSource, out: &mut impl FnMut(&[u8])
                 p => Some(p.unwrap_or(0) as usize),
             };
         }
-        let mut long_long = false;
-        while let Some((&modifier, tail)) = rest.split_first() {
-            match modifier {
-                b'h' | b'l' | b'z' | b't' | b'L' => {}
-                b'j' => long_long = true,
-                _ => break,
-            }
-            long_long |= rest.starts_with(b"ll");
-            rest = tail;
-        }
+        let (length, tail) = length_modifier(rest);
+        rest = tail;
         let Some((&conversion, tail)) = rest.split_first() else {
             break;
         };
         rest = tail;
-        let mut digits = [0u8; DIGITS];
-        let int_kind = if long_long { ArgKind::LongLong } else { ArgKind::Int };
         match conversion {
             b'd' | b'i' => {
-                let value = args.next(int_kind) as i64;
-                let value = if long_long { value } else { value as i32 as i64 };
-                let body = integer(&mut digits, value.unsigned_abs(), 10, false, spec.precision);
-                pad_number(&mut emit, spec, sign(value < 0, spec), b"", body);
+                let bits = length.bits();
+                let value = (args.next(length.kind()) << (64 - bits)) as i64 >> (64 - bits);
+                let sign = sign(value < 0, spec);
+                integer(&mut text, spec, sign, b"", value.unsigned_abs(), 10, false);
             }
-            b'u' | b'o' | b'x' | b'X' | b'p' => {
-                let raw = args.next(if conversion == b'p' { ArgKind::Int } else { int_kind });
-                let value = if long_long { raw } else { raw as u32 as u64 };
+            b'u' | b'o' | b'x' | b'X' => {
+                let bits = length.bits();
+                let value = args.next(length.kind()) << (64 - bits) >> (64 - bits);
                 let (base, upper) = match conversion {
                     b'u' => (10, false),
                     b'o' => (8, false),
@@ -146,51 +214,70 @@ pub fn format(fmt: &[u8], args: &mut impl ArgSource, out: &mut impl FnMut(&[u8])
                     _ => (16, false),
                 };
                 let prefix: &[u8] = match conversion {
-                    b'p' => b"0x",
                     b'x' if spec.alternate && value != 0 => b"0x",
                     b'X' if spec.alternate && value != 0 => b"0X",
-                    b'o' if spec.alternate => b"0",
                     _ => b"",
                 };
-                let body = integer(&mut digits, value, base, upper, spec.precision);
-                pad_number(&mut emit, spec, b"", prefix, body);
+                integer(&mut text, spec, b"", prefix, value, base, upper);
             }
-            b'c' => {
-                let byte = [args.next(ArgKind::Int) as u8];
-                pad(&mut emit, Spec { zero: false, ..spec }, &byte);
-            }
-            b's' => {
-                let text = c_string(args.next(ArgKind::Int) as usize);
-                let text = spec.precision.map_or(text, |p| &text[..p.min(text.len())]);
-                pad(&mut emit, Spec { zero: false, ..spec }, text);
-            }
-            b'f' | b'F' | b'e' | b'E' | b'g' | b'G' => {
-                let value = f64::from_bits(args.next(ArgKind::Double));
-                let negative = value.is_sign_negative() && !value.is_nan();
-                let upper = conversion.is_ascii_uppercase();
-                if !value.is_finite() {
-                    let text: &[u8] = match (value.is_nan(), upper) {
-                        (true, false) => b"nan",
-                        (true, true) => b"NAN",
-                        (false, false) => b"inf",
-                        (false, true) => b"INF",
-                    };
-                    pad_number(&mut emit, Spec { zero: false, ..spec }, sign(negative, spec), b"", text);
+            b'p' => {
+                let value = args.next(ArgKind::Long) << (64 - LONG_BITS) >> (64 - LONG_BITS);
+                if value == 0 {
+                    // glibc's text for a null pointer.
+                    pad(&mut text, Spec { zero: false, ..spec }, b"", b"", b"(nil)".len(), |t| t.extend(b"(nil)"));
                 } else {
-                    let body = float(&mut digits, value.abs(), conversion.to_ascii_lowercase(), upper, spec);
-                    pad_number(&mut emit, spec, sign(negative, spec), b"", body);
+                    let spec = Spec { precision: None, ..spec };
+                    integer(&mut text, spec, sign(false, spec), b"0x", value, 16, false);
                 }
             }
-            b'%' => emit(b"%"),
-            // An unknown conversion is printed as it was written.
-            other => emit(&[b'%', other]),
+            b'c' => {
+                let byte = args.next(ArgKind::Int) as u8;
+                pad(&mut text, Spec { zero: false, ..spec }, b"", b"", 1, |t| t.push(byte));
+            }
+            b's' if length == Length::Long => {
+                // A wide string: not supported (no wide characters), printed as written.
+                args.next(ArgKind::Long);
+                text.extend(b"%ls");
+            }
+            b's' => {
+                let string = c_string(args.next(ArgKind::Long) as usize, spec.precision);
+                pad(&mut text, Spec { zero: false, ..spec }, b"", b"", string.len(), |t| t.extend(string));
+            }
+            b'n' => {
+                let address = args.next(ArgKind::Long) as usize;
+                // SAFETY: `%n` takes a pointer to an integer of the length modifier's
+                // type: the caller's obligation in C (a null pointer is skipped).
+                unsafe { store_count(address, length, text.passed + text.len) };
+            }
+            b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => {
+                let value = f64::from_bits(args.next(ArgKind::Double));
+                float(&mut text, spec, value, conversion);
+            }
+            b'%' => text.push(b'%'),
+            // An unknown conversion is printed as written.
+            other => text.extend(&[b'%', other]),
         }
     }
-    written
+    text.flush();
+    text.passed
+}
+
+/// `hh h l ll j z t L` (and none): the integer type of the argument.
+fn length_modifier(text: &[u8]) -> (Length, &[u8]) {
+    let (length, skip) = match text {
+        [b'h', b'h', ..] => (Length::Char, 2),
+        [b'h', ..] => (Length::Short, 1),
+        [b'l', b'l', ..] => (Length::LongLong, 2),
+        [b'l' | b'z' | b't', ..] => (Length::Long, 1),
+        // glibc reads `%Ld` as `long long`; `%Lf`'s long double is a double on the device.
+        [b'j' | b'L', ..] => (Length::LongLong, 1),
+        _ => (Length::Int, 0),
+    };
+    (length, &text[skip..])
 }
 
 /// A width or precision: digits, or `*` (the next `int` argument).
-fn number<'a>(text: &'a [u8], args: &mut impl ArgSource) -> (Option<i64>, &'a [u8]) {
+fn number<'a>(text: &'a [u8], args: &mut dyn ArgSource) -> (Option<i64>, &'a [u8]) {
     if let Some(rest) = text.strip_prefix(b"*") {
         return (Some(args.next(ArgKind::Int) as i32 as i64), rest);
     }
@@ -199,7 +286,7 @@ fn number<'a>(text: &'a [u8], args: &mut impl ArgSource) -> (Option<i64>, &'a [u
         return (None, text);
     }
     let value = text[..len].iter().fold(0i64, |n, &d| n.saturating_mul(10).saturating_add(i64::from(d - b'0')));
-    (Some(value.min(i64::from(u16::MAX))), &text[len..])
+    (Some(value.min(i64::from(i32::MAX))), &text[len..])
 }
 
 fn sign(negative: bool, spec: Spec) -> &'static [u8] {
@@ -211,261 +298,340 @@ fn sign(negative: bool, spec: Spec) -> &'static [u8] {
     }
 }
 
-/// The string at `address` (up to its NUL), or `(null)` for null.
-fn c_string<'a>(address: usize) -> &'a [u8] {
+/// The string at `address` (up to its NUL, or `precision` bytes, whichever is first), or
+/// `(null)` for null, as glibc prints it.
+fn c_string<'a>(address: usize, precision: Option<usize>) -> &'a [u8] {
     if address == 0 {
-        return b"(null)";
+        return if precision.is_some_and(|p| p < 6) { b"" } else { b"(null)" };
     }
-    // SAFETY: `%s` takes a NUL-terminated string: the caller's obligation in C.
-    unsafe { core::ffi::CStr::from_ptr(address as *const core::ffi::c_char) }.to_bytes()
+    let limit = precision.unwrap_or(usize::MAX);
+    // SAFETY: `%s` takes a string NUL-terminated or at least `precision` bytes long: the
+    // caller's obligation in C. No byte past the first NUL or the limit is read.
+    let len = (0..limit).take_while(|&i| unsafe { *(address as *const u8).add(i) } != 0).count();
+    // SAFETY: those `len` bytes were just read.
+    unsafe { core::slice::from_raw_parts(address as *const u8, len) }
 }
 
-/// `value` in `base` into the end of `buffer`, at least `precision` digits (C: a
-/// precision of 0 prints nothing for 0). Returns the digits.
-fn integer(buffer: &mut [u8; DIGITS], mut value: u64, base: u64, upper: bool, precision: Option<usize>) -> &[u8] {
-    let alphabet: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
-    let mut start = DIGITS;
-    while value != 0 {
-        start -= 1;
-        buffer[start] = alphabet[(value % base) as usize];
-        value /= base;
-    }
-    let minimum = precision.unwrap_or(1).min(MAX_PRECISION);
-    while DIGITS - start < minimum {
-        start -= 1;
-        buffer[start] = b'0';
-    }
-    &buffer[start..]
-}
-
-/// Pads `text` to the width with spaces, on the side the flags say.
-fn pad(emit: &mut impl FnMut(&[u8]), spec: Spec, text: &[u8]) {
-    pad_number(emit, spec, b"", b"", text);
-}
-
-/// `sign`, `prefix` and `body`, padded to the width: zeros between prefix and body for
-/// `0` (unless left-justified, or an integer with a precision), spaces otherwise.
-fn pad_number(emit: &mut impl FnMut(&[u8]), spec: Spec, sign: &[u8], prefix: &[u8], body: &[u8]) {
-    let len = sign.len() + prefix.len() + body.len();
-    let fill = spec.width.saturating_sub(len);
-    let spaces = [b' '; 16];
-    let zeros = [b'0'; 16];
-    let repeat = |emit: &mut dyn FnMut(&[u8]), piece: &[u8; 16], mut count: usize| {
-        while count > 0 {
-            let n = count.min(16);
-            emit(&piece[..n]);
-            count -= n;
-        }
-    };
-    let zero_fill = spec.zero && !spec.left;
-    if !spec.left && !zero_fill {
-        repeat(emit, &spaces, fill);
-    }
-    emit(sign);
-    emit(prefix);
-    if zero_fill {
-        repeat(emit, &zeros, fill);
-    }
-    emit(body);
-    if spec.left {
-        repeat(emit, &spaces, fill);
-    }
-}
-
-/// Significant decimal digits an f64 carries; later digits print as zeros.
-const SIGNIFICANT: i32 = 17;
-
-/// The decimal digits of `value` (finite, >= 0): `(digits, exponent)` with `value` ≈
-/// `0.d1 d2 d3 ... × 10^exponent`, [`SIGNIFICANT`] digits, rounded to nearest.
-fn decimal(value: f64) -> ([u8; SIGNIFICANT as usize], i32) {
-    let mut digits = [0u8; SIGNIFICANT as usize];
-    if value == 0.0 {
-        return (digits, 1);
-    }
-    let mut exponent = libm::floor(libm::log10(value)) as i32 + 1;
-    // value / 10^(exponent - 17) is an integer of 17 digits (give or take one, fixed
-    // below); computed in two steps so that neither power of ten overflows.
-    let scale = SIGNIFICANT - exponent;
-    let scaled =
-        libm::round(value * libm::pow(10.0, f64::from(scale / 2)) * libm::pow(10.0, f64::from(scale - scale / 2)));
-    let mut mantissa = scaled as u64;
-    let upper = 10u64.pow(SIGNIFICANT as u32);
-    if mantissa >= upper {
-        mantissa = libm::round(scaled / 10.0) as u64;
-        exponent += 1;
-    } else if mantissa < upper / 10 {
-        mantissa *= 10;
-        exponent -= 1;
-    }
-    for digit in digits.iter_mut().rev() {
-        *digit = (mantissa % 10) as u8;
-        mantissa /= 10;
-    }
-    (digits, exponent)
-}
-
-/// Rounds the decimal digits `digits` (value `0.d1 d2 ... × 10^exponent`) to keep `keep`
-/// of them; returns the new digits and exponent (a carry can add a digit in front).
-fn round_digits(
-    mut digits: [u8; SIGNIFICANT as usize],
-    mut exponent: i32,
-    keep: i32,
-) -> ([u8; SIGNIFICANT as usize], i32) {
-    if keep < 0 {
-        return ([0; SIGNIFICANT as usize], exponent);
-    }
-    let keep = keep as usize;
-    if keep >= digits.len() {
-        return (digits, exponent);
-    }
-    let round_up = digits[keep] >= 5;
-    digits[keep..].fill(0);
-    if round_up {
-        let mut index = keep;
-        loop {
-            if index == 0 {
-                // 9.99 -> 10.0: one digit more in front.
-                let last = digits.len() - 1;
-                digits.copy_within(0..last, 1);
-                digits[0] = 1;
-                exponent += 1;
-                break;
-            }
-            index -= 1;
-            if digits[index] == 9 {
-                digits[index] = 0;
-            } else {
-                digits[index] += 1;
-                break;
-            }
-        }
-    }
-    (digits, exponent)
-}
-
-/// Digit `index` (0: the first) of the decimal expansion, 0 past the significant ones.
-fn digit_at(digits: &[u8; SIGNIFICANT as usize], index: i32) -> u8 {
-    b'0' + usize::try_from(index).ok().and_then(|i| digits.get(i)).copied().unwrap_or(0)
-}
-
-/// Text built up in a fixed buffer; bytes past its end are dropped.
-struct Text<'a> {
-    buffer: &'a mut [u8; DIGITS],
-    len: usize,
-}
-
-impl Text<'_> {
-    fn push(&mut self, byte: u8) {
-        if let Some(slot) = self.buffer.get_mut(self.len) {
-            *slot = byte;
-            self.len += 1;
-        }
-    }
-
-    /// `e+05`, `E-123`: the exponent of `%e`, at least two digits.
-    fn push_exponent(&mut self, exponent: i32, upper: bool) {
-        self.push(if upper { b'E' } else { b'e' });
-        self.push(if exponent < 0 { b'-' } else { b'+' });
-        let magnitude = exponent.unsigned_abs();
-        if magnitude >= 100 {
-            self.push(b'0' + (magnitude / 100 % 10) as u8);
-        }
-        self.push(b'0' + (magnitude / 10 % 10) as u8);
-        self.push(b'0' + (magnitude % 10) as u8);
-    }
-
-    /// `%g` without `#`: drops trailing zeros of the fraction that starts at `point`
-    /// (the `.`), and the point if none remain.
-    fn strip_zeros(&mut self, point: usize) {
-        if self.len <= point {
-            return;
-        }
-        while self.len > point + 1 && self.buffer[self.len - 1] == b'0' {
-            self.len -= 1;
-        }
-        if self.len == point + 1 {
-            self.len = point;
-        }
-    }
-}
-
-/// A finite, non-negative `value` in `%f`, `%e` or `%g` style (`style` lowercase),
-/// into `buffer`. Returns the text, without sign.
-fn float(buffer: &mut [u8; DIGITS], value: f64, style: u8, upper: bool, spec: Spec) -> &[u8] {
-    let precision = spec.precision.unwrap_or(6).min(MAX_PRECISION) as i32;
-    let (digits, exponent) = decimal(value);
-    let style = if style == b'f' && exponent > MAX_FIXED_EXPONENT { b'e' } else { style };
-    let (style, precision, strip) = if style == b'g' {
-        let significant = precision.max(1);
-        let (_, rounded_exponent) = round_digits(digits, exponent, significant);
-        let x = if value == 0.0 { 0 } else { rounded_exponent - 1 };
-        if x < -4 || x >= significant {
-            (b'e', significant - 1, !spec.alternate)
-        } else {
-            (b'f', significant - 1 - x, !spec.alternate)
-        }
-    } else {
-        (style, precision, false)
-    };
-    let mut text = Text { buffer, len: 0 };
-    let (digits, exponent, first_fraction) = if style == b'f' {
-        let (digits, exponent) = round_digits(digits, exponent, exponent + precision);
-        if exponent <= 0 {
-            text.push(b'0');
-        }
-        for index in 0..exponent.max(0) {
-            text.push(digit_at(&digits, index));
-        }
-        (digits, exponent, exponent)
-    } else {
-        let (digits, exponent) = round_digits(digits, exponent, precision + 1);
-        text.push(digit_at(&digits, 0));
-        (digits, exponent, 1)
-    };
-    let point = text.len;
-    if precision > 0 || spec.alternate {
-        text.push(b'.');
-    }
-    for index in first_fraction..first_fraction + precision {
-        text.push(digit_at(&digits, index));
-    }
-    if strip {
-        text.strip_zeros(point);
-    }
-    if style == b'e' {
-        text.push_exponent(if value == 0.0 { 0 } else { exponent - 1 }, upper);
-    }
-    let len = text.len;
-    &buffer[..len]
-}
-
-/// C `int printf(const char *format, ...)`: formats into the stdout ring; returns the
-/// number of bytes produced.
+/// Stores `count` where `%n`'s pointer points, with the length modifier's width.
 ///
 /// # Safety
-/// `format` is a NUL-terminated format string and the arguments match it, as C
-/// requires.
-#[cfg(target_os = "none")]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn printf(format_string: *const core::ffi::c_char, mut args: ...) -> core::ffi::c_int {
-    struct Variadic<F: FnMut(ArgKind) -> u64>(F);
-    impl<F: FnMut(ArgKind) -> u64> ArgSource for Variadic<F> {
-        fn next(&mut self, kind: ArgKind) -> u64 {
-            (self.0)(kind)
+/// `address` is null or valid for a write of that integer type.
+unsafe fn store_count(address: usize, length: Length, count: usize) {
+    if address == 0 {
+        return;
+    }
+    // SAFETY: valid for the write (contract); C does not require alignment checks here
+    // beyond the type's, which the caller's pointer has.
+    unsafe {
+        match length {
+            Length::Char => (address as *mut i8).write_unaligned(count as i8),
+            Length::Short => (address as *mut i16).write_unaligned(count as i16),
+            Length::Int => (address as *mut i32).write_unaligned(count as i32),
+            Length::Long => (address as *mut core::ffi::c_long).write_unaligned(count as core::ffi::c_long),
+            Length::LongLong => (address as *mut i64).write_unaligned(count as i64),
         }
     }
-    // SAFETY: each conversion reads the argument type C's promotions give it (the
-    // caller's contract makes the arguments match the format).
-    let mut source = Variadic(|kind| unsafe {
-        match kind {
-            ArgKind::Int => args.arg::<i32>() as i64 as u64,
-            ArgKind::LongLong => args.arg::<i64>() as u64,
-            ArgKind::Double => args.arg::<f64>().to_bits(),
+}
+
+/// `sign`, `prefix` and a body of `len` bytes written by `body`, padded to the width:
+/// zeros between prefix and body for the `0` flag (unless left-justified), spaces
+/// otherwise.
+#[cfg_attr(target_os = "none", optimize(size))]
+fn pad<'a>(
+    text: &mut Chunks<'a>,
+    spec: Spec,
+    sign: &[u8],
+    prefix: &[u8],
+    len: usize,
+    body: impl FnOnce(&mut Chunks<'a>),
+) {
+    let fill = spec.width.saturating_sub(sign.len() + prefix.len() + len);
+    let zero_fill = spec.zero && !spec.left;
+    if !spec.left && !zero_fill {
+        text.repeat(b' ', fill);
+    }
+    text.extend(sign);
+    text.extend(prefix);
+    if zero_fill {
+        text.repeat(b'0', fill);
+    }
+    body(text);
+    if spec.left {
+        text.repeat(b' ', fill);
+    }
+}
+
+/// An integer conversion: `value`'s digits in `base`, at least `precision` of them (C: a
+/// precision of 0 prints nothing for 0; `#` with `%o` makes the first digit a 0). The `0`
+/// flag is ignored when a precision is given.
+#[cfg_attr(target_os = "none", optimize(size))]
+fn integer(text: &mut Chunks<'_>, spec: Spec, sign: &[u8], prefix: &[u8], value: u64, base: u64, upper: bool) {
+    let alphabet: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+    let mut digits = [0u8; 22]; // u64::MAX in octal
+    let mut start = digits.len();
+    let mut rest = value;
+    while rest != 0 {
+        start -= 1;
+        digits[start] = alphabet[(rest % base) as usize];
+        rest /= base;
+    }
+    let digits = &digits[start..];
+    let mut minimum = spec.precision.unwrap_or(1);
+    if base == 8 && spec.alternate && minimum <= digits.len() {
+        minimum = digits.len() + 1;
+    }
+    let zeros = minimum.saturating_sub(digits.len());
+    let spec = Spec { zero: spec.zero && spec.precision.is_none(), ..spec };
+    pad(text, spec, sign, prefix, zeros + digits.len(), |t| {
+        t.repeat(b'0', zeros);
+        t.extend(digits);
+    });
+}
+
+/// A floating-point conversion (`f F e E g G a A`) of `value`.
+#[cfg_attr(target_os = "none", optimize(size))]
+fn float(text: &mut Chunks<'_>, spec: Spec, value: f64, conversion: u8) {
+    // glibc prints a NaN's sign too (`-nan`).
+    let negative = value.is_sign_negative();
+    let upper = conversion.is_ascii_uppercase();
+    let sign = sign(negative, spec);
+    if !value.is_finite() {
+        let word: &[u8] = match (value.is_nan(), upper) {
+            (true, false) => b"nan",
+            (true, true) => b"NAN",
+            (false, false) => b"inf",
+            (false, true) => b"INF",
+        };
+        return pad(text, Spec { zero: false, ..spec }, sign, b"", word.len(), |t| t.extend(word));
+    }
+    let value = value.abs();
+    match conversion.to_ascii_lowercase() {
+        b'a' => hexadecimal(text, spec, sign, value, upper),
+        b'f' => fixed(text, spec, sign, value, spec.precision.unwrap_or(6), false),
+        b'e' => scientific(text, spec, sign, value, spec.precision.unwrap_or(6), upper, false),
+        _ => {
+            // %g: the style %e would use an exponent X with precision P: %f with P-1-X
+            // decimals when P > X >= -4, else %e with P-1; trailing zeros cut without `#`.
+            let significant = spec.precision.unwrap_or(6).max(1);
+            let exponent = if value == 0.0 { 0 } else { decimal_exponent(value, significant as u32) };
+            let strip = !spec.alternate;
+            if exponent < significant as i32 && exponent >= -4 {
+                fixed(text, spec, sign, value, (significant as i32 - 1 - exponent) as usize, strip);
+            } else {
+                scientific(text, spec, sign, value, significant - 1, upper, strip);
+            }
+        }
+    }
+}
+
+/// The decimal exponent of `value` (> 0) once rounded to `significant` digits.
+fn decimal_exponent(value: f64, significant: u32) -> i32 {
+    let mut digits = Digits::new(value);
+    let zeros = digits.skip_leading_zeros();
+    let exponent = leading_exponent(&digits, zeros);
+    exponent + i32::from(Rounded::new(digits, significant).carried_out())
+}
+
+/// The exponent of the first significant digit, before rounding.
+fn leading_exponent(digits: &Digits, zeros: u32) -> i32 {
+    if digits.int_digits() > 0 { digits.int_digits() as i32 - 1 } else { -(zeros as i32) - 1 }
+}
+
+/// `%f`: the integer digits, and `precision` decimals (without their trailing zeros
+/// and, if none remain, the point, when `strip`: `%g`).
+#[cfg_attr(target_os = "none", optimize(size))]
+fn fixed(text: &mut Chunks<'_>, spec: Spec, sign: &[u8], value: f64, precision: usize, strip: bool) {
+    let digits = Digits::new(value);
+    let int_digits = digits.int_digits() as usize;
+    let rounded = Rounded::new(digits.clone(), (int_digits + precision) as u32);
+    let int_len = int_digits + usize::from(rounded.carried_out());
+    let decimals = if strip {
+        (rounded.len_without_trailing_zeros() as usize).saturating_sub(int_len).min(precision)
+    } else {
+        precision
+    };
+    let point = decimals > 0 || spec.alternate;
+    let len = int_len.max(1) + usize::from(point) + decimals;
+    pad(text, spec, sign, b"", len, |t| {
+        let mut rounded_digits = rounded.digits(digits);
+        if int_len == 0 {
+            t.push(b'0');
+        }
+        for _ in 0..int_len {
+            t.push(rounded_digits.next().unwrap_or(b'0'));
+        }
+        if point {
+            t.push(b'.');
+        }
+        for _ in 0..decimals {
+            t.push(rounded_digits.next().unwrap_or(b'0'));
         }
     });
-    // SAFETY: NUL-terminated (contract).
-    let text = unsafe { core::ffi::CStr::from_ptr(format_string) }.to_bytes();
-    format(text, &mut source, &mut super::write_stdout) as core::ffi::c_int
+}
+
+/// `%e`: one digit, `precision` decimals (cut as in [`fixed`] when `strip`), and the
+/// exponent, at least two digits.
+#[cfg_attr(target_os = "none", optimize(size))]
+fn scientific(text: &mut Chunks<'_>, spec: Spec, sign: &[u8], value: f64, precision: usize, upper: bool, strip: bool) {
+    let mut digits = Digits::new(value);
+    let (exponent, rounded) = if value == 0.0 {
+        (0, Rounded::new(digits.clone(), precision as u32 + 1))
+    } else {
+        let zeros = digits.skip_leading_zeros();
+        let rounded = Rounded::new(digits.clone(), precision as u32 + 1);
+        (leading_exponent(&digits, zeros) + i32::from(rounded.carried_out()), rounded)
+    };
+    let decimals = if strip {
+        (rounded.len_without_trailing_zeros() as usize).saturating_sub(1).min(precision)
+    } else {
+        precision
+    };
+    let point = decimals > 0 || spec.alternate;
+    let magnitude = exponent.unsigned_abs();
+    let exponent_digits = if magnitude >= 100 { 3 } else { 2 };
+    let len = 1 + usize::from(point) + decimals + 2 + exponent_digits;
+    pad(text, spec, sign, b"", len, |t| {
+        let mut rounded_digits = rounded.digits(digits);
+        t.push(rounded_digits.next().unwrap_or(b'0'));
+        if point {
+            t.push(b'.');
+        }
+        for _ in 0..decimals {
+            t.push(rounded_digits.next().unwrap_or(b'0'));
+        }
+        t.push(if upper { b'E' } else { b'e' });
+        t.push(if exponent < 0 { b'-' } else { b'+' });
+        if magnitude >= 100 {
+            t.push(b'0' + (magnitude / 100) as u8);
+        }
+        t.push(b'0' + (magnitude / 10 % 10) as u8);
+        t.push(b'0' + (magnitude % 10) as u8);
+    });
+}
+
+/// `%a`: `0x1.8p+1`, glibc's form: the leading digit 1 for normal values and 0 for
+/// subnormal ones (exponent -1022), the 52-bit fraction in hex, all 13 digits' worth
+/// without trailing zeros when no precision is given, else rounded to nearest, ties to
+/// even (a carry into the leading digit makes it 2, as glibc prints).
+#[cfg_attr(target_os = "none", optimize(size))]
+fn hexadecimal(text: &mut Chunks<'_>, spec: Spec, sign: &[u8], value: f64, upper: bool) {
+    let bits = value.to_bits();
+    let biased = (bits >> 52) as i32;
+    let mut fraction = bits & ((1 << 52) - 1);
+    let mut lead = u64::from(biased != 0);
+    let exponent = if value == 0.0 {
+        0
+    } else if biased == 0 {
+        -1022
+    } else {
+        biased - 1023
+    };
+    let decimals = match spec.precision {
+        Some(precision) => {
+            if precision < 13 {
+                let drop = 4 * (13 - precision as u32);
+                let kept = (lead << 52 | fraction) >> drop;
+                let rest = fraction & ((1 << drop) - 1);
+                let half = 1 << (drop - 1);
+                let up = rest > half || (rest == half && kept & 1 == 1);
+                let rounded = kept + u64::from(up);
+                lead = rounded >> (52 - drop);
+                fraction = (rounded & ((1 << (52 - drop)) - 1)) << drop;
+            }
+            precision
+        }
+        None => 13 - (fraction.trailing_zeros() / 4).min(13) as usize,
+    };
+    let alphabet: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+    let point = decimals > 0 || spec.alternate;
+    let magnitude = exponent.unsigned_abs();
+    let exponent_digits = POWERS.iter().take_while(|&&p| p <= magnitude).count().max(1);
+    let len = 1 + usize::from(point) + decimals + 2 + exponent_digits;
+    let prefix: &[u8] = if upper { b"0X" } else { b"0x" };
+    pad(text, spec, sign, prefix, len, |t| {
+        t.push(alphabet[lead as usize]);
+        if point {
+            t.push(b'.');
+        }
+        for index in 0..decimals {
+            let nibble = if index < 13 { (fraction >> (48 - 4 * index)) & 0xf } else { 0 };
+            t.push(alphabet[nibble as usize]);
+        }
+        t.push(if upper { b'P' } else { b'p' });
+        t.push(if exponent < 0 { b'-' } else { b'+' });
+        for &power in POWERS[..exponent_digits].iter().rev() {
+            t.push(b'0' + (magnitude / power % 10) as u8);
+        }
+    });
+}
+
+/// Powers of ten for `%a`'s exponent (at most 1,074: four digits).
+const POWERS: [u32; 4] = [1, 10, 100, 1000];
+
+/// Formats into `size` bytes at `buffer`, as C's `snprintf`: at most `size - 1` bytes
+/// and a NUL (nothing when `size` is 0). Returns the length of the whole text, which
+/// may be more than was stored.
+///
+/// # Safety
+/// `buffer` is valid for `size` bytes (any pointer when `size` is 0); `fmt`'s pointer
+/// conversions (`%s`, `%n`) get valid pointers from `args`.
+pub unsafe fn format_into(buffer: *mut u8, size: usize, fmt: &[u8], args: &mut impl ArgSource) -> usize {
+    let room = size.saturating_sub(1);
+    let mut stored = 0;
+    let len = format(fmt, args, &mut |bytes: &[u8]| {
+        let n = bytes.len().min(room - stored);
+        // SAFETY: `stored + n <= size - 1`, within the buffer (contract).
+        unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), buffer.add(stored), n) };
+        stored += n;
+    });
+    if size > 0 {
+        // SAFETY: `stored <= size - 1`.
+        unsafe { buffer.add(stored).write(0) };
+    }
+    len
+}
+
+/// C's `int` for a length: C asks for a negative value when it does not fit.
+#[cfg(target_os = "none")]
+fn c_int_length(len: usize) -> core::ffi::c_int {
+    core::ffi::c_int::try_from(len).unwrap_or(-1)
+}
+
+/// `vprintf` with the Xtensa `va_list` (what the assembly `printf` and `vprintf` call).
+///
+/// # Safety
+/// `format_string` is NUL-terminated; `list` describes arguments that match it, as
+/// `printf`'s must.
+#[cfg(target_os = "none")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __neuron_vprintf(
+    format_string: *const core::ffi::c_char,
+    list: *mut VaList,
+) -> core::ffi::c_int {
+    // SAFETY: NUL-terminated; `list` is the caller's `va_list` (contract).
+    let (text, mut args) = unsafe { (core::ffi::CStr::from_ptr(format_string).to_bytes(), VaArgs::new(&mut *list)) };
+    c_int_length(format(text, &mut args, &mut super::write_stdout))
+}
+
+/// `vsnprintf` with the Xtensa `va_list` (what the assembly `sprintf`, `snprintf`,
+/// `vsprintf` and `vsnprintf` call; `sprintf`'s size is `SIZE_MAX`).
+///
+/// # Safety
+/// As [`format_into`]; `format_string` is NUL-terminated; `list` describes arguments that
+/// match it.
+#[cfg(target_os = "none")]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn __neuron_vsnprintf(
+    buffer: *mut core::ffi::c_char,
+    size: usize,
+    format_string: *const core::ffi::c_char,
+    list: *mut VaList,
+) -> core::ffi::c_int {
+    // SAFETY: as the contract says.
+    unsafe {
+        let text = core::ffi::CStr::from_ptr(format_string).to_bytes();
+        c_int_length(format_into(buffer.cast(), size, text, &mut VaArgs::new(&mut *list)))
+    }
 }
 
 /// C ABI `int neuron_printf_packed(const char *format, const uint64_t *words, uint32_t
@@ -517,96 +683,4 @@ pub extern "C" fn putchar(c: core::ffi::c_int) -> core::ffi::c_int {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::string::String;
-    use std::vec::Vec;
-
-    fn f(value: f64) -> u64 {
-        value.to_bits()
-    }
-
-    fn printf(fmt: &str, args: &[u64]) -> String {
-        let mut text = Vec::new();
-        let n = format(fmt.as_bytes(), &mut args.iter(), &mut |b: &[u8]| text.extend_from_slice(b));
-        assert_eq!(n, text.len());
-        String::from_utf8(text).unwrap()
-    }
-
-    #[test]
-    fn integers_as_c_prints_them() {
-        let minus_one = -1i64 as u64;
-        assert_eq!(printf("%d %i %u", &[42, minus_one, minus_one]), "42 -1 4294967295");
-        assert_eq!(printf("%lld %llu", &[i64::MIN as u64, u64::MAX]), "-9223372036854775808 18446744073709551615");
-        assert_eq!(printf("[%5d][%-5d][%05d][%+d][% d]", &[42, 42, minus_one, 7, 7]), "[   42][42   ][-0001][+7][ 7]");
-        assert_eq!(printf("%x %X %#x %o %#o %p", &[255, 255, 255, 8, 8, 0x1000]), "ff FF 0xff 10 010 0x1000");
-        assert_eq!(printf("[%.3d][%.0d][%*d][%-*d]", &[5, 0, 4, 9, 3, 9]), "[005][][   9][9  ]");
-        assert_eq!(printf("%hhd %zu %ld", &[300, 7, minus_one]), "300 7 -1", "promoted ints are printed whole");
-    }
-
-    #[test]
-    fn strings_and_characters() {
-        let text = c"hello";
-        assert_eq!(
-            printf(
-                "%s|%.2s|%7s|%-7s|%c%%",
-                &[text.as_ptr() as u64, text.as_ptr() as u64, text.as_ptr() as u64, text.as_ptr() as u64, b'!' as u64]
-            ),
-            "hello|he|  hello|hello  |!%"
-        );
-        assert_eq!(printf("%s", &[0]), "(null)");
-        assert_eq!(printf("100%", &[]), "100", "a lone % at the end prints nothing");
-        assert_eq!(printf("%q", &[]), "%q");
-    }
-
-    #[test]
-    fn floats_in_f_e_and_g_styles() {
-        assert_eq!(printf("%f", &[f(-1.0)]), "-1.000000");
-        assert_eq!(
-            printf("Assigning element %d to a value of %f", &[3, f(-4.0)]),
-            "Assigning element 3 to a value of -4.000000"
-        );
-        assert_eq!(printf("%.2f %.0f %.1f %8.3f", &[f(3.14659), f(2.6), f(0.05), f(-1.5)]), "3.15 3 0.1   -1.500");
-        assert_eq!(printf("%f", &[f(123456789.125)]), "123456789.125000");
-        assert_eq!(printf("%.3f", &[f(0.0005)]), "0.001");
-        assert_eq!(printf("%.1f", &[f(9.96)]), "10.0");
-        assert_eq!(printf("%e %E %.2e", &[f(12345.678), f(0.00012), f(0.0)]), "1.234568e+04 1.200000E-04 0.00e+00");
-        assert_eq!(
-            printf("%g %g %g %g %g", &[f(100000.0), f(1e6), f(0.0001), f(1e-5), f(1.5)]),
-            "100000 1e+06 0.0001 1e-05 1.5"
-        );
-        assert_eq!(
-            printf("%f %F %f %+.1f", &[f(f64::NAN), f(f64::INFINITY), f(f64::NEG_INFINITY), f(0.75)]),
-            "nan INF -inf +0.8"
-        );
-        assert_eq!(printf("%010.3f|%-8.1f|", &[f(-3.5), f(2.0)]), "-00003.500|2.0     |");
-        assert_eq!(printf("%.0e %g", &[f(1e300), f(1e-300)]), "1e+300 1e-300");
-    }
-
-    #[test]
-    fn packed_printf_formats_its_words() {
-        let ring = super::super::stdout_ring();
-        // SAFETY: the header is the ring's first field; this thread is its only user.
-        let before = unsafe { ring.as_ptr().cast::<super::super::RingHeader>().read() }.write_count;
-        let words = [6u64, 50, 0.25f64.to_bits()];
-        // SAFETY: a NUL-terminated format and three words that match it.
-        let n = unsafe { neuron_printf_packed(c"%d rows of %d: %.2f\n".as_ptr(), words.as_ptr(), 3) };
-        assert_eq!(n as usize, "6 rows of 50: 0.25\n".len());
-        // SAFETY: as above.
-        let after = unsafe { ring.as_ptr().cast::<super::super::RingHeader>().read() }.write_count;
-        assert_eq!((after - before) as usize, n as usize);
-    }
-
-    #[test]
-    fn puts_and_putchar_append_to_the_ring() {
-        let ring = super::super::stdout_ring();
-        // SAFETY: the header is the ring's first field; this thread is its only user.
-        let before = unsafe { ring.as_ptr().cast::<super::super::RingHeader>().read() }.write_count;
-        assert_eq!(putchar(i32::from(b'>')), i32::from(b'>'));
-        // SAFETY: NUL-terminated.
-        assert!(unsafe { puts(c"ok".as_ptr()) } >= 0);
-        // SAFETY: as above.
-        let after = unsafe { ring.as_ptr().cast::<super::super::RingHeader>().read() }.write_count;
-        assert_eq!(after - before, 4);
-    }
-}
+mod tests;

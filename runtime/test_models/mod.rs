@@ -10,10 +10,12 @@
 //! | [`translate`] | `translate::configure`, `translate`, `translate_range`: the record list in order, u128 arithmetic |
 //! | [`heap`] | `allocators::Heap` placement: first fit over one flag per 64-byte granule |
 //! | [`platform`] | the pull stream's platform: host windows as translate, a TCM pool, call logs |
+//! | [`printf_cases`] | C's `printf`: generated conversions with one argument each, compared with glibc |
 //!
 //! Host only: the models use `std`.
 
 pub mod descriptor;
 pub mod heap;
 pub mod platform;
+pub mod printf_cases;
 pub mod translate;

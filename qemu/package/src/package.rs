@@ -417,6 +417,9 @@ fn compile_c(tools: &Toolchain, source: &Path, work: &Path, features: &[String])
             // As rustc does: a frame pointer would make clang write `.cfi_def_cfa a7`,
             // which llvm-mc 22 cannot parse for Xtensa.
             .arg("-fomit-frame-pointer")
+            // The C library's headers (<stdio.h>, <string.h>, ...), as C++ gets them.
+            .arg("-I")
+            .arg(tools.repo.join("runtime/include/libc"))
             .arg("-I")
             .arg(tools.repo.join("runtime/include"));
         for feature in features {

@@ -1,20 +1,37 @@
 /*
- * <stdio.h> for kernels on the device: output only, into the stdout ring the loader
- * drains (the host's NEURON_RT_GPSIMD_STDOUT_QUEUE_SIZE_BYTES). There are no files.
+ * <stdio.h> for kernels on the device: formatted output into the stdout ring the loader
+ * drains (the host's NEURON_RT_GPSIMD_STDOUT_QUEUE_SIZE_BYTES), and into buffers. There
+ * are no files, no input and no locale (docs/op-author-guide.md, "The C library").
+ *
+ * The formatter matches glibc's for every conversion, flag, width, precision and
+ * length modifier, floats exactly rounded (ties to even); no wide characters.
+ * The variadic functions are assembly in the runtime, so they read their arguments
+ * right despite LLVM 22's variadic-callee defect (docs/toolchain.md, defect 6). A
+ * kernel's own variadic function is still compiled by clang and reads them wrong: format
+ * with these functions directly, or with a macro around them.
  *
  * In C++, printf with arguments is a variadic template that packs them into 64-bit
- * words for the runtime's neuron_printf_packed: a C variadic function built by LLVM 22
- * for Xtensa reads its arguments one register late (docs/toolchain.md); packing them
- * on the caller's side does not depend on that.
+ * words for the runtime's neuron_printf_packed (it was the way round the defect before
+ * the assembly printf, and stays: C++ kernels built with it keep working).
  */
 #ifndef NEURONCUSTOMOP_STDIO_H
 #define NEURONCUSTOMOP_STDIO_H
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #ifdef __cplusplus
 extern "C" {
 #endif
+#ifndef EOF
+#define EOF (-1)
+#endif
 int printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
+int sprintf(char *buffer, const char *format, ...) __attribute__((format(printf, 2, 3)));
+int snprintf(char *buffer, size_t size, const char *format, ...) __attribute__((format(printf, 3, 4)));
+int vprintf(const char *format, va_list arguments) __attribute__((format(printf, 1, 0)));
+int vsprintf(char *buffer, const char *format, va_list arguments) __attribute__((format(printf, 2, 0)));
+int vsnprintf(char *buffer, size_t size, const char *format, va_list arguments)
+    __attribute__((format(printf, 3, 0)));
 int puts(const char *text);
 int putchar(int c);
 int neuron_printf_packed(const char *format, const uint64_t *words, uint32_t count);
