@@ -13,7 +13,7 @@ use neuroncustomop_machine::images;
 use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_wire::job::OutputDump;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 /// A GDB remote protocol connection (acknowledged mode).
@@ -99,9 +99,9 @@ fn qemu_starts_halted_and_a_breakpoint_at_the_kernel_entry_stops_there() {
         dump: OutputDump { address: out_device, len: 64 },
     })
     .expect("op");
-    // A free port: the OS picks one, then lets it go for QEMU.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let gdb = GdbOptions { port };
+    // A free port of the loopback interface: the OS picks one, then lets it go for QEMU.
+    let gdb = GdbOptions::free_port().expect("a free port");
+    let port = gdb.port;
     let help = gdb.attach_instructions("exits", &library.cores[0], &loader.cores[..1]);
     assert!(help.contains(&format!("target remote localhost:{port}")) && help.contains("break exits"), "{help}");
     let qemu = std::thread::spawn(move || device::run_under_gdb(&library, &job, gdb).expect("QEMU runs"));

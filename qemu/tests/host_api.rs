@@ -67,7 +67,17 @@ fn elements_the_kernel_never_wrote_are_named() {
     // relu_multicore on one core: core 0 writes its eighth of the output, no more.
     let relu = Library::example("relu").unwrap_or_else(|e| panic!("packaging relu: {e}"));
     let x = Array::from_vec(vec![16], (0..16).map(|i| i as f32).collect()).unwrap();
-    let call = relu.call("relu_multicore", &[Arg::Tensor(x.clone())], Output::Like(0)).unwrap().check().unwrap();
+    let call = relu.call("relu_multicore", &[Arg::Tensor(x.clone())], Output::Like(0)).unwrap();
+    let failed = call.check().unwrap_err();
+    assert_eq!(
+        failed.to_string(),
+        "kernel relu_multicore failed on core 0: 14 of 16 output elements were never written; cores 1-7 wrote \
+         nothing: was this kernel written for 8 cores? (`--cores 8`, or `\"multicore\": true`)"
+    );
+    // Declared partial, the same output passes the check and the comparison names the elements.
+    let partial = Options { partial_output: true, ..Options::default() };
+    let call = relu.call_with("relu_multicore", &[Arg::Tensor(x.clone())], Output::Like(0), &partial).unwrap();
+    let call = call.check().unwrap();
     let Err(Mismatch::Values(report)) = compare(&call.output, &x, Tolerance::NUMPY) else { panic!("no mismatch") };
     assert_eq!((report.bad, report.unwritten), (14, 14), "{report}");
     assert_eq!(report.first[0].position, [2]);

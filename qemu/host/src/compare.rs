@@ -78,6 +78,22 @@ pub fn canary(dtype: Dtype) -> Vec<u8> {
     }
 }
 
+/// A second canary, for the dtypes whose [`canary`] a kernel can write as a real
+/// value (the integers: `0xA5` bytes are -91 as `int8`, 165 as `uint8`): an element
+/// that holds the first canary after one run and this one after a second run with it
+/// was never written. `None` for the floats, whose canary NaN no arithmetic makes.
+pub fn second_canary(dtype: Dtype) -> Option<Vec<u8>> {
+    match dtype {
+        Dtype::Float32 | Dtype::Float16 | Dtype::Bfloat16 => None,
+        other => Some(vec![0x5A; other.size()]),
+    }
+}
+
+/// Which elements of `bytes` (elements of `pattern.len()` bytes) hold `pattern`.
+pub fn holding(bytes: &[u8], pattern: &[u8]) -> Vec<bool> {
+    bytes.chunks_exact(pattern.len()).map(|element| element == pattern).collect()
+}
+
 /// One bad element.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BadElement {

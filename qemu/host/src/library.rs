@@ -23,7 +23,7 @@
 //! `ucode_lib.json` binds to the kernel's name.
 
 use crate::array::{Array, dtype_name};
-use crate::compare::canary;
+use crate::compare::{canary, holding, second_canary};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
 use neuroncustomop_machine::device::{RunError, Session, SessionOptions};
@@ -103,6 +103,10 @@ pub struct Options {
     /// Stop the kernel after this many instructions on a core ([`CallError::Stopped`],
     /// naming where it was): an infinite loop ends instead of hanging the call.
     pub max_instructions: u64,
+    /// The kernel writes only part of its output on purpose: elements it never wrote
+    /// do not make [`Call::check`] fail. Off by default: an output element no core
+    /// wrote is a failure ([`Unwritten`]).
+    pub partial_output: bool,
 }
 
 impl Default for Options {
@@ -112,6 +116,7 @@ impl Default for Options {
             memcpy: NeuronMemcpyMethod::Dma,
             count_instructions: true,
             max_instructions: neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS,
+            partial_output: false,
         }
     }
 }
@@ -168,18 +173,58 @@ pub struct Call {
     pub instructions: Vec<u64>,
     /// Wall time of the device run.
     pub wall: Duration,
+    /// Output elements no core wrote, unless the call declared a partial output
+    /// ([`Options::partial_output`]): [`Call::check`] fails on them.
+    pub unwritten: Option<Unwritten>,
 }
 
-/// A kernel that returned a failing status.
+/// Output elements no core wrote: they still hold the canary the output was filled
+/// with (for the integer dtypes, both canaries of two runs: [`crate::compare::second_canary`]).
+/// A kernel that writes an element with exactly the canary's bits (a float NaN of
+/// that payload) is not told apart from one that never wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unwritten {
+    /// How many elements no core wrote.
+    pub elements: usize,
+    /// Of all the output's elements.
+    pub total: usize,
+    /// The cores the call ran on.
+    pub cores: usize,
+}
+
+impl fmt::Display for Unwritten {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} of {} output elements were never written", self.elements, self.total)?;
+        match self.cores {
+            // The kernel sees get_cpu_count() = 8 cores, and the cores past those it
+            // ran on never ran: a kernel that splits its work by core left theirs.
+            cores if cores < CORES => write!(
+                f,
+                "; cores {}-{} wrote nothing: was this kernel written for {CORES} cores? (`--cores {CORES}`, \
+                 or `\"multicore\": true`)",
+                cores,
+                CORES - 1
+            ),
+            _ => f.write_str(
+                "; if the kernel writes part of its output on purpose, declare it (`--partial-output`, \
+                 `Options::partial_output`)",
+            ),
+        }
+    }
+}
+
+/// A kernel that returned a failing status, or left output elements unwritten.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("kernel {kernel} failed on core {core}: {status}{}", printed(stdout))]
+#[error("kernel {kernel} failed on core {core}: {}{}", match unwritten { Some(unwritten) => unwritten.to_string(), None => status.to_string() }, printed(stdout))]
 pub struct KernelFailed {
     /// The kernel.
     pub kernel: String,
-    /// The first failing core.
+    /// The first failing core (0 for unwritten output).
     pub core: usize,
-    /// Its status.
+    /// Its status (`OK` when only the output is at fault).
     pub status: KernelStatus,
+    /// Output elements no core wrote, when every status was OK.
+    pub unwritten: Option<Unwritten>,
     /// What every core printed.
     pub stdout: Vec<CoreStdout>,
 }
@@ -194,16 +239,24 @@ fn printed(stdout: &[CoreStdout]) -> String {
 }
 
 impl Call {
-    /// The call itself if every core succeeded.
+    /// The call itself if every core succeeded and wrote the whole output (or the
+    /// call declared a partial one).
     ///
     /// # Errors
-    /// [`KernelFailed`], naming the kernel, the core and the status.
+    /// [`KernelFailed`], naming the kernel, the core and the status, or how many
+    /// output elements no core wrote.
     pub fn check(self) -> Result<Self, KernelFailed> {
-        match self.statuses.iter().position(|status| !status.is_ok()) {
-            None => Ok(self),
-            Some(core) => {
-                Err(KernelFailed { kernel: self.kernel, core, status: self.statuses[core], stdout: self.stdout })
-            }
+        let failed = |core: usize, unwritten: Option<Unwritten>| KernelFailed {
+            kernel: self.kernel.clone(),
+            core,
+            status: self.statuses[core],
+            unwritten,
+            stdout: self.stdout.clone(),
+        };
+        match (self.statuses.iter().position(|status| !status.is_ok()), self.unwritten) {
+            (Some(core), _) => Err(failed(core, None)),
+            (None, Some(unwritten)) if unwritten.elements > 0 => Err(failed(0, Some(unwritten))),
+            (None, _) => Ok(self),
         }
     }
 }
@@ -233,7 +286,11 @@ pub enum CallError {
     },
     /// A tensor the descriptor cannot describe (rank 0 or above 8, a dimension above
     /// 65535, too many elements).
-    #[error("{what} cannot be passed to the device: {reason:?}")]
+    #[error(
+        "{what} cannot be passed to the device: {reason} (a tensor has 1 to {} dimensions of at most {} each)",
+        neuroncustomop::wrapper_api::MAX_RANK,
+        neuroncustomop::wrapper_api::MAX_DIM
+    )]
     Descriptor {
         /// Which tensor.
         what: String,
@@ -342,6 +399,9 @@ pub struct Library {
     shape_driver: Option<PathBuf>,
     /// What the shape driver's `list` said, read once ([`Library::registration`]).
     registration: OnceLock<Result<Registration, String>>,
+    /// A C++ library's `"multicore": true` (its `customop.json`): every op runs on all
+    /// 8 cores.
+    multicore: bool,
 }
 
 /// The most arguments a kernel takes (the runtime's pull stream).
@@ -359,7 +419,17 @@ impl Library {
             return Ok(Self::from_package(Package::open(path)?));
         }
         let project = Project::open(path)?.ok_or_else(|| LoadError::NotALibrary(path.into()))?;
-        Ok(Self::from_package(project.package()?))
+        Self::from_project(&project)
+    }
+
+    /// Packages `project`; a C++ project's `"multicore": true` makes 8 cores its default.
+    fn from_project(project: &Project) -> Result<Self, LoadError> {
+        let mut library = Self::from_package(project.package()?);
+        if project.language == neuroncustomop_package::project::Language::Cxx {
+            let cxx = neuroncustomop_package::cxx::Library::open(&project.dir).ok();
+            library.multicore = cxx.is_some_and(|cxx| cxx.manifest.multicore);
+        }
+        Ok(library)
     }
 
     /// The built-in example `name` of this repository (`examples/`), packaged.
@@ -370,7 +440,7 @@ impl Library {
     pub fn example(name: &str) -> Result<Self, LoadError> {
         let project =
             Project::example(name)?.ok_or_else(|| ProjectError::UnknownExample(name.into(), Project::examples()))?;
-        Ok(Self::from_package(project.package()?))
+        Self::from_project(&project)
     }
 
     /// A library from a package already made; a C++ library's package has its shape
@@ -378,7 +448,19 @@ impl Library {
     pub fn from_package(package: Package) -> Self {
         let shape_driver =
             Some(package.dir.join(neuroncustomop_package::package::SHAPE_DRIVER)).filter(|driver| driver.is_file());
-        Self { package, sessions: Mutex::new(BTreeMap::new()), shape_driver, registration: OnceLock::new() }
+        Self {
+            package,
+            sessions: Mutex::new(BTreeMap::new()),
+            shape_driver,
+            registration: OnceLock::new(),
+            multicore: false,
+        }
+    }
+
+    /// The cores its ops run on unless a call says otherwise: 8 for a C++ library whose
+    /// `customop.json` says `"multicore": true`, else 1.
+    pub fn default_cores(&self) -> usize {
+        if self.multicore { CORES } else { 1 }
     }
 
     /// The library's name.
@@ -463,10 +545,40 @@ impl Library {
         if !(1..=CORES).contains(&options.cores) {
             return Err(CallError::Cores(options.cores));
         }
+        let mut call = self.run(kernel, function, args, output.clone(), options, None)?;
+        let elements = call.output.numel();
+        let first = holding(call.output.bytes(), &canary(call.output.dtype()));
+        let mut never = first.iter().filter(|&&held| held).count();
+        if never > 0 && !options.partial_output && call.status.is_ok() {
+            // An integer kernel can write the canary as a real value: an element
+            // holding it is unwritten only if it also holds another canary in a second run.
+            if let Some(second) = second_canary(call.output.dtype()) {
+                let again = self.run(kernel, function, args, output, options, Some(&second))?;
+                let held = holding(again.output.bytes(), &second);
+                never = first.iter().zip(&held).filter(|(a, b)| **a && **b).count();
+            }
+        }
+        if !options.partial_output {
+            call.unwritten = Some(Unwritten { elements: never, total: elements, cores: options.cores });
+        }
+        Ok(call)
+    }
+
+    /// One run of `kernel` on the device, its output filled with `fill` (else the
+    /// dtype's [`canary`]) first.
+    fn run(
+        &self,
+        kernel: &str,
+        function: neuroncustomop_wire::FunctionId,
+        args: &[Arg],
+        output: Output,
+        options: &Options,
+        fill: Option<&[u8]>,
+    ) -> Result<Call, CallError> {
         let mut job = self.package.job(options.cores).map_err(CallError::Job)?;
         job.header.memcpy_method = options.memcpy as u32;
         job.header.set_max_instructions(options.max_instructions);
-        let staged = stage(&mut job, args, output)?;
+        let staged = stage_filled(&mut job, args, output, fill)?;
         let (out_dtype, out_shape) = (staged.dtype, staged.shape);
         let op = Op { function, output: Some(staged.output), inputs: staged.inputs, dump: staged.dump };
         job.push(&op).map_err(CallError::Job)?;
@@ -515,7 +627,7 @@ impl Library {
             output: format!("the output dump is incomplete: {e}"),
         })?;
         let status = statuses.iter().copied().find(|s| !s.is_ok()).unwrap_or(KernelStatus(0));
-        Ok(Call { kernel: kernel.into(), output, status, statuses, stdout, instructions, wall })
+        Ok(Call { kernel: kernel.into(), output, status, statuses, stdout, instructions, wall, unwritten: None })
     }
 }
 
@@ -571,6 +683,11 @@ pub struct Staged {
 /// [`CallError::TooManyArgs`], [`CallError::OutputLike`], [`CallError::DoesNotFit`],
 /// [`CallError::Descriptor`].
 pub fn stage(job: &mut Job, args: &[Arg], output: Output) -> Result<Staged, CallError> {
+    stage_filled(job, args, output, None)
+}
+
+/// [`stage`], the output filled with `fill` (one element's bytes) rather than the canary.
+fn stage_filled(job: &mut Job, args: &[Arg], output: Output, fill: Option<&[u8]>) -> Result<Staged, CallError> {
     if args.len() > MAX_ARGS {
         return Err(CallError::TooManyArgs(args.len()));
     }
@@ -623,7 +740,8 @@ pub fn stage(job: &mut Job, args: &[Arg], output: Output) -> Result<Staged, Call
             Arg::Float(_) => ArgTensor::hbm_scalar(ScalarKind::Float, framework).to_bytes(),
         });
     }
-    let (framework, device) = place(canary(dtype).repeat(out_len as usize / dtype.size()));
+    let element = fill.map_or_else(|| canary(dtype), <[u8]>::to_vec);
+    let (framework, device) = place(element.repeat(out_len as usize / dtype.size()));
     let output = describe("the output".into(), dtype, &shape, framework)?;
     Ok(Staged { output, inputs, dump: OutputDump { address: device, len: out_len as u32 }, dtype, shape })
 }
@@ -667,8 +785,31 @@ mod tests {
             stdout: vec![CoreStdout::default(), CoreStdout { text: "bad shape\n".into(), lost: 0 }],
             instructions: vec![],
             wall: Duration::ZERO,
+            unwritten: None,
         };
         let failed = call.check().unwrap_err();
         assert_eq!(failed.to_string(), "kernel k failed on core 1: 0x10002 Op(2)\ncore 1 printed:\nbad shape");
+    }
+
+    #[test]
+    fn unwritten_output_fails_check_and_names_the_idle_cores() {
+        let call = |cores: usize, elements: usize| Call {
+            kernel: "relu_multicore".into(),
+            output: Array::from_vec(vec![1], vec![0u8]).unwrap(),
+            status: KernelStatus(0),
+            statuses: vec![KernelStatus(0); cores],
+            stdout: vec![CoreStdout::default(); cores],
+            instructions: vec![],
+            wall: Duration::ZERO,
+            unwritten: Some(Unwritten { elements, total: 1000, cores }),
+        };
+        assert_eq!(
+            call(1, 875).check().unwrap_err().to_string(),
+            "kernel relu_multicore failed on core 0: 875 of 1000 output elements were never written; cores 1-7 \
+             wrote nothing: was this kernel written for 8 cores? (`--cores 8`, or `\"multicore\": true`)"
+        );
+        let on_eight = call(8, 3).check().unwrap_err().to_string();
+        assert!(on_eight.contains("3 of 1000 output elements were never written; if the kernel"), "{on_eight}");
+        assert!(call(8, 0).check().is_ok(), "every element written");
     }
 }

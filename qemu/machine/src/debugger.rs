@@ -1,7 +1,7 @@
 //! Debugging a kernel under QEMU's gdbstub (`run … --gdb`).
 //!
 //! [`GdbOptions`] on a [`Boot`](crate::machine::Boot) starts QEMU with `-gdb
-//! tcp::<port> -S`: every core halts before its first instruction and waits for a
+//! tcp:127.0.0.1:<port> -S`: every core halts before its first instruction and waits for a
 //! debugger, with no wall limit. A breakpoint at the kernel's entry then stops the
 //! core there. What works with which debugger is in docs/simulation.md ("Debugger"):
 //! QEMU's stub answers the GDB remote protocol (registers, memory, breakpoints,
@@ -12,32 +12,38 @@
 //! use neuroncustomop_machine::debugger::GdbOptions;
 //!
 //! let gdb = GdbOptions { port: 1234 };
-//! assert_eq!(gdb.qemu_args(), ["-gdb", "tcp::1234", "-S"]);
+//! assert_eq!(gdb.qemu_args(), ["-gdb", "tcp:127.0.0.1:1234", "-S"]);
+//! assert_ne!(GdbOptions::free_port()?.port, 0);
+//! # Ok::<(), std::io::Error>(())
 //! ```
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The port QEMU's gdbstub listens on when none is given.
-pub const DEFAULT_PORT: u16 = 1234;
-
-/// Start QEMU halted, with its gdbstub on a TCP port of this machine.
+/// Start QEMU halted, with its gdbstub on a TCP port of this machine's loopback
+/// interface only: the stub hands the whole emulator (memory, registers) to whoever
+/// connects, so nothing off this machine may reach it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GdbOptions {
     /// The TCP port (`localhost:<port>`).
     pub port: u16,
 }
 
-impl Default for GdbOptions {
-    fn default() -> Self {
-        GdbOptions { port: DEFAULT_PORT }
-    }
-}
-
 impl GdbOptions {
-    /// QEMU's arguments: the stub on the port, every core halted until told to go.
+    /// A port of the loopback interface that is free now, as the system hands one out
+    /// (bound and released: another program may still take it before QEMU does, and
+    /// QEMU then fails to start, saying the address is in use).
+    ///
+    /// # Errors
+    /// The system gave no port.
+    pub fn free_port() -> std::io::Result<Self> {
+        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+        Ok(GdbOptions { port: listener.local_addr()?.port() })
+    }
+
+    /// QEMU's arguments: the stub on the loopback port, every core halted until told to go.
     pub fn qemu_args(&self) -> [String; 3] {
-        ["-gdb".into(), format!("tcp::{}", self.port), "-S".into()]
+        ["-gdb".into(), format!("tcp:127.0.0.1:{}", self.port), "-S".into()]
     }
 
     /// How to attach and stop at `kernel`'s entry (a function of `image`; `others`

@@ -2,11 +2,13 @@
 
 use clap::{Args, ValueEnum};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
+use neuroncustomop::wrapper_api::{MAX_DIM, MAX_RANK};
 use neuroncustomop_host::array::{Dtype, dtype_name, parse_dtype};
 use neuroncustomop_host::compare::{Mismatch, Tolerance, compare};
 use neuroncustomop_host::generate::{Distribution, generate};
-use neuroncustomop_host::library::{Arg, Options, Output};
+use neuroncustomop_host::library::{Arg, CallError, Options, Output};
 use neuroncustomop_host::npy::{self, NpyError};
+use neuroncustomop_machine::job::TENSOR_AREA_SIZE;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -55,9 +57,15 @@ pub struct CallArgs {
     /// The seed of generated arguments (argument k uses SEED + k).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Cores that run the kernel (8 for a kernel that splits its work by get_cpu_count()).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=8))]
-    pub cores: u8,
+    /// Cores that run the kernel (8 for a kernel that splits its work by
+    /// get_cpu_count()). Default: 8 for a C++ library whose customop.json says
+    /// "multicore": true, else 1.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub cores: Option<u8>,
+    /// The kernel writes only part of its output on purpose: elements no core wrote
+    /// are not a failure.
+    #[arg(long)]
+    pub partial_output: bool,
     /// Call the kernel R times (the device stays booted); each core's count is its
     /// fewest (a count also holds what QEMU ran on other cores meanwhile: the fewest
     /// has the least of that). Every output is checked.
@@ -119,10 +127,35 @@ pub enum ArgSpec {
     Scalar(Arg),
 }
 
+/// A shape the device can hold: 1 to [`MAX_RANK`] dimensions of at most [`MAX_DIM`]
+/// each, refused in words here, before anything is allocated for it.
 fn parse_shape(text: &str) -> Result<Vec<usize>, String> {
-    text.split('x')
+    let shape = text
+        .split('x')
         .map(|d| d.parse::<usize>().map_err(|_| format!("{d:?} is not a dimension in shape {text} (write 4x128)")))
-        .collect()
+        .collect::<Result<Vec<usize>, String>>()?;
+    if shape.len() > MAX_RANK {
+        return Err(format!("shape {text} has {} dimensions: the device takes at most {MAX_RANK}", shape.len()));
+    }
+    if let Some(&wide) = shape.iter().find(|&&d| d > MAX_DIM as usize) {
+        return Err(format!(
+            "shape {text} has a dimension of {wide}: the device takes at most {MAX_DIM} per dimension"
+        ));
+    }
+    Ok(shape)
+}
+
+/// `shape` of `dtype` fits the device memory a call lends its tensors, else why not.
+fn fits(dtype: Dtype, shape: &[usize], text: &str) -> Result<(), String> {
+    // At most 8 dimensions of at most 65535 each: the product fits u128.
+    let bytes = shape.iter().map(|&d| d as u128).product::<u128>() * dtype.size() as u128;
+    if bytes > u128::from(TENSOR_AREA_SIZE) {
+        return Err(format!(
+            "{text} takes {bytes} bytes: the device lends a call's tensors {} MiB in all",
+            TENSOR_AREA_SIZE >> 20
+        ));
+    }
+    Ok(())
 }
 
 fn parse_dtype_arg(text: &str) -> Result<Dtype, String> {
@@ -146,7 +179,9 @@ impl FromStr for ArgSpec {
                 let mut parts = rest.splitn(3, ':');
                 let (dtype, shape) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
                 let distribution = parts.next().unwrap_or("uniform").parse()?;
-                ArgSpec::Generated { dtype: parse_dtype_arg(dtype)?, shape: parse_shape(shape)?, distribution }
+                let (dtype, shape) = (parse_dtype_arg(dtype)?, parse_shape(shape)?);
+                fits(dtype, &shape, text)?;
+                ArgSpec::Generated { dtype, shape, distribution }
             }
             _ if text.ends_with(".npy") => ArgSpec::File(text.into()),
             _ => {
@@ -171,7 +206,9 @@ impl FromStr for OutputSpec {
     fn from_str(text: &str) -> Result<Self, String> {
         let (dtype, shape) =
             text.split_once(':').ok_or_else(|| format!("{text} is not DTYPE:SHAPE (e.g. float32:4x128)"))?;
-        Ok(Self { dtype: parse_dtype_arg(dtype)?, shape: parse_shape(shape)? })
+        let (dtype, shape) = (parse_dtype_arg(dtype)?, parse_shape(shape)?);
+        fits(dtype, &shape, text)?;
+        Ok(Self { dtype, shape })
     }
 }
 
@@ -247,15 +284,35 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         Memcpy::Dma => NeuronMemcpyMethod::Dma,
     };
     let options = Options {
-        cores: usize::from(args.cores),
+        cores: args.cores.map_or_else(|| library.default_cores(), usize::from),
         memcpy,
         count_instructions: true,
         max_instructions: args.max_instructions,
+        partial_output: args.partial_output,
     };
     let described: Vec<String> = call_args.iter().map(Arg::describe).collect();
-    let mut call = library.call_with(kernel, &call_args, output.clone(), &options)?;
+    // A kernel that stopped (an exception, a panic, its instruction budget) or a device
+    // that did not finish it is the kernel failing (exit 1), not bad input (exit 2).
+    let heading = || println!("{} / {}({}) on {} core(s)", library.name(), kernel, described.join(", "), options.cores);
+    let stopped = |error: CallError| -> super::Outcome {
+        match error {
+            error @ (CallError::Stopped { .. } | CallError::Unfinished { .. }) => {
+                heading();
+                println!("  result      FAILED: {error}");
+                Ok(ExitCode::FAILURE)
+            }
+            other => Err(other.into()),
+        }
+    };
+    let mut call = match library.call_with(kernel, &call_args, output.clone(), &options) {
+        Ok(call) => call,
+        Err(error) => return stopped(error),
+    };
     for _ in 1..args.repeat {
-        let again = library.call_with(kernel, &call_args, output.clone(), &options)?;
+        let again = match library.call_with(kernel, &call_args, output.clone(), &options) {
+            Ok(again) => again,
+            Err(error) => return stopped(error),
+        };
         if again.output != call.output || again.statuses != call.statuses {
             return Err(RunError::Unrepeatable.into());
         }
@@ -263,21 +320,21 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         call.wall = call.wall.min(again.wall);
     }
 
-    println!("{} / {}({}) on {} core(s)", library.name(), kernel, described.join(", "), options.cores);
+    heading();
     println!("  output      {} {:?}", dtype_name(call.output.dtype()), call.output.shape());
     println!("  status      {}", call.status);
-    let elements = call.output.numel().max(1) as f64;
     let timing = match args.repeat {
         1 => "booting the device included".to_string(),
         calls => format!("the fastest of {calls} calls on one booted device"),
     };
     println!("  wall time   {:.3} s under QEMU ({timing})", call.wall.as_secs_f64());
     if let Some(&slowest) = call.instructions.iter().max() {
-        println!(
-            "  instructions {slowest} on the slowest core, {:.2} per output element; per core {:?}",
-            slowest as f64 / elements,
-            call.instructions
-        );
+        // Per element only when there are elements: an empty output has no such cost.
+        let per_element = match call.output.numel() {
+            0 => String::new(),
+            elements => format!(", {:.2} per output element", slowest as f64 / elements as f64),
+        };
+        println!("  instructions {slowest} on the slowest core{per_element}; per core {:?}", call.instructions);
     }
     for (core, printed) in call.stdout.iter().enumerate().filter(|(_, p)| !p.text.is_empty() || p.lost > 0) {
         let lost = if printed.lost > 0 { format!(" ({} bytes lost first)", printed.lost) } else { String::new() };
@@ -330,7 +387,7 @@ pub struct SimRunArgs {
     /// A firmware program: count instructions (-icount shift=0,sleep=off).
     #[arg(long)]
     pub count_instructions: bool,
-    /// A firmware program: start QEMU halted with its gdbstub on localhost:1234 and say
+    /// A firmware program: start QEMU halted with its gdbstub on a free port of localhost and say
     /// how to attach (docs/simulation.md, "Debugger", says what works).
     #[arg(long)]
     pub gdb: bool,
@@ -363,11 +420,11 @@ pub fn exec_sim(args: SimRunArgs) -> super::Outcome {
 /// Builds a firmware program and boots it on `--cores` cores.
 fn boot_program(args: &SimRunArgs) -> super::Outcome {
     let built = neuroncustomop_package::program::build(&args.name)?;
-    let cores = usize::from(args.call.cores).min(built.cores.len());
+    let cores = args.call.cores.map_or(1, usize::from).min(built.cores.len());
     let mut boot = neuroncustomop_machine::machine::Boot::new(built.cores[..cores].to_vec());
     boot.count_instructions = args.count_instructions;
     if args.gdb {
-        let gdb = neuroncustomop_machine::debugger::GdbOptions::default();
+        let gdb = neuroncustomop_machine::debugger::GdbOptions::free_port()?;
         eprint!("{}", gdb.attach_instructions("main", &built.cores[0], &[]));
         boot.gdb = Some(gdb);
     }
@@ -410,5 +467,22 @@ mod tests {
         assert!("gen:float32:2xa".parse::<ArgSpec>().unwrap_err().contains("not a dimension"));
         assert!("x.txt".parse::<ArgSpec>().is_err());
         assert_eq!("int8:3x4".parse(), Ok(OutputSpec { dtype: Dtype::Int8, shape: vec![3, 4] }));
+    }
+
+    #[test]
+    fn shapes_the_device_cannot_hold_are_refused_in_words_before_allocating() {
+        assert_eq!(
+            "gen:float32:100000x100000".parse::<ArgSpec>(),
+            Err("shape 100000x100000 has a dimension of 100000: the device takes at most 65535 per dimension".into())
+        );
+        assert_eq!(
+            "gen:float32:1x1x1x1x1x1x1x1x1".parse::<ArgSpec>(),
+            Err("shape 1x1x1x1x1x1x1x1x1 has 9 dimensions: the device takes at most 8".into())
+        );
+        assert_eq!(
+            "float32:65535x65535".parse::<OutputSpec>(),
+            Err("float32:65535x65535 takes 17179344900 bytes: the device lends a call's tensors 128 MiB in all".into())
+        );
+        assert!("gen:uint8:65535x2048".parse::<ArgSpec>().is_ok(), "128 MiB fits");
     }
 }
