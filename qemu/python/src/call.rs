@@ -75,7 +75,7 @@ pub struct RawCall {
     pub output: Py<PyArray1<u8>>,
     /// Per core: the invocation status.
     pub statuses: Vec<u32>,
-    /// Per core: guest instructions the kernel took (to within 25).
+    /// Per core: guest instructions the kernel took (exact: the core's own ICOUNT).
     pub instructions: Vec<u64>,
     /// Per core: what the kernel printed (invalid UTF-8 replaced).
     pub stdout: Vec<String>,

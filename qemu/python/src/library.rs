@@ -112,8 +112,10 @@ impl Library {
 
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
     /// `output_dtype` and `output_shape`, stopping a core past `max_instructions`
-    /// (default: the host API's). The library's device for that core count and
-    /// counting mode stays booted between calls.
+    /// (default: the host API's); `count_instructions` runs QEMU under `-icount` (a
+    /// deterministic clock). Each core's instruction count is exact either way (its own
+    /// ICOUNT register). The library's device for that core count and counting mode
+    /// stays booted between calls.
     #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
     fn call(
         &self,
@@ -137,12 +139,7 @@ impl Library {
         let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
         let options = Options { cores, count_instructions, max_instructions, ..defaults };
         let library = &self.library;
-        let mut done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
-        if !count_instructions {
-            // Without -icount the loader still reports CCOUNT ticks, which then follow
-            // the host's clock and count nothing; the host API passes them on.
-            done.instructions.clear();
-        }
+        let done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
         Ok(RawCall::new(py, done))
     }
 }

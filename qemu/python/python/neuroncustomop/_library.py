@@ -37,9 +37,8 @@ class CallResult:
         Per core, the bytes of output the device's print queue dropped before those
         (it keeps the newest).
     instructions : list of int
-        Per core, the guest instructions the kernel took (to within 25 when QEMU did
-        not switch cores in the middle; an upper bound otherwise); empty when the call
-        did not count them.
+        Per core, the guest instructions the kernel took: exact (the core's own
+        ICOUNT register), with or without ``count_instructions``.
     wall : float
         Seconds the simulated device took for the call.
     """
@@ -108,9 +107,10 @@ class Kernel:
             Cores to run on, 1 to 8. Default: 8 for a library loaded with
             ``multicore=True``, else 1.
         count_instructions : bool, default True
-            Count each core's guest instructions (QEMU's ``-icount``). Without, calls
-            are faster and ``instructions`` is empty. The library keeps one booted
-            device per core count and counting mode.
+            Run QEMU under ``-icount``: a deterministic clock, every core on one host
+            thread. Without, each core runs on a host thread of its own; ``instructions``
+            is exact either way. The library keeps one booted device per core count and
+            counting mode.
         max_instructions : int, optional
             Stop the kernel after this many guest instructions on a core (a
             ``DeviceError`` naming where it was); the next call works. Default: the host
