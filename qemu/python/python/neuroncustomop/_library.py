@@ -157,13 +157,11 @@ class Kernel:
 
 def _result(raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
     """The :class:`CallResult` of a native call."""
-    statuses = list(raw.statuses)
-    failing = next((status for status in statuses if status != 0), 0)
     return CallResult(
         output=raw.output.view(np.dtype(dtype)).reshape(shape),
-        status=failing,
-        status_name=_native.status_name(failing),
-        statuses=statuses,
+        status=raw.status,
+        status_name=raw.status_name,
+        statuses=list(raw.statuses),
         stdout=list(raw.stdout),
         stdout_lost=list(raw.stdout_lost),
         instructions=list(raw.instructions),
