@@ -30,7 +30,7 @@
 use crate::package::{self, PackageError};
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_machine::images::Images;
-use neuroncustomop_machine::toolchain::Toolchain;
+use neuroncustomop_machine::toolchain::{Llvm, Toolchain};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::fs;
@@ -39,9 +39,6 @@ use std::process::Command;
 
 /// The file that makes a folder a C++ library.
 pub const MANIFEST: &str = "customop.json";
-
-/// Debian's clang++ 22 (package `clang-22`).
-pub const CLANGXX: &str = "/usr/lib/llvm-22/bin/clang++";
 
 /// The host C++ compiler the shape sources are built with.
 pub const HOST_CXX: &str = "g++";
@@ -505,8 +502,8 @@ pub fn generated_unit(library: &Library, registration: &Registration) -> String 
 /// [`PackageError::CBuild`] naming the step that failed (compiler diagnostics go to
 /// stderr), [`PackageError::Build`] when the runtime does not build.
 pub fn build_images(tools: &Toolchain, library: &Library, out: &Path) -> Result<Images, PackageError> {
-    if !Path::new(CLANGXX).is_file() {
-        return Err(build_error(format!("{CLANGXX} is missing: install Debian's clang-22 (qemu/setup.sh)")));
+    if !Path::new(Llvm::CLANGXX).is_file() {
+        return Err(build_error(format!("{} is missing: install Debian's clang-22 (qemu/setup.sh)", Llvm::CLANGXX)));
     }
     let driver = library.shape_driver(tools)?;
     let registration = registration(&driver)?;
@@ -516,24 +513,19 @@ pub fn build_images(tools: &Toolchain, library: &Library, out: &Path) -> Result<
     let features = package::target_features(tools)?;
     let (assembly, object) = (work.join("entries.s"), work.join("entries.o"));
     let clang = |features: &[String]| {
-        let mut clang = Command::new(CLANGXX);
+        let mut clang = package::xtensa_clang(Llvm::CLANGXX, tools, features);
         clang
             // DWARF 4: clang 22's DWARF 5 line table for C++ names an artificial "<stdin>"
             // file without the MD5 the others have, and llvm-mc warns about it.
-            .args(["--target=xtensa-none-elf", "-std=c++17", "-Os", "-gdwarf-4", "-Wall", "-Wno-unused-parameter"])
-            .args(["-ffreestanding", "-nostdlibinc", "-fno-exceptions", "-fno-rtti"])
-            // -fomit-frame-pointer: as for C (llvm-mc 22 cannot parse `.cfi_def_cfa a7`).
-            .args(["-ffunction-sections", "-fdata-sections", "-fomit-frame-pointer", "-S", "-I"])
+            .args(["-std=c++17", "-gdwarf-4", "-Wall", "-Wno-unused-parameter", "-fno-exceptions", "-fno-rtti"])
+            .arg("-I")
             .arg(tools.repo.join("runtime/include/libc"))
             .arg("-I")
-            .arg(tools.repo.join("runtime/include"))
-            .arg("-I")
             .arg(&library.dir)
-            .args(&library.manifest.extra_cflags);
-        for feature in features {
-            clang.args(["-Xclang", "-target-feature", "-Xclang", feature]);
-        }
-        clang.arg(&unit).arg("-o").arg(&assembly);
+            .args(&library.manifest.extra_cflags)
+            .arg(&unit)
+            .arg("-o")
+            .arg(&assembly);
         clang
     };
     package::compile_to_object(clang, &unit, &assembly, &object, &features)?;
