@@ -273,15 +273,23 @@ pub enum ArgKind {
 }
 
 impl ArgKind {
+    /// Every kind, in the order of `torchneuron::ArgKind` (`torchneuron/register.h`,
+    /// checked by a unit test).
+    pub const ALL: [Self; 5] = [Self::Tensor, Self::Int, Self::Long, Self::Float, Self::Double];
+
+    /// The shape driver's word for it (`torchneuron::arg_kind_name`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tensor => "tensor",
+            Self::Int => "int",
+            Self::Long => "long",
+            Self::Float => "float",
+            Self::Double => "double",
+        }
+    }
+
     fn parse(word: &str) -> Option<Self> {
-        Some(match word {
-            "tensor" => Self::Tensor,
-            "int" => Self::Int,
-            "long" => Self::Long,
-            "float" => Self::Float,
-            "double" => Self::Double,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|kind| kind.name() == word)
     }
 }
 
@@ -379,17 +387,29 @@ pub fn torch_dtype_name(dtype: Dtype) -> &'static str {
 }
 
 impl ShapeArg {
-    fn to_driver(&self) -> String {
+    /// Its kind.
+    pub fn kind(&self) -> ArgKind {
         match self {
+            Self::Tensor(..) => ArgKind::Tensor,
+            Self::Int(_) => ArgKind::Int,
+            Self::Long(_) => ArgKind::Long,
+            Self::Float(_) => ArgKind::Float,
+            Self::Double(_) => ArgKind::Double,
+        }
+    }
+
+    fn to_driver(&self) -> String {
+        let value = match self {
             Self::Tensor(dtype, shape) => {
                 let dims: Vec<String> = shape.iter().map(u32::to_string).collect();
-                format!("tensor:{}:{}", torch_dtype_name(*dtype), dims.join("x"))
+                format!("{}:{}", torch_dtype_name(*dtype), dims.join("x"))
             }
-            Self::Int(v) => format!("int:{v}"),
-            Self::Long(v) => format!("long:{v}"),
-            Self::Float(v) => format!("float:{v:?}"),
-            Self::Double(v) => format!("double:{v:?}"),
-        }
+            Self::Int(v) => v.to_string(),
+            Self::Long(v) => v.to_string(),
+            Self::Float(v) => format!("{v:?}"),
+            Self::Double(v) => format!("{v:?}"),
+        };
+        format!("{}:{value}", self.kind().name())
     }
 }
 
@@ -550,6 +570,21 @@ fn compile(command: &mut Command, what: &str) -> Result<(), PackageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arg_kinds_are_those_of_register_h() {
+        let header = fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../runtime/include/torchneuron/register.h"),
+        )
+        .unwrap();
+        let (_, rest) = header.split_once("enum class ArgKind {").unwrap();
+        let variants: Vec<&str> = rest.split_once('}').unwrap().0.split(',').map(str::trim).collect();
+        assert_eq!(variants, ArgKind::ALL.map(|kind| format!("{kind:?}")));
+        for kind in ArgKind::ALL {
+            let case = format!("case ArgKind::{kind:?}: return \"{}\";", kind.name());
+            assert!(header.contains(&case), "register.h's arg_kind_name lacks `{case}`");
+        }
+    }
 
     fn manifest_dir(name: &str, manifest: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("cxx-manifest-{}", std::process::id())).join(name);
