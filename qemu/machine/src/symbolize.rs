@@ -84,7 +84,7 @@ impl FaultLine {
             "stack-overflow" => "stack overflow".into(),
             "exception" => format!(
                 "exception {} (EXCCAUSE {}) at address {:#010x}",
-                cause_name(self.cause),
+                neuroncustomop::arch::cause_name(self.cause),
                 self.cause,
                 self.vaddr
             ),
@@ -278,24 +278,6 @@ fn without_hash(name: &str) -> String {
     match name.rsplit_once("::h") {
         Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path.into(),
         _ => name.into(),
-    }
-}
-
-/// The architectural name of an EXCCAUSE value (as the device's report names it).
-fn cause_name(cause: u32) -> &'static str {
-    match cause {
-        0 => "IllegalInstruction",
-        3 => "LoadStoreError",
-        6 => "IntegerDivideByZero",
-        9 => "LoadStoreAlignment",
-        14 => "InstrPIFAddrError",
-        15 => "LoadStorePIFAddrError",
-        20 => "InstFetchProhibited",
-        24 => "LoadStoreTLBMiss",
-        26 => "LoadStorePrivilege",
-        28 => "LoadProhibited",
-        29 => "StoreProhibited",
-        _ => "(see the Xtensa ISA's exception causes)",
     }
 }
 
