@@ -313,7 +313,10 @@ pub fn compile_and_link_c(
     out: &Path,
 ) -> Result<Images, PackageError> {
     if !Path::new(Llvm::CLANG).is_file() {
-        return Err(PackageError::CBuild(format!("{} is missing: install Debian's clang-22 (qemu/setup.sh)", Llvm::CLANG)));
+        return Err(PackageError::CBuild(format!(
+            "{} is missing: install Debian's clang-22 (qemu/setup.sh)",
+            Llvm::CLANG
+        )));
     }
     fs::create_dir_all(work)?;
     let features = target_features(tools)?;
