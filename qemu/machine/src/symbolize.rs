@@ -21,6 +21,7 @@
 
 use crate::device::Report;
 use crate::elf::{self, LoadSegment};
+use neuroncustomop_wire::report::Fields;
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 
@@ -46,14 +47,9 @@ impl FaultLine {
     /// Parses one line; `None` if it is not a well-formed `FAULT` line.
     pub fn parse(line: &str) -> Option<FaultLine> {
         let rest = line.trim().strip_prefix("FAULT ")?;
-        let field = |key: &str| rest.split_whitespace().find_map(|w| w.strip_prefix(key)?.strip_prefix('='));
-        let number = |key: &str| -> Option<u32> {
-            let text = field(key)?;
-            match text.strip_prefix("0x") {
-                Some(hex) => u32::from_str_radix(hex, 16).ok(),
-                None => text.parse().ok(),
-            }
-        };
+        let fields = Fields::new(rest);
+        let field = |key: &str| fields.text(key).ok();
+        let number = |key: &str| fields.number::<u32>(key).ok();
         let frames = field("frames")?
             .split(',')
             .map(|f| u32::from_str_radix(f.strip_prefix("0x")?, 16).ok())
