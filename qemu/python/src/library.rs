@@ -5,7 +5,6 @@ use crate::call::{self, Input, RawCall};
 use crate::{DeviceError, PackageError};
 use neuroncustomop_host::array::dtype_name;
 use neuroncustomop_host::library::{self as host, CallError, Options, Output};
-use neuroncustomop_package::cxx::ArgKind;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
@@ -13,17 +12,6 @@ use std::path::PathBuf;
 /// A `NEURON_LIBRARY` as Python sees it: the namespace, and each op's name and argument
 /// kinds.
 type Registration = (String, Vec<(String, Vec<&'static str>)>);
-
-/// The name of an argument kind, as the shape driver's `list` writes it.
-fn arg_kind_name(kind: ArgKind) -> &'static str {
-    match kind {
-        ArgKind::Tensor => "tensor",
-        ArgKind::Int => "int",
-        ArgKind::Long => "long",
-        ArgKind::Float => "float",
-        ArgKind::Double => "double",
-    }
-}
 
 /// A packaged kernel library, ready to run.
 #[pyclass(module = "neuroncustomop._native", frozen)]
@@ -86,7 +74,7 @@ impl Library {
         let ops = registration
             .ops
             .iter()
-            .map(|op| (op.name.clone(), op.args.iter().copied().map(arg_kind_name).collect()))
+            .map(|op| (op.name.clone(), op.args.iter().map(|kind| kind.name()).collect()))
             .collect();
         Ok(Some((registration.library.clone(), ops)))
     }
