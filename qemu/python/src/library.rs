@@ -101,9 +101,9 @@ impl Library {
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
     /// `output_dtype` and `output_shape`, stopping a core past `max_instructions`
     /// (default: the host API's); `count_instructions` runs QEMU under `-icount` (a
-    /// deterministic clock). Each core's instruction count is exact either way (its own
-    /// ICOUNT register). The library's device for that core count and counting mode
-    /// stays booted between calls.
+    /// deterministic clock). Each core's own ICOUNT register counts its instructions
+    /// either way (without, waits follow the host's timing). The library's device for
+    /// that core count and counting mode stays booted between calls.
     #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
     fn call(
         &self,

@@ -37,8 +37,9 @@ class CallResult:
         Per core, the bytes of output the device's print queue dropped before those
         (it keeps the newest).
     instructions : list of int
-        Per core, the guest instructions the kernel took: exact (the core's own
-        ICOUNT register), with or without ``count_instructions``.
+        Per core, the guest instructions the kernel took, counted exactly by the
+        core's own ICOUNT register with or without ``count_instructions`` (without,
+        waits follow the host's timing, so a count can differ from run to run).
     wall : float
         Seconds the simulated device took for the call.
     """
@@ -109,8 +110,8 @@ class Kernel:
         count_instructions : bool, default True
             Run QEMU under ``-icount``: a deterministic clock, every core on one host
             thread. Without, each core runs on a host thread of its own; ``instructions``
-            is exact either way. The library keeps one booted device per core count and
-            counting mode.
+            are counted either way, reproducibly only with it. The library keeps one
+            booted device per core count and counting mode.
         max_instructions : int, optional
             Stop the kernel after this many guest instructions on a core (a
             ``DeviceError`` naming where it was); the next call works. Default: the host
