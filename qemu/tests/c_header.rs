@@ -11,9 +11,8 @@
 //! defined by the runtime (a table of them all links into a C library's images).
 
 use neuroncustomop::wrapper_api::Dtype;
-use neuroncustomop_machine::toolchain::{Toolchain, repo_root};
-use neuroncustomop_package::cxx::CLANGXX;
-use neuroncustomop_package::package::{self, CLANG};
+use neuroncustomop_machine::toolchain::{Llvm, Toolchain, repo_root};
+use neuroncustomop_package::package;
 use std::collections::BTreeSet;
 use std::fs;
 use std::process::Command;
@@ -93,7 +92,7 @@ fn includes(headers: &[&str]) -> String {
 /// device C library first, then the runtime's headers. Reads the unit from stdin.
 fn device_compiler(language: &str, extra: &[&str]) -> Command {
     let include = repo_root().join("runtime/include");
-    let (compiler, standard) = if language == "c" { (CLANG, "-std=c11") } else { (CLANGXX, "-std=c++17") };
+    let (compiler, standard) = if language == "c" { (Llvm::CLANG, "-std=c11") } else { (Llvm::CLANGXX, "-std=c++17") };
     let mut command = Command::new(compiler);
     command
         .args(["--target=xtensa-none-elf", "-x", language, standard, "-ffreestanding", "-nostdlibinc"])

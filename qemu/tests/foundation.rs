@@ -121,7 +121,7 @@ fn float_arithmetic_runs_on_the_fpu() {
     let per_element = field(line, "instructions").parse::<u64>().unwrap() / len as u64;
     assert!(per_element < 40, "{per_element} instructions per element: software float? {line}");
     let image = &images::build("fpu").expect("build").cores[0];
-    let disassembly = std::process::Command::new(neuroncustomop_machine::toolchain::LLVM_OBJDUMP)
+    let disassembly = std::process::Command::new(neuroncustomop_machine::toolchain::Llvm::OBJDUMP)
         // Without the FPU feature the disassembler prints FPU opcodes as unknown words.
         .args(["-d", "--triple=xtensa", "--mattr=+fp,+bool,+windowed,+density"])
         .arg(image)

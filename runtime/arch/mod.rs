@@ -4,6 +4,9 @@
 //! `arch/xtensa/`; on the host they are stand-ins so the rest of the runtime can be
 //! unit-tested. Names follow the `xtensa-lx` crate where it has one.
 
+mod exit;
+pub use exit::{EXIT_EXCEPTION, EXIT_PANIC, EXIT_STACK_OVERFLOW, cause_name, exit_name};
+
 #[cfg(target_arch = "xtensa")]
 mod xtensa;
 #[cfg(target_arch = "xtensa")]

@@ -178,12 +178,16 @@ pub struct OpReport {
 pub fn describe_status(word: &str) -> String {
     match word.parse::<u32>() {
         Ok(code) => neuroncustomop::wrapper_api::Status(code).to_string(),
-        Err(_) => match word {
-            "exception(3)" => "exception(3) EXIT_EXCEPTION".into(),
-            "exception(4)" => "exception(4) EXIT_STACK_OVERFLOW".into(),
-            "exit(101)" => "exit(101) EXIT_PANIC".into(),
-            other => other.into(),
-        },
+        Err(_) => {
+            let code = word
+                .strip_prefix("exception(")
+                .or_else(|| word.strip_prefix("exit("))
+                .and_then(|rest| rest.strip_suffix(')')?.parse().ok());
+            match code.and_then(neuroncustomop::arch::exit_name) {
+                Some(name) => format!("{word} {name}"),
+                None => word.into(),
+            }
+        }
     }
 }
 

@@ -21,6 +21,7 @@
 
 use crate::device::Report;
 use crate::elf::{self, LoadSegment};
+use neuroncustomop_wire::report::Fields;
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 
@@ -46,14 +47,9 @@ impl FaultLine {
     /// Parses one line; `None` if it is not a well-formed `FAULT` line.
     pub fn parse(line: &str) -> Option<FaultLine> {
         let rest = line.trim().strip_prefix("FAULT ")?;
-        let field = |key: &str| rest.split_whitespace().find_map(|w| w.strip_prefix(key)?.strip_prefix('='));
-        let number = |key: &str| -> Option<u32> {
-            let text = field(key)?;
-            match text.strip_prefix("0x") {
-                Some(hex) => u32::from_str_radix(hex, 16).ok(),
-                None => text.parse().ok(),
-            }
-        };
+        let fields = Fields::new(rest);
+        let field = |key: &str| fields.text(key).ok();
+        let number = |key: &str| fields.number::<u32>(key).ok();
         let frames = field("frames")?
             .split(',')
             .map(|f| u32::from_str_radix(f.strip_prefix("0x")?, 16).ok())
@@ -84,7 +80,7 @@ impl FaultLine {
             "stack-overflow" => "stack overflow".into(),
             "exception" => format!(
                 "exception {} (EXCCAUSE {}) at address {:#010x}",
-                cause_name(self.cause),
+                neuroncustomop::arch::cause_name(self.cause),
                 self.cause,
                 self.vaddr
             ),
@@ -278,24 +274,6 @@ fn without_hash(name: &str) -> String {
     match name.rsplit_once("::h") {
         Some((path, hash)) if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) => path.into(),
         _ => name.into(),
-    }
-}
-
-/// The architectural name of an EXCCAUSE value (as the device's report names it).
-fn cause_name(cause: u32) -> &'static str {
-    match cause {
-        0 => "IllegalInstruction",
-        3 => "LoadStoreError",
-        6 => "IntegerDivideByZero",
-        9 => "LoadStoreAlignment",
-        14 => "InstrPIFAddrError",
-        15 => "LoadStorePIFAddrError",
-        20 => "InstFetchProhibited",
-        24 => "LoadStoreTLBMiss",
-        26 => "LoadStorePrivilege",
-        28 => "LoadProhibited",
-        29 => "StoreProhibited",
-        _ => "(see the Xtensa ISA's exception causes)",
     }
 }
 

@@ -9,10 +9,30 @@ pub const RUSTC: &str = "/usr/bin/rustc";
 pub const CARGO: &str = "/usr/bin/cargo";
 /// The standard library source `-Zbuild-std` compiles.
 pub const RUST_SRC: &str = "/usr/lib/rustlib/src/rust/library/core";
-/// LLVM 22's tools (the Xtensa assembler).
-pub const LLVM_MC: &str = "/usr/lib/llvm-22/bin/llvm-mc";
-/// LLVM 22's disassembler, which knows Xtensa (Debian's `/usr/bin/llvm-objdump` is LLVM 14).
-pub const LLVM_OBJDUMP: &str = "/usr/lib/llvm-22/bin/llvm-objdump";
+/// A program of LLVM 22's `bin` folder, as a `&'static str` (for [`Missing`] and consts).
+macro_rules! llvm_22 {
+    ($tool:literal) => {
+        concat!("/usr/lib/llvm-22/bin/", $tool)
+    };
+}
+
+/// LLVM 22, the one LLVM here with an Xtensa backend (the same as rustc's): Debian's
+/// `llvm-22` and `clang-22`, which install beside each other. Every path into it is
+/// one of these, so a move to another LLVM changes this type only.
+pub struct Llvm;
+
+impl Llvm {
+    /// The folder of its programs.
+    pub const BIN: &'static str = llvm_22!("");
+    /// The Xtensa assembler.
+    pub const MC: &'static str = llvm_22!("llvm-mc");
+    /// The disassembler, which knows Xtensa (Debian's `/usr/bin/llvm-objdump` is LLVM 14).
+    pub const OBJDUMP: &'static str = llvm_22!("llvm-objdump");
+    /// The C compiler (package `clang-22`).
+    pub const CLANG: &'static str = llvm_22!("clang");
+    /// The C++ compiler (package `clang-22`).
+    pub const CLANGXX: &'static str = llvm_22!("clang++");
+}
 /// The linker.
 pub const LD: &str = "xtensa-lx106-elf-ld";
 /// The emulator.
@@ -47,7 +67,7 @@ impl Toolchain {
     /// Checks every tool; lists all that are missing at once.
     pub fn locate() -> Result<Self, Missing> {
         let mut missing = Vec::new();
-        for path in [RUSTC, CARGO, RUST_SRC, LLVM_MC] {
+        for path in [RUSTC, CARGO, RUST_SRC, Llvm::MC] {
             if !Path::new(path).exists() {
                 missing.push(path);
             }

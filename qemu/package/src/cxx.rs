@@ -30,7 +30,7 @@
 use crate::package::{self, PackageError};
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_machine::images::Images;
-use neuroncustomop_machine::toolchain::Toolchain;
+use neuroncustomop_machine::toolchain::{Llvm, Toolchain};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::fs;
@@ -39,9 +39,6 @@ use std::process::Command;
 
 /// The file that makes a folder a C++ library.
 pub const MANIFEST: &str = "customop.json";
-
-/// Debian's clang++ 22 (package `clang-22`).
-pub const CLANGXX: &str = "/usr/lib/llvm-22/bin/clang++";
 
 /// The host C++ compiler the shape sources are built with.
 pub const HOST_CXX: &str = "g++";
@@ -276,15 +273,23 @@ pub enum ArgKind {
 }
 
 impl ArgKind {
+    /// Every kind, in the order of `torchneuron::ArgKind` (`torchneuron/register.h`,
+    /// checked by a unit test).
+    pub const ALL: [Self; 5] = [Self::Tensor, Self::Int, Self::Long, Self::Float, Self::Double];
+
+    /// The shape driver's word for it (`torchneuron::arg_kind_name`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tensor => "tensor",
+            Self::Int => "int",
+            Self::Long => "long",
+            Self::Float => "float",
+            Self::Double => "double",
+        }
+    }
+
     fn parse(word: &str) -> Option<Self> {
-        Some(match word {
-            "tensor" => Self::Tensor,
-            "int" => Self::Int,
-            "long" => Self::Long,
-            "float" => Self::Float,
-            "double" => Self::Double,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|kind| kind.name() == word)
     }
 }
 
@@ -382,17 +387,29 @@ pub fn torch_dtype_name(dtype: Dtype) -> &'static str {
 }
 
 impl ShapeArg {
-    fn to_driver(&self) -> String {
+    /// Its kind.
+    pub fn kind(&self) -> ArgKind {
         match self {
+            Self::Tensor(..) => ArgKind::Tensor,
+            Self::Int(_) => ArgKind::Int,
+            Self::Long(_) => ArgKind::Long,
+            Self::Float(_) => ArgKind::Float,
+            Self::Double(_) => ArgKind::Double,
+        }
+    }
+
+    fn to_driver(&self) -> String {
+        let value = match self {
             Self::Tensor(dtype, shape) => {
                 let dims: Vec<String> = shape.iter().map(u32::to_string).collect();
-                format!("tensor:{}:{}", torch_dtype_name(*dtype), dims.join("x"))
+                format!("{}:{}", torch_dtype_name(*dtype), dims.join("x"))
             }
-            Self::Int(v) => format!("int:{v}"),
-            Self::Long(v) => format!("long:{v}"),
-            Self::Float(v) => format!("float:{v:?}"),
-            Self::Double(v) => format!("double:{v:?}"),
-        }
+            Self::Int(v) => v.to_string(),
+            Self::Long(v) => v.to_string(),
+            Self::Float(v) => format!("{v:?}"),
+            Self::Double(v) => format!("{v:?}"),
+        };
+        format!("{}:{value}", self.kind().name())
     }
 }
 
@@ -505,8 +522,8 @@ pub fn generated_unit(library: &Library, registration: &Registration) -> String 
 /// [`PackageError::CBuild`] naming the step that failed (compiler diagnostics go to
 /// stderr), [`PackageError::Build`] when the runtime does not build.
 pub fn build_images(tools: &Toolchain, library: &Library, out: &Path) -> Result<Images, PackageError> {
-    if !Path::new(CLANGXX).is_file() {
-        return Err(build_error(format!("{CLANGXX} is missing: install Debian's clang-22 (qemu/setup.sh)")));
+    if !Path::new(Llvm::CLANGXX).is_file() {
+        return Err(build_error(format!("{} is missing: install Debian's clang-22 (qemu/setup.sh)", Llvm::CLANGXX)));
     }
     let driver = library.shape_driver(tools)?;
     let registration = registration(&driver)?;
@@ -516,24 +533,17 @@ pub fn build_images(tools: &Toolchain, library: &Library, out: &Path) -> Result<
     let features = package::target_features(tools)?;
     let (assembly, object) = (work.join("entries.s"), work.join("entries.o"));
     let clang = |features: &[String]| {
-        let mut clang = Command::new(CLANGXX);
+        let mut clang = package::xtensa_clang(Llvm::CLANGXX, tools, features);
         clang
             // DWARF 4: clang 22's DWARF 5 line table for C++ names an artificial "<stdin>"
             // file without the MD5 the others have, and llvm-mc warns about it.
-            .args(["--target=xtensa-none-elf", "-std=c++17", "-Os", "-gdwarf-4", "-Wall", "-Wno-unused-parameter"])
-            .args(["-ffreestanding", "-nostdlibinc", "-fno-exceptions", "-fno-rtti"])
-            // -fomit-frame-pointer: as for C (llvm-mc 22 cannot parse `.cfi_def_cfa a7`).
-            .args(["-ffunction-sections", "-fdata-sections", "-fomit-frame-pointer", "-S", "-I"])
-            .arg(tools.repo.join("runtime/include/libc"))
-            .arg("-I")
-            .arg(tools.repo.join("runtime/include"))
+            .args(["-std=c++17", "-gdwarf-4", "-Wall", "-Wno-unused-parameter", "-fno-exceptions", "-fno-rtti"])
             .arg("-I")
             .arg(&library.dir)
-            .args(&library.manifest.extra_cflags);
-        for feature in features {
-            clang.args(["-Xclang", "-target-feature", "-Xclang", feature]);
-        }
-        clang.arg(&unit).arg("-o").arg(&assembly);
+            .args(&library.manifest.extra_cflags)
+            .arg(&unit)
+            .arg("-o")
+            .arg(&assembly);
         clang
     };
     package::compile_to_object(clang, &unit, &assembly, &object, &features)?;
@@ -558,6 +568,21 @@ fn compile(command: &mut Command, what: &str) -> Result<(), PackageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arg_kinds_are_those_of_register_h() {
+        let header = fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../runtime/include/torchneuron/register.h"),
+        )
+        .unwrap();
+        let (_, rest) = header.split_once("enum class ArgKind {").unwrap();
+        let variants: Vec<&str> = rest.split_once('}').unwrap().0.split(',').map(str::trim).collect();
+        assert_eq!(variants, ArgKind::ALL.map(|kind| format!("{kind:?}")));
+        for kind in ArgKind::ALL {
+            let case = format!("case ArgKind::{kind:?}: return \"{}\";", kind.name());
+            assert!(header.contains(&case), "register.h's arg_kind_name lacks `{case}`");
+        }
+    }
 
     fn manifest_dir(name: &str, manifest: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("cxx-manifest-{}", std::process::id())).join(name);

@@ -33,7 +33,7 @@ use neuroncustomop::start_exit::CUSTOMOP_LIB_VERSION;
 use neuroncustomop_machine::device::{self, RunError};
 use neuroncustomop_machine::images::{self, BuildError, CORES, Images};
 use neuroncustomop_machine::job::{Job, JobError};
-use neuroncustomop_machine::toolchain::{self, Toolchain};
+use neuroncustomop_machine::toolchain::{self, Llvm, Toolchain};
 use neuroncustomop_wire::FunctionId;
 use std::fs;
 use std::io;
@@ -43,9 +43,6 @@ use std::process::{Command, Stdio};
 /// `ulib_to_isa_version` of every package: the target (ISA, core options, windowed
 /// ABI) of `.cargo/xtensa-gpsimd-none-elf.json`.
 pub const ISA_VERSION: &str = "xtensa-gpsimd-none-elf";
-
-/// Debian's clang 22 (package `clang-22`): the same LLVM as rustc, with the Xtensa target.
-pub const CLANG: &str = "/usr/lib/llvm-22/bin/clang";
 
 /// The packaged library's file name for core `cpu`.
 pub fn library_file_name(name: &str, cpu: usize) -> String {
@@ -315,8 +312,11 @@ pub fn compile_and_link_c(
     work: &Path,
     out: &Path,
 ) -> Result<Images, PackageError> {
-    if !Path::new(CLANG).is_file() {
-        return Err(PackageError::CBuild(format!("{CLANG} is missing: install Debian's clang-22 (qemu/setup.sh)")));
+    if !Path::new(Llvm::CLANG).is_file() {
+        return Err(PackageError::CBuild(format!(
+            "{} is missing: install Debian's clang-22 (qemu/setup.sh)",
+            Llvm::CLANG
+        )));
     }
     fs::create_dir_all(work)?;
     let features = target_features(tools)?;
@@ -410,26 +410,36 @@ fn compile_c(tools: &Toolchain, source: &Path, work: &Path, features: &[String])
     let stem = source.file_stem().expect("a .c file has a stem").to_string_lossy();
     let (assembly, object) = (work.join(format!("{stem}.s")), work.join(format!("{stem}.o")));
     let clang = |features: &[String]| {
-        let mut clang = Command::new(CLANG);
-        clang
-            .args(["--target=xtensa-none-elf", "-std=c11", "-Os", "-g", "-Wall", "-Wextra", "-Werror"])
-            .args(["-ffreestanding", "-nostdlibinc", "-ffunction-sections", "-fdata-sections", "-S"])
-            // As rustc does: a frame pointer would make clang write `.cfi_def_cfa a7`,
-            // which llvm-mc 22 cannot parse for Xtensa.
-            .arg("-fomit-frame-pointer")
-            // The C library's headers (<stdio.h>, <string.h>, ...), as C++ gets them.
-            .arg("-I")
-            .arg(tools.repo.join("runtime/include/libc"))
-            .arg("-I")
-            .arg(tools.repo.join("runtime/include"));
-        for feature in features {
-            clang.args(["-Xclang", "-target-feature", "-Xclang", feature]);
-        }
-        clang.arg(source).arg("-o").arg(&assembly);
+        let mut clang = xtensa_clang(Llvm::CLANG, tools, features);
+        clang.args(["-std=c11", "-g", "-Wall", "-Wextra", "-Werror"]).arg(source).arg("-o").arg(&assembly);
         clang
     };
     compile_to_object(clang, source, &assembly, &object, features)?;
     Ok(object)
+}
+
+/// The clang command the C and the C++ builds both start from: `compiler` (C or C++)
+/// for Xtensa with `features`, freestanding, to assembly (`-S`, which llvm-mc then
+/// assembles), a section per function and datum for the link's garbage collection,
+/// and the runtime's headers. The caller adds its language's flags, the source and
+/// `-o`.
+pub(crate) fn xtensa_clang(compiler: &str, tools: &Toolchain, features: &[String]) -> Command {
+    let mut clang = Command::new(compiler);
+    clang
+        .args(["--target=xtensa-none-elf", "-Os", "-ffreestanding", "-nostdlibinc", "-S"])
+        .args(["-ffunction-sections", "-fdata-sections"])
+        // As rustc does: a frame pointer would make clang write `.cfi_def_cfa a7`,
+        // which llvm-mc 22 cannot parse for Xtensa.
+        .arg("-fomit-frame-pointer")
+        // The C library's headers (<stdio.h>, <string.h>, ...) first, then the runtime's.
+        .arg("-I")
+        .arg(tools.repo.join("runtime/include/libc"))
+        .arg("-I")
+        .arg(tools.repo.join("runtime/include"));
+    for feature in features {
+        clang.args(["-Xclang", "-target-feature", "-Xclang", feature]);
+    }
+    clang
 }
 
 /// Runs `compiler(features)` (C or C++ to `assembly`), then llvm-mc to `object`.
@@ -471,7 +481,7 @@ pub(crate) fn compile_to_object(
         }
         eprint!("{diagnostics}");
     }
-    run(Command::new(toolchain::LLVM_MC)
+    run(Command::new(Llvm::MC)
         .args(["-triple=xtensa-none-elf", &format!("-mattr={}", features.join(",")), "-filetype=obj"])
         .arg(assembly)
         .arg("-o")

@@ -23,8 +23,7 @@ pub enum Input<'py> {
 /// The device dtype NumPy names `name` (`float32`, `bfloat16`, ...).
 pub fn dtype(name: &str) -> PyResult<Dtype> {
     parse_dtype(name).filter(|dtype| dtype_name(*dtype) == name).ok_or_else(|| {
-        let names: Vec<&str> = Dtype::ALL.iter().map(|&dtype| dtype_name(dtype)).collect();
-        PyTypeError::new_err(format!("dtype {name} is not a device dtype: use {}", names.join(", ")))
+        PyTypeError::new_err(format!("dtype {name} is not a device dtype: use {}", dtype_names().join(", ")))
     })
 }
 
@@ -73,9 +72,13 @@ pub struct RawCall {
     /// The output's bytes as the device left them (the dtype's canary where the kernel
     /// wrote nothing).
     pub output: Py<PyArray1<u8>>,
+    /// The first failing core's invocation status (cores in order), or 0.
+    pub status: u32,
+    /// Its name, by [`status_name`].
+    pub status_name: String,
     /// Per core: the invocation status.
     pub statuses: Vec<u32>,
-    /// Per core: guest instructions the kernel took (to within 25).
+    /// Per core: guest instructions the kernel took (exact: the core's own ICOUNT).
     pub instructions: Vec<u64>,
     /// Per core: what the kernel printed (invalid UTF-8 replaced).
     pub stdout: Vec<String>,
@@ -89,6 +92,8 @@ impl RawCall {
     pub fn new(py: Python<'_>, call: Call) -> Self {
         Self {
             output: PyArray1::from_slice(py, call.output.bytes()).unbind(),
+            status: call.status.0,
+            status_name: status_name(call.status.0),
             statuses: call.statuses.iter().map(|status| status.0).collect(),
             instructions: call.instructions,
             stdout_lost: call.stdout.iter().map(|printed| printed.lost).collect(),
@@ -101,13 +106,17 @@ impl RawCall {
 /// The name of invocation status `code`: `OK`, a runtime status such as
 /// `DTYPE_MISMATCH`, `Op(n)` for a kernel's own code `n` (as the runtime's `Status`
 /// prints it), else its hex value.
-#[pyfunction]
-pub fn status_name(code: u32) -> String {
+fn status_name(code: u32) -> String {
     match Status(code).name() {
         Some(name) => name.to_owned(),
         None if code >= Status::KERNEL_BASE => format!("Op({})", code - Status::KERNEL_BASE),
         None => format!("{code:#x}"),
     }
+}
+
+/// The device's dtypes, as NumPy names them, in the order of the runtime's [`Dtype::ALL`].
+pub fn dtype_names() -> Vec<&'static str> {
+    Dtype::ALL.iter().map(|&dtype| dtype_name(dtype)).collect()
 }
 
 /// The bytes of one element of `dtype` that an output holds before the kernel writes

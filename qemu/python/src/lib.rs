@@ -39,8 +39,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<call::RawCall>()?;
     module.add("PackageError", module.py().get_type::<PackageError>())?;
     module.add("DeviceError", module.py().get_type::<DeviceError>())?;
-    module.add_function(wrap_pyfunction!(call::status_name, module)?)?;
     module.add_function(wrap_pyfunction!(call::canary, module)?)?;
     module.add("CORES", neuroncustomop_machine::images::CORES)?;
+    // The one list of device dtypes (the runtime's `Dtype`): the Python half checks with it.
+    module.add("DTYPES", pyo3::types::PyTuple::new(module.py(), call::dtype_names())?)?;
     Ok(())
 }

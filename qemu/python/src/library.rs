@@ -5,7 +5,6 @@ use crate::call::{self, Input, RawCall};
 use crate::{DeviceError, PackageError};
 use neuroncustomop_host::array::dtype_name;
 use neuroncustomop_host::library::{self as host, CallError, Options, Output};
-use neuroncustomop_package::cxx::ArgKind;
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
@@ -13,17 +12,6 @@ use std::path::PathBuf;
 /// A `NEURON_LIBRARY` as Python sees it: the namespace, and each op's name and argument
 /// kinds.
 type Registration = (String, Vec<(String, Vec<&'static str>)>);
-
-/// The name of an argument kind, as the shape driver's `list` writes it.
-fn arg_kind_name(kind: ArgKind) -> &'static str {
-    match kind {
-        ArgKind::Tensor => "tensor",
-        ArgKind::Int => "int",
-        ArgKind::Long => "long",
-        ArgKind::Float => "float",
-        ArgKind::Double => "double",
-    }
-}
 
 /// A packaged kernel library, ready to run.
 #[pyclass(module = "neuroncustomop._native", frozen)]
@@ -86,7 +74,7 @@ impl Library {
         let ops = registration
             .ops
             .iter()
-            .map(|op| (op.name.clone(), op.args.iter().copied().map(arg_kind_name).collect()))
+            .map(|op| (op.name.clone(), op.args.iter().map(|kind| kind.name()).collect()))
             .collect();
         Ok(Some((registration.library.clone(), ops)))
     }
@@ -112,8 +100,10 @@ impl Library {
 
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
     /// `output_dtype` and `output_shape`, stopping a core past `max_instructions`
-    /// (default: the host API's). The library's device for that core count and
-    /// counting mode stays booted between calls.
+    /// (default: the host API's); `count_instructions` runs QEMU under `-icount` (a
+    /// deterministic clock). Each core's own ICOUNT register counts its instructions
+    /// either way (without, waits follow the host's timing). The library's device for
+    /// that core count and counting mode stays booted between calls.
     #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
     fn call(
         &self,
@@ -137,12 +127,7 @@ impl Library {
         let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
         let options = Options { cores, count_instructions, max_instructions, ..defaults };
         let library = &self.library;
-        let mut done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
-        if !count_instructions {
-            // Without -icount the loader still reports CCOUNT ticks, which then follow
-            // the host's clock and count nothing; the host API passes them on.
-            done.instructions.clear();
-        }
+        let done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
         Ok(RawCall::new(py, done))
     }
 }

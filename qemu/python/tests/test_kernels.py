@@ -30,12 +30,14 @@ def test_every_relu_variant_on_its_cores(relu):
     assert not result.unwritten.any()
 
 
-def test_instructions_are_counted_unless_asked_not_to(relu):
+def test_instructions_are_exact_with_or_without_icount(relu):
     x = random_floats(256, 8)
     counted = relu.relu.run(x)
     assert len(counted.instructions) == 1 and counted.instructions[0] > 256
+    # Each core's ICOUNT counts its own instructions either way; without -icount a wait
+    # for the DMA engine takes as long as the host does, so the count may differ a little.
     uncounted = relu.relu.run(x, count_instructions=False)
-    assert uncounted.instructions == []
+    assert len(uncounted.instructions) == 1 and uncounted.instructions[0] > 256
     np.testing.assert_array_equal(uncounted.output, np.maximum(x, 0))
 
 

@@ -15,7 +15,5 @@ pub fn boot(program: &str, cores: usize, count_instructions: bool) -> Outcome {
 
 /// `key=value` from a line of guest output.
 pub fn field<'a>(line: &'a str, key: &str) -> &'a str {
-    line.split_whitespace()
-        .find_map(|word| word.strip_prefix(key)?.strip_prefix('='))
-        .unwrap_or_else(|| panic!("no {key}= in {line:?}"))
+    neuroncustomop_wire::report::Fields::new(line).text(key).unwrap_or_else(|_| panic!("no {key}= in {line:?}"))
 }

@@ -209,21 +209,37 @@ impl fmt::Display for Line<'_> {
     }
 }
 
-/// The `key=value` fields of a line, looked up by key.
-struct Fields<'a>(&'a str);
+/// The `key=value` fields of a line (single spaces between them), looked up by key:
+/// the one parser of the device's `key=value` lines, the loader's report lines here
+/// and the runtime's `FAULT` lines (the machine's symbolizer).
+pub struct Fields<'a>(&'a str);
 
 impl<'a> Fields<'a> {
-    fn text(&self, key: &str) -> Result<&'a str, ParseError> {
+    /// The fields of `line` (the words that are not `key=value` are skipped).
+    pub fn new(line: &'a str) -> Self {
+        Self(line)
+    }
+
+    /// The value of `key`.
+    ///
+    /// # Errors
+    /// [`ParseError`] when the line has no `key=`.
+    pub fn text(&self, key: &str) -> Result<&'a str, ParseError> {
         self.0.split(' ').find_map(|word| word.strip_prefix(key)?.strip_prefix('=')).ok_or(ParseError)
     }
 
-    fn number<T: Number>(&self, key: &str) -> Result<T, ParseError> {
+    /// The value of `key` as a number ([`Number`]).
+    ///
+    /// # Errors
+    /// [`ParseError`] when the line has no `key=`, or its value is not a number.
+    pub fn number<T: Number>(&self, key: &str) -> Result<T, ParseError> {
         T::parse(self.text(key)?).ok_or(ParseError)
     }
 }
 
-/// A decimal or `0x` hex field.
-trait Number: Sized {
+/// A number field: decimal, or `0x` hex for a `u32` (addresses, statuses).
+pub trait Number: Sized {
+    /// `text` as a number, or `None`.
     fn parse(text: &str) -> Option<Self>;
 }
 

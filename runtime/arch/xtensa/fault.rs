@@ -16,17 +16,10 @@
 //! with the 1 GiB quarter of the PC below it: windowed calls never leave a quarter.
 
 use super::platform;
+use crate::arch::{EXIT_EXCEPTION, EXIT_PANIC, EXIT_STACK_OVERFLOW, cause_name};
 use crate::start_exit::ReportLine;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-
-/// Exit status of an image whose code took an exception.
-pub const EXIT_EXCEPTION: i32 = 3;
-/// Exit status of an image whose code overflowed the image stack (the window overflow
-/// handlers' check, vectors.S).
-pub const EXIT_STACK_OVERFLOW: i32 = 4;
-/// Exit status of an image whose code panicked.
-pub const EXIT_PANIC: i32 = 101;
 
 /// Frames a `FAULT` line lists.
 pub const MAX_FRAMES: usize = 16;
@@ -285,34 +278,4 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
 /// Reports where `abort` was called from (the `FAULT` line, kind `abort`).
 pub fn report_abort() {
     report_frames(&mut ReportLine::new(), "abort", 0, 0, &Backtrace::of_caller());
-}
-
-/// The architectural name of an EXCCAUSE value (Xtensa ISA, exception causes).
-fn cause_name(cause: u32) -> &'static str {
-    match cause {
-        0 => "IllegalInstruction",
-        1 => "Syscall",
-        2 => "InstructionFetchError",
-        3 => "LoadStoreError",
-        4 => "Level1Interrupt",
-        5 => "Alloca",
-        6 => "IntegerDivideByZero",
-        8 => "Privileged",
-        9 => "LoadStoreAlignment",
-        12 => "InstrPIFDataError",
-        13 => "LoadStorePIFDataError",
-        14 => "InstrPIFAddrError",
-        15 => "LoadStorePIFAddrError",
-        16 => "InstTLBMiss",
-        17 => "InstTLBMultiHit",
-        18 => "InstFetchPrivilege",
-        20 => "InstFetchProhibited",
-        24 => "LoadStoreTLBMiss",
-        25 => "LoadStoreTLBMultiHit",
-        26 => "LoadStorePrivilege",
-        28 => "LoadProhibited",
-        29 => "StoreProhibited",
-        32..=39 => "CoprocessorDisabled",
-        _ => "reserved",
-    }
 }

@@ -9,9 +9,7 @@ mod critical_section_impl;
 mod fault;
 pub mod platform;
 
-pub use fault::{
-    EXIT_EXCEPTION, EXIT_PANIC, EXIT_STACK_OVERFLOW, MAX_FRAMES, STACK_RED_ZONE, arm_stack_limit, report_abort,
-};
+pub use fault::{MAX_FRAMES, STACK_RED_ZONE, arm_stack_limit, report_abort};
 
 unsafe extern "C" {
     fn xtensa_get_processor_id() -> u32;

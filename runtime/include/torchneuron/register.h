@@ -20,8 +20,10 @@
 
 namespace torchneuron {
 
-/* What a shape-function parameter (and the compute function's) takes. */
-enum class ArgKind { Tensor, Int, Long, Float, Double, Scalar };
+/* What a shape-function parameter (and the compute function's) takes: one per
+ * FromHost below. The C++ build's Rust `cxx::ArgKind` has the same kinds and names,
+ * checked by its unit test. */
+enum class ArgKind { Tensor, Int, Long, Float, Double };
 
 inline const char *arg_kind_name(ArgKind kind) {
     switch (kind) {
@@ -30,7 +32,6 @@ inline const char *arg_kind_name(ArgKind kind) {
     case ArgKind::Long: return "long";
     case ArgKind::Float: return "float";
     case ArgKind::Double: return "double";
-    case ArgKind::Scalar: return "scalar";
     }
     return "?";
 }

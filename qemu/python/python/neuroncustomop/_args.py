@@ -26,8 +26,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-DTYPES = ("float32", "bfloat16", "float16", "int32", "int8", "int64", "int16", "uint8")
-"""The device's dtypes, as NumPy names them."""
+from . import _native
+
+DTYPES: tuple[str, ...] = _native.DTYPES
+"""The device's dtypes, as NumPy names them (the runtime's ``Dtype``, from the native module)."""
 
 _INT32 = np.iinfo(np.int32)
 

@@ -37,9 +37,9 @@ class CallResult:
         Per core, the bytes of output the device's print queue dropped before those
         (it keeps the newest).
     instructions : list of int
-        Per core, the guest instructions the kernel took (to within 25 when QEMU did
-        not switch cores in the middle; an upper bound otherwise); empty when the call
-        did not count them.
+        Per core, the guest instructions the kernel took, counted exactly by the
+        core's own ICOUNT register with or without ``count_instructions`` (without,
+        waits follow the host's timing, so a count can differ from run to run).
     wall : float
         Seconds the simulated device took for the call.
     """
@@ -108,9 +108,10 @@ class Kernel:
             Cores to run on, 1 to 8. Default: 8 for a library loaded with
             ``multicore=True``, else 1.
         count_instructions : bool, default True
-            Count each core's guest instructions (QEMU's ``-icount``). Without, calls
-            are faster and ``instructions`` is empty. The library keeps one booted
-            device per core count and counting mode.
+            Run QEMU under ``-icount``: a deterministic clock, every core on one host
+            thread. Without, each core runs on a host thread of its own; ``instructions``
+            are counted either way, reproducibly only with it. The library keeps one
+            booted device per core count and counting mode.
         max_instructions : int, optional
             Stop the kernel after this many guest instructions on a core (a
             ``DeviceError`` naming where it was); the next call works. Default: the host
@@ -157,13 +158,11 @@ class Kernel:
 
 def _result(raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
     """The :class:`CallResult` of a native call."""
-    statuses = list(raw.statuses)
-    failing = next((status for status in statuses if status != 0), 0)
     return CallResult(
         output=raw.output.view(np.dtype(dtype)).reshape(shape),
-        status=failing,
-        status_name=_native.status_name(failing),
-        statuses=statuses,
+        status=raw.status,
+        status_name=raw.status_name,
+        statuses=list(raw.statuses),
         stdout=list(raw.stdout),
         stdout_lost=list(raw.stdout_lost),
         instructions=list(raw.instructions),
