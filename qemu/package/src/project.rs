@@ -353,7 +353,7 @@ mod tests {
             "cxx_softmax",
             "cxx_stream",
         ];
-        let mut all: Vec<&str> = ["c_kernel", "relu", "sort", "vector_add"].into_iter().chain(cxx).collect();
+        let mut all: Vec<&str> = ["c_kernel", "c_libc", "relu", "sort", "vector_add"].into_iter().chain(cxx).collect();
         all.sort();
         assert_eq!(Project::examples(), all);
         let cxx_relu = Project::example("cxx_relu").unwrap().unwrap();
