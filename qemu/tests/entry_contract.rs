@@ -10,8 +10,9 @@
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype, ScalarKind};
 use neuroncustomop_machine::device::{self, CoreReport, Kernel, Registration, Report};
 use neuroncustomop_machine::elf;
-use neuroncustomop_machine::images::{self, CORES, Images};
+use neuroncustomop_machine::images::{CORES, Images};
 use neuroncustomop_machine::job::{Job, Op};
+use neuroncustomop_package::program;
 use neuroncustomop_wire::job::OutputDump;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -37,7 +38,7 @@ fn images(program: &str) -> Images {
     let mut built = BUILT.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     built
         .entry(program.to_string())
-        .or_insert_with(|| images::build(program).unwrap_or_else(|e| panic!("building {program}: {e}")))
+        .or_insert_with(|| program::build(program).unwrap_or_else(|e| panic!("building {program}: {e}")))
         .clone()
 }
 
