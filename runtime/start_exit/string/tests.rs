@@ -60,9 +60,9 @@ fn copies_and_concatenations_match_glibc() {
     for _ in 0..2000 {
         let (a, b) = (random_string(&mut rng), random_string(&mut rng));
         let n = rng.below(16) as usize;
-        let (mut ours, mut theirs) = ([0x55u8; 32], [0x55u8; 32]);
-        // SAFETY: 32-byte buffers hold any copy (n < 16) and any concatenation of two
-        // strings below 12 bytes with its NUL.
+        let (mut ours, mut theirs) = ([0x55u8; 48], [0x55u8; 48]);
+        // SAFETY: 48-byte buffers hold any copy (n < 16) and the longest string the steps
+        // build: `a`, then up to all of `b` twice (each below 12 bytes), and the NUL (34).
         unsafe {
             let (o, t) = (ours.as_mut_ptr().cast::<c_char>(), theirs.as_mut_ptr().cast::<c_char>());
             assert_eq!(strncpy(o, a.as_ptr(), n), o);
