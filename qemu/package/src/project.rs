@@ -29,6 +29,7 @@ use neuroncustomop_machine::toolchain::{self, Toolchain};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 /// How a project's kernels are written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,6 +241,12 @@ impl Project {
     /// # Errors
     /// [`ProjectError::Build`] or [`ProjectError::Package`].
     pub fn package(&self) -> Result<Package, ProjectError> {
+        // A build writes one work folder and one package folder per project, so two
+        // threads of a process packaging at once (parallel tests, a host API shared by
+        // threads) would write each other's files: one packaging at a time per process.
+        // (Python's processes take turns through lock files: qemu/python.)
+        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
         let built = self.build()?;
         let package_error = |source| ProjectError::Package { name: self.name.clone(), source };
         let package = package::package_into(&self.name, &built, &self.package_dir).map_err(package_error)?;
