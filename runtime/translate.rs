@@ -28,7 +28,7 @@
 //! that one window, and on a hit is done (`neuron_translate`: 20 Xtensa instructions,
 //! `entry` to `retw`, whichever record it is). A window whose mask does not cover the
 //! whole field can be in several buckets. What a failed candidate test means depends
-//! on the windows ([`Fallback`]):
+//! on the windows (`Fallback`):
 //! - no bucket can hold two windows (the usual case: windows are far apart, so some
 //!   four bits of their addresses tell them apart): a miss, at once;
 //! - two disjoint windows share a bucket: every window is tested, and the hit becomes
@@ -178,7 +178,7 @@ struct Window {
 const BUCKETS: usize = 16;
 
 /// The lowest address bit a field can start at: a field lies in address bits
-/// 12..=43 ([`MAX_FIELD_SHIFT`]). Windows are pages or larger, so lower bits seldom
+/// 12..=43 (`MAX_FIELD_SHIFT`). Windows are pages or larger, so lower bits seldom
 /// tell two apart; windows that differ only below or above (user-space addresses
 /// reach bit 46) share buckets, and a failed candidate costs a search.
 pub const FIELD_FLOOR: u32 = 12;

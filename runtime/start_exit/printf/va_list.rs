@@ -17,7 +17,7 @@ const STACK_START: i32 = 32;
 #[repr(C)]
 #[derive(Debug)]
 pub struct VaList {
-    /// The caller's first stack argument, less [`STACK_START`] bytes.
+    /// The caller's first stack argument, less `STACK_START` bytes.
     pub stack: *const u8,
     /// Where a2..a7 were saved, a2 first.
     pub registers: *const u8,
