@@ -2,7 +2,8 @@
 
 use clap::Args;
 use neuroncustomop_machine::toolchain::repo_root;
-use std::process::{Command, ExitCode};
+use std::fs::File;
+use std::process::{Command, ExitCode, Stdio};
 
 /// Set up, then run every test: the host unit tests and QEMU tests of every crate,
 /// every example's own tests (examples/<name>/tests/), the Python package's pytest tests,
@@ -13,17 +14,40 @@ pub struct TestArgs {}
 /// Runs `test`.
 pub fn exec(_: TestArgs) -> super::Outcome {
     super::setup::setup()?;
+    let root = repo_root();
+    // PyTorch for the Python tests (qemu/python/torch-cache.sh): on a machine without it,
+    // a 2.7 GB download that takes minutes. It is network-bound and the cargo tests are
+    // CPU-bound, so it runs beside them; run-tests.sh then finds it installed. Its
+    // messages go to a log, printed only if it fails.
+    let torch_log_path = root.join("target/torch-cache.log");
+    std::fs::create_dir_all(root.join("target"))?;
+    let torch_log = File::create(&torch_log_path)?;
+    let mut torch = Command::new("bash")
+        .arg(root.join("qemu/python/torch-cache.sh"))
+        // The interpreter run-tests.sh makes its virtualenv from: the cache is per
+        // Python version.
+        .arg("python3")
+        .stdout(Stdio::null())
+        .stderr(torch_log)
+        .spawn()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     // --workspace: the examples are members, so their tests run with the rest.
-    let tests = Command::new(cargo).current_dir(repo_root()).args(["test", "--workspace"]).status()?;
+    let tests = Command::new(cargo).current_dir(&root).args(["test", "--workspace"]).status()?;
+    // Waited for on every path, so that no half-finished installation outlives the run.
+    let torch = torch.wait()?;
     if !tests.success() {
         return Ok(ExitCode::FAILURE);
     }
+    if !torch.success() {
+        eprintln!("sim test: installing PyTorch failed ({torch}); its log, {}:", torch_log_path.display());
+        eprint!("{}", std::fs::read_to_string(&torch_log_path).unwrap_or_default());
+        return Ok(ExitCode::FAILURE);
+    }
     // The Python package (qemu/python): built into target/python-venv, then pytest.
-    let python = Command::new("bash").arg(repo_root().join("qemu/python/run-tests.sh")).status()?;
+    let python = Command::new("bash").arg(root.join("qemu/python/run-tests.sh")).status()?;
     if !python.success() {
         return Ok(ExitCode::FAILURE);
     }
-    let fuzzing = Command::new("bash").arg(repo_root().join("qemu/fuzz/run.sh")).status()?;
+    let fuzzing = Command::new("bash").arg(root.join("qemu/fuzz/run.sh")).status()?;
     Ok(if fuzzing.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
