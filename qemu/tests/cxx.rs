@@ -522,7 +522,13 @@ fn bad_shape_functions_give_clear_errors() {
     assert!(error("nine").contains("more than 8 dimensions"), "{}", error("nine"));
     assert!(error("wide").contains("larger than 65535"), "{}", error("wide"));
     assert_eq!(cxx::output_shape(&driver, "fine", &input), Ok(OutputShape { dtype: Dtype::Int32, shape: vec![5, 2] }));
-    assert!(cxx::output_shape(&driver, "fine", &[ShapeArg::Long(1)]).unwrap_err().contains("takes a tensor"));
+    // Arguments that do not fit the signature are the caller's mistake, not the shape
+    // function's failure, and say which argument.
+    let misfit = cxx::output_shape(&driver, "fine", &[ShapeArg::Long(1)]).unwrap_err();
+    assert!(
+        misfit.starts_with("op fine: argument 0 (") && misfit.ends_with(") does not fit: the op takes a tensor there"),
+        "{misfit}"
+    );
 }
 
 #[test]

@@ -317,12 +317,14 @@ pub enum CallError {
     /// QEMU could not run it.
     #[error("running the device")]
     Run(#[source] RunError),
-    /// A C++ library's shape function for the kernel failed ([`Library::output_of`]).
-    #[error("the shape function of {kernel} failed: {message}")]
+    /// A C++ library's shape function for the kernel failed, or the arguments do not fit
+    /// its signature ([`Library::output_of`]).
+    #[error("{message}")]
     ShapeFunction {
         /// The kernel.
         kernel: String,
-        /// What the shape driver said.
+        /// What the shape driver said, naming the kernel (`the shape function of relu
+        /// failed: ...`, `op relu: argument 2 (int:1) does not fit: ...`).
         message: String,
     },
     /// The kernel stopped without returning on some core: an exception, a stack

@@ -33,6 +33,14 @@ struct ShapeError : std::exception {
     const char *what() const noexcept override { return message.c_str(); }
 };
 
+/* An argument of `shape` that does not fit the op's signature: the caller's mistake,
+   reported as such, not as the shape function's failure. */
+struct ArgumentError : std::exception {
+    std::string message;
+    explicit ArgumentError(std::string m) : message(std::move(m)) {}
+    const char *what() const noexcept override { return message.c_str(); }
+};
+
 constexpr size_t kMaxOps = 10;
 
 int error(const std::string &message) {
@@ -53,20 +61,22 @@ bool parse_dtype(const std::string &text, c10::ScalarType &out) {
 }
 
 /* One command-line argument of `shape` into what the shape function takes. */
-torchneuron::HostArg parse_arg(const std::string &text, torchneuron::ArgKind wanted) {
+torchneuron::HostArg parse_arg(int index, const std::string &text, torchneuron::ArgKind wanted) {
     torchneuron::HostArg arg{wanted, torch::Tensor(), 0, 0.0};
     size_t colon = text.find(':');
     std::string kind = text.substr(0, colon);
     std::string value = colon == std::string::npos ? "" : text.substr(colon + 1);
     if (kind != torchneuron::arg_kind_name(wanted)) {
-        throw ShapeError("argument " + text + ": the shape function takes a " + torchneuron::arg_kind_name(wanted));
+        throw ArgumentError("argument " + std::to_string(index) + " (" + text + ") does not fit: the op takes a " +
+                            torchneuron::arg_kind_name(wanted) + " there");
     }
     switch (wanted) {
     case torchneuron::ArgKind::Tensor: {
         size_t split = value.find(':');
         c10::ScalarType dtype;
         if (split == std::string::npos || !parse_dtype(value.substr(0, split), dtype)) {
-            throw ShapeError("argument " + text + ": expected tensor:<Dtype>:<d0>x<d1>...");
+            throw ArgumentError("argument " + std::to_string(index) + " (" + text +
+                                ") does not fit: expected tensor:<Dtype>:<d0>x<d1>...");
         }
         std::vector<int64_t> dims;
         std::string rest = value.substr(split + 1);
@@ -126,7 +136,7 @@ int shape(const char *name, int argc, char **argv) {
         try {
             std::vector<torchneuron::HostArg> args;
             for (int a = 0; a < argc; a++) {
-                args.push_back(parse_arg(argv[a], op.kinds[a]));
+                args.push_back(parse_arg(a, argv[a], op.kinds[a]));
             }
             torch::Tensor out = op.call(op.shape_fn, args.data());
             if (!out.defined()) {
@@ -138,6 +148,8 @@ int shape(const char *name, int argc, char **argv) {
             }
             std::printf("\n");
             return 0;
+        } catch (const ArgumentError &e) {
+            return error(std::string("op ") + name + ": " + e.what());
         } catch (const std::exception &e) {
             return error(std::string("the shape function of ") + name + " failed: " + e.what());
         } catch (...) {
