@@ -8,9 +8,9 @@
 //! ```
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
-use neuroncustomop_sim::device::{Session, SessionOptions};
-use neuroncustomop_sim::images::{self, Images};
-use neuroncustomop_sim::job::{Job, Op};
+use neuroncustomop_machine::device::{Session, SessionOptions};
+use neuroncustomop_machine::images::{self, Images};
+use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_wire::job::OutputDump;
 use std::time::{Duration, Instant};
 

@@ -27,7 +27,7 @@
 //! `COUNT core=<vCPU> instructions=<n>` when a core reaches a stop PC: the instructions
 //! that core executed since it last passed a start PC. Between the two PCs lie the
 //! kernel and a fixed number of the loader's own instructions, so a count is the
-//! firmware's `ICOUNT` figure plus a constant (`qemu/src/plugin.rs` on the host takes
+//! firmware's `ICOUNT` figure plus a constant (`qemu/machine/src/plugin.rs` on the host takes
 //! it off).
 //!
 //! # Cost
@@ -41,7 +41,7 @@
 //! QEMU 10.0.2 crashes (a segfault in the generated code, on the first job) when an
 //! instruction other than a block's first has an inline op and `-icount` is on; a
 //! block-level counter would not be exact (a block cut short by an exception counts
-//! whole). The host loads the plugin only without `-icount` (`qemu/src/device.rs`).
+//! whole). The host loads the plugin only without `-icount` (`qemu/machine/src/device.rs`).
 
 use qemu_plugin::sys::{qemu_plugin_scoreboard, qemu_plugin_scoreboard_new};
 use qemu_plugin::{
