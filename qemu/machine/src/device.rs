@@ -23,7 +23,7 @@ use crate::debugger::GdbOptions;
 use crate::images::{self, BuildError, Images};
 use crate::job::{Job, JobError};
 use crate::machine::{Boot, Outcome};
-use crate::plugin::{Counts, PluginError};
+use crate::plugin::{OpLines, PluginError, PluginFile};
 use neuroncustomop_wire::job::JobHeader;
 use neuroncustomop_wire::report::{Count, Line};
 use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
@@ -177,6 +177,9 @@ pub struct OpReport {
     /// The loader's own count of the kernel, from the core's `ICOUNT` register: the
     /// plugin's cross-check (equal to it, `qemu/tests/counting.rs`).
     pub icount: Option<u64>,
+    /// What the TCG plugin's modules wrote for this op, when the plugin ran
+    /// ([`OpLines`]; its `COUNT` is already in [`OpReport::instructions`]).
+    pub plugin: OpLines,
 }
 
 /// A loader status word as every printer shows it: an invocation status as hex plus
@@ -224,14 +227,15 @@ pub struct Report {
 }
 
 impl Report {
-    /// Takes each kernel's count from the plugin's `counts` (per core, in the order
-    /// its kernels ran; [`Counts::take`]): the `n`-th op of a core that ran a kernel
-    /// gets the core's `n`-th count. An op the plugin did not count keeps the loader's.
-    fn count_with(&mut self, counts: &BTreeMap<u32, Vec<u64>>) {
+    /// Gives each kernel run its lines from the plugin (per core, in the order its
+    /// kernels ran; [`PluginFile::take`]): the `n`-th op of a core that ran a kernel
+    /// gets the core's `n`-th. An op the plugin did not count keeps the loader's count.
+    fn add_plugin(&mut self, plugin: BTreeMap<u32, Vec<OpLines>>) {
         for (core, report) in &mut self.cores {
-            let counted = counts.get(core).map_or(&[][..], Vec::as_slice);
-            for (op, &count) in report.ops.iter_mut().filter(|op| op.icount.is_some()).zip(counted) {
-                op.instructions = Some(count);
+            let ran = report.ops.iter_mut().filter(|op| op.icount.is_some());
+            for (op, lines) in ran.zip(plugin.get(core).into_iter().flatten()) {
+                op.instructions = lines.count().or(op.instructions);
+                op.plugin = lines.clone();
             }
         }
     }
@@ -344,8 +348,8 @@ struct Device {
     child: Child,
     stdin: ChildStdin,
     events: Receiver<Event>,
-    /// What the counting plugin wrote, when it runs.
-    counts: Option<Counts>,
+    /// What the TCG plugin writes, when it runs.
+    plugin: Option<PluginFile>,
 }
 
 /// What the output readers saw.
@@ -391,10 +395,10 @@ impl Session {
         boot.gdb = self.options.gdb;
         // QEMU 10.0.2 crashes on the plugin's inline counters under -icount
         // (qemu/plugin/src/lib.rs): there the loader's ICOUNT counts stand alone.
-        let counts = if self.options.plugin && !self.options.count_instructions {
-            let (counts, plugin) = Counts::new(&self.loader.cores[..cores]).map_err(RunError::Plugin)?;
-            boot.plugin = Some(plugin);
-            Some(counts)
+        let plugin = if self.options.plugin && !self.options.count_instructions {
+            let (file, argument) = PluginFile::new(&self.loader.cores[..cores]).map_err(RunError::Plugin)?;
+            boot.plugin = Some(argument);
+            Some(file)
         } else {
             None
         };
@@ -403,7 +407,7 @@ impl Session {
         let (sender, events) = mpsc::channel();
         read_stdout(child.stdout.take().expect("piped"), sender.clone());
         read_stderr(child.stderr.take().expect("piped"), sender);
-        self.device = Some(Device { child, stdin, events, counts });
+        self.device = Some(Device { child, stdin, events, plugin });
         self.entered_with = None;
         Ok(())
     }
@@ -453,9 +457,9 @@ impl Session {
             }
         };
         let mut status = None;
-        // The plugin wrote each count before the loader printed its op's line, so the
-        // file has every count of the lines collected.
-        let counts = if timed_out || collected.device_gone() {
+        // The plugin wrote each op's lines before the loader printed its op's line, so
+        // the file has every op of the lines collected.
+        let plugin = if timed_out || collected.device_gone() {
             let mut device = self.device.take().expect("running");
             if timed_out {
                 let _ = device.child.kill();
@@ -465,15 +469,15 @@ impl Session {
             while let Ok(event) = device.events.recv_timeout(Duration::from_secs(1)) {
                 collected.take(event);
             }
-            device.counts.as_mut().map(Counts::take)
+            device.plugin.as_mut().map(PluginFile::take)
         } else {
-            device.counts.as_mut().map(Counts::take)
+            device.plugin.as_mut().map(PluginFile::take)
         }
         .transpose()
         .map_err(RunError::Io)?;
         let mut report = collected.report(status, timed_out);
-        if let Some(counts) = counts {
-            report.count_with(&counts);
+        if let Some(plugin) = plugin {
+            report.add_plugin(plugin);
         }
         Ok(report)
     }
@@ -712,6 +716,7 @@ pub fn parse(outcome: Outcome) -> Report {
                 instructions: count.map(|Count { instructions, .. }| instructions),
                 exact: count.is_some_and(|count| count.exact),
                 icount: count.map(|Count { instructions, .. }| instructions),
+                plugin: OpLines::default(),
             }),
             _ => {}
         }

@@ -35,7 +35,7 @@ pub struct Boot {
     /// Start halted with QEMU's gdbstub listening (`run … --gdb`).
     pub gdb: Option<GdbOptions>,
     /// QEMU's `-plugin` argument: the counting plugin and its arguments
-    /// ([`crate::plugin::Counts::new`]).
+    /// ([`crate::plugin::PluginFile::new`]).
     pub plugin: Option<String>,
 }
 

@@ -1,12 +1,13 @@
 //! The device's QEMU TCG plugin (`qemu/plugin`): building it, the arguments a boot
-//! passes it, and the counts it writes.
+//! passes it, and the lines it writes.
 //!
 //! The plugin is GPL-2.0-or-later, like QEMU's plugin API; QEMU loads it as a file
-//! (`-plugin`), and nothing here links it. It counts every instruction of every core
-//! with per-vCPU inline counters, and at the loader's `icount_stop` marker writes the
-//! kernel's count to a file this module reads back ([`Counts`]): exact counts with
-//! QEMU's multi-threaded TCG, no `-icount` needed (docs/simulation.md, "Counting
-//! instructions").
+//! (`-plugin`), and nothing here links it. At the end of each kernel run on a core
+//! (the loader's `icount_read` marker) each of its modules writes its lines for that
+//! op to a file this module reads back ([`PluginFile`]), closed by an `END` line. The
+//! counting module's `COUNT` line is the op's exact instruction count with QEMU's
+//! multi-threaded TCG, no `-icount` needed (docs/simulation.md, "Counting
+//! instructions"); another module's lines reach the host in [`OpLines::lines`].
 
 use crate::elf;
 use crate::toolchain::{self, Toolchain};
@@ -91,17 +92,35 @@ pub fn library() -> Result<PathBuf, PluginError> {
     Ok(path)
 }
 
-/// The counts file of one running device: the plugin appends a line per kernel run,
-/// [`Counts::take`] reads what is new. Removed when dropped.
+/// The output file of one running device's plugin: it appends each op's lines when the
+/// op ends, [`PluginFile::take`] reads the ops that are new. Removed when dropped.
 #[derive(Debug)]
-pub struct Counts {
+pub struct PluginFile {
     path: PathBuf,
     /// Bytes of it already taken.
     taken: usize,
 }
 
-impl Counts {
-    /// A fresh counts file and the `-plugin` argument that makes QEMU count the kernels
+/// The plugin's lines for one op of one core.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpLines {
+    /// Each module's lines, `KIND core=<c> <fields>`, in the plugin's module order.
+    pub lines: Vec<String>,
+}
+
+impl OpLines {
+    /// The kernel's instruction count (the `COUNT` line), less [`MARKER_OVERHEAD`].
+    pub fn count(&self) -> Option<u64> {
+        self.lines.iter().find_map(|line| {
+            let fields = line.strip_prefix("COUNT ")?;
+            let count = fields.split(' ').find_map(|field| field.strip_prefix("instructions="))?;
+            Some(count.parse::<u64>().ok()?.saturating_sub(MARKER_OVERHEAD))
+        })
+    }
+}
+
+impl PluginFile {
+    /// A fresh output file and the `-plugin` argument that makes QEMU watch the kernels
     /// the loaders `loaders` (one image per core) run.
     ///
     /// # Errors
@@ -110,7 +129,7 @@ impl Counts {
         let library = library()?;
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let path = std::env::temp_dir().join(format!(
-            "neuroncustomop-counts-{}-{}.txt",
+            "neuroncustomop-plugin-{}-{}.txt",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
@@ -135,41 +154,51 @@ impl Counts {
         Ok((Self { path, taken: 0 }, argument))
     }
 
-    /// The counts written since the last call, per core, in the order its kernels
-    /// ran, less [`MARKER_OVERHEAD`].
+    /// The ops ended since the last call, per core, in the order its kernels ran.
     ///
     /// # Errors
     /// The file cannot be read.
-    pub fn take(&mut self) -> io::Result<BTreeMap<u32, Vec<u64>>> {
+    pub fn take(&mut self) -> io::Result<BTreeMap<u32, Vec<OpLines>>> {
         let text = fs::read(&self.path)?;
         let new = text.get(self.taken..).unwrap_or_default();
-        // Only whole lines: a line is one write, but read it again if it was cut.
-        let whole = new.iter().rposition(|&b| b == b'\n').map_or(0, |end| end + 1);
-        self.taken += whole;
-        Ok(parse(&String::from_utf8_lossy(&new[..whole])))
+        // Only whole ops: an op is one write, but read it again if it was cut.
+        let text = String::from_utf8_lossy(new);
+        let (ops, used) = parse(&text);
+        self.taken += used;
+        Ok(ops)
     }
 }
 
-impl Drop for Counts {
+impl Drop for PluginFile {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.path);
     }
 }
 
-/// `COUNT core=<c> instructions=<n>` lines, per core in order; other lines are skipped.
-fn parse(text: &str) -> BTreeMap<u32, Vec<u64>> {
-    let mut counts: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    for line in text.lines() {
-        let mut fields = line.split(' ');
-        if fields.next() != Some("COUNT") {
-            continue;
-        }
-        let mut value = |key: &str| fields.next()?.strip_prefix(key)?.parse::<u64>().ok();
-        if let (Some(core), Some(count)) = (value("core="), value("instructions=")) {
-            counts.entry(core as u32).or_default().push(count.saturating_sub(MARKER_OVERHEAD));
+/// The core of a `KIND core=<c> ...` line.
+fn core_of(line: &str) -> Option<u32> {
+    line.split(' ').nth(1)?.strip_prefix("core=")?.parse().ok()
+}
+
+/// Groups whole ops' lines per core; returns them and the bytes they span (up to the
+/// last `END` line).
+fn parse(text: &str) -> (BTreeMap<u32, Vec<OpLines>>, usize) {
+    let mut ops: BTreeMap<u32, Vec<OpLines>> = BTreeMap::new();
+    let mut open: BTreeMap<u32, OpLines> = BTreeMap::new();
+    let mut used = 0;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        at += line.len();
+        let Some(line) = line.strip_suffix('\n') else { break };
+        let Some(core) = core_of(line) else { continue };
+        if line.starts_with("END ") {
+            ops.entry(core).or_default().push(open.remove(&core).unwrap_or_default());
+            used = at;
+        } else {
+            open.entry(core).or_default().lines.push(line.to_string());
         }
     }
-    counts
+    (ops, used)
 }
 
 #[cfg(test)]
@@ -177,11 +206,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_count_lines_per_core_in_order_less_the_markers() {
+    fn groups_whole_ops_per_core_in_order_and_counts_less_the_markers() {
         assert_eq!(MARKER_OVERHEAD, 10);
-        let text = "COUNT core=1 instructions=510\nCOUNT core=0 instructions=17\nnoise\nCOUNT core=1 instructions=19\n";
-        let counts = parse(text);
-        assert_eq!(counts[&0], [7]);
-        assert_eq!(counts[&1], [500, 9]);
+        let text = "COUNT core=1 instructions=510\nEND core=1\nCOUNT core=0 instructions=17\nX core=0 a=1\n\
+                    END core=0\nCOUNT core=1 instructions=19\nEND core=1\nCOUNT core=0 instructions=30\n";
+        let (ops, used) = parse(text);
+        assert_eq!(&text[used..], "COUNT core=0 instructions=30\n", "an op without its END waits");
+        assert_eq!(ops[&0].len(), 1);
+        assert_eq!(ops[&0][0].count(), Some(7));
+        assert_eq!(ops[&0][0].lines[1], "X core=0 a=1");
+        assert_eq!(ops[&1].iter().map(OpLines::count).collect::<Vec<_>>(), [Some(500), Some(9)]);
     }
 }
