@@ -44,6 +44,9 @@ pub enum PluginError {
     /// The toolchain is incomplete.
     #[error(transparent)]
     Toolchain(toolchain::Missing),
+    /// The QEMU on `PATH` cannot load the plugin.
+    #[error(transparent)]
+    OldQemu(toolchain::OldQemu),
     /// cargo failed; its diagnostics went to stderr.
     #[error("building the QEMU plugin (qemu/plugin) failed: {0}")]
     Build(String),
@@ -64,8 +67,10 @@ pub enum PluginError {
 /// date) and returns the shared library QEMU loads.
 ///
 /// # Errors
-/// [`PluginError::Toolchain`] or [`PluginError::Build`].
+/// [`PluginError::Toolchain`], [`PluginError::OldQemu`] (before building anything) or
+/// [`PluginError::Build`].
 pub fn library() -> Result<PathBuf, PluginError> {
+    toolchain::qemu_for_plugin().map_err(PluginError::OldQemu)?;
     static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
     let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(path) = &*built {
