@@ -38,7 +38,9 @@ class CallResult:
         (it keeps the newest).
     instructions : list of int
         Per core, the guest instructions the kernel took on that core, exactly (the
-        core's own count, whatever the other cores did).
+        core's own count, whatever the other cores did). Without
+        ``count_instructions`` a kernel that waits (for DMA, for other cores) may
+        count a few more or fewer wake-ups from run to run.
     wall : float
         Seconds the simulated device took for the call.
     """
@@ -108,10 +110,10 @@ class Kernel:
             ``multicore=True``, else 1.
         count_instructions : bool, default True
             Run under QEMU's ``-icount``: all cores on one host thread, with a
-            deterministic clock. ``False`` runs each core on a host thread of its own,
-            faster for compute; ``instructions`` are exact either way (the device's
-            TCG plugin counts them then). The library keeps one booted device per core
-            count and mode.
+            deterministic clock, so waits cost no wall time and counts repeat exactly.
+            ``False`` runs each core on a host thread of its own (QEMU 10 or newer:
+            the device's TCG plugin counts then); ``instructions`` are exact either
+            way. The library keeps one booted device per core count and mode.
         max_instructions : int, optional
             Stop the kernel after this many guest instructions on a core (a
             ``DeviceError`` naming where it was); the next call works. Default: the host
