@@ -1,5 +1,6 @@
 //! The host crates' dependency rule, checked: crates point one way (wire ← machine ←
-//! package ← host ← sim, from `cargo metadata`), and no crate's modules import each
+//! package ← host ← sim, from `cargo metadata`), nothing links the GPL TCG plugin
+//! (`qemu/plugin`), and no crate's modules import each
 //! other in a circle (parsed with `syn`). qemu/README.md states the rule; `.ci/run`
 //! runs this test first. Needs no QEMU.
 
@@ -44,6 +45,17 @@ fn crates_depend_only_on_the_layers_below() {
             .collect();
         assert!(above.is_empty(), "{name} depends on {above:?}, which are not below it (qemu/README.md)");
     }
+    // The TCG plugin is GPL-2.0-or-later: QEMU loads it as a file, and no crate may link
+    // it (README.md, "What is here").
+    let linking: Vec<&str> = packages
+        .iter()
+        .filter(|p| {
+            p["dependencies"].as_array().is_some_and(|d| d.iter().any(|d| d["name"] == "neuroncustomop-plugin"))
+        })
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(linking.is_empty(), "{linking:?} depend on neuroncustomop-plugin, which only QEMU may load");
+    assert!(packages.iter().any(|p| p["name"] == "neuroncustomop-plugin"), "the plugin is a member");
 }
 
 #[test]

@@ -101,6 +101,10 @@ __neuron_debug_exception:
      * vectors however much code lies between (big_code has 496 KiB). */
     movi    a0, __neuron_default_debug_exception
     jx      a0
+/* Where the handler ends: the host's TCG plugin leaves the handler (and the debug
+ * vector) out of its counts, as ICOUNT does (qemu/plugin/src/lib.rs). */
+    .global icount_handler_end
+icount_handler_end:
 
 /*
  * Where the budget sends a core: discards every register window but the current one,

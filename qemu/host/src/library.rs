@@ -97,8 +97,8 @@ pub struct Options {
     /// library's own, the DMA engine (a core waiting for it sleeps, docs/PERFORMANCE.md).
     pub memcpy: NeuronMemcpyMethod,
     /// Run QEMU under `-icount` (the default): a deterministic clock. Each core's
-    /// count is exact either way (its ICOUNT register); without, each core runs on a
-    /// host thread of its own.
+    /// count is exact either way (its ICOUNT register under it; without, the TCG
+    /// plugin's, and each core runs on a host thread of its own).
     pub count_instructions: bool,
     /// Stop the kernel after this many instructions on a core ([`CallError::Stopped`],
     /// naming where it was): an infinite loop ends instead of hanging the call.

@@ -23,6 +23,7 @@ use crate::debugger::GdbOptions;
 use crate::images::{self, BuildError, Images};
 use crate::job::{Job, JobError};
 use crate::machine::{Boot, Outcome};
+use crate::plugin::{OpLines, PluginError, PluginFile};
 use neuroncustomop_wire::job::JobHeader;
 use neuroncustomop_wire::report::{Count, Line};
 use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
@@ -54,6 +55,8 @@ pub enum RunError {
     /// registration failure or scratch faults, library symbols): entry happens once per
     /// session, so such a job needs a session of its own.
     EntryChanged,
+    /// The counting plugin could not be built or set up.
+    Plugin(PluginError),
 }
 
 impl fmt::Display for RunError {
@@ -69,6 +72,7 @@ impl fmt::Display for RunError {
                 "the job changes how the library is entered (handoff size, injected faults or symbols); \
                  entry happens once per session: use a new session",
             ),
+            Self::Plugin(e) => e.fmt(f),
         }
     }
 }
@@ -164,11 +168,18 @@ pub struct OpReport {
     /// (`0` is success) or the loader's word (`abort`, `exit(101)`, `exception(3)`,
     /// `over-budget`, `not-entered`, `unknown-kernel`, `bad-words`).
     pub status: String,
-    /// Guest instructions the kernel took, when it ran.
+    /// Guest instructions the kernel took, when it ran: the TCG plugin's count on a
+    /// [`Session`] (docs/simulation.md, "Counting instructions").
     pub instructions: Option<u64>,
     /// True when [`OpReport::instructions`] counts exactly this core's instructions;
     /// false when it is an estimate (see docs/simulation.md, "Counting instructions").
     pub exact: bool,
+    /// The loader's own count of the kernel, from the core's `ICOUNT` register: the
+    /// plugin's cross-check (equal to it, `qemu/tests/counting.rs`).
+    pub icount: Option<u64>,
+    /// What the TCG plugin's modules wrote for this op, when the plugin ran
+    /// ([`OpLines`]; its `COUNT` is already in [`OpReport::instructions`]).
+    pub plugin: OpLines,
 }
 
 /// A loader status word as every printer shows it: an invocation status as hex plus
@@ -216,6 +227,19 @@ pub struct Report {
 }
 
 impl Report {
+    /// Gives each kernel run its lines from the plugin (per core, in the order its
+    /// kernels ran; [`PluginFile::take`]): the `n`-th op of a core that ran a kernel
+    /// gets the core's `n`-th. An op the plugin did not count keeps the loader's count.
+    fn add_plugin(&mut self, plugin: BTreeMap<u32, Vec<OpLines>>) {
+        for (core, report) in &mut self.cores {
+            let ran = report.ops.iter_mut().filter(|op| op.icount.is_some());
+            for (op, lines) in ran.zip(plugin.get(core).into_iter().flatten()) {
+                op.instructions = lines.count().or(op.instructions);
+                op.plugin = lines.clone();
+            }
+        }
+    }
+
     /// Core `core`'s report (empty if it said nothing).
     pub fn core(&self, core: u32) -> CoreReport {
         self.cores.get(&core).cloned().unwrap_or_default()
@@ -233,13 +257,20 @@ pub struct SessionOptions {
     /// Run QEMU with `-icount shift=0,sleep=off` ([`Boot::count_instructions`]), the
     /// default: all cores on one host thread, in turn, with a deterministic virtual
     /// clock (CCOUNT) that jumps ahead when every core sleeps. Instruction counts do not
-    /// need it ([`OpReport::instructions`] is each core's own exact count either way),
-    /// but waits do: with `false` each core is a host thread of its own (QEMU's MTTCG),
+    /// need it ([`OpReport::instructions`] is each core's own exact count either way:
+    /// the TCG plugin's without `-icount`, the loader's `ICOUNT` under it, where QEMU
+    /// 10.0.2 cannot run the plugin), but waits do: with `false` each core is a host
+    /// thread of its own (QEMU's MTTCG),
     /// and a core that sleeps (waiting for a DMA transfer, for another core) waits for
     /// the host's scheduler to wake its thread, milliseconds on a loaded machine, so
     /// kernels that wait often run far slower, and the runtime's DMA timeout (1 s of
     /// CCOUNT, then real time) can expire.
     pub count_instructions: bool,
+    /// Without `-icount`, count with the TCG plugin (`qemu/plugin`, the default);
+    /// `false` leaves it out, and the counts are the loader's `ICOUNT` figures (the
+    /// same numbers): the baseline the plugin's cost is measured against
+    /// (docs/PERFORMANCE.md, "Counting with the TCG plugin").
+    pub plugin: bool,
     /// The longest one job may take on the wall clock; past it the device is declared
     /// hung, stopped, and booted again for the next job. `None` (the default): it
     /// scales with the job's instruction budget ([`wall_limit`]).
@@ -251,7 +282,7 @@ pub struct SessionOptions {
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        Self { count_instructions: true, wall_limit: None, gdb: None }
+        Self { count_instructions: true, plugin: true, wall_limit: None, gdb: None }
     }
 }
 
@@ -317,6 +348,8 @@ struct Device {
     child: Child,
     stdin: ChildStdin,
     events: Receiver<Event>,
+    /// What the TCG plugin writes, when it runs.
+    plugin: Option<PluginFile>,
 }
 
 /// What the output readers saw.
@@ -360,12 +393,21 @@ impl Session {
         boot.elf_data = self.library.cores[..cores].to_vec();
         boot.count_instructions = self.options.count_instructions;
         boot.gdb = self.options.gdb;
+        // QEMU 10.0.2 crashes on the plugin's inline counters under -icount
+        // (qemu/plugin/src/lib.rs): there the loader's ICOUNT counts stand alone.
+        let plugin = if self.options.plugin && !self.options.count_instructions {
+            let (file, argument) = PluginFile::new(&self.loader.cores[..cores]).map_err(RunError::Plugin)?;
+            boot.plugin = Some(argument);
+            Some(file)
+        } else {
+            None
+        };
         let mut child = boot.spawn().map_err(RunError::Io)?;
         let stdin = child.stdin.take().expect("piped");
         let (sender, events) = mpsc::channel();
         read_stdout(child.stdout.take().expect("piped"), sender.clone());
         read_stderr(child.stderr.take().expect("piped"), sender);
-        self.device = Some(Device { child, stdin, events });
+        self.device = Some(Device { child, stdin, events, plugin });
         self.entered_with = None;
         Ok(())
     }
@@ -415,7 +457,9 @@ impl Session {
             }
         };
         let mut status = None;
-        if timed_out || collected.device_gone() {
+        // The plugin wrote each op's lines before the loader printed its op's line, so
+        // the file has every op of the lines collected.
+        let plugin = if timed_out || collected.device_gone() {
             let mut device = self.device.take().expect("running");
             if timed_out {
                 let _ = device.child.kill();
@@ -425,15 +469,24 @@ impl Session {
             while let Ok(event) = device.events.recv_timeout(Duration::from_secs(1)) {
                 collected.take(event);
             }
+            device.plugin.as_mut().map(PluginFile::take)
+        } else {
+            device.plugin.as_mut().map(PluginFile::take)
         }
-        Ok(collected.report(status, timed_out))
+        .transpose()
+        .map_err(RunError::Io)?;
+        let mut report = collected.report(status, timed_out);
+        if let Some(plugin) = plugin {
+            report.add_plugin(plugin);
+        }
+        Ok(report)
     }
 
     /// Ends the session: the loader sees end of file and exits; returns QEMU's exit
     /// status (`None` if the device had already stopped, or did not exit in time and
     /// was killed).
     pub fn close(mut self) -> Option<std::process::ExitStatus> {
-        let Device { mut child, stdin, events } = self.device.take()?;
+        let Device { mut child, stdin, events, .. } = self.device.take()?;
         drop(stdin);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -662,6 +715,8 @@ pub fn parse(outcome: Outcome) -> Report {
                 status: status.to_string(),
                 instructions: count.map(|Count { instructions, .. }| instructions),
                 exact: count.is_some_and(|count| count.exact),
+                icount: count.map(|Count { instructions, .. }| instructions),
+                plugin: OpLines::default(),
             }),
             _ => {}
         }

@@ -2,7 +2,8 @@
 //! would do around the runtime, so a set of per-core images can be built, booted under
 //! QEMU, given jobs and explained. It owns finding the Xtensa tools ([`toolchain`]),
 //! building the firmware programs and reading a folder of per-core images ([`images`]),
-//! booting them ([`machine`], with QEMU's gdbstub: [`debugger`]), the loader's job and
+//! booting them ([`machine`], with QEMU's gdbstub: [`debugger`], and the TCG plugin that
+//! counts each kernel's instructions: [`plugin`]), the loader's job and
 //! what it reports ([`job`], [`device`]), the little of ELF the checks need ([`elf`]),
 //! and device faults as function names and source lines ([`symbolize`]). It must NOT
 //! know op authors' projects, packages, `ucode_lib.json` or the host API: it takes
@@ -20,5 +21,6 @@ pub mod elf;
 pub mod images;
 pub mod job;
 pub mod machine;
+pub mod plugin;
 pub mod symbolize;
 pub mod toolchain;

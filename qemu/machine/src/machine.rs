@@ -34,6 +34,9 @@ pub struct Boot {
     pub timeout: Duration,
     /// Start halted with QEMU's gdbstub listening (`run … --gdb`).
     pub gdb: Option<GdbOptions>,
+    /// QEMU's `-plugin` argument: the counting plugin and its arguments
+    /// ([`crate::plugin::PluginFile::new`]).
+    pub plugin: Option<String>,
 }
 
 /// What a boot produced.
@@ -67,6 +70,7 @@ impl Boot {
             count_instructions: false,
             timeout: Duration::from_secs(120),
             gdb: None,
+            plugin: None,
         }
     }
 
@@ -75,12 +79,18 @@ impl Boot {
         let mut qemu = Command::new(QEMU);
         qemu.args(["-M", "lx60", "-cpu", "de233_fpu", "-m", "2176M"])
             .args(["-smp", &self.images.len().max(1).to_string()])
-            .args(["-semihosting", "-display", "none", "-monitor", "none", "-serial", "none", "-nographic"]);
+            .args(["-semihosting", "-display", "none", "-monitor", "none", "-serial", "none", "-nographic"])
+            // The board has no sound; without this QEMU 10 probes its audio modules,
+            // which fails if an older QEMU's are still installed beside it.
+            .args(["-audio", "none"]);
         if self.count_instructions {
             qemu.args(["-icount", "shift=0,sleep=off"]);
         }
         if let Some(gdb) = &self.gdb {
             qemu.args(gdb.qemu_args());
+        }
+        if let Some(plugin) = &self.plugin {
+            qemu.arg("-plugin").arg(plugin);
         }
         for (core, image) in self.images.iter().enumerate() {
             qemu.arg("-device").arg(format!("loader,file={},cpu-num={core}", image.display()));

@@ -35,8 +35,11 @@ impl Llvm {
 }
 /// The linker.
 pub const LD: &str = "xtensa-lx106-elf-ld";
-/// The emulator.
+/// The emulator, found on `PATH`.
 pub const QEMU: &str = "qemu-system-xtensa";
+/// The oldest QEMU (major, minor) that loads the device's TCG plugin (`qemu/plugin`,
+/// plugin API v4): docs/toolchain.md, "QEMU 10.0.2 from bookworm-backports".
+pub const QEMU_FOR_PLUGIN: (u32, u32) = (10, 0);
 
 /// The tools the simulation needs, all found.
 #[derive(Debug, Clone)]
@@ -81,6 +84,57 @@ impl Toolchain {
     }
 }
 
+/// The [`QEMU`] on `PATH` is older than [`QEMU_FOR_PLUGIN`], or its version could not
+/// be read; the message says what to run.
+#[derive(Debug)]
+pub struct OldQemu {
+    /// What `qemu-system-xtensa --version` said, or why it could not be run.
+    pub found: String,
+}
+
+impl fmt::Display for OldQemu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (major, minor) = QEMU_FOR_PLUGIN;
+        write!(
+            f,
+            "the device's TCG plugin needs QEMU {major}.{minor} or newer (plugin API v4), but \
+             `{QEMU}` on PATH is {}. Run `qemu/setup.sh`, which installs QEMU 10.0.2 from \
+             bookworm-backports, or put a QEMU {major} first on PATH.",
+            self.found
+        )
+    }
+}
+
+impl std::error::Error for OldQemu {}
+
+/// Checks that the [`QEMU`] on `PATH` can load the plugin (once per process: the
+/// answer is kept).
+///
+/// # Errors
+/// [`OldQemu`] when it is older than [`QEMU_FOR_PLUGIN`] or does not say its version.
+pub fn qemu_for_plugin() -> Result<(), OldQemu> {
+    static ANSWER: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let answer = ANSWER.get_or_init(|| {
+        let output =
+            std::process::Command::new(QEMU).arg("--version").output().map_err(|e| format!("not runnable ({e})"))?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let first = text.lines().next().unwrap_or_default().trim();
+        match qemu_version(first) {
+            Some(version) if version >= QEMU_FOR_PLUGIN => Ok(()),
+            Some((major, minor)) => Err(format!("{major}.{minor} (`{first}`)")),
+            None => Err(format!("of an unknown version (`{first}`)")),
+        }
+    });
+    answer.clone().map_err(|found| OldQemu { found })
+}
+
+/// (major, minor) from `QEMU emulator version 10.0.2 (Debian 1:10.0.2+ds-2…)`.
+fn qemu_version(line: &str) -> Option<(u32, u32)> {
+    let version = line.strip_prefix("QEMU emulator version ")?.split([' ', '(']).next()?;
+    let mut parts = version.split('.').map(str::parse::<u32>);
+    Some((parts.next()?.ok()?, parts.next()?.ok()?))
+}
+
 /// The repository root: this crate lives in `<root>/qemu/machine`.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("qemu/machine has two parents").to_path_buf()
@@ -88,4 +142,18 @@ pub fn repo_root() -> PathBuf {
 
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qemu_versions_are_read_from_the_first_line_of_its_version_text() {
+        assert_eq!(qemu_version("QEMU emulator version 10.0.2 (Debian 1:10.0.2+ds-2+deb13u1~bpo12+1)"), Some((10, 0)));
+        assert_eq!(qemu_version("QEMU emulator version 7.2.18 (Debian 1:7.2+dfsg-7+deb12u18)"), Some((7, 2)));
+        assert_eq!(qemu_version("QEMU emulator version 9.2.0"), Some((9, 2)));
+        assert_eq!(qemu_version("qemu 10"), None);
+        assert!((7, 2) < QEMU_FOR_PLUGIN && (10, 0) >= QEMU_FOR_PLUGIN && (11, 1) >= QEMU_FOR_PLUGIN);
+    }
 }

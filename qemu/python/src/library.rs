@@ -127,6 +127,7 @@ impl Library {
         let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
         let options = Options { cores, count_instructions, max_instructions, ..defaults };
         let library = &self.library;
+        // Exact either way: the TCG plugin's counts without -icount, ICOUNT's under it.
         let done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
         Ok(RawCall::new(py, done))
     }

@@ -30,15 +30,16 @@ def test_every_relu_variant_on_its_cores(relu):
     assert not result.unwritten.any()
 
 
-def test_instructions_are_exact_with_or_without_icount(relu):
+def test_instructions_are_the_same_with_or_without_icount(relu):
     x = random_floats(256, 8)
-    counted = relu.relu.run(x)
+    # Each mode has a device of its own, whose first op pays a one-time setup: the
+    # second call of each is compared.
+    counted = [relu.relu.run(x) for _ in range(2)][1]
     assert len(counted.instructions) == 1 and counted.instructions[0] > 256
-    # Each core's ICOUNT counts its own instructions either way; without -icount a wait
-    # for the DMA engine takes as long as the host does, so the count may differ a little.
-    uncounted = relu.relu.run(x, count_instructions=False)
-    assert len(uncounted.instructions) == 1 and uncounted.instructions[0] > 256
-    np.testing.assert_array_equal(uncounted.output, np.maximum(x, 0))
+    # Without -icount the TCG plugin counts: the same figure as ICOUNT's under it.
+    threads = [relu.relu.run(x, count_instructions=False) for _ in range(2)][1]
+    assert threads.instructions == counted.instructions
+    np.testing.assert_array_equal(threads.output, np.maximum(x, 0))
 
 
 def test_a_non_contiguous_input_is_copied(relu):

@@ -125,7 +125,23 @@ xtensa_wait_for_interrupt:
     or      a3, a3, a6
     wsr     a3, intenable
     rsync
+    /* Skip the sleep if CCOUNT already passed CCOMPARE0: the timer would then fire only
+     * when CCOUNT comes round again (2^32 ticks, 107 s at 40 MHz). A real core runs the
+     * two instructions between the `rsr` and the `wsr` back to back, but QEMU may pause
+     * a simulated one between them while other cores run (under -icount each core runs
+     * in turn, for a slice of the time to the next timer), and a DMA engine that missed
+     * its nap that way slept until every waiting core timed out (docs/simulation.md,
+     * "Why -icount stopped working on QEMU 10"). Past the check the timer is armed, so
+     * a later pause only leaves its interrupt pending, and waiti returns at once. */
+    rsr     a6, ccount
+    /* The ticks left to CCOMPARE0: more than asked once it has passed. (llvm-mc takes
+     * no comment after a register operand.) */
+    sub     a6, a5, a6
+    bltu    a2, a6, 1f
     waiti   0
-    wsr     a4, ps
+    j       2f
+1:  movi    a6, 0               /* as the wake path leaves it (vectors.S, .Lwake) */
+    wsr     a6, intenable
+2:  wsr     a4, ps
     rsync
     retw

@@ -37,9 +37,10 @@ class CallResult:
         Per core, the bytes of output the device's print queue dropped before those
         (it keeps the newest).
     instructions : list of int
-        Per core, the guest instructions the kernel took, counted exactly by the
-        core's own ICOUNT register with or without ``count_instructions`` (without,
-        waits follow the host's timing, so a count can differ from run to run).
+        Per core, the guest instructions the kernel took on that core, exactly (the
+        core's own count, whatever the other cores did). Without
+        ``count_instructions`` a kernel that waits (for DMA, for other cores) may
+        count a few more or fewer wake-ups from run to run.
     wall : float
         Seconds the simulated device took for the call.
     """
@@ -108,10 +109,11 @@ class Kernel:
             Cores to run on, 1 to 8. Default: 8 for a library loaded with
             ``multicore=True``, else 1.
         count_instructions : bool, default True
-            Run QEMU under ``-icount``: a deterministic clock, every core on one host
-            thread. Without, each core runs on a host thread of its own; ``instructions``
-            are counted either way, reproducibly only with it. The library keeps one
-            booted device per core count and counting mode.
+            Run under QEMU's ``-icount``: all cores on one host thread, with a
+            deterministic clock, so waits cost no wall time and counts repeat exactly.
+            ``False`` runs each core on a host thread of its own (QEMU 10 or newer:
+            the device's TCG plugin counts then); ``instructions`` are exact either
+            way. The library keeps one booted device per core count and mode.
         max_instructions : int, optional
             Stop the kernel after this many guest instructions on a core (a
             ``DeviceError`` naming where it was); the next call works. Default: the host

@@ -1,0 +1,225 @@
+//! The device's QEMU TCG plugin (`qemu/plugin`): building it, the arguments a boot
+//! passes it, and the lines it writes.
+//!
+//! The plugin is GPL-2.0-or-later, like QEMU's plugin API; QEMU loads it as a file
+//! (`-plugin`), and nothing here links it. At the end of each kernel run on a core
+//! (the loader's `icount_read` marker) each of its modules writes its lines for that
+//! op to a file this module reads back ([`PluginFile`]), closed by an `END` line. The
+//! counting module's `COUNT` line is the op's exact instruction count with QEMU's
+//! multi-threaded TCG, no `-icount` needed (docs/simulation.md, "Counting
+//! instructions"); another module's lines reach the host in [`OpLines::lines`].
+
+use crate::elf;
+use crate::toolchain::{self, Toolchain};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The loader's function called just before a kernel (`qemu/firmware/src/icount.S`).
+const START: &str = "icount_start";
+/// The loader's function called once the kernel returned or was stopped.
+const STOP: &str = "icount_read";
+/// The first and last-plus-one instructions of the loader's `ICOUNT` wrap handler,
+/// which `ICOUNT` does not count and neither does the plugin.
+const HANDLER: (&str, &str) = ("__neuron_debug_exception", "icount_handler_end");
+/// The debug vector (runtime/arch/xtensa/vectors.S): three 3-byte instructions into
+/// the handler, at the debug level too. The instruction an `ICOUNT` wrap interrupts
+/// runs again after it: the plugin's `rerun` takes its first count back.
+const DEBUG_VECTOR: (&str, u32) = ("_DebugExceptionVector", 9);
+
+/// The plugin's count of a kernel less the firmware's `ICOUNT` count of it: the
+/// loader's instructions between the plugin's markers and the `ICOUNT` accesses
+/// (`icount_start` from its `entry` to its `wsr icount`, `icount_read`'s `entry`; the
+/// Rust around them). Measured (615 against 605 for fault_probe's `copy`), and pinned
+/// by `qemu/tests/counting.rs`, which compares the two on every op.
+pub const MARKER_OVERHEAD: u64 = 10;
+
+/// Why the plugin could not be built or set up.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// The toolchain is incomplete.
+    #[error(transparent)]
+    Toolchain(toolchain::Missing),
+    /// The QEMU on `PATH` cannot load the plugin.
+    #[error(transparent)]
+    OldQemu(toolchain::OldQemu),
+    /// cargo failed; its diagnostics went to stderr.
+    #[error("building the QEMU plugin (qemu/plugin) failed: {0}")]
+    Build(String),
+    /// The loader image lacks a symbol the plugin needs.
+    #[error("the loader image {image} has no symbol `{symbol}`: rebuild it (`cargo sim build loader`)")]
+    Symbol {
+        /// The image.
+        image: PathBuf,
+        /// The missing symbol.
+        symbol: &'static str,
+    },
+    /// Reading an image or the counts file failed.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Builds the plugin (once per process; cargo finds nothing to do when it is up to
+/// date) and returns the shared library QEMU loads.
+///
+/// # Errors
+/// [`PluginError::Toolchain`], [`PluginError::OldQemu`] (before building anything) or
+/// [`PluginError::Build`].
+pub fn library() -> Result<PathBuf, PluginError> {
+    toolchain::qemu_for_plugin().map_err(PluginError::OldQemu)?;
+    static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(path) = &*built {
+        return Ok(path.clone());
+    }
+    let tools = Toolchain::locate().map_err(PluginError::Toolchain)?;
+    // Its own target directory: a build from inside `cargo test` never waits for the
+    // lock of the build that started the test.
+    let target = tools.repo.join("target/plugin");
+    let status = Command::new(toolchain::CARGO)
+        .current_dir(&tools.repo)
+        .env("RUSTC", toolchain::RUSTC)
+        .env("CARGO_TARGET_DIR", &target)
+        .env_remove("RUSTC_WRAPPER")
+        .env_remove("RUSTFLAGS")
+        .args(["build", "--quiet", "--release", "-p", "neuroncustomop-plugin"])
+        .status()
+        .map_err(|e| PluginError::Build(format!("cannot run {}: {e}", toolchain::CARGO)))?;
+    if !status.success() {
+        return Err(PluginError::Build(format!("cargo exited with {status}")));
+    }
+    let path = target.join("release/libneuroncustomop_plugin.so");
+    *built = Some(path.clone());
+    Ok(path)
+}
+
+/// The output file of one running device's plugin: it appends each op's lines when the
+/// op ends, [`PluginFile::take`] reads the ops that are new. Removed when dropped.
+#[derive(Debug)]
+pub struct PluginFile {
+    path: PathBuf,
+    /// Bytes of it already taken.
+    taken: usize,
+}
+
+/// The plugin's lines for one op of one core.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpLines {
+    /// Each module's lines, `KIND core=<c> <fields>`, in the plugin's module order.
+    pub lines: Vec<String>,
+}
+
+impl OpLines {
+    /// The kernel's instruction count (the `COUNT` line), less [`MARKER_OVERHEAD`].
+    pub fn count(&self) -> Option<u64> {
+        self.lines.iter().find_map(|line| {
+            let fields = line.strip_prefix("COUNT ")?;
+            let count = fields.split(' ').find_map(|field| field.strip_prefix("instructions="))?;
+            Some(count.parse::<u64>().ok()?.saturating_sub(MARKER_OVERHEAD))
+        })
+    }
+}
+
+impl PluginFile {
+    /// A fresh output file and the `-plugin` argument that makes QEMU watch the kernels
+    /// the loaders `loaders` (one image per core) run.
+    ///
+    /// # Errors
+    /// [`PluginError`] when the plugin does not build or a loader image lacks a marker.
+    pub fn new(loaders: &[PathBuf]) -> Result<(Self, String), PluginError> {
+        let library = library()?;
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "neuroncustomop-plugin-{}-{}.txt",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut argument = format!("{},out={}", library.display(), path.display());
+        for image in loaders {
+            let bytes = fs::read(image).map_err(|e| PluginError::Io(format!("reading {}: {e}", image.display())))?;
+            let symbol = |name: &'static str| match elf::symbol(&bytes, name) {
+                Ok(Some(address)) => Ok(address),
+                Ok(None) => Err(PluginError::Symbol { image: image.clone(), symbol: name }),
+                Err(e) => Err(PluginError::Io(format!("{}: {e}", image.display()))),
+            };
+            let vector = symbol(DEBUG_VECTOR.0)?;
+            argument += &format!(
+                ",start={:x},stop={:x},uncounted={:x}-{:x},uncounted={vector:x}-{:x},rerun={vector:x}",
+                symbol(START)?,
+                symbol(STOP)?,
+                symbol(HANDLER.0)?,
+                symbol(HANDLER.1)?,
+                vector + DEBUG_VECTOR.1,
+            );
+        }
+        Ok((Self { path, taken: 0 }, argument))
+    }
+
+    /// The ops ended since the last call, per core, in the order its kernels ran.
+    ///
+    /// # Errors
+    /// The file cannot be read.
+    pub fn take(&mut self) -> io::Result<BTreeMap<u32, Vec<OpLines>>> {
+        let text = fs::read(&self.path)?;
+        let new = text.get(self.taken..).unwrap_or_default();
+        // Only whole ops: an op is one write, but read it again if it was cut.
+        let text = String::from_utf8_lossy(new);
+        let (ops, used) = parse(&text);
+        self.taken += used;
+        Ok(ops)
+    }
+}
+
+impl Drop for PluginFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// The core of a `KIND core=<c> ...` line.
+fn core_of(line: &str) -> Option<u32> {
+    line.split(' ').nth(1)?.strip_prefix("core=")?.parse().ok()
+}
+
+/// Groups whole ops' lines per core; returns them and the bytes they span (up to the
+/// last `END` line).
+fn parse(text: &str) -> (BTreeMap<u32, Vec<OpLines>>, usize) {
+    let mut ops: BTreeMap<u32, Vec<OpLines>> = BTreeMap::new();
+    let mut open: BTreeMap<u32, OpLines> = BTreeMap::new();
+    let mut used = 0;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        at += line.len();
+        let Some(line) = line.strip_suffix('\n') else { break };
+        let Some(core) = core_of(line) else { continue };
+        if line.starts_with("END ") {
+            ops.entry(core).or_default().push(open.remove(&core).unwrap_or_default());
+            used = at;
+        } else {
+            open.entry(core).or_default().lines.push(line.to_string());
+        }
+    }
+    (ops, used)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_whole_ops_per_core_in_order_and_counts_less_the_markers() {
+        assert_eq!(MARKER_OVERHEAD, 10);
+        let text = "COUNT core=1 instructions=510\nEND core=1\nCOUNT core=0 instructions=17\nX core=0 a=1\n\
+                    END core=0\nCOUNT core=1 instructions=19\nEND core=1\nCOUNT core=0 instructions=30\n";
+        let (ops, used) = parse(text);
+        assert_eq!(&text[used..], "COUNT core=0 instructions=30\n", "an op without its END waits");
+        assert_eq!(ops[&0].len(), 1);
+        assert_eq!(ops[&0][0].count(), Some(7));
+        assert_eq!(ops[&0][0].lines[1], "X core=0 a=1");
+        assert_eq!(ops[&1].iter().map(OpLines::count).collect::<Vec<_>>(), [Some(500), Some(9)]);
+    }
+}

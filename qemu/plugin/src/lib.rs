@@ -1,0 +1,260 @@
+//! The simulated device's QEMU TCG plugin: it watches every kernel run, per core, with
+//! QEMU's multi-threaded TCG (no `-icount`), and writes what it finds for the host.
+//!
+//! Licensed GPL-2.0-or-later, like QEMU's plugin API, whose bindings (the `qemu-plugin`
+//! crate) it links. QEMU loads it as a file (`-plugin`); nothing of the project links
+//! it, so the runtime and everything linked into a kernel stay MIT OR Apache-2.0.
+//!
+//! This file owns what every module shares: installing, the common arguments, the op
+//! lifecycle of each core (from the loader's markers) and the one output file. Each
+//! module watches one thing: [`count`] the kernel's instructions.
+//!
+//! # Arguments
+//!
+//! `-plugin libneuroncustomop_plugin.so,out=FILE,start=PC,stop=PC,…`, PCs in hex. The
+//! common ones, parsed here ([`Firmware`]):
+//! - `out=FILE`: where the modules' lines go ("Output" below).
+//! - `start=PC` (one per core's loader image): the loader's `icount_start`, which it
+//!   calls just before a kernel: an op begins on that core.
+//! - `stop=PC` (likewise): the loader's `icount_read`, which it calls when the kernel
+//!   has returned or was stopped: the op ends.
+//! - `uncounted=LO-HI` (any number): instructions at `LO..HI` are not the kernel's: the
+//!   debug vector and the loader's `ICOUNT` wrap handler, which the firmware's `ICOUNT`
+//!   does not count either (it runs at the debug level).
+//! - `rerun=PC` (any number): an exception vector whose exception makes the
+//!   interrupted instruction run again: the debug vector, entered when `ICOUNT` wraps.
+//!   That instruction was seen once already when it first started.
+//!
+//! Any other `key=value` belongs to the module that claims the key
+//! ([`Arguments::take`]); a key no module claims stops QEMU with a message.
+//!
+//! # Output
+//!
+//! One text file, appended to at each op's end, one `write` per op so that a host
+//! reading it finds whole ops: each module's lines for that op (`KIND core=<vCPU>
+//! <fields>`, [`Lines::line`]), then `END core=<vCPU>`, which closes the op. The host
+//! (`qemu/machine/src/plugin.rs`) reads the file after the loader's own report of the
+//! op and gives each op's lines to the op they belong to.
+//!
+//! # Adding a module (the extension contract)
+//!
+//! A module is a file beside this one with a type that implements [`Module`], and one
+//! line in [`MODULES`]: its constructor. The constructor takes its own arguments from
+//! [`Arguments`] and sets up its state (scoreboards: per-vCPU words that inline ops
+//! update with no call and no lock). Then:
+//! - [`Module::translate`] is called for every translated block, after this file has
+//!   put the op markers' callbacks on it, so on a marker instruction the marker runs
+//!   first. The module puts its inline ops and callbacks on the block's instructions;
+//!   [`Firmware::is_kernel`] says which instructions are the firmware's debug-level code.
+//!   A callback it registers must be `'static`: it captures copies of scoreboard
+//!   entries or an `Arc` of the module's state, never `&self`.
+//! - [`Module::op_begin`] and [`Module::op_end`] are called on the vCPU's own thread
+//!   when that core passes a start or stop marker, in [`MODULES`]' order, before the
+//!   marker instruction itself executes. At the markers the callback may read the
+//!   vCPU's registers and memory (it is registered with `QEMU_PLUGIN_CB_R_REGS`).
+//! - [`Module::op_end`] writes the module's findings for that op into [`Lines`], with
+//!   a `KIND` word of its own; the host parses the lines of its kind.
+//!
+//! Modules run on every vCPU thread at once: state shared between vCPUs needs a lock or
+//! atomics; per-vCPU state is best in a scoreboard, indexed by the vCPU.
+//!
+//! # Not under `-icount`
+//!
+//! QEMU 10.0.2 crashes (a segfault in the generated code, on the first job) when an
+//! instruction other than a block's first has an inline op and `-icount` is on; the
+//! host loads the plugin only without `-icount` (`qemu/machine/src/device.rs`).
+
+mod count;
+
+use qemu_plugin::{Args, CallbackFlags, HasCallbacks, Info, PluginId, Register, TranslationBlock, VCPUIndex};
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::{self, Write as _};
+use std::fs::File;
+use std::io::Write as _;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+/// A module's constructor: takes its arguments, sets up its state.
+type Install = fn(&mut Arguments) -> Result<Box<dyn Module>, String>;
+
+/// Each module's constructor, in the order the modules see each event.
+const MODULES: &[Install] = &[count::Count::install];
+
+/// One thing the plugin watches: the extension contract is in the crate doc.
+trait Module: Send + Sync {
+    /// Puts this module's inline ops and callbacks on a block's instructions.
+    fn translate(&self, tb: &TranslationBlock<'_>, firmware: &Firmware);
+
+    /// Core `vcpu` is about to run a kernel.
+    fn op_begin(&self, _vcpu: VCPUIndex) {}
+
+    /// Core `vcpu`'s kernel has returned or was stopped: write what this module found.
+    fn op_end(&self, _vcpu: VCPUIndex, _lines: &mut Lines) {}
+}
+
+/// The `key=value` arguments no common key took, for the modules' constructors.
+struct Arguments {
+    /// Values by key, in the order given.
+    rest: BTreeMap<String, Vec<String>>,
+}
+
+impl Arguments {
+    /// Every value given for `key` (none if it was not given); later modules no longer
+    /// see it.
+    // The first module with arguments of its own removes this (the lint then fails).
+    #[expect(dead_code, reason = "the counting module takes no argument")]
+    fn take(&mut self, key: &str) -> Vec<String> {
+        self.rest.remove(key).unwrap_or_default()
+    }
+}
+
+/// The loader's markers and the firmware's own code, from the common arguments.
+struct Firmware {
+    starts: HashSet<u64>,
+    stops: HashSet<u64>,
+    uncounted: Vec<Range<u64>>,
+    reruns: HashSet<u64>,
+}
+
+impl Firmware {
+    /// False for the debug vector and the `ICOUNT` wrap handler, which run at the debug
+    /// level and are no kernel's work (`uncounted=`).
+    fn is_kernel(&self, pc: u64) -> bool {
+        !self.uncounted.iter().any(|range| range.contains(&pc))
+    }
+
+    /// True for an exception vector whose exception runs the interrupted instruction
+    /// again (`rerun=`): it was seen once already when it first started.
+    fn reruns(&self, pc: u64) -> bool {
+        self.reruns.contains(&pc)
+    }
+}
+
+/// Hex address of `key=value`'s `text`.
+fn hex(key: &str, value: &str, text: &str) -> Result<u64, String> {
+    u64::from_str_radix(text.trim_start_matches("0x"), 16)
+        .map_err(|_| format!("`{key}={value}`: `{text}` is not a hex address"))
+}
+
+/// Splits the arguments into the output file, the firmware's markers and the rest.
+fn parse(args: &Args) -> Result<(File, Firmware, Arguments), String> {
+    let mut out = None;
+    let mut firmware =
+        Firmware { starts: HashSet::new(), stops: HashSet::new(), uncounted: Vec::new(), reruns: HashSet::new() };
+    let mut rest: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for arg in &args.raw {
+        let (key, value) = arg.split_once('=').ok_or_else(|| format!("argument `{arg}` is not key=value"))?;
+        match key {
+            "out" => out = Some(File::create(value).map_err(|e| format!("cannot create `{value}`: {e}"))?),
+            "start" => _ = firmware.starts.insert(hex(key, value, value)?),
+            "stop" => _ = firmware.stops.insert(hex(key, value, value)?),
+            "rerun" => _ = firmware.reruns.insert(hex(key, value, value)?),
+            "uncounted" => {
+                let (lo, hi) = value.split_once('-').ok_or_else(|| format!("`{arg}` is not uncounted=LO-HI"))?;
+                firmware.uncounted.push(hex(key, value, lo)?..hex(key, value, hi)?);
+            }
+            _ => rest.entry(key.to_string()).or_default().push(value.to_string()),
+        }
+    }
+    let out = out.ok_or("no out=FILE argument")?;
+    if firmware.starts.is_empty() || firmware.stops.is_empty() {
+        return Err("no start=PC or no stop=PC argument: no op would begin or end".into());
+    }
+    Ok((out, firmware, Arguments { rest }))
+}
+
+/// One op's lines, written to the output file in one piece when the op ends.
+struct Lines {
+    vcpu: VCPUIndex,
+    text: String,
+}
+
+impl Lines {
+    /// Adds `KIND core=<vCPU> <fields>`: `kind` is the module's own word, `fields`
+    /// its `key=value` pairs, separated by spaces.
+    fn line(&mut self, kind: &str, fields: fmt::Arguments<'_>) {
+        // Writing into a String cannot fail.
+        let _ = writeln!(self.text, "{kind} core={} {fields}", self.vcpu);
+    }
+}
+
+/// What the marker callbacks share: the modules and the output file.
+struct Ops {
+    modules: Vec<Box<dyn Module>>,
+    out: Mutex<File>,
+}
+
+impl Ops {
+    fn begin(&self, vcpu: VCPUIndex) {
+        for module in &self.modules {
+            module.op_begin(vcpu);
+        }
+    }
+
+    /// Collects every module's lines for the op and writes them, then `END`, at once.
+    fn end(&self, vcpu: VCPUIndex) {
+        let mut lines = Lines { vcpu, text: String::new() };
+        for module in &self.modules {
+            module.op_end(vcpu, &mut lines);
+        }
+        let _ = writeln!(lines.text, "END core={vcpu}");
+        // A poisoned lock only means another vCPU's write panicked; the file is still good.
+        let mut file = self.out.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Err(e) = file.write_all(lines.text.as_bytes()) {
+            eprintln!("neuroncustomop-plugin: cannot write an op's lines: {e}");
+        }
+    }
+}
+
+/// The plugin as QEMU holds it: set up by [`Register::register`] from the arguments.
+#[derive(Default)]
+struct Plugin {
+    /// `None` until registered.
+    setup: Option<(Firmware, Arc<Ops>)>,
+}
+
+impl Register for Plugin {
+    fn register(&mut self, _: PluginId, args: &Args, _: &Info) -> qemu_plugin::Result<()> {
+        let setup = || {
+            let (out, firmware, mut arguments) = parse(args)?;
+            let modules = MODULES.iter().map(|install| install(&mut arguments)).collect::<Result<_, _>>()?;
+            if let Some(key) = arguments.rest.keys().next() {
+                return Err(format!("unknown argument `{key}`: no module of the plugin takes it"));
+            }
+            Ok((firmware, Arc::new(Ops { modules, out: Mutex::new(out) })))
+        };
+        let setup = setup().unwrap_or_else(|message: String| {
+            // QEMU gives a plugin no way to refuse with a message: say it and stop
+            // before the guest runs (only the host tools pass these arguments).
+            eprintln!("neuroncustomop-plugin: {message}");
+            std::process::exit(1)
+        });
+        self.setup = Some(setup);
+        Ok(())
+    }
+}
+
+impl HasCallbacks for Plugin {
+    fn on_translation_block_translate(&mut self, _: PluginId, tb: TranslationBlock) -> qemu_plugin::Result<()> {
+        let Some((firmware, ops)) = &self.setup else { return Ok(()) };
+        // The markers first, so on a marker instruction they run before any module's
+        // inline op or callback on it.
+        for insn in tb.instructions() {
+            let pc = insn.vaddr();
+            if firmware.starts.contains(&pc) {
+                let ops = Arc::clone(ops);
+                insn.register_execute_callback_flags(move |vcpu| ops.begin(vcpu), CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
+            }
+            if firmware.stops.contains(&pc) {
+                let ops = Arc::clone(ops);
+                insn.register_execute_callback_flags(move |vcpu| ops.end(vcpu), CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
+            }
+        }
+        for module in &ops.modules {
+            module.translate(&tb, firmware);
+        }
+        Ok(())
+    }
+}
+
+qemu_plugin::register!(Plugin::default());
