@@ -39,6 +39,7 @@ mod decode;
 mod encode;
 mod error;
 mod function_id;
+pub mod checks;
 pub mod job;
 pub mod layout;
 pub mod report;
