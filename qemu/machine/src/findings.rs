@@ -5,8 +5,10 @@
 //!
 //! The plugin writes a `FINDING` line for each of the first
 //! [`SHOWN`] findings of an op on a core, and a `CHECKED` line with the op's totals;
-//! [`parse`] reads them back, [`Finding::symbolize`] names the lines of code.
+//! [`of_op`] reads them back from a job's report, [`Finding::symbolize`] names the
+//! lines of code.
 
+use crate::device::Report;
 use crate::elf;
 use crate::symbolize::Symbolizer;
 use neuroncustomop::wrapper_api::Dtype;
@@ -287,24 +289,31 @@ pub fn plugin_arguments(loaders: &[std::path::PathBuf], libraries: &[std::path::
     Ok(arguments)
 }
 
-/// The plugin's `FINDING` and `CHECKED` lines in `text`, per op (the op number counted
-/// on each core from the session's start); other lines are skipped.
-pub fn parse(text: &str) -> std::collections::BTreeMap<u32, OpFindings> {
-    let mut ops: std::collections::BTreeMap<u32, OpFindings> = Default::default();
-    for line in text.lines() {
+/// The findings in the plugin's `FINDING` and `CHECKED` lines of one op (any core);
+/// other lines are skipped.
+pub fn collect<'a>(lines: impl IntoIterator<Item = &'a str>) -> OpFindings {
+    let mut op = OpFindings::default();
+    for line in lines {
         if let Some(finding) = Finding::parse(line) {
-            let op = ops.entry(finding.op).or_default();
             if op.shown.len() < SHOWN {
                 op.shown.push(finding);
             }
         } else if let Some(rest) = line.strip_prefix("CHECKED ") {
-            let f = Fields::new(rest);
-            if let (Ok(op), Ok(findings)) = (f.number::<u32>("op"), f.number::<u64>("findings")) {
-                ops.entry(op).or_default().total += findings;
-            }
+            op.total += Fields::new(rest).number::<u64>("findings").unwrap_or(0);
         }
     }
-    ops
+    op
+}
+
+/// The findings of op `index` of a job, over every core that ran it.
+pub fn of_op(report: &Report, index: usize) -> OpFindings {
+    collect(report.cores.values().filter_map(|core| core.ops.get(index)).flat_map(|op| op.plugin.lines.iter().map(String::as_str)))
+}
+
+/// Every finding shown for a job, op by op.
+pub fn of_job(report: &Report) -> Vec<Finding> {
+    let ops = report.cores.values().map(|core| core.ops.len()).max().unwrap_or(0);
+    (0..ops).flat_map(|index| of_op(report, index).shown).collect()
 }
 
 #[cfg(test)]
@@ -316,8 +325,7 @@ mod tests {
         let text = "FINDING core=0 op=0 kind=store pc=0x84000123 address=0x62000100 bytes=256 accesses=64 \
                     region=output index=0 start=0x62000000 len=256 dtype=1 shape=64\n\
                     CHECKED core=0 op=0 findings=1 accesses=64\n";
-        let ops = parse(text);
-        let op = &ops[&0];
+        let op = collect(text.lines());
         assert_eq!(op.total, 1);
         let finding = &op.shown[0];
         assert_eq!((finding.kind, finding.core, finding.pc), (FindingKind::OutOfBoundsStore, 0, 0x8400_0123));
@@ -332,7 +340,7 @@ mod tests {
     fn a_store_into_an_input_names_the_element() {
         let text = "FINDING core=2 op=1 kind=input-store pc=0x84400010 address=0x62000244 bytes=4 accesses=1 \
                     region=input index=1 start=0x62000000 len=4096 dtype=1 shape=16x64";
-        let finding = &parse(text)[&1].shown[0];
+        let finding = &collect([text]).shown[0];
         // Byte 0x244 = float 145 = row 2, column 17.
         assert_eq!(finding.place(), "input 1 ([16, 64] float32), element [2, 17]");
     }
@@ -341,7 +349,7 @@ mod tests {
     fn a_race_names_both_cores() {
         let text = "FINDING core=1 op=0 kind=race pc=0x84200010 address=0x62000000 bytes=4 accesses=1 other=0 \
                     other_pc=0x84000010 region=output index=0 start=0x62000000 len=64 dtype=4 shape=16";
-        let finding = &parse(text)[&0].shown[0];
+        let finding = &collect([text]).shown[0];
         assert_eq!((finding.other_core, finding.other_pc), (Some(0), Some(0x8400_0010)));
         assert!(finding.to_string().contains("core 0 stored there too, at 0x84000010"), "{finding}");
     }
@@ -349,7 +357,7 @@ mod tests {
     #[test]
     fn a_cross_core_store_names_the_victim() {
         let text = "FINDING core=0 op=0 kind=cross-core pc=0x84000010 address=0x84600100 bytes=4 accesses=1 other=3";
-        let finding = &parse(text)[&0].shown[0];
+        let finding = &collect([text]).shown[0];
         assert_eq!(finding.place(), "core 3's image window, at 0x84600100");
     }
 }
