@@ -321,7 +321,7 @@ pub enum CallError {
     /// The tensors do not fit in the device memory the simulated device lends them.
     #[error("the arguments and the output take {needed} bytes of device memory; {available} are available")]
     DoesNotFit {
-        /// Bytes needed (each tensor 64-byte aligned).
+        /// Bytes needed (each tensor 64-byte aligned, and followed by a 256-byte red zone).
         needed: u64,
         /// The tensor area's size.
         available: u64,
@@ -656,7 +656,17 @@ impl Library {
         {
             findings.shown.iter_mut().for_each(|finding| finding.symbolize(&symbols));
         }
-        Ok(Call { kernel: kernel.into(), output, status, statuses, stdout, instructions, wall, unwritten: None, findings })
+        Ok(Call {
+            kernel: kernel.into(),
+            output,
+            status,
+            statuses,
+            stdout,
+            instructions,
+            wall,
+            unwritten: None,
+            findings,
+        })
     }
 }
 
@@ -708,7 +718,7 @@ pub struct Staged {
 }
 
 /// Places `args` and the output `output` describes in `job`'s tensor area, after what
-/// is there already (each 64-byte aligned), and describes them. The output starts as
+/// is there already (each 64-byte aligned, 256 free bytes after each: a red zone the memory checks watch), and describes them. The output starts as
 /// [`canary`] elements. [`Library::call_with`] stages this way; tests that write their
 /// own dispatch words do too.
 ///
@@ -740,7 +750,8 @@ fn stage_filled(job: &mut Job, args: &[Arg], output: Output, fill: Option<&[u8]>
         .max()
         .unwrap_or(0)
         .next_multiple_of(64);
-    let args_len: u64 = args.iter().map(|arg| (arg_bytes(arg).len().max(1) as u64).next_multiple_of(64)).sum();
+    let args_len: u64 =
+        args.iter().map(|arg| (arg_bytes(arg).len().max(1) as u64).next_multiple_of(64) + u64::from(RED_ZONE)).sum();
     let needed = used + args_len + out_len.max(1);
     if needed > u64::from(TENSOR_AREA_SIZE) {
         return Err(CallError::DoesNotFit { needed, available: u64::from(TENSOR_AREA_SIZE) });
@@ -752,7 +763,7 @@ fn stage_filled(job: &mut Job, args: &[Arg], output: Output, fill: Option<&[u8]>
         if bytes.is_empty() {
             bytes.push(0);
         }
-        let padded = (bytes.len() as u32).next_multiple_of(64);
+        let padded = (bytes.len() as u32).next_multiple_of(64) + RED_ZONE;
         let placed = job.place(offset, bytes);
         offset += padded;
         placed
@@ -778,6 +789,10 @@ fn stage_filled(job: &mut Job, args: &[Arg], output: Output, fill: Option<&[u8]>
     let output = describe("the output".into(), dtype, &shape, framework)?;
     Ok(Staged { output, inputs, dump: OutputDump { address: device, len: out_len as u32 }, dtype, shape })
 }
+
+/// Bytes left free after each tensor: a small overrun of one lands in no tensor, where
+/// the memory checks see it, rather than in the next one.
+const RED_ZONE: u32 = 256;
 
 /// The bytes an argument occupies in device memory.
 fn arg_bytes(arg: &Arg) -> Vec<u8> {

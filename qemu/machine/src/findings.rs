@@ -206,7 +206,11 @@ impl Finding {
         if lo >= end {
             format!("{} past the end of {}", span(lo - end, hi - end), region.name())
         } else {
-            format!("{} before the start of {}", span(region.start - hi.min(region.start), region.start - lo), region.name())
+            format!(
+                "{} before the start of {}",
+                span(region.start - hi.min(region.start), region.start - lo),
+                region.name()
+            )
         }
     }
 }
@@ -283,7 +287,8 @@ pub fn plugin_arguments(loaders: &[std::path::PathBuf], libraries: &[std::path::
     let mut arguments = String::new();
     for (core, (loader, library)) in loaders.iter().zip(libraries).enumerate() {
         let table = symbol(loader, TABLE)?;
-        let [start, writable, end] = [symbol(library, IMAGE[0])?, symbol(library, IMAGE[1])?, symbol(library, IMAGE[2])?];
+        let [start, writable, end] =
+            [symbol(library, IMAGE[0])?, symbol(library, IMAGE[1])?, symbol(library, IMAGE[2])?];
         arguments += &format!(",check-table={core:x}:{table:x},check-image={core:x}:{start:x}:{writable:x}:{end:x}");
     }
     Ok(arguments)
@@ -307,7 +312,13 @@ pub fn collect<'a>(lines: impl IntoIterator<Item = &'a str>) -> OpFindings {
 
 /// The findings of op `index` of a job, over every core that ran it.
 pub fn of_op(report: &Report, index: usize) -> OpFindings {
-    collect(report.cores.values().filter_map(|core| core.ops.get(index)).flat_map(|op| op.plugin.lines.iter().map(String::as_str)))
+    collect(
+        report
+            .cores
+            .values()
+            .filter_map(|core| core.ops.get(index))
+            .flat_map(|op| op.plugin.lines.iter().map(String::as_str)),
+    )
 }
 
 /// Every finding shown for a job, op by op.

@@ -234,7 +234,8 @@ impl State {
         let ops = core.ops + 1;
         *core = Core { running: true, ops, table, ..Core::default() };
         drop(core);
-        let output = table.as_ref().and_then(|t| t.regions().iter().find(|r| r.kind() == Some(RegionKind::Output)).copied());
+        let output =
+            table.as_ref().and_then(|t| t.regions().iter().find(|r| r.kind() == Some(RegionKind::Output)).copied());
         if let Some(output) = output {
             self.follow(&output);
         }
@@ -361,7 +362,15 @@ impl State {
 
     /// Records `vcpu`'s store of `size` bytes at `address` in `output`; the other core
     /// and its PC if another core stored to one of these bytes in this op.
-    fn race(&self, core: &Core, vcpu: VCPUIndex, pc: u32, address: u32, size: u32, output: &Region) -> Option<(u32, u32)> {
+    fn race(
+        &self,
+        core: &Core,
+        vcpu: VCPUIndex,
+        pc: u32,
+        address: u32,
+        size: u32,
+        output: &Region,
+    ) -> Option<(u32, u32)> {
         let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
         let op = u64::from(core.ops);
         let mine = op << 40 | (u64::from(vcpu) + 1) << 32 | u64::from(pc);

@@ -35,11 +35,11 @@
 //! ```
 #![no_std]
 
+pub mod checks;
 mod decode;
 mod encode;
 mod error;
 mod function_id;
-pub mod checks;
 pub mod job;
 pub mod layout;
 pub mod report;

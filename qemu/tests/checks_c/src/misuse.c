@@ -1,7 +1,8 @@
 /*
  * Kernels that each trip one of the device's memory checks (qemu/tests/checks.rs), and
  * one that does not. Every kernel takes one float32 tensor x and returns an output
- * like it; each copies its share of x first, so the output is whole.
+ * like it; on 8 cores, each core copies its share of x first, so the output is whole,
+ * and core 0 alone makes the mistake (but in `race`, where every core does).
  */
 #include <neuroncustomop.h>
 
@@ -39,7 +40,7 @@ static void past_end_256(void) {
     const float *x;
     uint32_t n;
     float *out = copy_share(&x, &n);
-    for (uint32_t i = 0; i < 64; i++) {
+    for (uint32_t i = 0; i < (get_cpu_id() == 0 ? 64 : 0); i++) {
         out[n + i] = 1.0f;
     }
     customop_cleanup();
@@ -50,7 +51,7 @@ static void past_end_1m(void) {
     const float *x;
     uint32_t n;
     float *out = copy_share(&x, &n);
-    for (uint32_t i = 0; i < (1u << 20) / 4; i++) {
+    for (uint32_t i = 0; i < (get_cpu_id() == 0 ? (1u << 20) / 4 : 0); i++) {
         out[n + i] = 2.0f;
     }
     customop_cleanup();
@@ -61,7 +62,9 @@ static void into_input(void) {
     const float *x;
     uint32_t n;
     copy_share(&x, &n);
-    ((float *)x)[17] = 0.0f;
+    if (get_cpu_id() == 0) {
+        ((float *)x)[17] = 0.0f;
+    }
     customop_cleanup();
 }
 
@@ -89,12 +92,14 @@ static void race(void) {
     customop_cleanup();
 }
 
-/* Reads 4 floats past the end of the input. */
+/* Reads the fourth float past the end of the input (and writes it over element 0). */
 static void reads_past(void) {
     const float *x;
     uint32_t n;
     float *out = copy_share(&x, &n);
-    out[0] = x[n + 3];
+    if (get_cpu_id() == 0) {
+        out[0] = x[n + 3];
+    }
     customop_cleanup();
 }
 
