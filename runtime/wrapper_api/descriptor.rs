@@ -70,6 +70,21 @@ impl Dtype {
         })
     }
 
+    /// The short name the tools and reports use: NumPy's (`float32`, `int8`, ...) and
+    /// `bfloat16`, which NumPy lacks.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dtype::Float32 => "float32",
+            Dtype::Bfloat16 => "bfloat16",
+            Dtype::Float16 => "float16",
+            Dtype::Int32 => "int32",
+            Dtype::Int8 => "int8",
+            Dtype::Int64 => "int64",
+            Dtype::Int16 => "int16",
+            Dtype::Uint8 => "uint8",
+        }
+    }
+
     /// Size of one element in bytes.
     pub const fn size(self) -> usize {
         1 << self.size_log2()

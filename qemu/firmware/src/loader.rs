@@ -30,7 +30,10 @@ use core::ptr::{self, read_volatile, write_volatile};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use neuroncustomop::arch::{mask_interrupts, memw, prid, restore_interrupts, wait_for_interrupt};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
+use neuroncustomop::data_transfer::dma::DMA_QUEUE_WINDOW;
+use neuroncustomop::translate::{self, TranslateRecord};
 use neuroncustomop::wrapper_api::ArgTensor;
+use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
 use neuroncustomop_wire::job::{
     FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_REGIONS,
     dma_queue_offsets,
@@ -295,11 +298,59 @@ impl Library {
             // An invalid method is refused by the runtime and leaves its own in place.
             (self.set_memcpy_method)(job.memcpy_method);
         }
+        announce_regions(job, &inputs[..op.inputs().len()], op.output().map(|_| &output));
         icount::start(job.max_instructions());
         kernel();
         let count = Count { instructions: icount::stop(), exact: true };
         ((self.invocation_status)(), count)
     }
+}
+
+/// What the op running on this core may touch, for the device's memory checks (the
+/// TCG plugin reads it from guest memory when the kernel starts: the host names this
+/// static to it). Written by this core only, before each kernel run.
+#[unsafe(no_mangle)]
+static mut NEURON_CHECK_REGIONS: RegionTable = RegionTable::EMPTY;
+
+/// Fills [`NEURON_CHECK_REGIONS`] for the op about to run: its output and inputs at
+/// their device addresses (translated through the job's windows, as the runtime
+/// translates them), this core's data and HBM scratch, and the stack the kernel runs on.
+fn announce_regions(job: &JobHeader, inputs: &[ArgTensor], output: Option<&ArgTensor>) {
+    let core = prid();
+    let mut table = RegionTable::EMPTY;
+    let mut records = [TranslateRecord::default(); TRANSLATE_REGIONS];
+    for (record, bytes) in records.iter_mut().zip(&job.translate) {
+        // SAFETY: 32 bytes read as the runtime's 32-byte little-endian record, which
+        // has no invalid bit patterns.
+        *record = unsafe { ptr::read_unaligned(bytes.as_ptr().cast::<TranslateRecord>()) };
+    }
+    let count = (job.translate_count as usize).min(TRANSLATE_REGIONS);
+    // The loader's own copy of the runtime translates (its own TLB): a job whose
+    // windows it refuses announces no tensor, as the kernel's own setup refuses them.
+    let translated = translate::configure(&records[..count]).is_ok();
+    let tensors = output.map(|o| (RegionKind::Output, 0, o)).into_iter().chain(
+        inputs.iter().enumerate().map(|(i, input)| (RegionKind::Input, i as u8, input)),
+    );
+    for (kind, index, tensor) in tensors.filter(|_| translated) {
+        let Ok(desc) = tensor.validate() else { continue };
+        let len = desc.byte_len() as usize;
+        let Ok(start) = translate::translate_range(desc.address(), len) else { continue };
+        let mut region = Region::new(kind, index, start as u32, len as u32);
+        region.dtype = desc.dtype() as u8;
+        region.rank = desc.rank() as u8;
+        region.shape[..desc.shape().len()].copy_from_slice(desc.shape());
+        table.push(region);
+    }
+    table.push(Region::new(RegionKind::DataScratch, 0, DATA_SCRATCH_BASE + core * DATA_SCRATCH_SIZE, DATA_SCRATCH_SIZE));
+    table.push(Region::new(RegionKind::HbmScratch, 0, HBM_SCRATCH_BASE + core * HBM_SCRATCH_SIZE, HBM_SCRATCH_SIZE));
+    let (m2s, _) = dma_queue_offsets(core);
+    let (next, _) = dma_queue_offsets(core + 1);
+    table.push(Region::new(RegionKind::DmaQueues, 0, DMA_QUEUE_WINDOW as u32 + m2s, next - m2s));
+    let (bottom, top) = (ptr::addr_of!(_stack_bottom) as u32, ptr::addr_of!(_stack_top) as u32);
+    table.push(Region::new(RegionKind::Stack, 0, bottom, top - bottom));
+    // SAFETY: this core's own static, written only here, before its kernel runs; the
+    // plugin reads it from outside the guest.
+    unsafe { write_volatile(ptr::addr_of_mut!(NEURON_CHECK_REGIONS), table) };
 }
 
 /// Drains the library's stdout ring: prints what the kernel wrote since the last drain,
@@ -526,6 +577,8 @@ unsafe extern "C" {
     fn loader_resume(stack_top: u32, continuation: extern "C" fn(u32), argument: u32) -> !;
     /// The top of this loader image's stack (linker script).
     static _stack_top: u8;
+    /// Its bottom.
+    static _stack_bottom: u8;
 }
 
 /// A kernel stopped without returning: report its op, and carry on with the next one

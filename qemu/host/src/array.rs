@@ -51,16 +51,7 @@ elements! {
 /// The short names the CLI and the reports use: NumPy's (`float32`, `int8`, …) and
 /// `bfloat16`, which NumPy lacks.
 pub fn dtype_name(dtype: Dtype) -> &'static str {
-    match dtype {
-        Dtype::Float32 => "float32",
-        Dtype::Bfloat16 => "bfloat16",
-        Dtype::Float16 => "float16",
-        Dtype::Int32 => "int32",
-        Dtype::Int8 => "int8",
-        Dtype::Int64 => "int64",
-        Dtype::Int16 => "int16",
-        Dtype::Uint8 => "uint8",
-    }
+    dtype.name()
 }
 
 /// The dtype named `name`: [`dtype_name`]'s names, or NumPy's short codes (`f4`, `bf16`,

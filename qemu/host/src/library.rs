@@ -27,6 +27,9 @@ use crate::compare::{canary, holding, second_canary};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
 use neuroncustomop_machine::device::{RunError, Session, SessionOptions};
+use neuroncustomop_machine::findings;
+/// The memory checks' findings, as [`Call::findings`] holds them.
+pub use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings};
 use neuroncustomop_machine::images::CORES;
 use neuroncustomop_machine::job::{Job, JobError, Op, TENSOR_AREA, TENSOR_AREA_SIZE};
 use neuroncustomop_package::cxx::Registration;
@@ -107,6 +110,13 @@ pub struct Options {
     /// do not make [`Call::check`] fail. Off by default: an output element no core
     /// wrote is a failure ([`Unwritten`]).
     pub partial_output: bool,
+    /// Check every load and store of the kernel against what its op may touch (the
+    /// default): a store past the output, into an input or another core's image, a load
+    /// outside what the op was given, output bytes two cores wrote ([`Call::findings`],
+    /// and [`Call::check`] fails on them). The checks run in the device's TCG plugin,
+    /// which runs without `-icount`: a checked call runs without it whatever
+    /// [`Options::count_instructions`] says (the plugin's counts are as exact).
+    pub checked: bool,
 }
 
 impl Default for Options {
@@ -117,6 +127,7 @@ impl Default for Options {
             count_instructions: true,
             max_instructions: neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS,
             partial_output: false,
+            checked: true,
         }
     }
 }
@@ -176,6 +187,9 @@ pub struct Call {
     /// Output elements no core wrote, unless the call declared a partial output
     /// ([`Options::partial_output`]): [`Call::check`] fails on them.
     pub unwritten: Option<Unwritten>,
+    /// What the memory checks found ([`Options::checked`]; empty when unchecked):
+    /// [`Call::check`] fails on any.
+    pub findings: OpFindings,
 }
 
 /// Output elements no core wrote: they still hold the canary the output was filled
@@ -213,9 +227,10 @@ impl fmt::Display for Unwritten {
     }
 }
 
-/// A kernel that returned a failing status, or left output elements unwritten.
+/// A kernel that returned a failing status, touched memory its op was not given, or
+/// left output elements unwritten.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("kernel {kernel} failed on core {core}: {}{}", match unwritten { Some(unwritten) => unwritten.to_string(), None => status.to_string() }, printed(stdout))]
+#[error("kernel {kernel} failed on core {core}: {}{}", match (unwritten, findings.is_empty()) { (_, false) => format!("the memory checks found {} problem(s):\n{}", findings.total, findings.to_string().trim_end()), (Some(unwritten), true) => unwritten.to_string(), (None, true) => status.to_string() }, printed(stdout))]
 pub struct KernelFailed {
     /// The kernel.
     pub kernel: String,
@@ -225,6 +240,8 @@ pub struct KernelFailed {
     pub status: KernelStatus,
     /// Output elements no core wrote, when every status was OK.
     pub unwritten: Option<Unwritten>,
+    /// What the memory checks found (empty when they found nothing).
+    pub findings: OpFindings,
     /// What every core printed.
     pub stdout: Vec<CoreStdout>,
 }
@@ -239,20 +256,24 @@ fn printed(stdout: &[CoreStdout]) -> String {
 }
 
 impl Call {
-    /// The call itself if every core succeeded and wrote the whole output (or the
-    /// call declared a partial one).
+    /// The call itself if every core succeeded, the memory checks found nothing, and
+    /// the cores wrote the whole output (or the call declared a partial one).
     ///
     /// # Errors
-    /// [`KernelFailed`], naming the kernel, the core and the status, or how many
-    /// output elements no core wrote.
+    /// [`KernelFailed`], naming the kernel, the core and the status, the memory checks'
+    /// findings, or how many output elements no core wrote.
     pub fn check(self) -> Result<Self, KernelFailed> {
         let failed = |core: usize, unwritten: Option<Unwritten>| KernelFailed {
             kernel: self.kernel.clone(),
             core,
             status: self.statuses[core],
             unwritten,
+            findings: self.findings.clone(),
             stdout: self.stdout.clone(),
         };
+        if let Some(first) = self.findings.shown.first() {
+            return Err(failed(first.core as usize, None));
+        }
         match (self.statuses.iter().position(|status| !status.is_ok()), self.unwritten) {
             (Some(core), _) => Err(failed(core, None)),
             (None, Some(unwritten)) if unwritten.elements > 0 => Err(failed(0, Some(unwritten))),
@@ -300,7 +321,7 @@ pub enum CallError {
     /// The tensors do not fit in the device memory the simulated device lends them.
     #[error("the arguments and the output take {needed} bytes of device memory; {available} are available")]
     DoesNotFit {
-        /// Bytes needed (each tensor 64-byte aligned).
+        /// Bytes needed (each tensor 64-byte aligned, and followed by a 256-byte red zone).
         needed: u64,
         /// The tensor area's size.
         available: u64,
@@ -395,7 +416,7 @@ pub fn describe(error: &dyn std::error::Error) -> String {
 #[derive(Debug)]
 pub struct Library {
     package: Package,
-    sessions: Mutex<BTreeMap<(usize, bool), Session>>,
+    sessions: Mutex<BTreeMap<(usize, bool, bool), Session>>,
     /// A C++ library's shape driver: its shape functions, run on the host
     /// ([`Library::output_of`]).
     shape_driver: Option<PathBuf>,
@@ -588,12 +609,14 @@ impl Library {
         let started = Instant::now();
         let report = {
             let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            let key = (options.cores, options.count_instructions);
+            // The checks run in the plugin, which runs without -icount.
+            let count_instructions = options.count_instructions && !options.checked;
+            let key = (options.cores, count_instructions, options.checked);
             let session = match sessions.entry(key) {
                 Entry::Occupied(session) => session.into_mut(),
                 Entry::Vacant(slot) => {
                     let session_options =
-                        SessionOptions { count_instructions: options.count_instructions, ..SessionOptions::default() };
+                        SessionOptions { count_instructions, checked: options.checked, ..SessionOptions::default() };
                     slot.insert(
                         Session::boot(&self.package.images, options.cores, session_options).map_err(CallError::Run)?,
                     )
@@ -629,23 +652,43 @@ impl Library {
             output: format!("the output dump is incomplete: {e}"),
         })?;
         let status = statuses.iter().copied().find(|s| !s.is_ok()).unwrap_or(KernelStatus(0));
-        Ok(Call { kernel: kernel.into(), output, status, statuses, stdout, instructions, wall, unwritten: None })
+        let mut findings = findings::of_op(&report, 0);
+        if !findings.is_empty()
+            && let Some(symbols) = self.symbolizer()
+        {
+            findings.shown.iter_mut().for_each(|finding| finding.symbolize(&symbols));
+        }
+        Ok(Call {
+            kernel: kernel.into(),
+            output,
+            status,
+            statuses,
+            stdout,
+            instructions,
+            wall,
+            unwritten: None,
+            findings,
+        })
     }
 }
 
 impl Library {
+    /// The library's and the loader's images, ready to name PCs (`None` if they cannot
+    /// be read: a report then shows addresses).
+    fn symbolizer(&self) -> Option<neuroncustomop_machine::symbolize::Symbolizer> {
+        let loader = neuroncustomop_machine::images::build("loader").ok()?;
+        let elves: Vec<PathBuf> = self.package.images.cores.iter().chain(&loader.cores).cloned().collect();
+        neuroncustomop_machine::symbolize::Symbolizer::new(&elves).ok()
+    }
+
     /// The first core whose op stopped without returning a status, as a
     /// [`CallError::Stopped`] that names the kernel's source line.
     fn stopped(&self, kernel: &str, report: &neuroncustomop_machine::device::Report) -> Option<CallError> {
         let (core, op) = report.cores.iter().find_map(|(&core, r)| {
             r.ops.first().filter(|op| report.done && op.status_code().is_none()).map(|op| (core, op))
         })?;
-        let explained = neuroncustomop_machine::images::build("loader")
-            .ok()
-            .and_then(|loader| {
-                let elves: Vec<PathBuf> = self.package.images.cores.iter().chain(&loader.cores).cloned().collect();
-                neuroncustomop_machine::symbolize::Symbolizer::new(&elves).ok()
-            })
+        let explained = self
+            .symbolizer()
             .map(|symbols| neuroncustomop_machine::symbolize::explain(report, &symbols).concat())
             .filter(|text| !text.is_empty())
             .unwrap_or_else(|| {
@@ -677,7 +720,7 @@ pub struct Staged {
 }
 
 /// Places `args` and the output `output` describes in `job`'s tensor area, after what
-/// is there already (each 64-byte aligned), and describes them. The output starts as
+/// is there already (each 64-byte aligned, 256 free bytes after each: a red zone the memory checks watch), and describes them. The output starts as
 /// [`canary`] elements. [`Library::call_with`] stages this way; tests that write their
 /// own dispatch words do too.
 ///
@@ -709,7 +752,8 @@ fn stage_filled(job: &mut Job, args: &[Arg], output: Output, fill: Option<&[u8]>
         .max()
         .unwrap_or(0)
         .next_multiple_of(64);
-    let args_len: u64 = args.iter().map(|arg| (arg_bytes(arg).len().max(1) as u64).next_multiple_of(64)).sum();
+    let args_len: u64 =
+        args.iter().map(|arg| (arg_bytes(arg).len().max(1) as u64).next_multiple_of(64) + u64::from(RED_ZONE)).sum();
     let needed = used + args_len + out_len.max(1);
     if needed > u64::from(TENSOR_AREA_SIZE) {
         return Err(CallError::DoesNotFit { needed, available: u64::from(TENSOR_AREA_SIZE) });
@@ -721,7 +765,7 @@ fn stage_filled(job: &mut Job, args: &[Arg], output: Output, fill: Option<&[u8]>
         if bytes.is_empty() {
             bytes.push(0);
         }
-        let padded = (bytes.len() as u32).next_multiple_of(64);
+        let padded = (bytes.len() as u32).next_multiple_of(64) + RED_ZONE;
         let placed = job.place(offset, bytes);
         offset += padded;
         placed
@@ -747,6 +791,10 @@ fn stage_filled(job: &mut Job, args: &[Arg], output: Output, fill: Option<&[u8]>
     let output = describe("the output".into(), dtype, &shape, framework)?;
     Ok(Staged { output, inputs, dump: OutputDump { address: device, len: out_len as u32 }, dtype, shape })
 }
+
+/// Bytes left free after each tensor: a small overrun of one lands in no tensor, where
+/// the memory checks see it, rather than in the next one.
+const RED_ZONE: u32 = 256;
 
 /// The bytes an argument occupies in device memory.
 fn arg_bytes(arg: &Arg) -> Vec<u8> {
@@ -788,6 +836,7 @@ mod tests {
             instructions: vec![],
             wall: Duration::ZERO,
             unwritten: None,
+            findings: OpFindings::default(),
         };
         let failed = call.check().unwrap_err();
         assert_eq!(failed.to_string(), "kernel k failed on core 1: 0x10002 Op(2)\ncore 1 printed:\nbad shape");
@@ -804,6 +853,7 @@ mod tests {
             instructions: vec![],
             wall: Duration::ZERO,
             unwritten: Some(Unwritten { elements, total: 1000, cores }),
+            findings: OpFindings::default(),
         };
         assert_eq!(
             call(1, 875).check().unwrap_err().to_string(),

@@ -20,6 +20,7 @@
 //! ```
 
 use crate::debugger::GdbOptions;
+use crate::findings;
 use crate::images::{self, BuildError, Images};
 use crate::job::{Job, JobError};
 use crate::machine::{Boot, Outcome};
@@ -271,6 +272,11 @@ pub struct SessionOptions {
     /// same numbers): the baseline the plugin's cost is measured against
     /// (docs/PERFORMANCE.md, "Counting with the TCG plugin").
     pub plugin: bool,
+    /// With the plugin, check every memory access of every kernel against what its op
+    /// may touch (`qemu/plugin/src/checks.rs`, the default): the findings are in each
+    /// op's [`OpReport::plugin`] lines ([`crate::findings`]). Nothing is checked under
+    /// `-icount`, where the plugin does not run.
+    pub checked: bool,
     /// The longest one job may take on the wall clock; past it the device is declared
     /// hung, stopped, and booted again for the next job. `None` (the default): it
     /// scales with the job's instruction budget ([`wall_limit`]).
@@ -282,7 +288,7 @@ pub struct SessionOptions {
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        Self { count_instructions: true, plugin: true, wall_limit: None, gdb: None }
+        Self { count_instructions: true, plugin: true, checked: true, wall_limit: None, gdb: None }
     }
 }
 
@@ -396,7 +402,11 @@ impl Session {
         // QEMU 10.0.2 crashes on the plugin's inline counters under -icount
         // (qemu/plugin/src/lib.rs): there the loader's ICOUNT counts stand alone.
         let plugin = if self.options.plugin && !self.options.count_instructions {
-            let (file, argument) = PluginFile::new(&self.loader.cores[..cores]).map_err(RunError::Plugin)?;
+            let (file, mut argument) = PluginFile::new(&self.loader.cores[..cores]).map_err(RunError::Plugin)?;
+            if self.options.checked {
+                argument += &findings::plugin_arguments(&self.loader.cores[..cores], &self.library.cores[..cores])
+                    .map_err(|e| RunError::Plugin(PluginError::Io(e)))?;
+            }
             boot.plugin = Some(argument);
             Some(file)
         } else {
@@ -478,6 +488,14 @@ impl Session {
         let mut report = collected.report(status, timed_out);
         if let Some(plugin) = plugin {
             report.add_plugin(plugin);
+        }
+        // A kernel that wrote into another core's image may have broken that core's
+        // code or data for every later op: the next job boots a fresh device.
+        if findings::of_job(&report).iter().any(|f| f.kind == findings::FindingKind::CrossCoreStore)
+            && let Some(mut device) = self.device.take()
+        {
+            let _ = device.child.kill();
+            let _ = device.child.wait();
         }
         Ok(report)
     }

@@ -18,6 +18,7 @@
 pub mod debugger;
 pub mod device;
 pub mod elf;
+pub mod findings;
 pub mod images;
 pub mod job;
 pub mod machine;

@@ -66,6 +66,10 @@ pub struct CallArgs {
     /// are not a failure.
     #[arg(long)]
     pub partial_output: bool,
+    /// Do not check the kernel's memory accesses (faster): by default every load and
+    /// store is checked against what the op was given, and a finding fails the call.
+    #[arg(long)]
+    pub unchecked: bool,
     /// Call the kernel R times (the device stays booted); each core's count is its
     /// fewest (a count also holds what QEMU ran on other cores meanwhile: the fewest
     /// has the least of that). Every output is checked.
@@ -289,6 +293,7 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         count_instructions: true,
         max_instructions: args.max_instructions,
         partial_output: args.partial_output,
+        checked: !args.unchecked,
     };
     let described: Vec<String> = call_args.iter().map(Arg::describe).collect();
     // A kernel that stopped (an exception, a panic, its instruction budget) or a device

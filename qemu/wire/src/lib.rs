@@ -35,6 +35,7 @@
 //! ```
 #![no_std]
 
+pub mod checks;
 mod decode;
 mod encode;
 mod error;

@@ -2,8 +2,8 @@
 //! tests (`qemu/tests/faults.rs`): a panic, a panic while panicking, `abort`, `exit(7)`,
 //! a load from an address no memory answers, a load through a null pointer, an
 //! infinite recursion and an infinite loop (`spins`, for the loader's instruction
-//! budget); `sleeps`, which waits on the core's timer; and `copy`, which shows the next
-//! op still runs.
+//! budget); `sleeps`, which waits on the core's timer; `overruns`, which writes past its
+//! output (`qemu/tests/checks.rs`); and `copy`, which shows the next op still runs.
 #![no_std]
 #![no_main]
 
@@ -92,6 +92,21 @@ extern "C" fn spins() {
     }
 }
 
+/// Copies, then writes 64 floats past the end of its output through a raw pointer: the
+/// overrun the device's memory checks name (`qemu/tests/checks.rs`).
+fn overruns(args: &Args) -> Result<Tensor<'_>, KernelError> {
+    let x = args.tensor()?;
+    let mut out = args.output()?;
+    let slice = out.as_mut_slice::<i32>()?;
+    slice.copy_from_slice(x.as_slice::<i32>()?);
+    let past = slice.as_mut_ptr_range().end.cast::<f32>();
+    for i in 0..64 {
+        // SAFETY: none: the store lands past the output on purpose, for the checks to find.
+        unsafe { past.add(i).write_volatile(1.0) };
+    }
+    Ok(out)
+}
+
 /// Sleeps three times on the core's timer, then copies: `waiti` wakes and comes back.
 fn sleeps(args: &Args) -> Result<Tensor<'_>, KernelError> {
     for _ in 0..3 {
@@ -100,4 +115,4 @@ fn sleeps(args: &Args) -> Result<Tensor<'_>, KernelError> {
     copy(args)
 }
 
-neuroncustomop::kernels! { fn copy, fn panics, double_panics, aborts, exits, faults, reads_null, recurses, spins, fn sleeps }
+neuroncustomop::kernels! { fn copy, fn panics, double_panics, aborts, exits, faults, reads_null, recurses, spins, fn sleeps, fn overruns }

@@ -1,0 +1,374 @@
+//! What the device's memory checks found (the TCG plugin's `qemu/plugin/src/checks.rs`),
+//! typed: each finding's kind, kernel, core, the PC as function and `file:line`, and the
+//! address as a region and offset ("12 bytes past the end of output 0 ([64, 128]
+//! float32)", "input 1, element [3, 17]").
+//!
+//! The plugin writes a `FINDING` line for each of the first
+//! [`SHOWN`] findings of an op on a core, and a `CHECKED` line with the op's totals;
+//! [`of_op`] reads them back from a job's report, [`Finding::symbolize`] names the
+//! lines of code.
+
+use crate::device::Report;
+use crate::elf;
+use crate::symbolize::Symbolizer;
+use neuroncustomop::wrapper_api::Dtype;
+use neuroncustomop_wire::checks::RegionKind;
+use neuroncustomop_wire::report::Fields;
+use std::fmt;
+
+/// Findings of one op on one core the plugin describes in full; the rest it counts.
+pub const SHOWN: usize = 10;
+
+/// What a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FindingKind {
+    /// A store outside everything the op may write (past an output, into its own code,
+    /// or anywhere else).
+    OutOfBoundsStore,
+    /// A store into an input tensor (inputs are read-only).
+    InputStore,
+    /// A store into another core's image window ([`Finding::other_core`] is that core).
+    CrossCoreStore,
+    /// A load outside everything the op may read.
+    OutOfBoundsLoad,
+    /// A store to output bytes another core also stored to in the same op
+    /// ([`Finding::other_core`], [`Finding::other_pc`]).
+    Race,
+}
+
+impl FindingKind {
+    /// The plugin's `kind=` word for it.
+    fn parse(word: &str) -> Option<FindingKind> {
+        Some(match word {
+            "store" => Self::OutOfBoundsStore,
+            "input-store" => Self::InputStore,
+            "cross-core" => Self::CrossCoreStore,
+            "load" => Self::OutOfBoundsLoad,
+            "race" => Self::Race,
+            _ => return None,
+        })
+    }
+
+    /// How a report names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::OutOfBoundsStore => "out-of-bounds store",
+            Self::InputStore => "store into an input",
+            Self::CrossCoreStore => "store into another core's image",
+            Self::OutOfBoundsLoad => "out-of-bounds load",
+            Self::Race => "race",
+        }
+    }
+}
+
+/// The region the plugin names a finding by: the one holding its address, else the
+/// closest tensor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    /// What it is.
+    pub kind: RegionKind,
+    /// Which output or input.
+    pub index: u32,
+    /// Its first device address.
+    pub start: u32,
+    /// Its length in bytes.
+    pub len: u32,
+    /// A tensor's dtype.
+    pub dtype: Option<Dtype>,
+    /// A tensor's shape.
+    pub shape: Vec<usize>,
+}
+
+impl Region {
+    /// `output 0 ([64, 128] float32)`, `data scratch`.
+    fn name(&self) -> String {
+        match (self.kind, self.dtype) {
+            (RegionKind::Output | RegionKind::Input, Some(dtype)) => {
+                format!("{} {} ({:?} {})", self.kind.name(), self.index, self.shape, dtype.name())
+            }
+            (RegionKind::Output | RegionKind::Input, None) => format!("{} {}", self.kind.name(), self.index),
+            (kind, _) => kind.name().into(),
+        }
+    }
+
+    /// The element holding byte `offset` of a tensor, as an index per dimension.
+    fn element(&self, offset: u32) -> Option<Vec<usize>> {
+        let dtype = self.dtype?;
+        let mut flat = offset as usize / dtype.size();
+        let mut index = vec![0; self.shape.len()];
+        for (slot, &dim) in index.iter_mut().zip(&self.shape).rev() {
+            *slot = flat % dim.max(1);
+            flat /= dim.max(1);
+        }
+        Some(index)
+    }
+}
+
+/// One thing the checks found wrong, in one op on one core.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// What it is.
+    pub kind: FindingKind,
+    /// The op's index in the session, counted on its core.
+    pub op: u32,
+    /// The core whose kernel did it.
+    pub core: u32,
+    /// The instruction.
+    pub pc: u32,
+    /// The first byte accessed.
+    pub address: u32,
+    /// Bytes from the first accessed to the last (all accesses folded into this finding).
+    pub bytes: u32,
+    /// Accesses folded into it (one instruction, one place).
+    pub accesses: u64,
+    /// The region it is named by, if any is near.
+    pub region: Option<Region>,
+    /// A race's other core, or the core whose image a cross-core store hit.
+    pub other_core: Option<u32>,
+    /// A race's other core's instruction.
+    pub other_pc: Option<u32>,
+    /// The PC as function and `file:line`, once symbolized.
+    pub at: Option<String>,
+    /// The other PC as function and `file:line`, once symbolized.
+    pub other_at: Option<String>,
+}
+
+impl Finding {
+    /// Parses one `FINDING` line.
+    fn parse(line: &str) -> Option<Finding> {
+        let f = Fields::new(line.strip_prefix("FINDING ")?);
+        let region = f.text("region").ok().and_then(|kind| {
+            let kind = [
+                RegionKind::Output,
+                RegionKind::Input,
+                RegionKind::DataScratch,
+                RegionKind::HbmScratch,
+                RegionKind::Stack,
+                RegionKind::DmaQueues,
+            ]
+            .into_iter()
+            .find(|k| k.name().replace(' ', "-") == kind)?;
+            let shape = f.text("shape").ok()?;
+            Some(Region {
+                kind,
+                index: f.number("index").ok()?,
+                start: f.number("start").ok()?,
+                len: f.number("len").ok()?,
+                dtype: f.number::<u32>("dtype").ok().and_then(|raw| Dtype::from_raw(raw as u8)),
+                shape: shape.split('x').filter_map(|dim| dim.parse().ok()).collect(),
+            })
+        });
+        Some(Finding {
+            kind: FindingKind::parse(f.text("kind").ok()?)?,
+            op: f.number("op").ok()?,
+            core: f.number("core").ok()?,
+            pc: f.number("pc").ok()?,
+            address: f.number("address").ok()?,
+            bytes: f.number("bytes").ok()?,
+            accesses: f.number("accesses").ok()?,
+            region,
+            other_core: f.number("other").ok(),
+            other_pc: f.number("other_pc").ok(),
+            at: None,
+            other_at: None,
+        })
+    }
+
+    /// Names the PCs' functions and lines from the images' debug information.
+    pub fn symbolize(&mut self, symbols: &Symbolizer) {
+        self.at = Some(symbols.describe(self.pc));
+        self.other_at = self.other_pc.map(|pc| symbols.describe(pc));
+    }
+
+    /// Where the accessed bytes are, in words: `12 bytes past the end of output 0
+    /// ([64, 128] float32)`, `input 1, element [3, 17]`, `core 3's image window`.
+    pub fn place(&self) -> String {
+        let (lo, hi) = (self.address, self.address.wrapping_add(self.bytes));
+        let span = |from: u32, to: u32| {
+            if to - from <= 4 { format!("{from} bytes") } else { format!("bytes {from} to {to}") }
+        };
+        if self.kind == FindingKind::CrossCoreStore
+            && let Some(victim) = self.other_core
+        {
+            return format!("core {victim}'s image window, at {lo:#010x}");
+        }
+        if self.kind == FindingKind::OutOfBoundsStore && self.other_core == Some(self.core) {
+            return format!("its own image's code or constants, at {lo:#010x}");
+        }
+        let Some(region) = &self.region else { return format!("{lo:#010x}, in no region the op was given") };
+        let end = region.start.wrapping_add(region.len);
+        if lo >= region.start && lo < end {
+            return match region.element(lo - region.start) {
+                Some(index) => format!("{}, element {index:?}", region.name()),
+                None => format!("{}, {} bytes in", region.name(), lo - region.start),
+            };
+        }
+        if lo >= end {
+            format!("{} past the end of {}", span(lo - end, hi - end), region.name())
+        } else {
+            format!(
+                "{} before the start of {}",
+                span(region.start - hi.min(region.start), region.start - lo),
+                region.name()
+            )
+        }
+    }
+}
+
+impl fmt::Display for Finding {
+    /// Two lines: what, where and how often; then the code.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let times = if self.accesses == 1 { String::new() } else { format!(" ({} accesses)", self.accesses) };
+        write!(f, "{} on core {}: {}{times}", self.kind.name(), self.core, self.place())?;
+        let at = self.at.clone().unwrap_or_else(|| format!("{:#010x}", self.pc));
+        write!(f, "\n  at {at}")?;
+        if self.kind == FindingKind::Race
+            && let Some(other) = self.other_core
+        {
+            let other_at = self.other_at.clone().or(self.other_pc.map(|pc| format!("{pc:#010x}")));
+            write!(f, "\n  core {other} stored there too, at {}", other_at.unwrap_or_default())?;
+        }
+        Ok(())
+    }
+}
+
+/// The findings of one op, over every core.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpFindings {
+    /// The first [`SHOWN`] of the op, core by core.
+    pub shown: Vec<Finding>,
+    /// How many there were in all.
+    pub total: u64,
+}
+
+impl OpFindings {
+    /// Whether the checks found nothing.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// The op's findings of `kind` among those shown.
+    pub fn of(&self, kind: FindingKind) -> impl Iterator<Item = &Finding> {
+        self.shown.iter().filter(move |f| f.kind == kind)
+    }
+}
+
+impl fmt::Display for OpFindings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for finding in &self.shown {
+            writeln!(f, "{finding}")?;
+        }
+        let more = self.total.saturating_sub(self.shown.len() as u64);
+        if more > 0 {
+            writeln!(f, "... and {more} more findings")?;
+        }
+        Ok(())
+    }
+}
+
+/// The loader's region table (`qemu/firmware/src/loader.rs`), which the plugin reads.
+const TABLE: &str = "NEURON_CHECK_REGIONS";
+/// A library image's window, and where its writable sections start (linker script).
+const IMAGE: [&str; 3] = ["_vector_table", "__init_array_start", "_stack_top"];
+
+/// The TCG plugin's arguments that check the kernels of a device with the loader
+/// images `loaders` next to the library images `libraries` (one of each per core):
+/// each core's region table and its library image's window (`qemu/plugin/src/checks.rs`).
+///
+/// # Errors
+/// An image that cannot be read or lacks a symbol, in words.
+pub fn plugin_arguments(loaders: &[std::path::PathBuf], libraries: &[std::path::PathBuf]) -> Result<String, String> {
+    let symbol = |path: &std::path::Path, name: &str| -> Result<u32, String> {
+        let bytes = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        elf::symbol(&bytes, name)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .ok_or_else(|| format!("{} has no symbol `{name}`: rebuild it", path.display()))
+    };
+    let mut arguments = String::new();
+    for (core, (loader, library)) in loaders.iter().zip(libraries).enumerate() {
+        let table = symbol(loader, TABLE)?;
+        let [start, writable, end] =
+            [symbol(library, IMAGE[0])?, symbol(library, IMAGE[1])?, symbol(library, IMAGE[2])?];
+        arguments += &format!(",check-table={core:x}:{table:x},check-image={core:x}:{start:x}:{writable:x}:{end:x}");
+    }
+    Ok(arguments)
+}
+
+/// The findings in the plugin's `FINDING` and `CHECKED` lines of one op (any core);
+/// other lines are skipped.
+pub fn collect<'a>(lines: impl IntoIterator<Item = &'a str>) -> OpFindings {
+    let mut op = OpFindings::default();
+    for line in lines {
+        if let Some(finding) = Finding::parse(line) {
+            if op.shown.len() < SHOWN {
+                op.shown.push(finding);
+            }
+        } else if let Some(rest) = line.strip_prefix("CHECKED ") {
+            op.total += Fields::new(rest).number::<u64>("findings").unwrap_or(0);
+        }
+    }
+    op
+}
+
+/// The findings of op `index` of a job, over every core that ran it.
+pub fn of_op(report: &Report, index: usize) -> OpFindings {
+    collect(
+        report
+            .cores
+            .values()
+            .filter_map(|core| core.ops.get(index))
+            .flat_map(|op| op.plugin.lines.iter().map(String::as_str)),
+    )
+}
+
+/// Every finding shown for a job, op by op.
+pub fn of_job(report: &Report) -> Vec<Finding> {
+    let ops = report.cores.values().map(|core| core.ops.len()).max().unwrap_or(0);
+    (0..ops).flat_map(|index| of_op(report, index).shown).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_past_an_output_is_named_by_its_bytes_past_the_end() {
+        let text = "FINDING core=0 op=0 kind=store pc=0x84000123 address=0x62000100 bytes=256 accesses=64 \
+                    region=output index=0 start=0x62000000 len=256 dtype=1 shape=64\n\
+                    CHECKED core=0 op=0 findings=1 accesses=64\n";
+        let op = collect(text.lines());
+        assert_eq!(op.total, 1);
+        let finding = &op.shown[0];
+        assert_eq!((finding.kind, finding.core, finding.pc), (FindingKind::OutOfBoundsStore, 0, 0x8400_0123));
+        assert_eq!(finding.place(), "bytes 0 to 256 past the end of output 0 ([64] float32)");
+        assert_eq!(
+            finding.to_string(),
+            "out-of-bounds store on core 0: bytes 0 to 256 past the end of output 0 ([64] float32) (64 accesses)\n  at 0x84000123"
+        );
+    }
+
+    #[test]
+    fn a_store_into_an_input_names_the_element() {
+        let text = "FINDING core=2 op=1 kind=input-store pc=0x84400010 address=0x62000244 bytes=4 accesses=1 \
+                    region=input index=1 start=0x62000000 len=4096 dtype=1 shape=16x64";
+        let finding = &collect([text]).shown[0];
+        // Byte 0x244 = float 145 = row 2, column 17.
+        assert_eq!(finding.place(), "input 1 ([16, 64] float32), element [2, 17]");
+    }
+
+    #[test]
+    fn a_race_names_both_cores() {
+        let text = "FINDING core=1 op=0 kind=race pc=0x84200010 address=0x62000000 bytes=4 accesses=1 other=0 \
+                    other_pc=0x84000010 region=output index=0 start=0x62000000 len=64 dtype=4 shape=16";
+        let finding = &collect([text]).shown[0];
+        assert_eq!((finding.other_core, finding.other_pc), (Some(0), Some(0x8400_0010)));
+        assert!(finding.to_string().contains("core 0 stored there too, at 0x84000010"), "{finding}");
+    }
+
+    #[test]
+    fn a_cross_core_store_names_the_victim() {
+        let text = "FINDING core=0 op=0 kind=cross-core pc=0x84000010 address=0x84600100 bytes=4 accesses=1 other=3";
+        let finding = &collect([text]).shown[0];
+        assert_eq!(finding.place(), "core 3's image window, at 0x84600100");
+    }
+}

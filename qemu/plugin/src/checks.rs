@@ -1,0 +1,415 @@
+//! The memory checks: every load and store a library image's code makes while a kernel
+//! runs, checked against what its op may touch.
+//!
+//! The loader writes a region table (`neuroncustomop_wire::checks::RegionTable`) into
+//! its image before each kernel: the op's output and inputs, the core's scratch, its
+//! DMA queues, the stack. The host names each core's table address and its library
+//! image's window (and where that image's writable sections start) in the arguments.
+//! At an op's start the table is read from guest memory; then every access of an
+//! instruction inside a library image window is classified:
+//!
+//! - a store into an input, or outside every region the op may write (its own image's
+//!   writable part included): `store` or `input-store`; into another core's image
+//!   window: `cross-core`, naming the core whose image it is;
+//! - a load outside what the op may read (every region, its own whole image): `load`;
+//! - a store to an output byte another core stored to in the same op: `race`, naming
+//!   both cores and both PCs.
+//!
+//! Accesses of one instruction into one place are folded into one finding (a loop
+//! writing 64 floats past an output is one finding of 64 stores over 256 bytes). At
+//! the op's end each core writes its first [`SHOWN`] findings as `FINDING` lines, then
+//! one `CHECKED` line with how many there were in all (`qemu/machine/src/findings.rs`
+//! reads them).
+//!
+//! The loader's own code and the DMA engine's are not checked: the loader is the
+//! device's firmware, and a DMA transfer is the engine's access, not the kernel's.
+
+use crate::{Arguments, Firmware, Lines, Module};
+use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
+use qemu_plugin::{CallbackFlags, MemRW, MemoryInfo, TranslationBlock, VCPUIndex, qemu_plugin_read_memory_vaddr};
+use std::fmt::Write as _;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+/// Findings of one op on one core written out in full; the rest are counted.
+pub const SHOWN: u32 = 10;
+
+/// Largest output whose bytes the race check follows (8 bytes of shadow per byte).
+const RACE_LIMIT: u32 = 64 << 20;
+
+/// Accesses within this many bytes of a finding's range, by the same instruction, join it.
+const FOLD_GAP: u32 = 64;
+
+/// One core's library image, as the host describes it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Image {
+    /// The image's whole window (code included).
+    window: (u32, u32),
+    /// Where its writable sections start (up to the window's end: data, bss, heap, stack).
+    writable: u32,
+}
+
+/// What went wrong, as the `kind=` of a finding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Store,
+    InputStore,
+    CrossCore,
+    Load,
+    Race,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Store => "store",
+            Self::InputStore => "input-store",
+            Self::CrossCore => "cross-core",
+            Self::Load => "load",
+            Self::Race => "race",
+        }
+    }
+}
+
+/// One finding, possibly folded over several accesses.
+#[derive(Clone, Copy, Debug)]
+struct Finding {
+    kind: Kind,
+    pc: u32,
+    /// The bytes accessed, first to last plus one.
+    bytes: (u32, u32),
+    accesses: u64,
+    /// The other core of a race, or the core whose image a cross-core store hit.
+    other: Option<u32>,
+    /// The other core's PC in a race.
+    other_pc: Option<u32>,
+}
+
+impl Finding {
+    /// Whether an access `(kind, pc, bytes, other)` continues this one.
+    fn folds(&self, other: &Finding) -> bool {
+        self.kind == other.kind
+            && self.pc == other.pc
+            && self.other == other.other
+            && self.other_pc == other.other_pc
+            && other.bytes.0 <= self.bytes.1.saturating_add(FOLD_GAP)
+            && other.bytes.1.saturating_add(FOLD_GAP) >= self.bytes.0
+    }
+}
+
+/// One core's state: whether a kernel runs, the op's regions, its findings so far.
+#[derive(Default)]
+struct Core {
+    running: bool,
+    /// Ops this core has started in the session (the race check's op number).
+    ops: u32,
+    table: Option<RegionTable>,
+    /// The finding the latest wrong accesses fold into.
+    pending: Option<Finding>,
+    /// The op's first [`SHOWN`] findings, complete.
+    shown: Vec<Finding>,
+    /// Findings of the op so far (shown or not).
+    findings: u32,
+    /// Accesses of the op found wrong, over every finding.
+    accesses: u64,
+}
+
+impl Core {
+    /// Counts `finding`, and keeps it if it is among the op's first.
+    fn record(&mut self, finding: Finding) {
+        self.findings += 1;
+        self.accesses += finding.accesses;
+        if self.shown.len() < SHOWN as usize {
+            self.shown.push(finding);
+        }
+    }
+}
+
+/// The bytes of the current output, each with who last stored to it:
+/// `op << 40 | (core + 1) << 32 | pc` (0: nobody yet).
+#[derive(Default)]
+struct Shadow {
+    start: u32,
+    bytes: Vec<AtomicU64>,
+}
+
+/// The checks' state, shared by the module and its memory callbacks.
+struct State {
+    /// Per vCPU: its loader's region table address.
+    tables: Vec<Option<u32>>,
+    /// Per vCPU: its library image.
+    images: Vec<Image>,
+    cores: Vec<Mutex<Core>>,
+    shadow: RwLock<Shadow>,
+}
+
+/// The memory checks module.
+pub(crate) struct Checks {
+    state: Arc<State>,
+    /// The span of every library window: instructions inside it are checked (empty:
+    /// the host asked for no checks).
+    code: Range<u64>,
+}
+
+impl Checks {
+    /// Takes `check-table=CORE:ADDR` (one per core: its loader's
+    /// `NEURON_CHECK_REGIONS`) and `check-image=CORE:START:WRITABLE:END` (its library
+    /// image's window and where its writable sections start), all hex. Without them
+    /// the module checks nothing.
+    pub(crate) fn install(args: &mut Arguments) -> Result<Box<dyn Module>, String> {
+        let mut tables = Vec::new();
+        let mut images = Vec::new();
+        let given = args.take("check-table").into_iter().map(|v| ("check-table", v));
+        for (key, value) in given.chain(args.take("check-image").into_iter().map(|v| ("check-image", v))) {
+            let fields: Vec<&str> = value.split(':').collect();
+            let number = |text: &str| {
+                u32::from_str_radix(text.trim_start_matches("0x"), 16)
+                    .map_err(|_| format!("`{key}={value}`: `{text}` is not a hex number"))
+            };
+            let wanted = if key == "check-table" { 2 } else { 4 };
+            if fields.len() != wanted {
+                return Err(format!("`{key}={value}` has {} `:`-separated fields, not {wanted}", fields.len()));
+            }
+            let core = number(fields[0])? as usize;
+            if core >= 64 {
+                return Err(format!("`{key}={value}`: there is no core {core}"));
+            }
+            if key == "check-table" {
+                tables.resize(tables.len().max(core + 1), None);
+                tables[core] = Some(number(fields[1])?);
+            } else {
+                images.resize(images.len().max(core + 1), Image::default());
+                images[core] = Image { window: (number(fields[1])?, number(fields[3])?), writable: number(fields[2])? };
+            }
+        }
+        let lo = images.iter().map(|i| i.window.0).min().unwrap_or(0);
+        let hi = images.iter().map(|i| i.window.1).max().unwrap_or(0);
+        let cores = (0..tables.len().max(images.len())).map(|_| Mutex::default()).collect();
+        let state = Arc::new(State { tables, images, cores, shadow: RwLock::default() });
+        Ok(Box::new(Checks { state, code: u64::from(lo)..u64::from(hi) }))
+    }
+}
+
+impl Module for Checks {
+    /// A memory callback on every instruction of the library images.
+    fn translate(&self, tb: &TranslationBlock<'_>, _: &Firmware) {
+        for insn in tb.instructions() {
+            let pc = insn.vaddr();
+            if !self.code.contains(&pc) {
+                continue;
+            }
+            let state = Arc::clone(&self.state);
+            insn.register_memory_access_callback_flags(
+                move |vcpu, info: MemoryInfo, vaddr| state.access(vcpu, pc as u32, &info, vaddr as u32),
+                MemRW::QEMU_PLUGIN_MEM_RW,
+                CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+            );
+        }
+    }
+
+    /// Reads the op's regions from the loader's table.
+    fn op_begin(&self, vcpu: VCPUIndex) {
+        self.state.op_begin(vcpu);
+    }
+
+    /// Writes the op's findings.
+    fn op_end(&self, vcpu: VCPUIndex, lines: &mut Lines) {
+        self.state.op_end(vcpu, lines);
+    }
+}
+
+impl State {
+    fn core(&self, vcpu: VCPUIndex) -> Option<std::sync::MutexGuard<'_, Core>> {
+        Some(self.cores.get(vcpu as usize)?.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn op_begin(&self, vcpu: VCPUIndex) {
+        let Some(address) = self.tables.get(vcpu as usize).copied().flatten() else { return };
+        let mut bytes = vec![0u8; size_of::<RegionTable>()];
+        let table = qemu_plugin_read_memory_vaddr(u64::from(address), &mut bytes)
+            .ok()
+            .and_then(|()| RegionTable::from_bytes(&bytes));
+        let Some(mut core) = self.core(vcpu) else { return };
+        let ops = core.ops + 1;
+        *core = Core { running: true, ops, table, ..Core::default() };
+        drop(core);
+        let output =
+            table.as_ref().and_then(|t| t.regions().iter().find(|r| r.kind() == Some(RegionKind::Output)).copied());
+        if let Some(output) = output {
+            self.follow(&output);
+        }
+    }
+
+    /// Makes the shadow cover `output` (every core of the op asks; the first grows it).
+    fn follow(&self, output: &Region) {
+        let len = output.len.min(RACE_LIMIT) as usize;
+        {
+            let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
+            if shadow.start == output.start && shadow.bytes.len() >= len {
+                return;
+            }
+        }
+        let mut shadow = self.shadow.write().unwrap_or_else(PoisonError::into_inner);
+        if shadow.start != output.start || shadow.bytes.len() < len {
+            // Entries of earlier ops carry their op's number: a new output starts clean.
+            *shadow = Shadow { start: output.start, bytes: (0..len).map(|_| AtomicU64::new(0)).collect() };
+        }
+    }
+
+    fn op_end(&self, vcpu: VCPUIndex, lines: &mut Lines) {
+        let Some(mut core) = self.core(vcpu) else { return };
+        if !core.running {
+            return;
+        }
+        core.running = false;
+        if let Some(pending) = core.pending.take() {
+            core.record(pending);
+        }
+        if core.findings == 0 {
+            return;
+        }
+        let op = core.ops - 1;
+        for finding in &core.shown {
+            let Finding { kind, pc, bytes: (lo, hi), accesses, other, other_pc } = *finding;
+            let mut text = format!(
+                "op={op} kind={} pc={pc:#x} address={lo:#x} bytes={} accesses={accesses}",
+                kind.name(),
+                hi.wrapping_sub(lo)
+            );
+            if let Some(other) = other {
+                let _ = write!(text, " other={other}");
+            }
+            if let Some(other_pc) = other_pc {
+                let _ = write!(text, " other_pc={other_pc:#x}");
+            }
+            if let Some(region) = core.table.as_ref().and_then(|table| nearest(table, lo, hi)) {
+                let shape: Vec<String> = region.shape().iter().map(u16::to_string).collect();
+                let _ = write!(
+                    text,
+                    " region={} index={} start={:#x} len={} dtype={} shape={}",
+                    region.kind().map_or("?", |kind| kind.name()).replace(' ', "-"),
+                    region.index,
+                    region.start,
+                    region.len,
+                    region.dtype,
+                    shape.join("x")
+                );
+            }
+            lines.line("FINDING", format_args!("{text}"));
+        }
+        lines.line("CHECKED", format_args!("op={op} findings={} accesses={}", core.findings, core.accesses));
+    }
+
+    /// One access of the instruction at `pc` on `vcpu`.
+    fn access(&self, vcpu: VCPUIndex, pc: u32, info: &MemoryInfo, address: u32) {
+        let Some(mut core) = self.core(vcpu) else { return };
+        if !core.running {
+            return;
+        }
+        let store = info.is_store();
+        let size = 1u32 << info.size_shift();
+        let bytes = (address, address.wrapping_add(size));
+        let found = match self.classify(&core, vcpu, address, store) {
+            Verdict::Allowed => return,
+            Verdict::Output(region) => match self.race(&core, vcpu, pc, address, size, &region) {
+                Some((other, other_pc)) => {
+                    Finding { kind: Kind::Race, pc, bytes, accesses: 1, other: Some(other), other_pc: Some(other_pc) }
+                }
+                None => return,
+            },
+            Verdict::Wrong(kind, other) => Finding { kind, pc, bytes, accesses: 1, other, other_pc: None },
+        };
+        match &mut core.pending {
+            Some(pending) if pending.folds(&found) => {
+                pending.bytes = (pending.bytes.0.min(bytes.0), pending.bytes.1.max(bytes.1));
+                pending.accesses += 1;
+            }
+            pending => {
+                if let Some(previous) = pending.replace(found) {
+                    core.record(previous);
+                }
+            }
+        }
+    }
+
+    /// What an access to `address` by `vcpu`'s kernel is.
+    fn classify(&self, core: &Core, vcpu: VCPUIndex, address: u32, store: bool) -> Verdict {
+        if let Some(region) = core.table.as_ref().and_then(|t| t.regions().iter().find(|r| r.contains(address))) {
+            return match region.kind() {
+                Some(RegionKind::Input) if store => Verdict::Wrong(Kind::InputStore, None),
+                Some(RegionKind::Output) if store => Verdict::Output(*region),
+                _ => Verdict::Allowed,
+            };
+        }
+        if let Some(image) = self.images.get(vcpu as usize)
+            && (image.window.0..image.window.1).contains(&address)
+        {
+            // Its own image: read anywhere, written past its code and constants.
+            return if !store || address >= image.writable {
+                Verdict::Allowed
+            } else {
+                Verdict::Wrong(Kind::Store, Some(vcpu))
+            };
+        }
+        let owner = self.images.iter().position(|image| (image.window.0..image.window.1).contains(&address));
+        match (owner, store) {
+            (Some(owner), true) => Verdict::Wrong(Kind::CrossCore, Some(owner as u32)),
+            (owner, false) => Verdict::Wrong(Kind::Load, owner.map(|o| o as u32)),
+            (None, true) => Verdict::Wrong(Kind::Store, None),
+        }
+    }
+
+    /// Records `vcpu`'s store of `size` bytes at `address` in `output`; the other core
+    /// and its PC if another core stored to one of these bytes in this op.
+    fn race(
+        &self,
+        core: &Core,
+        vcpu: VCPUIndex,
+        pc: u32,
+        address: u32,
+        size: u32,
+        output: &Region,
+    ) -> Option<(u32, u32)> {
+        let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
+        let op = u64::from(core.ops);
+        let mine = op << 40 | (u64::from(vcpu) + 1) << 32 | u64::from(pc);
+        let mut raced = None;
+        for byte in address..address.saturating_add(size).min(output.start.saturating_add(output.len)) {
+            let Some(slot) = byte.checked_sub(shadow.start).and_then(|at| shadow.bytes.get(at as usize)) else { break };
+            let before = slot.swap(mine, Ordering::Relaxed);
+            let owner = (before >> 32 & 0xFF) as u32;
+            if before >> 40 == op && owner != 0 && owner - 1 != vcpu {
+                raced = Some((owner - 1, before as u32));
+            }
+        }
+        raced
+    }
+}
+
+/// What an access is.
+enum Verdict {
+    Allowed,
+    /// A store into the op's output: allowed, unless another core wrote those bytes.
+    Output(Region),
+    /// Wrong, and the core whose image it hit (if any).
+    Wrong(Kind, Option<u32>),
+}
+
+/// The region a finding over `lo..hi` is named by: the one holding it, else the
+/// closest tensor (output or input), else none.
+fn nearest(table: &RegionTable, lo: u32, hi: u32) -> Option<Region> {
+    let regions = table.regions();
+    if let Some(holding) = regions.iter().find(|r| r.contains(lo)) {
+        return Some(*holding);
+    }
+    let distance = |r: &Region| {
+        let end = r.start.saturating_add(r.len);
+        if lo >= end { lo - end } else { r.start.saturating_sub(hi) }
+    };
+    regions
+        .iter()
+        .filter(|r| matches!(r.kind(), Some(RegionKind::Output | RegionKind::Input)))
+        .min_by_key(|r| distance(r))
+        .copied()
+}

@@ -1,0 +1,151 @@
+//! The device's memory checks (`qemu/plugin/src/checks.rs`): kernels in Rust, C and C++
+//! that each trip one check; each finding names its kind, core, source line and region,
+//! and the next op of the same session runs correctly.
+
+use neuroncustomop_host::array::Dtype;
+use neuroncustomop_host::generate::{Distribution, generate};
+use neuroncustomop_host::library::{Arg, Library, Options, Output, describe};
+use neuroncustomop_machine::device::{Session, SessionOptions};
+use neuroncustomop_machine::findings::{self, Finding, FindingKind, OpFindings};
+use neuroncustomop_machine::images;
+use neuroncustomop_machine::symbolize::Symbolizer;
+use std::sync::OnceLock;
+
+mod probe_job;
+use probe_job::probe_job;
+
+/// The 1-based line of `source` that contains `text`.
+fn line_of(source: &str, text: &str) -> usize {
+    source.lines().position(|line| line.contains(text)).unwrap_or_else(|| panic!("no line with {text}")) + 1
+}
+
+/// A checked session without `-icount` (the plugin runs there).
+fn checked() -> SessionOptions {
+    SessionOptions { count_instructions: false, ..SessionOptions::default() }
+}
+
+/// Op `index`'s findings, their lines named from the images' debug information.
+fn symbolized(mut found: OpFindings, images: &[std::path::PathBuf]) -> OpFindings {
+    let symbols = Symbolizer::new(images).expect("symbols");
+    found.shown.iter_mut().for_each(|finding| finding.symbolize(&symbols));
+    found
+}
+
+#[test]
+fn a_rust_kernel_writing_64_floats_past_its_output_is_named_with_its_line_and_the_next_op_runs() {
+    let library = images::build("fault_probe").expect("build fault_probe");
+    let input: Vec<i32> = (0..16).map(|i| i * 7 - 20).collect();
+    let job = probe_job(&library, &["overruns", "copy"], &input);
+    let mut session = Session::boot(&library, 1, checked()).expect("boot");
+    let report = session.dispatch(&job).expect("dispatch");
+    assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
+    let found = symbolized(findings::of_op(&report, 0), &library.cores);
+    assert_eq!(found.total, 1, "{found}");
+    let finding = &found.shown[0];
+    assert_eq!((finding.kind, finding.core, finding.accesses), (FindingKind::OutOfBoundsStore, 0, 64), "{finding}");
+    assert_eq!(finding.place(), "bytes 0 to 256 past the end of output 0 ([16] int32)");
+    let line = line_of(include_str!("../firmware/src/bin/fault_probe.rs"), "past.add(i).write_volatile");
+    let at = finding.at.as_deref().unwrap_or_default();
+    assert!(at.contains(&format!("fault_probe.rs:{line}")), "{at}");
+    // The next op: no finding, its output whole.
+    assert!(findings::of_op(&report, 1).is_empty(), "{}", findings::of_op(&report, 1));
+    let copied: Vec<i32> = report.dumps[&1].chunks(4).map(|w| i32::from_le_bytes(w.try_into().unwrap())).collect();
+    assert_eq!(copied, input);
+}
+
+/// The C test kernels (`qemu/tests/checks_c`): a C project outside the examples.
+fn c_library() -> &'static Library {
+    static LIBRARY: OnceLock<Library> = OnceLock::new();
+    LIBRARY.get_or_init(|| {
+        Library::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/checks_c"))
+            .unwrap_or_else(|e| panic!("{}", describe(&e)))
+    })
+}
+
+const C_SOURCE: &str = include_str!("checks_c/src/misuse.c");
+
+/// Calls `kernel` of `library` on x = 0, 1, ... (float32, `shape`) on `cores` cores; its
+/// findings, and whether the output is x.
+fn call(library: &Library, kernel: &str, shape: Vec<usize>, cores: usize) -> (OpFindings, bool) {
+    let x = generate(Dtype::Float32, shape, Distribution::Range, 0);
+    let options = Options { cores, partial_output: true, ..Options::default() };
+    let call = library.call_with(kernel, &[Arg::Tensor(x.clone())], Output::Like(0), &options).unwrap();
+    (call.findings, call.output == x)
+}
+
+/// The only finding shown, with its source line checked.
+fn only(found: &OpFindings, kind: FindingKind, core: u32, source: &str, file: &str, text: &str) -> Finding {
+    assert_eq!(found.total, 1, "{found}");
+    let finding = found.shown[0].clone();
+    assert_eq!((finding.kind, finding.core), (kind, core), "{finding}");
+    let at = finding.at.clone().unwrap_or_default();
+    assert!(at.contains(&format!("{file}:{}", line_of(source, text))), "{at}");
+    finding
+}
+
+#[test]
+fn c_stores_256_bytes_and_1_mib_past_the_output_and_into_an_input_are_named_and_the_next_op_runs() {
+    let library = c_library();
+    let (found, _) = call(library, "past_end_256", vec![4, 32], 8);
+    let finding = only(&found, FindingKind::OutOfBoundsStore, 0, C_SOURCE, "misuse.c", "out[n + i] = 1.0f");
+    assert_eq!(finding.place(), "bytes 0 to 256 past the end of output 0 ([4, 32] float32)");
+    assert_eq!(finding.accesses, 64);
+    let (found, whole) = call(library, "copy", vec![4, 32], 8);
+    assert!(found.is_empty() && whole, "{found}");
+
+    let (found, _) = call(library, "past_end_1m", vec![4, 32], 8);
+    let finding = only(&found, FindingKind::OutOfBoundsStore, 0, C_SOURCE, "misuse.c", "out[n + i] = 2.0f");
+    assert_eq!(finding.place(), "bytes 0 to 1048576 past the end of output 0 ([4, 32] float32)");
+
+    let (found, _) = call(library, "into_input", vec![4, 32], 8);
+    let finding = only(&found, FindingKind::InputStore, 0, C_SOURCE, "misuse.c", "((float *)x)[17] = 0.0f");
+    assert_eq!(finding.place(), "input 0 ([4, 32] float32), element [0, 17]");
+
+    let (found, _) = call(library, "reads_past", vec![4, 32], 8);
+    let finding = only(&found, FindingKind::OutOfBoundsLoad, 0, C_SOURCE, "misuse.c", "out[0] = x[n + 3]");
+    assert_eq!(finding.place(), "12 bytes past the end of input 0 ([4, 32] float32)");
+
+    let (found, whole) = call(library, "copy", vec![4, 32], 8);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
+fn a_c_store_into_another_cores_image_names_the_writer_and_the_session_stays_usable() {
+    let library = c_library();
+    let (found, _) = call(library, "cross_core", vec![1000], 8);
+    let finding = only(&found, FindingKind::CrossCoreStore, 0, C_SOURCE, "misuse.c", "3 * 0x200000) = 0xDEAD");
+    assert_eq!(finding.other_core, Some(3));
+    assert!(finding.place().starts_with("core 3's image window"), "{}", finding.place());
+    for _ in 0..2 {
+        let (found, whole) = call(library, "copy", vec![1000], 8);
+        assert!(found.is_empty() && whole, "{found}");
+    }
+}
+
+#[test]
+fn two_cores_writing_one_output_byte_are_a_race_naming_both_cores_and_lines() {
+    let library = c_library();
+    let (found, whole) = call(library, "race", vec![64], 8);
+    assert!(whole);
+    let race = found.of(FindingKind::Race).next().unwrap_or_else(|| panic!("no race in {found}"));
+    assert!(race.other_core.is_some() && race.other_core != Some(race.core), "{race}");
+    let line = |text| format!("misuse.c:{}", line_of(C_SOURCE, text));
+    let (at, other_at) = (race.at.clone().unwrap_or_default(), race.other_at.clone().unwrap_or_default());
+    let lines = [line("out[0] = x[0]"), line("dst[i] = src[i]")];
+    assert!(lines.iter().any(|l| at.contains(l)) && lines.iter().any(|l| other_at.contains(l)), "{race}");
+    let (found, whole) = call(library, "copy", vec![64], 8);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
+fn a_cxx_store_past_the_output_is_named_and_the_next_op_runs() {
+    let library = Library::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/checks_cxx"))
+        .unwrap_or_else(|e| panic!("{}", describe(&e)));
+    let source = include_str!("checks_cxx/misuse.cpp");
+    let (found, _) = call(&library, "past_end", vec![100], 1);
+    let finding =
+        only(&found, FindingKind::OutOfBoundsStore, 0, source, "misuse.cpp", "data[t_out.numel() + i] = 3.0f");
+    assert_eq!(finding.place(), "bytes 0 to 64 past the end of output 0 ([100] float32)");
+    let (found, whole) = call(&library, "copy", vec![100], 1);
+    assert!(found.is_empty() && whole, "{found}");
+}

@@ -1,0 +1,126 @@
+/*
+ * Kernels that each trip one of the device's memory checks (qemu/tests/checks.rs), and
+ * one that does not. Every kernel takes one float32 tensor x and returns an output
+ * like it; on 8 cores, each core copies its share of x first, so the output is whole,
+ * and core 0 alone makes the mistake (but in `race`, where every core does).
+ */
+#include <neuroncustomop.h>
+
+/* Copies this core's share of x into the output and returns the output's data (NULL
+ * when an argument is missing); *count is the element count. */
+static float *copy_share(const float **x, uint32_t *count) {
+    customop_setup(false);
+    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *in = customop_next_tensor();
+    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *out = get_dst_tensor();
+    if (in == NULL || out == NULL) {
+        return NULL;
+    }
+    uint32_t n = customop_tensor_numel(in), core = get_cpu_id(), cores = get_cpu_count();
+    const float *src = customop_tensor_data(in);
+    float *dst = customop_tensor_data(out);
+    for (uint32_t i = n * core / cores; i < n * (core + 1) / cores; i++) {
+        dst[i] = src[i];
+    }
+    customop_return_tensor(out);
+    *x = src;
+    *count = n;
+    return dst;
+}
+
+/* Writes nothing it should not. */
+static void copy(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    customop_cleanup();
+}
+
+/* 64 floats (256 bytes) past the end of the output. */
+static void past_end_256(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    for (uint32_t i = 0; i < (get_cpu_id() == 0 ? 64 : 0); i++) {
+        out[n + i] = 1.0f;
+    }
+    customop_cleanup();
+}
+
+/* 1 MiB past the end of the output. */
+static void past_end_1m(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    for (uint32_t i = 0; i < (get_cpu_id() == 0 ? (1u << 20) / 4 : 0); i++) {
+        out[n + i] = 2.0f;
+    }
+    customop_cleanup();
+}
+
+/* Element 17 of the (read-only) input. */
+static void into_input(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        ((float *)x)[17] = 0.0f;
+    }
+    customop_cleanup();
+}
+
+/* Core 0 writes its counter's twin in core 3's image (each core's image is linked
+ * 2 MiB above the last): a pointer computed for the wrong core. */
+static volatile uint32_t counter;
+
+static void cross_core(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    counter++;
+    if (get_cpu_id() == 0) {
+        *(volatile uint32_t *)((uintptr_t)&counter + 3 * 0x200000) = 0xDEAD;
+    }
+    customop_cleanup();
+}
+
+/* Every core writes element 0 as well as its share. */
+static void race(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    out[0] = x[0];
+    customop_cleanup();
+}
+
+/* Reads the fourth float past the end of the input (and writes it over element 0). */
+static void reads_past(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        out[0] = x[n + 3];
+    }
+    customop_cleanup();
+}
+
+static const struct {
+    const char *name;
+    neuron_kernel_fn kernel;
+} kernels[] = {
+    {"copy", copy}, {"past_end_256", past_end_256}, {"past_end_1m", past_end_1m}, {"into_input", into_input},
+    {"cross_core", cross_core}, {"race", race}, {"reads_past", reads_past},
+};
+
+#define KERNEL_COUNT ((int)(sizeof kernels / sizeof kernels[0]))
+
+int get_func_cnt(void) {
+    return KERNEL_COUNT;
+}
+
+void *get_func_ptr(int index) {
+    return index >= 0 && index < KERNEL_COUNT ? (void *)kernels[index].kernel : NULL;
+}
+
+const char *get_func_name(int index) {
+    return index >= 0 && index < KERNEL_COUNT ? kernels[index].name : NULL;
+}
