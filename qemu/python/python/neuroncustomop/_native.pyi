@@ -1,7 +1,7 @@
 """Types of ``neuroncustomop._native``, the Rust half of the package (``qemu/python/src``).
 
 ``tests/test_typing.py`` checks that this stub and the built module name the same
-symbols.
+symbols, and ``mypy.stubtest`` that it agrees with the module's signatures.
 """
 
 from os import PathLike
@@ -15,6 +15,9 @@ import numpy.typing as npt
 _TensorInput = tuple[str, list[int], npt.NDArray[np.uint8]]
 _ScalarInput = tuple[str, npt.NDArray[np.uint8]]
 _Input = Union[_TensorInput, _ScalarInput]
+
+# As PyO3 makes it: every name the module adds, in the order it adds them.
+__all__ = ["Library", "RawCall", "PackageError", "DeviceError", "canary", "CORES", "DTYPES", "ARG_KINDS", "SCHEMA_TYPES"]
 
 CORES: int
 """Cores of the simulated device."""
@@ -80,7 +83,7 @@ class Library:
         output_shape: list[int],
         cores: int,
         count_instructions: bool,
-        max_instructions: Optional[int] = None,
+        max_instructions: Optional[int],
     ) -> RawCall: ...
 
 def canary(dtype_name: str) -> bytes: ...
