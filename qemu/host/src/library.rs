@@ -568,10 +568,10 @@ impl Library {
     ) -> Result<(Dtype, Vec<usize>), CallError> {
         let mut spec = given;
         spec.fill(shape_fn);
-        if spec.complete().is_none() {
-            if let Some(Output::Shape { dtype, shape }) = self.output_of(kernel, args)? {
-                spec.fill(Some((dtype, shape)));
-            }
+        if spec.complete().is_none()
+            && let Some(Output::Shape { dtype, shape }) = self.output_of(kernel, args)?
+        {
+            spec.fill(Some((dtype, shape)));
         }
         if let Some(complete) = spec.complete() {
             return Ok(complete);
