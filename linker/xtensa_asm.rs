@@ -2,6 +2,10 @@
 //! need it (`build.rs`, `qemu/firmware/build.rs`) and by the linker tests
 //! (`qemu/tests/linker.rs`), through `#[path]`.
 
+#[path = "llvm_22.rs"]
+#[macro_use]
+mod llvm_22;
+
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -22,14 +26,14 @@ pub fn assemble_into_library(sources: &[PathBuf], target_spec: &Path, out: &Path
     }
     let archive = out.join(format!("lib{name}.a"));
     let _ = fs::remove_file(&archive);
-    run(Command::new(format!("{}/llvm-ar", llvm_bin())).arg("crs").arg(&archive).args(&objects));
+    run(Command::new(llvm_bin().join("llvm-ar")).arg("crs").arg(&archive).args(&objects));
     println!("cargo:rustc-link-search=native={}", out.display());
     println!("cargo:rustc-link-lib=static={name}");
 }
 
 /// Assembles one `.S` file into `object` for the ISA `features` (see [`target_features`]).
 pub fn assemble(features: &str, source: &Path, object: &Path) {
-    run(Command::new(format!("{}/llvm-mc", llvm_bin()))
+    run(Command::new(llvm_bin().join("llvm-mc"))
         .args(["-triple=xtensa-none-elf", &format!("-mattr={features}"), "-filetype=obj"])
         .arg(source)
         .arg("-o")
@@ -46,8 +50,8 @@ pub fn target_features(target_spec: &Path) -> String {
 }
 
 /// LLVM 22's tools: `LLVM_BIN`, or where Debian's llvm-22 installs them.
-fn llvm_bin() -> String {
-    env::var("LLVM_BIN").unwrap_or_else(|_| "/usr/lib/llvm-22/bin".into())
+fn llvm_bin() -> PathBuf {
+    env::var_os("LLVM_BIN").map_or_else(|| PathBuf::from(llvm_22!("")), PathBuf::from)
 }
 
 fn run(command: &mut Command) {

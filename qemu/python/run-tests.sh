@@ -2,9 +2,10 @@
 # Installs the Python package into a virtualenv under target/ and runs its pytest tests.
 # `cargo sim test` runs it after the cargo tests (which built the device tools and images).
 #
-# The virtualenv (target/python-venv) gets maturin, numpy, pytest, pytest-xdist and
-# ml_dtypes (NumPy's bfloat16) from PyPI, and PyTorch from the machine's cache (torch-cache.sh: installed
-# once per machine, 3-4 minutes the first time); the package is built by
+# The virtualenv (target/python-venv) gets maturin, numpy, pytest, pytest-xdist,
+# ml_dtypes (NumPy's bfloat16) and mypy (its stubtest checks _native.pyi) from PyPI,
+# and PyTorch from the machine's cache (torch-cache.sh: installed once per machine,
+# 3-4 minutes the first time); the package is built by
 # `pip install qemu/python` exactly as a user installs it, with the Rust build in
 # target/python. pytest's exit code 5 (no test collected) is a failure, and so is a
 # skipped test (tests/conftest.py).
@@ -15,7 +16,8 @@ venv="$repo/target/python-venv"
 if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "pytest-xdist>=3" "ml_dtypes>=0.3"
+"$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "pytest-xdist>=3" "ml_dtypes>=0.3" \
+    "mypy>=1.10"
 # torch through a .pth file: the venv's own packages come first on sys.path.
 torch_dir="$(bash "$repo/qemu/python/torch-cache.sh" "$venv/bin/python")"
 site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"

@@ -4,7 +4,7 @@
 //! its budget is stopped, named, and the next op runs.
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
-use neuroncustomop_machine::device::{self, Report, Session, SessionOptions};
+use neuroncustomop_machine::device::{self, OpStatus, Report, Session, SessionOptions};
 use neuroncustomop_machine::images::{self, Images};
 use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_wire::job::OutputDump;
@@ -43,7 +43,11 @@ fn run_threads(library: &Images, job: &Job) -> Report {
 /// `ICOUNT` on every op.
 fn counts(report: &Report, core: u32) -> Vec<u64> {
     let ops = report.core(core).ops;
-    assert!(ops.iter().all(|op| op.status == "0" && op.exact), "core {core}: {ops:?}\n{}", report.outcome.stdout);
+    assert!(
+        ops.iter().all(|op| op.status == OpStatus::Returned(0) && op.exact),
+        "core {core}: {ops:?}\n{}",
+        report.outcome.stdout
+    );
     for op in &ops {
         assert_eq!(op.instructions, op.icount, "core {core}: the plugin's count against ICOUNT's");
     }
@@ -84,7 +88,7 @@ fn a_kernel_past_its_budget_is_stopped_and_named_and_the_next_op_runs() {
     let report = device::run(&library, &job).expect("QEMU runs");
     assert!(report.done, "a run whose ops all ended is done:\n{}", report.outcome.stdout);
     let ops = report.core(0).ops;
-    assert_eq!(ops.iter().map(|op| op.status.as_str()).collect::<Vec<_>>(), ["over-budget", "0"]);
+    assert_eq!(ops.iter().map(|op| op.status).collect::<Vec<_>>(), [OpStatus::OverBudget, OpStatus::Returned(0)]);
     assert_eq!(
         ops.iter().map(|op| op.exact).collect::<Vec<_>>(),
         [false, true],

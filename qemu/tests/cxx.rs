@@ -149,7 +149,7 @@ fn run_configured(
 }
 
 fn statuses(report: &Report, op: u32) -> Vec<String> {
-    report.cores.values().filter_map(|core| core.ops.get(op as usize)).map(|o| o.status.clone()).collect()
+    report.cores.values().filter_map(|core| core.ops.get(op as usize)).map(|o| o.status.to_string()).collect()
 }
 
 fn f32s(report: &Report, op: u32) -> Vec<f32> {

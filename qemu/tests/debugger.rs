@@ -127,5 +127,5 @@ fn qemu_starts_halted_and_a_breakpoint_at_the_kernel_entry_stops_there() {
     remote.0.write_all(b"$c#63").unwrap();
     let report = qemu.join().expect("the QEMU thread");
     assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
-    assert_eq!(report.core(0).ops[0].status, "exit(7)");
+    assert_eq!(report.core(0).ops[0].status, device::OpStatus::Exit(7));
 }

@@ -3,7 +3,7 @@
 
 use neuroncustomop::translate::TRANSLATE_PER_CORE;
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype, ScalarKind};
-use neuroncustomop_machine::device;
+use neuroncustomop_machine::device::{self, OpStatus};
 use neuroncustomop_machine::images;
 use neuroncustomop_machine::job::{FRAMEWORK_BASE, Job, Op, TENSOR_AREA, translate_record};
 use neuroncustomop_wire::job::{DmaMode, OutputDump};
@@ -47,7 +47,7 @@ fn dma_check(mode: DmaMode, check: Check, cores: usize) -> Vec<[u32; 4]> {
     let report = device::run(&library, &job).expect("QEMU runs");
     assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
     for core in 0..cores as u32 {
-        assert_eq!(report.core(core).ops[0].status, "0", "core {core}");
+        assert_eq!(report.core(core).ops[0].status, OpStatus::Returned(0), "core {core}");
     }
     report.dumps[&0]
         .chunks(16)

@@ -8,7 +8,7 @@
 //! `runtime_probe` (kernels that print).
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype, ScalarKind};
-use neuroncustomop_machine::device::{self, CoreReport, Kernel, Registration, Report};
+use neuroncustomop_machine::device::{self, CoreReport, Kernel, OpStatus, Registration, Report};
 use neuroncustomop_machine::elf;
 use neuroncustomop_machine::images::{CORES, Images};
 use neuroncustomop_machine::job::{Job, Op};
@@ -159,7 +159,7 @@ fn a_handoff_block_below_36_bytes_is_an_abi_mismatch_before_any_callback() {
             assert_eq!(seen.registrations, vec![], "size {size}, core {core}");
             assert_eq!(seen.kernels, vec![], "size {size}, core {core}");
             assert_eq!(seen.ops.len(), 1, "size {size}, core {core}");
-            assert_eq!(seen.ops[0].status, "not-entered", "size {size}, core {core}");
+            assert_eq!(seen.ops[0].status, OpStatus::NotEntered, "size {size}, core {core}");
         }
         let lines = &report.outcome.stdout;
         assert!(!lines.contains("CALLBACK") && !lines.contains("REGISTER "), "size {size}:\n{lines}");
@@ -173,8 +173,8 @@ fn handoff_blocks_of_36_bytes_and_longer_are_accepted() {
         assert_registered(&report, 2, &names(&["relu", "relu_tcm", "relu_multicore"]));
         for core in 0..2 {
             // relu ran: the op has no arguments, so its pull fails with NO_MORE_ARGS.
-            let ops: Vec<String> = report.core(core).ops.into_iter().map(|op| op.status).collect();
-            assert_eq!(ops, ["6"], "size {size}, core {core}");
+            let ops: Vec<OpStatus> = report.core(core).ops.into_iter().map(|op| op.status).collect();
+            assert_eq!(ops, [OpStatus::Returned(6)], "size {size}, core {core}");
         }
     }
 }
@@ -253,7 +253,7 @@ fn register_funcs_passes_each_kernels_pointer_name_and_handle() {
             .collect();
         let seen = report.core(core as u32);
         assert_eq!(seen.kernels, expected, "core {core}");
-        assert_eq!(seen.ops[0].status, "0", "core {core}");
+        assert_eq!(seen.ops[0].status, OpStatus::Returned(0), "core {core}");
         assert_eq!(seen.stdout[&0], (b"table_probe_kernel_1\n".to_vec(), 0), "core {core}");
     }
 
@@ -279,7 +279,7 @@ fn a_kernels_println_reaches_the_loader() {
     let report = run(&probe, &job);
     for core in 0..CORES as u32 {
         let seen = report.core(core);
-        assert_eq!(seen.ops[0].status, "0", "core {core}");
+        assert_eq!(seen.ops[0].status, OpStatus::Returned(0), "core {core}");
         let expected = format!("hello from core {core}\n").into_bytes();
         assert_eq!(seen.stdout, BTreeMap::from([(0, (expected, 0))]), "core {core}");
     }
@@ -317,8 +317,8 @@ fn stdout_overflow_keeps_the_newest_bytes_and_counts_the_lost_ones() {
     job.push(&hello).expect("op");
     let report = run(&probe, &job);
     let seen: CoreReport = report.core(0);
-    let statuses: Vec<&str> = seen.ops.iter().map(|op| op.status.as_str()).collect();
-    assert_eq!(statuses, ["0"; 5]);
+    let statuses: Vec<OpStatus> = seen.ops.iter().map(|op| op.status).collect();
+    assert_eq!(statuses, [OpStatus::Returned(0); 5]);
     let greeting = b"hello from core 0\n".to_vec();
     let mut expected = BTreeMap::from([(0, (greeting.clone(), 0)), (4, (greeting, 0))]);
     for (index, lines) in floods.into_iter().enumerate() {
@@ -406,7 +406,7 @@ fn an_example_kernel_is_registered_and_invoked() {
     for (name, cores) in [("relu", 1), ("relu_tcm", 1), ("relu_multicore", CORES)] {
         let (report, output) = run_relu(name, cores, &input);
         for core in 0..cores as u32 {
-            assert_eq!(report.core(core).ops[0].status, "0", "{name} on core {core}");
+            assert_eq!(report.core(core).ops[0].status, OpStatus::Returned(0), "{name} on core {core}");
         }
         assert!(output == reference, "{name}: output differs from max(x, 0)");
     }

@@ -5,7 +5,7 @@
 //! nothing fail entry cleanly; many 8-core ops in a row.
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
-use neuroncustomop_machine::device::{self, Report};
+use neuroncustomop_machine::device::{self, OpStatus, Report};
 use neuroncustomop_machine::images;
 use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_machine::symbolize::{self, Symbolizer};
@@ -55,7 +55,7 @@ fn probe_line(text: &str) -> usize {
 
 /// Runs `kernel` then `copy`; returns the symbolized report of the first op, checked
 /// to fit one screen, and the statuses.
-fn one_screen_report(kernel: &str) -> (String, Vec<(String, String)>, Report, Vec<i32>) {
+fn one_screen_report(kernel: &str) -> (String, Vec<(String, OpStatus)>, Report, Vec<i32>) {
     let (report, input, images) = run_kernels_with_images(&[kernel, "copy"]);
     let symbols = Symbolizer::new(&images).expect("the images' DWARF");
     let reports = symbolize::explain(&report, &symbols);
@@ -66,8 +66,8 @@ fn one_screen_report(kernel: &str) -> (String, Vec<(String, String)>, Report, Ve
     (text, statuses(&report), report, input)
 }
 
-fn statuses(report: &Report) -> Vec<(String, String)> {
-    report.core(0).ops.iter().map(|op| (op.function.clone(), op.status.clone())).collect()
+fn statuses(report: &Report) -> Vec<(String, OpStatus)> {
+    report.core(0).ops.iter().map(|op| (op.function.clone(), op.status)).collect()
 }
 
 fn printed(report: &Report, op: u32) -> String {
@@ -78,7 +78,7 @@ fn printed(report: &Report, op: u32) -> String {
 #[test]
 fn a_panicking_kernel_is_its_ops_status_and_the_next_op_runs() {
     let (report, input) = run_kernels(&["panics", "copy"]);
-    assert_eq!(statuses(&report), [("panics".into(), "exit(101)".into()), ("copy".into(), "0".into())]);
+    assert_eq!(statuses(&report), [("panics".into(), OpStatus::Exit(101)), ("copy".into(), OpStatus::Returned(0))]);
     let message = printed(&report, 0);
     assert!(message.contains("panicked at") && message.contains("fault_probe.rs"), "{message}");
     assert!(message.lines().any(|line| line.ends_with("kernel gave up on -40")), "{message}");
@@ -90,7 +90,11 @@ fn abort_and_exit_are_their_ops_status_and_the_next_op_runs() {
     let (report, input) = run_kernels(&["aborts", "exits", "copy"]);
     assert_eq!(
         statuses(&report),
-        [("aborts".into(), "abort".into()), ("exits".into(), "exit(7)".into()), ("copy".into(), "0".into())]
+        [
+            ("aborts".into(), OpStatus::Abort),
+            ("exits".into(), OpStatus::Exit(7)),
+            ("copy".into(), OpStatus::Returned(0))
+        ]
     );
     let printed = printed(&report, 0);
     assert!(
@@ -103,7 +107,7 @@ fn abort_and_exit_are_their_ops_status_and_the_next_op_runs() {
 #[test]
 fn an_exception_in_a_kernel_is_reported_with_pc_and_cause_and_the_next_op_runs() {
     let (report, input) = run_kernels(&["faults", "copy"]);
-    assert_eq!(statuses(&report), [("faults".into(), "exception(3)".into()), ("copy".into(), "0".into())]);
+    assert_eq!(statuses(&report), [("faults".into(), OpStatus::Exception(3)), ("copy".into(), OpStatus::Returned(0))]);
     let line = report.outcome.stderr.lines().find(|l| l.contains("exception:")).expect("a fault report");
     assert!(line.contains("EXCCAUSE=15 (LoadStorePIFAddrError)") && line.contains("EXCVADDR=0xa0000000"), "{line}");
     let pc = line.split("EPC1=0x").nth(1).and_then(|t| u32::from_str_radix(&t[..8], 16).ok()).expect("EPC1");
@@ -116,7 +120,7 @@ fn an_exception_in_a_kernel_is_reported_with_pc_and_cause_and_the_next_op_runs()
 fn an_infinite_recursion_is_a_stack_overflow_named_with_its_kernel_and_line_and_the_next_op_runs() {
     let (text, statuses, report, input) = one_screen_report("recurses");
     // 4: EXIT_STACK_OVERFLOW.
-    assert_eq!(statuses, [("recurses".into(), "exception(4)".into()), ("copy".into(), "0".into())]);
+    assert_eq!(statuses, [("recurses".into(), OpStatus::Exception(4)), ("copy".into(), OpStatus::Returned(0))]);
     assert!(text.starts_with("op 0: stack overflow in kernel `recurses` on core 0\n"), "{text}");
     let here =
         format!("at fault_probe::depth_first (qemu/firmware/src/bin/fault_probe.rs:{})", probe_line("fn depth_first("));
@@ -132,7 +136,7 @@ fn an_infinite_recursion_is_a_stack_overflow_named_with_its_kernel_and_line_and_
 #[test]
 fn an_infinite_loop_is_stopped_at_its_budget_named_with_its_kernel_and_line_and_the_next_op_runs() {
     let (report, input, images) = run_kernels_within(&["spins", "copy"], Some(20_000_000));
-    assert_eq!(statuses(&report), [("spins".into(), "over-budget".into()), ("copy".into(), "0".into())]);
+    assert_eq!(statuses(&report), [("spins".into(), OpStatus::OverBudget), ("copy".into(), OpStatus::Returned(0))]);
     let symbols = Symbolizer::new(&images).expect("the images' DWARF");
     let reports = symbolize::explain(&report, &symbols);
     assert_eq!(reports.len(), 1, "{reports:#?}");
@@ -152,7 +156,7 @@ fn an_infinite_loop_is_stopped_at_its_budget_named_with_its_kernel_and_line_and_
 #[test]
 fn a_null_dereference_is_named_with_its_kernel_and_line() {
     let (text, statuses, report, input) = one_screen_report("reads_null");
-    assert_eq!(statuses, [("reads_null".into(), "exception(3)".into()), ("copy".into(), "0".into())]);
+    assert_eq!(statuses, [("reads_null".into(), OpStatus::Exception(3)), ("copy".into(), OpStatus::Returned(0))]);
     assert!(text.starts_with("op 0: exception ") && text.contains("in kernel `reads_null` on core 0"), "{text}");
     let line = probe_line("read_volatile(null)");
     assert!(text.contains(&format!("at reads_null (qemu/firmware/src/bin/fault_probe.rs:{line})")), "{text}");
@@ -163,7 +167,7 @@ fn a_null_dereference_is_named_with_its_kernel_and_line() {
 #[test]
 fn a_double_panic_is_named_with_its_kernel_and_the_line_of_the_second_panic() {
     let (text, statuses, report, input) = one_screen_report("double_panics");
-    assert_eq!(statuses, [("double_panics".into(), "exit(101)".into()), ("copy".into(), "0".into())]);
+    assert_eq!(statuses, [("double_panics".into(), OpStatus::Exit(101)), ("copy".into(), OpStatus::Returned(0))]);
     assert!(text.starts_with("op 0: panic while panicking in kernel `double_panics` on core 0\n"), "{text}");
     let inner = probe_line("formatting the message failed too");
     assert!(text.contains(&format!("(qemu/firmware/src/bin/fault_probe.rs:{inner})")), "{text}");
@@ -204,12 +208,12 @@ fn a_pc_alone_is_described_by_its_function_and_line() {
 
 #[test]
 fn statuses_print_as_hex_and_name_and_stops_with_the_runtimes_names() {
-    assert_eq!(device::describe_status("68"), "0x44 TCM_EXHAUSTED");
-    assert_eq!(device::describe_status("65543"), "0x10007 Op(7)");
-    assert_eq!(device::describe_status("0"), "0x0 OK");
-    assert_eq!(device::describe_status("exception(4)"), "exception(4) EXIT_STACK_OVERFLOW");
-    assert_eq!(device::describe_status("exit(101)"), "exit(101) EXIT_PANIC");
-    assert_eq!(device::describe_status("unknown-kernel"), "unknown-kernel");
+    assert_eq!(device::describe_status(OpStatus::Returned(68)), "0x44 TCM_EXHAUSTED");
+    assert_eq!(device::describe_status(OpStatus::Returned(65543)), "0x10007 Op(7)");
+    assert_eq!(device::describe_status(OpStatus::Returned(0)), "0x0 OK");
+    assert_eq!(device::describe_status(OpStatus::Exception(4)), "exception(4) EXIT_STACK_OVERFLOW");
+    assert_eq!(device::describe_status(OpStatus::Exit(101)), "exit(101) EXIT_PANIC");
+    assert_eq!(device::describe_status(OpStatus::UnknownKernel), "unknown-kernel");
 }
 
 #[test]
@@ -250,7 +254,7 @@ fn a_hundred_eight_core_ops_back_to_back_all_match() {
     for core in 0..8 {
         let ops = report.core(core).ops;
         assert_eq!(ops.len(), 100, "core {core}");
-        assert!(ops.iter().all(|op| op.status == "0"), "core {core}: {ops:?}");
+        assert!(ops.iter().all(|op| op.status == OpStatus::Returned(0)), "core {core}: {ops:?}");
     }
     for op in 0..100 {
         assert!(report.dumps[&op] == expected, "op {op}'s output differs from max(x, 0)");

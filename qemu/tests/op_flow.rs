@@ -8,7 +8,7 @@ use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop_host::array::{Array, Dtype};
 use neuroncustomop_host::generate::{Distribution, generate};
 use neuroncustomop_host::library::{Arg, Library, Options, Output, Staged, stage};
-use neuroncustomop_machine::device::{self, Report};
+use neuroncustomop_machine::device::{self, OpStatus, Report};
 use neuroncustomop_machine::images::CORES;
 use neuroncustomop_package::package::{ISA_VERSION, Package, library_file_name, ucode_version};
 use neuroncustomop_package::program;
@@ -67,7 +67,7 @@ fn the_job_selects_any_memcpy_backend_for_the_tcm_copies() {
     let staged = stage(&mut job, &[Arg::Tensor(x.clone())], Output::Like(0)).expect("staged");
     push(&mut job, library.package().function_id("relu_tcm").expect("relu_tcm"), staged);
     let report = device::run(&library.package().images, &job).expect("QEMU runs");
-    assert_eq!(report.core(0).ops[0].status, "0");
+    assert_eq!(report.core(0).ops[0].status, OpStatus::Returned(0));
     assert_eq!(report.dumps[&0], relu_of(&x).bytes());
 }
 
@@ -134,14 +134,14 @@ fn run_words(words: impl FnOnce(&Package, &Staged) -> Vec<u8>) -> Report {
     job.dumps.push(bad.dump);
     let report = device::run(&package.images, &job).expect("QEMU runs");
     assert!(report.done, "{}", report.outcome.stdout);
-    assert_eq!(report.core(0).ops[0].status, "0", "op 0 runs");
+    assert_eq!(report.core(0).ops[0].status, OpStatus::Returned(0), "op 0 runs");
     assert_eq!(report.dumps[&0], relu_of(&x).bytes());
     report
 }
 
 /// The loader's line for op 1, which it rejected: no kernel ran.
 fn rejected(report: &Report) -> String {
-    assert_eq!(report.core(0).ops[1].status, "bad-words");
+    assert_eq!(report.core(0).ops[1].status, OpStatus::BadWords);
     report.outcome.stdout.lines().find(|line| line.starts_with("OP 1 ")).expect("an OP 1 line").to_string()
 }
 

@@ -8,7 +8,7 @@ use neuroncustomop::translate::{TranslateRecord, configure};
 use neuroncustomop::wrapper_api::{
     ARG_TENSOR_SIZE, ArgError, ArgTensor, DescriptorError, Dtype, Invocation, ScalarKind, Status, Tensor,
 };
-use neuroncustomop_machine::device::{self, Report};
+use neuroncustomop_machine::device::{self, OpStatus, Report};
 use neuroncustomop_machine::images::{self, Images};
 use neuroncustomop_machine::job::{FRAMEWORK_BASE, Job, Op, TENSOR_AREA_SIZE};
 use neuroncustomop_wire::job::OutputDump;
@@ -233,8 +233,8 @@ fn more_than_ten_arguments_are_refused_by_the_wire_decoder() {
 
     let report = run(&job);
     let ops = report.core(0).ops;
-    let statuses: Vec<&str> = ops.iter().map(|op| op.status.as_str()).collect();
-    assert_eq!(statuses, ["0", "bad-words"]);
+    let statuses: Vec<OpStatus> = ops.iter().map(|op| op.status).collect();
+    assert_eq!(statuses, [OpStatus::Returned(0), OpStatus::BadWords]);
     assert_eq!(report.dumps[&0], f32_bytes(&[1.0, -2.0, 3.0, -4.0]));
     let line = report.outcome.stdout.lines().find(|l| l.starts_with("OP 1 ")).expect("the refused op's line");
     assert!(line.ends_with("error=11 input arguments: the runtime takes at most 10"), "{line}");
@@ -283,7 +283,7 @@ fn mean_instructions(report: &Report, function: &str) -> f64 {
         .iter()
         .filter(|op| op.function == function)
         .map(|op| {
-            assert_eq!(op.status, "0", "{function}");
+            assert_eq!(op.status, OpStatus::Returned(0), "{function}");
             op.instructions.expect("a count")
         })
         .collect();
@@ -342,7 +342,7 @@ fn dispatch_overhead_of_a_three_argument_op() {
     let report = device::run_counting_instructions(probe(), &job).expect("QEMU runs");
     assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
     let seen = report.core(0);
-    assert_eq!(seen.ops[0].status, "0");
+    assert_eq!(seen.ops[0].status, OpStatus::Returned(0));
     let counts = loop_counts(&seen.stdout[&0].0);
     let names: Vec<&str> = counts.keys().map(String::as_str).collect();
     let mut expected = vec![
@@ -575,7 +575,7 @@ fn setup_resolves_as_the_host() {
     let seen = report.core(0);
     let mut statuses = BTreeSet::new();
     for (op, block) in blocks.iter().enumerate() {
-        assert_eq!(seen.ops[op].status, "0", "op {op}");
+        assert_eq!(seen.ops[op].status, OpStatus::Returned(0), "op {op}");
         let printed = String::from_utf8_lossy(&seen.stdout[&(op as u32)].0).into_owned();
         let device: Vec<&str> = printed.lines().collect();
         let host = resolve_on_the_host(block);

@@ -3,7 +3,7 @@
 //! job; jobs that do not fit the session are refused with a named error.
 
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
-use neuroncustomop_machine::device::{Report, RunError, Session, SessionOptions};
+use neuroncustomop_machine::device::{OpStatus, Report, RunError, Session, SessionOptions};
 use neuroncustomop_machine::images::{self, Images};
 use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_package::program;
@@ -17,8 +17,11 @@ fn fault_probe() -> Images {
     images::build("fault_probe").expect("build fault_probe")
 }
 
-fn statuses(report: &Report) -> Vec<String> {
-    report.core(0).ops.iter().map(|op| op.status.clone()).collect()
+/// A kernel that returned success.
+const OK: OpStatus = OpStatus::Returned(0);
+
+fn statuses(report: &Report) -> Vec<OpStatus> {
+    report.core(0).ops.iter().map(|op| op.status).collect()
 }
 
 fn words(bytes: &[u8]) -> Vec<i32> {
@@ -34,7 +37,7 @@ fn one_boot_runs_job_after_job_and_enters_the_library_once() {
         let report = session.dispatch(&probe_job(&library, &["copy"], &input)).expect("dispatch");
         assert!(report.done, "round {round}:\n{}\n{}", report.outcome.stdout, report.outcome.stderr);
         assert_eq!(report.outcome.status, None, "the device stays up");
-        assert_eq!(statuses(&report), ["0"], "round {round}");
+        assert_eq!(statuses(&report), [OK], "round {round}");
         assert_eq!(words(&report.dumps[&0]), input, "round {round}: each job's own data");
         let entered = report.core(0).entry_status;
         assert_eq!(entered, (round == 0).then_some(0), "round {round}: entry_func runs on the first job only");
@@ -44,13 +47,34 @@ fn one_boot_runs_job_after_job_and_enters_the_library_once() {
 }
 
 #[test]
+fn a_cancelled_job_stops_the_device_and_the_next_job_boots_it_again() {
+    let library = fault_probe();
+    let input: Vec<i32> = (0..16).collect();
+    let mut session = Session::boot(&library, 1, SessionOptions::default()).expect("boot");
+    // `spins` loops until its budget (10 G instructions, 13-21 s): cancelled at the
+    // fifth question instead, a fraction of a second in.
+    let asked = std::cell::Cell::new(0);
+    let cancelled = || {
+        asked.set(asked.get() + 1);
+        asked.get() >= 5
+    };
+    let spun = session.dispatch_cancellable(&probe_job(&library, &["spins"], &input), &cancelled);
+    assert!(matches!(spun, Err(RunError::Cancelled)), "{spun:?}");
+    assert_eq!(asked.get(), 5, "asked until it answered true");
+    let report = session.dispatch(&probe_job(&library, &["copy"], &input)).expect("dispatch");
+    assert_eq!(statuses(&report), [OK], "{}\n{}", report.outcome.stdout, report.outcome.stderr);
+    assert_eq!(report.core(0).entry_status, Some(0), "a fresh device enters the library again");
+    assert_eq!(words(&report.dumps[&0]), input);
+}
+
+#[test]
 fn a_kernel_that_sleeps_wakes_on_its_timer() {
     let library = fault_probe();
     let input: Vec<i32> = (0..16).collect();
     let options = SessionOptions { wall_limit: Some(Duration::from_secs(30)), ..SessionOptions::default() };
     let mut session = Session::boot(&library, 1, options).expect("boot");
     let report = session.dispatch(&probe_job(&library, &["sleeps"], &input)).expect("dispatch");
-    assert_eq!(statuses(&report), ["0"], "{}\n{}", report.outcome.stdout, report.outcome.stderr);
+    assert_eq!(statuses(&report), [OK], "{}\n{}", report.outcome.stdout, report.outcome.stderr);
     assert_eq!(words(&report.dumps[&0]), input);
 }
 
@@ -60,13 +84,13 @@ fn a_kernel_that_stops_ends_only_its_op_and_its_stderr_stays_with_its_job() {
     let input: Vec<i32> = (0..16).collect();
     let mut session = Session::boot(&library, 1, SessionOptions::default()).expect("boot");
     let first = session.dispatch(&probe_job(&library, &["faults", "copy"], &input)).expect("dispatch");
-    assert_eq!(statuses(&first), ["exception(3)", "0"]);
+    assert_eq!(statuses(&first), [OpStatus::Exception(3), OK]);
     assert!(first.outcome.stderr.contains("exception:"), "{}", first.outcome.stderr);
     let second = session.dispatch(&probe_job(&library, &["panics"], &input)).expect("dispatch");
-    assert_eq!(statuses(&second), ["exit(101)"]);
+    assert_eq!(statuses(&second), [OpStatus::Exit(101)]);
     assert!(!second.outcome.stderr.contains("exception:"), "the first job's stderr leaked: {}", second.outcome.stderr);
     let third = session.dispatch(&probe_job(&library, &["copy"], &input)).expect("dispatch");
-    assert_eq!(statuses(&third), ["0"]);
+    assert_eq!(statuses(&third), [OK]);
     assert_eq!(words(&third.dumps[&0]), input);
 }
 
@@ -106,11 +130,7 @@ fn eight_core_jobs_in_one_session_each_compute_their_own_data() {
         let report = session.dispatch(&job).expect("dispatch");
         assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
         for core in 0..8 {
-            assert_eq!(
-                report.core(core).ops.iter().map(|op| op.status.as_str()).collect::<Vec<_>>(),
-                ["0"],
-                "core {core}"
-            );
+            assert_eq!(report.core(core).ops.iter().map(|op| op.status).collect::<Vec<_>>(), [OK], "core {core}");
         }
         let expected: Vec<u8> = input.iter().flat_map(|v| v.max(0.0).to_le_bytes()).collect();
         assert!(report.dumps[&0] == expected, "round {round}: the output differs from max(x, 0)");

@@ -26,7 +26,7 @@ use crate::array::{Array, dtype_name};
 use crate::compare::{canary, holding, second_canary};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
-use neuroncustomop_machine::device::{RunError, Session, SessionOptions};
+use neuroncustomop_machine::device::{OpStatus, RunError, Session, SessionOptions, describe_status};
 use neuroncustomop_machine::findings;
 /// The memory checks' findings, as [`Call::findings`] holds them.
 pub use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings};
@@ -90,6 +90,31 @@ pub enum Output {
     Like(usize),
 }
 
+/// What a call says of its output: its shape, its dtype, both or neither;
+/// [`Library::resolve_output`] completes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartialOutput {
+    /// Its shape, if the call gives it.
+    pub shape: Option<Vec<usize>>,
+    /// Its dtype, if the call gives it.
+    pub dtype: Option<Dtype>,
+}
+
+impl PartialOutput {
+    /// Fills what it lacks from `output` (a dtype and shape of lower precedence).
+    fn fill(&mut self, output: Option<(Dtype, Vec<usize>)>) {
+        if let Some((dtype, shape)) = output {
+            self.dtype.get_or_insert(dtype);
+            self.shape.get_or_insert(shape);
+        }
+    }
+
+    /// Its dtype and shape, if both are known.
+    fn complete(&self) -> Option<(Dtype, Vec<usize>)> {
+        Some((self.dtype?, self.shape.clone()?))
+    }
+}
+
 /// How a call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
@@ -141,6 +166,16 @@ impl KernelStatus {
     /// Whether the kernel succeeded.
     pub fn is_ok(self) -> bool {
         self.0 == 0
+    }
+
+    /// Its name alone: `OK`, a runtime status such as `DTYPE_MISMATCH`, `Op(n)` for a
+    /// kernel's own code `n` (as the runtime's `Status` prints it), else its hex value.
+    pub fn name(self) -> String {
+        match (Status(self.0).name(), self.kernel_code()) {
+            (Some(name), _) => name.into(),
+            (None, Some(code)) => format!("Op({code})"),
+            (None, None) => format!("{:#x}", self.0),
+        }
     }
 
     /// The kernel's own failure code (`KernelError::Op(code)`, `customop_fail(code)`).
@@ -350,18 +385,28 @@ pub enum CallError {
     },
     /// The kernel stopped without returning on some core: an exception, a stack
     /// overflow, a panic, an abort or exit, or its instruction budget.
-    #[error("kernel {kernel} stopped on core {core}: {stop}\n{explained}")]
+    #[error("kernel {kernel} stopped on core {core}: {}\n{explained}", describe_status(*stop))]
     Stopped {
         /// The kernel.
         kernel: String,
         /// The first core it stopped on.
         core: usize,
-        /// How, as the loader said it, with the runtime's name (`exception(4)
-        /// EXIT_STACK_OVERFLOW`, `over-budget`).
-        stop: String,
+        /// How, as the loader reported it; shown with the runtime's name
+        /// (`exception(4) EXIT_STACK_OVERFLOW`, `over-budget`).
+        stop: OpStatus,
         /// Where, from the images' DWARF: the function and `file:line`, a backtrace
         /// (`neuroncustomop_machine::symbolize`); what the device printed when that cannot be had.
         explained: String,
+    },
+    /// Nothing gave the output a shape and dtype, and no argument is a tensor to take
+    /// them from ([`Library::resolve_output`]).
+    #[error(
+        "kernel {kernel} has no tensor argument to take the output's shape and dtype from: give them with the call \
+         (out_shape= and out_dtype= in Python, --output in ncop)"
+    )]
+    NoOutputForm {
+        /// The kernel.
+        kernel: String,
     },
     /// A core did not report the op: the device stopped (a fault, a hang, a timeout).
     #[error("core {core} did not finish kernel {kernel}; the device said:\n{output}")]
@@ -524,6 +569,46 @@ impl Library {
         Ok(Some(Output::Shape { dtype: shaped.dtype, shape: shaped.shape.iter().map(|&d| usize::from(d)).collect() }))
     }
 
+    /// The output's dtype and shape for a call of `kernel` with `args`: each from the
+    /// first that gives it, in this order (the one rule, for `ncop run` and Python):
+    /// 1. `given`, the call's own;
+    /// 2. `shape_fn`, what a shape function the caller holds said (the Python package's
+    ///    `shape_fns`);
+    /// 3. the library's own shape function ([`Library::output_of`], a C++ library's);
+    /// 4. the first tensor argument.
+    ///
+    /// Each is asked only while something is still missing.
+    ///
+    /// # Errors
+    /// [`CallError::ShapeFunction`]; [`CallError::NoOutputForm`] when the output is
+    /// still incomplete and no argument is a tensor.
+    pub fn resolve_output(
+        &self,
+        kernel: &str,
+        args: &[Arg],
+        given: PartialOutput,
+        shape_fn: Option<(Dtype, Vec<usize>)>,
+    ) -> Result<(Dtype, Vec<usize>), CallError> {
+        let mut spec = given;
+        spec.fill(shape_fn);
+        if spec.complete().is_none()
+            && let Some(Output::Shape { dtype, shape }) = self.output_of(kernel, args)?
+        {
+            spec.fill(Some((dtype, shape)));
+        }
+        if let Some(complete) = spec.complete() {
+            return Ok(complete);
+        }
+        let (dtype, shape) = args
+            .iter()
+            .find_map(|arg| match arg {
+                Arg::Tensor(array) => Some((array.dtype(), array.shape().to_vec())),
+                _ => None,
+            })
+            .ok_or_else(|| CallError::NoOutputForm { kernel: kernel.into() })?;
+        Ok((spec.dtype.unwrap_or(dtype), spec.shape.unwrap_or(shape)))
+    }
+
     /// What a C++ library's `NEURON_LIBRARY` registers: the namespace its ops take in
     /// `torch.ops`, and each op's argument kinds. `None` for a Rust or C library.
     ///
@@ -560,6 +645,25 @@ impl Library {
     /// # Errors
     /// [`CallError`]; a kernel that fails is not an error here: see [`Call::check`].
     pub fn call_with(&self, kernel: &str, args: &[Arg], output: Output, options: &Options) -> Result<Call, CallError> {
+        self.call_cancellable(kernel, args, output, options, &|| false)
+    }
+
+    /// [`Library::call_with`], asking `cancelled` about every
+    /// [`neuroncustomop_machine::device::CANCEL_POLL`] while the device runs: when it
+    /// answers true, the call ends with [`CallError::Run`]`(`[`RunError::Cancelled`]`)`,
+    /// no QEMU process is left, and the next call boots the device again (Ctrl-C in
+    /// the Python package).
+    ///
+    /// # Errors
+    /// [`CallError`]; a kernel that fails is not an error here: see [`Call::check`].
+    pub fn call_cancellable(
+        &self,
+        kernel: &str,
+        args: &[Arg],
+        output: Output,
+        options: &Options,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Call, CallError> {
         let function = self.package.function_id(kernel).ok_or_else(|| CallError::UnknownKernel {
             library: self.name().into(),
             kernel: kernel.into(),
@@ -568,7 +672,7 @@ impl Library {
         if !(1..=CORES).contains(&options.cores) {
             return Err(CallError::Cores(options.cores));
         }
-        let mut call = self.run(kernel, function, args, output.clone(), options, None)?;
+        let mut call = self.run(kernel, function, args, output.clone(), options, None, cancelled)?;
         let elements = call.output.numel();
         let first = holding(call.output.bytes(), &canary(call.output.dtype()));
         let mut never = first.iter().filter(|&&held| held).count();
@@ -576,7 +680,7 @@ impl Library {
             // An integer kernel can write the canary as a real value: an element
             // holding it is unwritten only if it also holds another canary in a second run.
             if let Some(second) = second_canary(call.output.dtype()) {
-                let again = self.run(kernel, function, args, output, options, Some(&second))?;
+                let again = self.run(kernel, function, args, output, options, Some(&second), cancelled)?;
                 let held = holding(again.output.bytes(), &second);
                 never = first.iter().zip(&held).filter(|(a, b)| **a && **b).count();
             }
@@ -588,7 +692,8 @@ impl Library {
     }
 
     /// One run of `kernel` on the device, its output filled with `fill` (else the
-    /// dtype's [`canary`]) first.
+    /// dtype's [`canary`]) first; `cancelled` as for [`Library::call_cancellable`].
+    #[allow(clippy::too_many_arguments)] // the call's parts, passed through
     fn run(
         &self,
         kernel: &str,
@@ -597,6 +702,7 @@ impl Library {
         output: Output,
         options: &Options,
         fill: Option<&[u8]>,
+        cancelled: &dyn Fn() -> bool,
     ) -> Result<Call, CallError> {
         let mut job = self.package.job(options.cores).map_err(CallError::Job)?;
         job.header.memcpy_method = options.memcpy as u32;
@@ -622,7 +728,7 @@ impl Library {
                     )
                 }
             };
-            session.dispatch(&job).map_err(CallError::Run)?
+            session.dispatch_cancellable(&job, cancelled).map_err(CallError::Run)?
         };
         let wall = started.elapsed();
 
@@ -695,12 +801,7 @@ impl Library {
                 let printed = format!("{}{}", report.outcome.stdout, report.outcome.stderr);
                 printed.lines().filter(|line| !line.starts_with("DUMP ")).collect::<Vec<_>>().join("\n")
             });
-        Some(CallError::Stopped {
-            kernel: kernel.into(),
-            core: core as usize,
-            stop: neuroncustomop_machine::device::describe_status(&op.status),
-            explained,
-        })
+        Some(CallError::Stopped { kernel: kernel.into(), core: core as usize, stop: op.status, explained })
     }
 }
 
@@ -823,6 +924,8 @@ mod tests {
         assert_eq!(KernelStatus(Status::NO_MORE_ARGS.0).to_string(), "0x6 NO_MORE_ARGS");
         assert_eq!(KernelStatus(0x1_0001).to_string(), "0x10001 Op(1)");
         assert_eq!(KernelStatus(0x2_0000).to_string(), "0x20000 (unknown)");
+        let names = [0, Status::NO_MORE_ARGS.0, 0x1_0001, 0x2_0000].map(|code| KernelStatus(code).name());
+        assert_eq!(names, ["OK", "NO_MORE_ARGS", "Op(1)", "0x20000"]);
     }
 
     #[test]

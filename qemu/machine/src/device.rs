@@ -26,6 +26,7 @@ use crate::job::{Job, JobError};
 use crate::machine::{Boot, Outcome};
 use crate::plugin::{OpLines, PluginError, PluginFile};
 use neuroncustomop_wire::job::JobHeader;
+pub use neuroncustomop_wire::report::OpStatus;
 use neuroncustomop_wire::report::{Count, Line};
 use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
 use std::collections::BTreeMap;
@@ -58,6 +59,9 @@ pub enum RunError {
     EntryChanged,
     /// The counting plugin could not be built or set up.
     Plugin(PluginError),
+    /// The caller cancelled the job ([`Session::dispatch_cancellable`]): its QEMU was
+    /// stopped, and the next dispatch boots a fresh device.
+    Cancelled,
 }
 
 impl fmt::Display for RunError {
@@ -74,6 +78,9 @@ impl fmt::Display for RunError {
                  entry happens once per session: use a new session",
             ),
             Self::Plugin(e) => e.fmt(f),
+            Self::Cancelled => {
+                f.write_str("the job was cancelled; the device was stopped and boots again for the next")
+            }
         }
     }
 }
@@ -165,10 +172,10 @@ impl fmt::Display for Giga {
 pub struct OpReport {
     /// The kernel's name.
     pub function: String,
-    /// How the op ended, as the loader printed it: the invocation status in decimal
-    /// (`0` is success) or the loader's word (`abort`, `exit(101)`, `exception(3)`,
-    /// `over-budget`, `not-entered`, `unknown-kernel`, `bad-words`).
-    pub status: String,
+    /// How the op ended, as the loader reported it: the kernel returned an invocation
+    /// status (`Returned(0)` is success), or it stopped (`Abort`, `Exit(101)`,
+    /// `Exception(3)`, `OverBudget`, ...).
+    pub status: OpStatus,
     /// Guest instructions the kernel took, when it ran: the TCG plugin's count on a
     /// [`Session`] (docs/simulation.md, "Counting instructions").
     pub instructions: Option<u64>,
@@ -183,30 +190,29 @@ pub struct OpReport {
     pub plugin: OpLines,
 }
 
-/// A loader status word as every printer shows it: an invocation status as hex plus
-/// name (`0x44 TCM_EXHAUSTED`, `0x10007 Op(7)`: `Status`'s `Display`), a stop as the
-/// loader said it (`abort`, `exit(101)`, `exception(4)`), with the runtime's name for
-/// the exception codes.
-pub fn describe_status(word: &str) -> String {
-    match word.parse::<u32>() {
-        Ok(code) => neuroncustomop::wrapper_api::Status(code).to_string(),
-        Err(_) => {
-            let code = word
-                .strip_prefix("exception(")
-                .or_else(|| word.strip_prefix("exit("))
-                .and_then(|rest| rest.strip_suffix(')')?.parse().ok());
-            match code.and_then(neuroncustomop::arch::exit_name) {
-                Some(name) => format!("{word} {name}"),
-                None => word.into(),
-            }
-        }
+/// A loader status as every printer shows it: an invocation status as hex plus name
+/// (`0x44 TCM_EXHAUSTED`, `0x10007 Op(7)`: `Status`'s `Display`), a stop as the loader
+/// says it (`abort`, `exit(101)`, `exception(4)`), with the runtime's name for the exit
+/// and exception codes.
+pub fn describe_status(status: OpStatus) -> String {
+    let named = |code: i32| match neuroncustomop::arch::exit_name(code) {
+        Some(name) => format!("{status} {name}"),
+        None => status.to_string(),
+    };
+    match status {
+        OpStatus::Returned(code) => neuroncustomop::wrapper_api::Status(code).to_string(),
+        OpStatus::Exit(code) | OpStatus::Exception(code) => named(code),
+        _ => status.to_string(),
     }
 }
 
 impl OpReport {
-    /// The numeric invocation status, if the kernel ran.
+    /// The invocation status the kernel returned, if it returned.
     pub fn status_code(&self) -> Option<u32> {
-        self.status.parse().ok()
+        match self.status {
+            OpStatus::Returned(code) => Some(code),
+            _ => None,
+        }
     }
 }
 
@@ -308,6 +314,10 @@ pub fn wall_limit(job: &Job) -> Duration {
     let instructions = job.header.max_instructions().saturating_mul(u64::from(job.header.cores)).saturating_mul(ops);
     JOB_ALLOWANCE + Duration::from_secs(instructions / SLOWEST_INSTRUCTIONS_PER_SECOND)
 }
+
+/// How often [`Session::dispatch_cancellable`] asks whether to stop while a job runs:
+/// well under the half second a Ctrl-C may take to stop a call.
+pub const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// A booted simulated device with one library loaded: the loader on cores
 /// `0..cores` next to the library's images, the DMA engine on the core after them.
@@ -434,6 +444,17 @@ impl Session {
     /// cannot run; [`RunError::Job`] if the job block does not fit; [`RunError::Io`] if
     /// QEMU cannot be started.
     pub fn dispatch(&mut self, job: &Job) -> Result<Report, RunError> {
+        self.dispatch_cancellable(job, &|| false)
+    }
+
+    /// [`Session::dispatch`], asking `cancelled` about every [`CANCEL_POLL`] while the
+    /// job runs: when it answers true, QEMU is killed and reaped (no process is left),
+    /// and the next dispatch boots a fresh device. A caller that must stop on Ctrl-C
+    /// checks for the signal in `cancelled` (the Python package does).
+    ///
+    /// # Errors
+    /// As [`Session::dispatch`], and [`RunError::Cancelled`].
+    pub fn dispatch_cancellable(&mut self, job: &Job, cancelled: &dyn Fn() -> bool) -> Result<Report, RunError> {
         if job.header.cores as usize != self.cores {
             return Err(RunError::Cores { session: self.cores, job: job.header.cores as usize });
         }
@@ -460,9 +481,19 @@ impl Session {
             if collected.job_over() || collected.device_gone() {
                 break false;
             }
-            match device.events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            if cancelled() {
+                let mut device = self.device.take().expect("running");
+                let _ = device.child.kill();
+                let _ = device.child.wait();
+                return Err(RunError::Cancelled);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            // The wait is cut to CANCEL_POLL so that `cancelled` is asked while the
+            // device is busy; events still end it at once.
+            match device.events.recv_timeout(left.min(CANCEL_POLL)) {
                 Ok(event) => collected.take(event),
-                Err(RecvTimeoutError::Timeout) => break true,
+                Err(RecvTimeoutError::Timeout) if left <= CANCEL_POLL => break true,
+                Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => collected.stdout_closed = true,
             }
         };
@@ -730,7 +761,7 @@ pub fn parse(outcome: Outcome) -> Report {
             }
             Line::Op { function, status, count, .. } => report.ops.push(OpReport {
                 function: function.into(),
-                status: status.to_string(),
+                status,
                 instructions: count.map(|Count { instructions, .. }| instructions),
                 exact: count.is_some_and(|count| count.exact),
                 icount: count.map(|Count { instructions, .. }| instructions),

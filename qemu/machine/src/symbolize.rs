@@ -19,7 +19,7 @@
 //! # Ok::<(), neuroncustomop_machine::symbolize::SymbolizeError>(())
 //! ```
 
-use crate::device::Report;
+use crate::device::{OpStatus, Report};
 use crate::elf::{self, LoadSegment};
 use neuroncustomop_wire::report::Fields;
 use std::fmt::{self, Write as _};
@@ -277,12 +277,12 @@ fn without_hash(name: &str) -> String {
     }
 }
 
-/// The op statuses a `FAULT` line of each kind ends with (the loader's words).
-fn stops_with(kind: &str, status: &str) -> bool {
+/// Whether an op that ended with `status` matches a `FAULT` line of `kind`.
+fn stops_with(kind: &str, status: OpStatus) -> bool {
     match kind {
-        "exception" | "stack-overflow" => status.starts_with("exception("),
-        "panic" | "double-panic" => status == "exit(101)",
-        "abort" => status == "abort",
+        "exception" | "stack-overflow" => matches!(status, OpStatus::Exception(_)),
+        "panic" | "double-panic" => status == OpStatus::Exit(neuroncustomop::arch::EXIT_PANIC),
+        "abort" => status == OpStatus::Abort,
         _ => false,
     }
 }
@@ -303,10 +303,10 @@ pub fn explain(report: &Report, symbols: &Symbolizer) -> Vec<String> {
                 .map(FaultLine::all)
                 .unwrap_or_default()
                 .into_iter()
-                .find(|f| stops_with(&f.kind, &op.status));
+                .find(|f| stops_with(&f.kind, op.status));
             let fault = match printed_fault {
                 Some(fault) => Some(fault),
-                None if op.status.starts_with("exception(") => from_stderr.next().cloned(),
+                None if matches!(op.status, OpStatus::Exception(_)) => from_stderr.next().cloned(),
                 None => None,
             };
             if let Some(fault) = fault {

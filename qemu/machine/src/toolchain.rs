@@ -9,12 +9,11 @@ pub const RUSTC: &str = "/usr/bin/rustc";
 pub const CARGO: &str = "/usr/bin/cargo";
 /// The standard library source `-Zbuild-std` compiles.
 pub const RUST_SRC: &str = "/usr/lib/rustlib/src/rust/library/core";
-/// A program of LLVM 22's `bin` folder, as a `&'static str` (for [`Missing`] and consts).
-macro_rules! llvm_22 {
-    ($tool:literal) => {
-        concat!("/usr/lib/llvm-22/bin/", $tool)
-    };
-}
+// `llvm_22!`: a program of LLVM 22's `bin` folder, as a `&'static str` (for
+// [`Missing`] and consts), defined once for this crate and the build scripts.
+#[path = "../../../linker/llvm_22.rs"]
+#[macro_use]
+mod llvm_22;
 
 /// LLVM 22, the one LLVM here with an Xtensa backend (the same as rustc's): Debian's
 /// `llvm-22` and `clang-22`, which install beside each other. Every path into it is

@@ -273,8 +273,9 @@ pub enum ArgKind {
 }
 
 impl ArgKind {
-    /// Every kind, in the order of `torchneuron::ArgKind` (`torchneuron/register.h`,
-    /// checked by a unit test).
+    /// Every kind, in the order of `torchneuron::ArgKind`: the one list, which
+    /// `torchneuron/arg_kind.h` (with register.h and entry.h) and the Python package
+    /// follow, each checked by a test.
     pub const ALL: [Self; 5] = [Self::Tensor, Self::Int, Self::Long, Self::Float, Self::Double];
 
     /// The shape driver's word for it (`torchneuron::arg_kind_name`).
@@ -288,8 +289,19 @@ impl ArgKind {
         }
     }
 
-    fn parse(word: &str) -> Option<Self> {
+    /// The kind named `word` ([`ArgKind::name`]).
+    pub fn parse(word: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|kind| kind.name() == word)
+    }
+
+    /// Its type in a `torch.library` schema: `Tensor`, `int` (PyTorch's is 64-bit,
+    /// for both integer kinds) or `float` (a double, for both floating kinds).
+    pub fn schema_type(self) -> &'static str {
+        match self {
+            Self::Tensor => "Tensor",
+            Self::Int | Self::Long => "int",
+            Self::Float | Self::Double => "float",
+        }
     }
 }
 
@@ -570,17 +582,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn arg_kinds_are_those_of_register_h() {
-        let header = fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../runtime/include/torchneuron/register.h"),
-        )
-        .unwrap();
-        let (_, rest) = header.split_once("enum class ArgKind {").unwrap();
+    fn arg_kinds_are_those_of_the_cxx_headers() {
+        let header = |name: &str| {
+            fs::read_to_string(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../runtime/include/torchneuron").join(name),
+            )
+            .unwrap()
+        };
+        let kinds = header("arg_kind.h");
+        let (_, rest) = kinds.split_once("enum class ArgKind {").unwrap();
         let variants: Vec<&str> = rest.split_once('}').unwrap().0.split(',').map(str::trim).collect();
         assert_eq!(variants, ArgKind::ALL.map(|kind| format!("{kind:?}")));
+        // The host's shape driver makes each kind (register.h), the device's entry pulls it (entry.h).
+        let (register, entry) = (header("register.h"), header("entry.h"));
         for kind in ArgKind::ALL {
             let case = format!("case ArgKind::{kind:?}: return \"{}\";", kind.name());
-            assert!(header.contains(&case), "register.h's arg_kind_name lacks `{case}`");
+            assert!(kinds.contains(&case), "arg_kind.h's arg_kind_name lacks `{case}`");
+            let made = format!("struct FromHostKind<ArgKind::{kind:?}> {{");
+            assert!(register.contains(&made), "register.h lacks `{made}`");
+            let pulled = format!("struct PullKind<ArgKind::{kind:?}> {{");
+            assert!(entry.contains(&pulled), "entry.h lacks `{pulled}`");
         }
     }
 

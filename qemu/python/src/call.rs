@@ -1,22 +1,23 @@
 //! One kernel call: the arguments as the Python half passes them, turned into the
 //! host API's [`Arg`]s, and the host API's [`Call`] handed back.
 
-use neuroncustomop::wrapper_api::{Dtype, Status};
+use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_host::array::{Array, dtype_name, parse_dtype};
 use neuroncustomop_host::compare;
 use neuroncustomop_host::library::{Arg, Call};
+use neuroncustomop_package::cxx::ArgKind;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 /// One argument, as the Python half passes it: `(dtype, shape, bytes)` for a tensor,
-/// `(kind, bytes)` for a scalar; the bytes little-endian and C-ordered, in a `uint8`
-/// array.
+/// `(kind, bytes)` for a scalar (an argument kind's name, `cxx::ArgKind::name`); the
+/// bytes little-endian and C-ordered, in a `uint8` array.
 #[derive(FromPyObject)]
 pub enum Input<'py> {
     /// A tensor: its dtype's NumPy name, its shape, its bytes.
     Tensor(String, Vec<usize>, PyReadonlyArray1<'py, u8>),
-    /// A scalar: `"int"`, `"long long"` or `"float"`, and its bytes.
+    /// A scalar: `"int"`, `"long"` (a C `long long`) or `"float"`, and its bytes.
     Scalar(String, PyReadonlyArray1<'py, u8>),
 }
 
@@ -50,14 +51,14 @@ impl Input<'_> {
             ),
             Input::Scalar(kind, data) => {
                 let data = bytes(data)?;
-                match kind.as_str() {
-                    "int" => Arg::Int(i32::from_le_bytes(exactly(what, &data)?)),
-                    "long long" => Arg::LongLong(i64::from_le_bytes(exactly(what, &data)?)),
-                    "float" => Arg::Float(f32::from_le_bytes(exactly(what, &data)?)),
-                    other => {
-                        return Err(PyTypeError::new_err(format!(
-                            "{what}: scalar kind {other}: use int, long long or float"
-                        )));
+                // The kernel ABI carries three scalars: a C int, long long and float.
+                match ArgKind::parse(kind) {
+                    Some(ArgKind::Int) => Arg::Int(i32::from_le_bytes(exactly(what, &data)?)),
+                    Some(ArgKind::Long) => Arg::LongLong(i64::from_le_bytes(exactly(what, &data)?)),
+                    Some(ArgKind::Float) => Arg::Float(f32::from_le_bytes(exactly(what, &data)?)),
+                    _ => {
+                        let scalars = [ArgKind::Int, ArgKind::Long, ArgKind::Float].map(ArgKind::name).join(", ");
+                        return Err(PyTypeError::new_err(format!("{what}: scalar kind {kind}: use {scalars}")));
                     }
                 }
             }
@@ -74,7 +75,7 @@ pub struct RawCall {
     pub output: Py<PyArray1<u8>>,
     /// The first failing core's invocation status (cores in order), or 0.
     pub status: u32,
-    /// Its name, by [`status_name`].
+    /// Its name (`OK`, `DTYPE_MISMATCH`, `Op(1)`: the host API's `KernelStatus::name`).
     pub status_name: String,
     /// Per core: the invocation status.
     pub statuses: Vec<u32>,
@@ -93,24 +94,13 @@ impl RawCall {
         Self {
             output: PyArray1::from_slice(py, call.output.bytes()).unbind(),
             status: call.status.0,
-            status_name: status_name(call.status.0),
+            status_name: call.status.name(),
             statuses: call.statuses.iter().map(|status| status.0).collect(),
             instructions: call.instructions,
             stdout_lost: call.stdout.iter().map(|printed| printed.lost).collect(),
             stdout: call.stdout.into_iter().map(|printed| printed.text).collect(),
             wall: call.wall.as_secs_f64(),
         }
-    }
-}
-
-/// The name of invocation status `code`: `OK`, a runtime status such as
-/// `DTYPE_MISMATCH`, `Op(n)` for a kernel's own code `n` (as the runtime's `Status`
-/// prints it), else its hex value.
-fn status_name(code: u32) -> String {
-    match Status(code).name() {
-        Some(name) => name.to_owned(),
-        None if code >= Status::KERNEL_BASE => format!("Op({})", code - Status::KERNEL_BASE),
-        None => format!("{code:#x}"),
     }
 }
 

@@ -16,9 +16,11 @@
 mod call;
 mod library;
 
+use neuroncustomop_package::cxx::ArgKind;
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::types::IntoPyDict;
 
 create_exception!(
     neuroncustomop,
@@ -43,5 +45,11 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("CORES", neuroncustomop_machine::images::CORES)?;
     // The one list of device dtypes (the runtime's `Dtype`): the Python half checks with it.
     module.add("DTYPES", pyo3::types::PyTuple::new(module.py(), call::dtype_names())?)?;
+    // The one list of argument kinds (the C++ build's `cxx::ArgKind::ALL`), and each
+    // one's type in a torch.library schema: the Python half names kinds only by these.
+    let kinds = ArgKind::ALL.map(ArgKind::name);
+    module.add("ARG_KINDS", pyo3::types::PyTuple::new(module.py(), kinds)?)?;
+    module
+        .add("SCHEMA_TYPES", ArgKind::ALL.map(|kind| (kind.name(), kind.schema_type())).into_py_dict(module.py())?)?;
     Ok(())
 }

@@ -4,10 +4,11 @@
 use crate::call::{self, Input, RawCall};
 use crate::{DeviceError, PackageError};
 use neuroncustomop_host::array::dtype_name;
-use neuroncustomop_host::library::{self as host, CallError, Options, Output};
+use neuroncustomop_host::library::{self as host, CallError, Options, Output, PartialOutput};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 
 /// A `NEURON_LIBRARY` as Python sees it: the namespace, and each op's name and argument
 /// kinds.
@@ -24,7 +25,9 @@ fn call_error(error: CallError) -> PyErr {
     let message = host::describe(&error);
     match error {
         CallError::UnknownKernel { .. } => PyKeyError::new_err(message),
-        CallError::TooManyArgs(_) | CallError::OutputLike { .. } => PyTypeError::new_err(message),
+        CallError::TooManyArgs(_) | CallError::OutputLike { .. } | CallError::NoOutputForm { .. } => {
+            PyTypeError::new_err(message)
+        }
         CallError::Descriptor { .. }
         | CallError::DoesNotFit { .. }
         | CallError::Cores(_)
@@ -79,23 +82,26 @@ impl Library {
         Ok(Some((registration.library.clone(), ops)))
     }
 
-    /// The output's `(dtype, shape)` for a call of `kernel` with `inputs`, from the
-    /// library's C++ shape function (its `shape_srcs`, run on the host); `None` for a
-    /// library without shape functions (Rust and C).
-    fn output_of(
+    /// The output's `(dtype, shape)` for a call of `kernel` with `inputs`, by the host
+    /// API's one rule (`Library::resolve_output`): `shape` and `dtype` as given, then
+    /// `shape_fn` (what the caller's Python shape function said, as `(dtype, shape)`),
+    /// then the library's C++ shape function, then the first tensor input.
+    fn resolve_output(
         &self,
         py: Python<'_>,
         kernel: &str,
         inputs: Vec<Input<'_>>,
-    ) -> PyResult<Option<(&'static str, Vec<usize>)>> {
+        shape: Option<Vec<usize>>,
+        dtype: Option<&str>,
+        shape_fn: Option<(String, Vec<usize>)>,
+    ) -> PyResult<(&'static str, Vec<usize>)> {
         let args = call::to_args(&inputs)?;
+        let given = PartialOutput { shape, dtype: dtype.map(call::dtype).transpose()? };
+        let shape_fn = shape_fn.map(|(dtype, shape)| Ok::<_, PyErr>((call::dtype(&dtype)?, shape))).transpose()?;
         let library = &self.library;
-        let output = py.detach(|| library.output_of(kernel, &args)).map_err(call_error)?;
-        Ok(match output {
-            Some(Output::Shape { dtype, shape }) => Some((dtype_name(dtype), shape)),
-            // No shape function (a Rust or C library); `output_of` never answers `Like`.
-            _ => None,
-        })
+        let (dtype, shape) =
+            py.detach(|| library.resolve_output(kernel, &args, given, shape_fn)).map_err(call_error)?;
+        Ok((dtype_name(dtype), shape))
     }
 
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
@@ -103,7 +109,9 @@ impl Library {
     /// (default: the host API's); `count_instructions` runs QEMU under `-icount` (a
     /// deterministic clock). Each core's own ICOUNT register counts its instructions
     /// either way (without, waits follow the host's timing). The library's device for
-    /// that core count and counting mode stays booted between calls.
+    /// that core count and counting mode stays booted between calls. A signal handler's
+    /// exception (Ctrl-C's `KeyboardInterrupt`) stops the call within a fraction of a
+    /// second: its device is stopped, and the next call boots it again.
     #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
     fn call(
         &self,
@@ -128,7 +136,21 @@ impl Library {
         let options = Options { cores, count_instructions, max_instructions, ..defaults };
         let library = &self.library;
         // Exact either way: the TCG plugin's counts without -icount, ICOUNT's under it.
-        let done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
-        Ok(RawCall::new(py, done))
+        // Ctrl-C: the device runs without the GIL, and the call takes it back about
+        // every CANCEL_POLL to let Python see a signal. A handler's exception (the
+        // KeyboardInterrupt) stops the device and is what the call raises.
+        let interrupted: Mutex<Option<PyErr>> = Mutex::new(None);
+        let cancelled = || match Python::attach(|py| py.check_signals()) {
+            Ok(()) => false,
+            Err(error) => {
+                *interrupted.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+                true
+            }
+        };
+        let done = py.detach(|| library.call_cancellable(kernel, &args, output, &options, &cancelled));
+        if let Some(error) = interrupted.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            return Err(error);
+        }
+        Ok(RawCall::new(py, done.map_err(call_error)?))
     }
 }

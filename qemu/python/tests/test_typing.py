@@ -1,15 +1,17 @@
 """The native module's stub (``_native.pyi``) against the built module: the same
-symbols, top level and per class."""
+symbols, top level and per class, and signatures that mypy's stubtest finds agreeing;
+and the Python half's argument kinds against the
+native module's one list."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import neuroncustomop
-from neuroncustomop import _native
+from neuroncustomop import _args, _native
 
 STUB = Path(neuroncustomop.__file__).with_name("_native.pyi")
-# Names the stub defines for its own signatures, not the module's.
-STUB_ONLY = {"TensorInput", "ScalarInput", "Input"}
 
 
 def stub_names():
@@ -24,7 +26,7 @@ def stub_names():
         elif isinstance(node, (ast.AnnAssign, ast.Assign)):
             targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets
             names.update(target.id for target in targets if isinstance(target, ast.Name))
-    return names - STUB_ONLY, members
+    return names, members
 
 
 def public(names):
@@ -33,7 +35,8 @@ def public(names):
 
 def test_the_stub_names_every_native_symbol_and_no_other():
     names, members = stub_names()
-    assert public(dir(_native)) == names
+    # Private names are the stub's own (its aliases), or the module's machinery.
+    assert public(dir(_native)) == public(names)
     for cls in ("Library", "RawCall"):
         assert public(vars(getattr(_native, cls))) == public(members[cls]), cls
 
@@ -41,3 +44,32 @@ def test_the_stub_names_every_native_symbol_and_no_other():
 def test_the_package_is_typed():
     assert STUB.with_name("py.typed").is_file()
 
+
+
+def test_the_python_half_names_argument_kinds_as_the_native_module_does():
+    assert len(_native.ARG_KINDS) == len(set(_native.ARG_KINDS)) == 5
+    for kind in _native.ARG_KINDS:
+        assert getattr(_args, kind.upper()) == kind, "_args unpacks ARG_KINDS in another order"
+    assert list(_native.SCHEMA_TYPES) == list(_native.ARG_KINDS)
+    # No other spelling of a kind: no string literal that is one, outside docstrings.
+    kinds = set(_native.ARG_KINDS) | {"long long"}
+    for module in ("_args.py", "_torch.py", "_library.py"):
+        tree = ast.parse(STUB.with_name(module).read_text())
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node) is not None
+        }
+        literals = [
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and id(node) not in docstrings and node.value in kinds
+        ]
+        assert literals == [], f"{module} spells argument kinds itself: {literals}"
+
+
+def test_mypy_stubtest_finds_the_stub_agreeing_with_the_module(tmp_path):
+    # Its cache goes to tmp_path, not the checkout.
+    stubtest = [sys.executable, "-m", "mypy.stubtest", "neuroncustomop._native"]
+    checked = subprocess.run(stubtest, cwd=tmp_path, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -6,7 +6,7 @@ use neuroncustomop::wrapper_api::{MAX_DIM, MAX_RANK};
 use neuroncustomop_host::array::{Dtype, dtype_name, parse_dtype};
 use neuroncustomop_host::compare::{Mismatch, Tolerance, compare};
 use neuroncustomop_host::generate::{Distribution, generate};
-use neuroncustomop_host::library::{Arg, CallError, Options, Output};
+use neuroncustomop_host::library::{Arg, CallError, Options, Output, PartialOutput};
 use neuroncustomop_host::npy::{self, NpyError};
 use neuroncustomop_machine::job::TENSOR_AREA_SIZE;
 use std::path::{Path, PathBuf};
@@ -237,9 +237,6 @@ pub enum RunError {
     /// A repeated call gave another output or status than the first.
     #[error("the kernel gave another output or status when called again with the same arguments")]
     Unrepeatable,
-    /// No tensor argument to take the output's form from.
-    #[error("no tensor argument to give the output its shape: say --output DTYPE:SHAPE")]
-    NoOutputForm,
 }
 
 /// Runs `ncop run`.
@@ -266,12 +263,10 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         (Some(spec), _) => Output::Shape { dtype: spec.dtype, shape: spec.shape.clone() },
         (None, Some(k)) => Output::Like(k),
         // A C++ library's shape function says; else the first tensor's form.
-        (None, None) => match library.output_of(kernel, &call_args)? {
-            Some(output) => output,
-            None => {
-                Output::Like(call_args.iter().position(|a| matches!(a, Arg::Tensor(_))).ok_or(RunError::NoOutputForm)?)
-            }
-        },
+        (None, None) => {
+            let (dtype, shape) = library.resolve_output(kernel, &call_args, PartialOutput::default(), None)?;
+            Output::Shape { dtype, shape }
+        }
     };
     if let Some(dir) = &args.save_inputs {
         std::fs::create_dir_all(dir)?;

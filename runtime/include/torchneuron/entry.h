@@ -5,14 +5,11 @@
  * torchneuron::entry::run(&kernel) is the whole entry: it pulls the arguments in the
  * order of the kernel's C++ parameters (the types come from decltype(&kernel), never
  * from the source text), calls the kernel, hands its result to the loader and cleans
- * up; the loader reads the invocation status. Parameter types and what each pulls:
- *
- *   const torch::Tensor& / torch::Tensor   customop_next_tensor()
- *   int / int32_t                          customop_next_int()
- *   int64_t                                customop_next_longlong()
- *   float                                  customop_next_float()
- *   double                                 customop_next_float(), widened (the wire
- *                                          carries a C float)
+ * up; the loader reads the invocation status. Each parameter type is an argument
+ * kind (torchneuron/arg_kind.h), and each kind pulls one way (PullKind below): a
+ * tensor with customop_next_tensor(), an int with customop_next_int(), a long
+ * (int64_t) with customop_next_longlong(), a float with customop_next_float(), and a
+ * double with customop_next_float(), widened (the wire carries a C float).
  *
  * Any other type does not compile (the generated unit's static_assert names the
  * argument). The result: if the kernel took get_dst_tensor(), it wrote the output
@@ -30,47 +27,50 @@
 /* The runtime functions below are declared in <neuroncustomop.h>, which the torch API
  * includes. */
 #include <torch/torch.h>
+#include <torchneuron/arg_kind.h>
 #include <string.h>
 
 namespace torchneuron {
 namespace entry {
 
-/* How a parameter of type T is pulled: `Stored` holds it for the call. */
-template <class T>
-struct Pull {
-    static constexpr bool supported = false;
-};
+/* How an argument of kind K is pulled (the kinds: arg_kind.h): `Stored` holds it
+ * for the call. */
+template <ArgKind K>
+struct PullKind;
 template <>
-struct Pull<const torch::Tensor &> {
-    static constexpr bool supported = true;
+struct PullKind<ArgKind::Tensor> {
     using Stored = torch::Tensor;
     static Stored pull() { return torch::Tensor(impl_from_descriptor(customop_next_tensor())); }
 };
 template <>
-struct Pull<torch::Tensor> : Pull<const torch::Tensor &> {};
-template <>
-struct Pull<int32_t> {
-    static constexpr bool supported = true;
+struct PullKind<ArgKind::Int> {
     using Stored = int32_t;
     static Stored pull() { return customop_next_int(); }
 };
 template <>
-struct Pull<int64_t> {
-    static constexpr bool supported = true;
+struct PullKind<ArgKind::Long> {
     using Stored = int64_t;
     static Stored pull() { return customop_next_longlong(); }
 };
 template <>
-struct Pull<float> {
-    static constexpr bool supported = true;
+struct PullKind<ArgKind::Float> {
     using Stored = float;
     static Stored pull() { return customop_next_float(); }
 };
 template <>
-struct Pull<double> {
-    static constexpr bool supported = true;
+struct PullKind<ArgKind::Double> {
     using Stored = double;
     static Stored pull() { return customop_next_float(); }
+};
+
+/* How a parameter of type T is pulled: by its kind. */
+template <class T, bool = KindOf<T>::supported>
+struct Pull {
+    static constexpr bool supported = false;
+};
+template <class T>
+struct Pull<T, true> : PullKind<KindOf<T>::kind> {
+    static constexpr bool supported = true;
 };
 
 /* The parameters of a function type, by position. */

@@ -17,24 +17,9 @@
 #define TORCHNEURON_REGISTER_H
 
 #include <torch/torch.h>
+#include <torchneuron/arg_kind.h>
 
 namespace torchneuron {
-
-/* What a shape-function parameter (and the compute function's) takes: one per
- * FromHost below. The C++ build's Rust `cxx::ArgKind` has the same kinds and names,
- * checked by its unit test. */
-enum class ArgKind { Tensor, Int, Long, Float, Double };
-
-inline const char *arg_kind_name(ArgKind kind) {
-    switch (kind) {
-    case ArgKind::Tensor: return "tensor";
-    case ArgKind::Int: return "int";
-    case ArgKind::Long: return "long";
-    case ArgKind::Float: return "float";
-    case ArgKind::Double: return "double";
-    }
-    return "?";
-}
 
 /* One argument the driver passes to a shape function. */
 struct HostArg {
@@ -44,42 +29,39 @@ struct HostArg {
     double real;
 };
 
-/* How a parameter of type T is made from a HostArg. */
-template <class T>
-struct FromHost {
-    static constexpr bool supported = false;
-};
+/* How an argument of kind K is made from a HostArg (the kinds: arg_kind.h). */
+template <ArgKind K>
+struct FromHostKind;
 template <>
-struct FromHost<torch::Tensor> {
-    static constexpr bool supported = true;
-    static constexpr ArgKind kind = ArgKind::Tensor;
+struct FromHostKind<ArgKind::Tensor> {
     static torch::Tensor get(const HostArg &a) { return a.tensor; }
 };
 template <>
-struct FromHost<const torch::Tensor &> : FromHost<torch::Tensor> {};
-template <>
-struct FromHost<int32_t> {
-    static constexpr bool supported = true;
-    static constexpr ArgKind kind = ArgKind::Int;
+struct FromHostKind<ArgKind::Int> {
     static int32_t get(const HostArg &a) { return int32_t(a.integer); }
 };
 template <>
-struct FromHost<int64_t> {
-    static constexpr bool supported = true;
-    static constexpr ArgKind kind = ArgKind::Long;
+struct FromHostKind<ArgKind::Long> {
     static int64_t get(const HostArg &a) { return a.integer; }
 };
 template <>
-struct FromHost<float> {
-    static constexpr bool supported = true;
-    static constexpr ArgKind kind = ArgKind::Float;
+struct FromHostKind<ArgKind::Float> {
     static float get(const HostArg &a) { return float(a.real); }
 };
 template <>
-struct FromHost<double> {
-    static constexpr bool supported = true;
-    static constexpr ArgKind kind = ArgKind::Double;
+struct FromHostKind<ArgKind::Double> {
     static double get(const HostArg &a) { return a.real; }
+};
+
+/* How a parameter of type T is made from a HostArg: by its kind. */
+template <class T, bool = KindOf<T>::supported>
+struct FromHost {
+    static constexpr bool supported = false;
+};
+template <class T>
+struct FromHost<T, true> : FromHostKind<KindOf<T>::kind> {
+    static constexpr bool supported = true;
+    static constexpr ArgKind kind = KindOf<T>::kind;
 };
 
 /* The most ops a registry records (more are counted, and refused by the driver). */

@@ -31,6 +31,10 @@ from . import _native
 DTYPES: tuple[str, ...] = _native.DTYPES
 """The device's dtypes, as NumPy names them (the runtime's ``Dtype``, from the native module)."""
 
+TENSOR, INT, LONG, FLOAT, DOUBLE = _native.ARG_KINDS
+"""The argument kinds, by the names the native module gives them (the C++ build's
+``cxx::ArgKind::ALL``, in its order: ``tests/test_typing.py`` checks each name)."""
+
 _INT32 = np.iinfo(np.int32)
 
 
@@ -103,19 +107,20 @@ def tensor(value: Any, what: str) -> tuple[str, list[int], np.ndarray]:
 
 
 def scalar(value: Any, what: str) -> tuple[str, np.ndarray]:
-    """``value`` as ``(C kind, bytes)``, by the table in this module's docstring."""
+    """``value`` as ``(kind, bytes)``, by the table in this module's docstring: the
+    kind ``INT``, ``LONG`` (a C ``long long``) or ``FLOAT``."""
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{what} is a bool: pass int(x) or np.int32(x) for an int")
     if isinstance(value, np.int64):
-        return ("long long", np.array([value], dtype="<i8").view(np.uint8))
+        return (LONG, np.array([value], dtype="<i8").view(np.uint8))
     if isinstance(value, np.int32):
-        return ("int", np.array([value], dtype="<i4").view(np.uint8))
+        return (INT, np.array([value], dtype="<i4").view(np.uint8))
     if isinstance(value, int) and not isinstance(value, np.generic):
         if not _INT32.min <= value <= _INT32.max:
             raise OverflowError(f"{what} = {value} does not fit a C int: pass np.int64({value}) for a long long")
-        return ("int", np.array([value], dtype="<i4").view(np.uint8))
+        return (INT, np.array([value], dtype="<i4").view(np.uint8))
     if isinstance(value, (float, np.float32)):
-        return ("float", np.array([value], dtype="<f4").view(np.uint8))
+        return (FLOAT, np.array([value], dtype="<f4").view(np.uint8))
     raise TypeError(
         f"{what} is a {type(value).__name__}: a scalar is an int or np.int32 (C int), np.int64 (long long), "
         f"or a float or np.float32 (float)"

@@ -226,33 +226,23 @@ class Library:
         return sorted(set(super().__dir__()) | set(self.kernels))
 
     def _output_of(self, kernel: str, inputs: Sequence[Any], arguments: list, shape: Any, dtype: Any) -> tuple:
-        """The output's shape and dtype name, by the rule of :meth:`Kernel.run`;
-        ``arguments`` are ``inputs`` as the native call takes them."""
+        """The output's shape and dtype name, by the rule of :meth:`Kernel.run` (the host
+        API's ``Library::resolve_output``, which this calls); ``arguments`` are ``inputs``
+        as the native call takes them."""
         shape_fn = self._shape_fns.get(kernel)
+        said = None
         if shape_fn is not None:
             try:
                 inspect.signature(shape_fn).bind(*inputs)
             except TypeError as error:
                 raise TypeError(f"{kernel}: the inputs do not match its shape function: {error}") from None
             if shape is None or dtype is None:
-                like_shape, like_dtype = _args.shape_and_dtype(shape_fn(*inputs))
-                shape = like_shape if shape is None else shape
-                dtype = like_dtype if dtype is None else dtype
-        if shape is None or dtype is None:
-            shaped = self._native.output_of(kernel, arguments)  # a C++ library's shape function
-            if shaped is not None:
-                shaped_dtype, shaped_shape = shaped
-                shape = shaped_shape if shape is None else shape
-                dtype = shaped_dtype if dtype is None else dtype
-        if shape is None or dtype is None:
-            first = next((value for value in inputs if not _args.is_scalar(value)), None)
-            if first is None:
-                raise TypeError(f"{kernel} has no tensor input to take the output from: pass out_shape and out_dtype")
-            first_shape, first_dtype = _args.shape_and_dtype(first)
-            shape = first_shape if shape is None else shape
-            dtype = first_dtype if dtype is None else dtype
-        shape = tuple(int(d) for d in shape)
-        return shape, _args.dtype_name(dtype, "the output")
+                fn_shape, fn_dtype = _args.shape_and_dtype(shape_fn(*inputs))
+                said = (_args.dtype_name(fn_dtype, "the output"), [int(d) for d in fn_shape])
+        given_shape = None if shape is None else [int(d) for d in shape]
+        given_dtype = None if dtype is None else _args.dtype_name(dtype, "the output")
+        out_dtype, out_shape = self._native.resolve_output(kernel, arguments, given_shape, given_dtype, said)
+        return tuple(out_shape), out_dtype
 
 
 def load(

@@ -1,25 +1,32 @@
 """Types of ``neuroncustomop._native``, the Rust half of the package (``qemu/python/src``).
 
 ``tests/test_typing.py`` checks that this stub and the built module name the same
-symbols.
+symbols, and ``mypy.stubtest`` that it agrees with the module's signatures.
 """
 
 from os import PathLike
-from typing import Optional, Union
+from typing import Optional, Union, final
 
 import numpy as np
 import numpy.typing as npt
 
 # One argument as ``_args.argument`` makes it: ``(dtype, shape, bytes)`` for a tensor,
-# ``(C kind, bytes)`` for a scalar; the bytes little-endian, in a ``uint8`` array.
-TensorInput = tuple[str, list[int], npt.NDArray[np.uint8]]
-ScalarInput = tuple[str, npt.NDArray[np.uint8]]
-Input = Union[TensorInput, ScalarInput]
+# ``(kind, bytes)`` for a scalar (an ``ARG_KINDS`` name); the bytes little-endian, in a ``uint8`` array.
+_TensorInput = tuple[str, list[int], npt.NDArray[np.uint8]]
+_ScalarInput = tuple[str, npt.NDArray[np.uint8]]
+_Input = Union[_TensorInput, _ScalarInput]
+
+# As PyO3 makes it: every name the module adds, in the order it adds them.
+__all__ = ["Library", "RawCall", "PackageError", "DeviceError", "canary", "CORES", "DTYPES", "ARG_KINDS", "SCHEMA_TYPES"]
 
 CORES: int
 """Cores of the simulated device."""
 DTYPES: tuple[str, ...]
 """The device's dtypes, as NumPy names them (the runtime's ``Dtype``)."""
+ARG_KINDS: tuple[str, ...]
+"""The argument kinds' names, in the order of the C++ build's ``cxx::ArgKind::ALL``."""
+SCHEMA_TYPES: dict[str, str]
+"""Each argument kind's type in a ``torch.library`` schema."""
 
 class PackageError(RuntimeError):
     """The library could not be built or packaged (the message has the build's output)."""
@@ -27,6 +34,7 @@ class PackageError(RuntimeError):
 class DeviceError(RuntimeError):
     """The simulated device could not run the op (QEMU failed, or the loader did not finish)."""
 
+@final
 class RawCall:
     """What one call gave back, per core in core order."""
 
@@ -47,6 +55,7 @@ class RawCall:
     @property
     def wall(self) -> float: ...
 
+@final
 class Library:
     """A packaged kernel library, ready to run."""
 
@@ -58,16 +67,23 @@ class Library:
     @property
     def kernels(self) -> list[str]: ...
     def registration(self) -> Optional[tuple[str, list[tuple[str, list[str]]]]]: ...
-    def output_of(self, kernel: str, inputs: list[Input]) -> Optional[tuple[str, list[int]]]: ...
+    def resolve_output(
+        self,
+        kernel: str,
+        inputs: list[_Input],
+        shape: Optional[list[int]],
+        dtype: Optional[str],
+        shape_fn: Optional[tuple[str, list[int]]],
+    ) -> tuple[str, list[int]]: ...
     def call(
         self,
         kernel: str,
-        inputs: list[Input],
+        inputs: list[_Input],
         output_dtype: str,
         output_shape: list[int],
         cores: int,
         count_instructions: bool,
-        max_instructions: Optional[int] = None,
+        max_instructions: Optional[int],
     ) -> RawCall: ...
 
 def canary(dtype_name: str) -> bytes: ...

@@ -27,12 +27,12 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from . import _args
+from . import _args, _native
 from ._errors import KernelError
 from ._library import Library, _result
 
-SCHEMA_TYPES = {"tensor": "Tensor", "int": "int", "long": "int", "float": "float", "double": "float"}
-"""The schema type of each argument kind."""
+SCHEMA_TYPES: dict[str, str] = _native.SCHEMA_TYPES
+"""The schema type of each argument kind (the Rust ``cxx::ArgKind::schema_type``)."""
 
 
 class _Binding:
@@ -47,7 +47,7 @@ class _Binding:
     def inputs(self, args: Sequence[Any]) -> list:
         """The call's arguments as the NumPy path takes them: each scalar of the C kind
         its parameter has."""
-        return [_scalar(kind, value) if kind != "tensor" else value for kind, value in zip(self.kinds, args)]
+        return [_scalar(kind, value) if kind != _args.TENSOR else value for kind, value in zip(self.kinds, args)]
 
     def cpu(self, *args: Any) -> torch.Tensor:
         kernel = self.library.kernel(self.kernel)
@@ -127,20 +127,21 @@ def _kinds_of(shape_fn: Any) -> list:
     kinds = []
     for parameter in inspect.signature(shape_fn).parameters.values():
         annotation = parameter.annotation
-        if annotation in (int, "int"):
-            kinds.append("int")
-        elif annotation in (float, "float"):
-            kinds.append("float")
+        # A string under `from __future__ import annotations`.
+        if annotation in (int, int.__name__):
+            kinds.append(_args.INT)
+        elif annotation in (float, float.__name__):
+            kinds.append(_args.FLOAT)
         else:
-            kinds.append("tensor")
+            kinds.append(_args.TENSOR)
     return kinds
 
 
 def _scalar(kind: str, value: Any) -> Any:
     """A scalar argument as the NumPy path passes a C ``kind``."""
-    if kind == "long":
+    if kind == _args.LONG:
         return np.int64(value)
-    if kind in ("float", "double"):
+    if kind in (_args.FLOAT, _args.DOUBLE):
         return float(value)
     return value
 

@@ -2,7 +2,8 @@
  * muladd: out[i] = x[i] * mul + add over an int32 tensor, with an `int` mul and a
  * `long long` add (truncated to 32 bits, wrapping). A C library outside any project
  * layout: the Python tests build it from this file alone, the vendor's way
- * (`load(name=..., compute_srcs=[...], build_directory=...)`).
+ * (`load(name=..., compute_srcs=[...], build_directory=...)`). A second kernel, spin,
+ * never returns by itself.
  */
 #include <neuroncustomop.h>
 
@@ -31,21 +32,32 @@ static void muladd(void) {
     customop_cleanup();
 }
 
+/* spin: loops until something stops it (its instruction budget, or the caller's
+ * Ctrl-C: test_project.py's interrupt test). */
+static void spin(void) {
+    volatile uint32_t forever = 1;
+    while (forever) {
+    }
+}
+
 static const struct {
     const char *name;
     neuron_kernel_fn kernel;
 } kernels[] = {
     {"muladd", muladd},
+    {"spin", spin},
 };
 
+#define KERNELS ((int)(sizeof kernels / sizeof kernels[0]))
+
 int get_func_cnt(void) {
-    return 1;
+    return KERNELS;
 }
 
 void *get_func_ptr(int index) {
-    return index == 0 ? (void *)kernels[0].kernel : NULL;
+    return index >= 0 && index < KERNELS ? (void *)kernels[index].kernel : NULL;
 }
 
 const char *get_func_name(int index) {
-    return index == 0 ? kernels[0].name : NULL;
+    return index >= 0 && index < KERNELS ? kernels[index].name : NULL;
 }
