@@ -7,13 +7,13 @@
 //!
 //! This file owns what every module shares: installing, the common arguments, the op
 //! lifecycle of each core (from the loader's markers) and the one output file. Each
-//! module watches one thing: [`count`] the kernel's instructions, [`checks`] its memory
+//! module watches one thing: `count` the kernel's instructions, `checks` its memory
 //! accesses.
 //!
 //! # Arguments
 //!
 //! `-plugin libneuroncustomop_plugin.so,out=FILE,start=PC,stop=PC,…`, PCs in hex. The
-//! common ones, parsed here ([`Firmware`]):
+//! common ones, parsed here (`Firmware`):
 //! - `out=FILE`: where the modules' lines go ("Output" below).
 //! - `start=PC` (one per core's loader image): the loader's `icount_start`, which it
 //!   calls just before a kernel: an op begins on that core.
@@ -27,33 +27,33 @@
 //!   That instruction was seen once already when it first started.
 //!
 //! Any other `key=value` belongs to the module that claims the key
-//! ([`Arguments::take`]); a key no module claims stops QEMU with a message.
+//! (`Arguments::take`); a key no module claims stops QEMU with a message.
 //!
 //! # Output
 //!
 //! One text file, appended to at each op's end, one `write` per op so that a host
 //! reading it finds whole ops: each module's lines for that op (`KIND core=<vCPU>
-//! <fields>`, [`Lines::line`]), then `END core=<vCPU>`, which closes the op. The host
+//! <fields>`, `Lines::line`), then `END core=<vCPU>`, which closes the op. The host
 //! (`qemu/machine/src/plugin.rs`) reads the file after the loader's own report of the
 //! op and gives each op's lines to the op they belong to.
 //!
 //! # Adding a module (the extension contract)
 //!
-//! A module is a file beside this one with a type that implements [`Module`], and one
-//! line in [`MODULES`]: its constructor. The constructor takes its own arguments from
-//! [`Arguments`] and sets up its state (scoreboards: per-vCPU words that inline ops
+//! A module is a file beside this one with a type that implements `Module`, and one
+//! line in `MODULES`: its constructor. The constructor takes its own arguments from
+//! `Arguments` and sets up its state (scoreboards: per-vCPU words that inline ops
 //! update with no call and no lock). Then:
-//! - [`Module::translate`] is called for every translated block, after this file has
+//! - `Module::translate` is called for every translated block, after this file has
 //!   put the op markers' callbacks on it, so on a marker instruction the marker runs
 //!   first. The module puts its inline ops and callbacks on the block's instructions;
-//!   [`Firmware::is_kernel`] says which instructions are the firmware's debug-level code.
+//!   `Firmware::is_kernel` says which instructions are the firmware's debug-level code.
 //!   A callback it registers must be `'static`: it captures copies of scoreboard
 //!   entries or an `Arc` of the module's state, never `&self`.
-//! - [`Module::op_begin`] and [`Module::op_end`] are called on the vCPU's own thread
-//!   when that core passes a start or stop marker, in [`MODULES`]' order, before the
+//! - `Module::op_begin` and `Module::op_end` are called on the vCPU's own thread
+//!   when that core passes a start or stop marker, in `MODULES`' order, before the
 //!   marker instruction itself executes. At the markers the callback may read the
 //!   vCPU's registers and memory (it is registered with `QEMU_PLUGIN_CB_R_REGS`).
-//! - [`Module::op_end`] writes the module's findings for that op into [`Lines`], with
+//! - `Module::op_end` writes the module's findings for that op into `Lines`, with
 //!   a `KIND` word of its own; the host parses the lines of its kind.
 //!
 //! Modules run on every vCPU thread at once: state shared between vCPUs needs a lock or
