@@ -477,15 +477,21 @@ impl Session {
         };
         let deadline = Instant::now() + limit;
         let mut collected = Collected::default();
+        let mut asked = Instant::now();
         let timed_out = loop {
             if collected.job_over() || collected.device_gone() {
                 break false;
             }
-            if cancelled() {
-                let mut device = self.device.take().expect("running");
-                let _ = device.child.kill();
-                let _ = device.child.wait();
-                return Err(RunError::Cancelled);
+            // Asked at most every CANCEL_POLL (a Python caller takes the GIL to answer),
+            // not at every event of a busy job.
+            if asked.elapsed() >= CANCEL_POLL {
+                asked = Instant::now();
+                if cancelled() {
+                    let mut device = self.device.take().expect("running");
+                    let _ = device.child.kill();
+                    let _ = device.child.wait();
+                    return Err(RunError::Cancelled);
+                }
             }
             let left = deadline.saturating_duration_since(Instant::now());
             // The wait is cut to CANCEL_POLL so that `cancelled` is asked while the
