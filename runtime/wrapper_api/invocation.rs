@@ -327,6 +327,9 @@ pub struct Invocation {
     /// The runtime's copy of the output descriptor, made by setup.
     dst_desc: ArgTensor,
     parser: ArgParser,
+    /// Bit `i`: `handed[i]` holds a copy the runtime checked and handed out (in this
+    /// invocation or an earlier one), which the C shape accessors read directly.
+    handed_out: Cell<u32>,
     /// What C kernels are handed: a copy of argument `i` (of the output at `MAX_ARGS`)
     /// made when it is pulled, so that a C kernel writing through its pointer changes
     /// nothing setup may reuse. Each is written once per invocation (see `hand_out`).
@@ -513,6 +516,7 @@ impl Invocation {
             handed: [const { UnsafeCell::new(ArgTensor::ZEROED) }; MAX_ARGS + 1],
             output_overlaps: 0,
             first_overlap: 16,
+            handed_out: Cell::new(0),
             resolved_generation: 0,
             dst_resolved: Cell::new(Ready::NONE),
             last_status: Cell::new(Status::OK),
@@ -965,7 +969,34 @@ impl Invocation {
         // `setup` take mutably, so none from an earlier invocation is live. `desc` is
         // the runtime's copy, not it.
         unsafe { ArgTensor::copy(desc, handed) };
+        self.handed_out.set(self.handed_out.get() | 1 << slot);
         handed
+    }
+
+    /// The copy a C kernel was handed (by `customop_next_tensor` or `get_dst_tensor`)
+    /// that `desc` points to, if it points to the start of one; records `OK` then. The
+    /// fast path of the C shape accessors: the copy was checked when it was handed out
+    /// (a valid descriptor, from setup's checks or the pull's), so they read its fields
+    /// without checking all 48 bytes again on every call. A kernel that writes into its
+    /// copy (it is `const`) reads back what it wrote, and `customop_tensor_data` and
+    /// `customop_return_tensor`, which check every descriptor, see the same bytes.
+    #[inline(always)]
+    pub(super) fn handed_copy(&self, desc: *const ArgTensor) -> Option<&ArgTensor> {
+        let offset = desc.addr().wrapping_sub(self.handed.as_ptr().addr());
+        let slot = offset / size_of::<ArgTensor>();
+        if slot < self.handed.len()
+            && offset.is_multiple_of(size_of::<ArgTensor>())
+            && self.handed_out.get() & 1 << slot != 0
+        {
+            self.last_status.set(Status::OK);
+            // SAFETY: `handed[slot]` is only written by `hand_out`, which takes `self`
+            // (shared, but not while this borrow of `self` lives: the accessors run
+            // nothing else), and by C through its pointer, which is not running while
+            // the runtime is; its 48 bytes are plain integers, any value valid.
+            Some(unsafe { &*self.handed[slot].get() })
+        } else {
+            None
+        }
     }
 
     /// The next argument as scalar `T` of `kind`: its one element, read.
