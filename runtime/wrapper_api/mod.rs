@@ -62,6 +62,7 @@ mod tensor;
 pub use cxx::{__assert_func, end_op, neuron_cxx_fail, neuron_cxx_record, record_failure};
 pub use descriptor::*;
 pub use element::{Bf16, Element, F16};
+use invocation::HandedCopy;
 pub use invocation::{Args, Invocation, Platform, TranslateFn};
 pub use status::{ArgError, KernelError, Status, TensorError};
 pub use tensor::{ReadStream, STREAM_BUFFER_BYTES, Strides, TcmBuffer, Tensor, WriteStream};
@@ -72,7 +73,10 @@ mod tests;
 crate::global::core_local_state! {
     /// Runs `f` on this core's invocation: one per core, one invocation at a time (on
     /// the host, one per test thread).
-    fn with_session: Invocation = Invocation::new();
+    fn with_session;
+    /// Runs `f` on this core's invocation, shared, unless it is borrowed (`None`): the
+    /// C shape accessors' fast path.
+    fn peek_session: Invocation = Invocation::new();
 }
 
 /// Runs a Rust kernel on this core's pending invocation: `customop_setup`, the kernel,
@@ -214,7 +218,9 @@ unsafe fn described(tensor: *const ArgTensor) -> Option<TensorDesc> {
 }
 
 /// A C shape accessor: `fast` of the copy `tensor` points to when it is one the runtime
-/// handed out (`Invocation::handed_copy`: a few instructions, no check of the 48 bytes),
+/// handed out (`Invocation::handed_copy`: a few instructions, no check of the 48 bytes;
+/// not while the invocation is borrowed, a Rust kernel calling the accessor, which the
+/// slow path refuses as re-entry),
 /// else `slow` of its validated form (`described`: the whole check, its status
 /// recorded), or `R::default()` on error.
 ///
@@ -223,10 +229,12 @@ unsafe fn described(tensor: *const ArgTensor) -> Option<TensorDesc> {
 #[inline(always)]
 unsafe fn accessor<R: Default>(
     tensor: *const ArgTensor,
-    fast: impl FnOnce(&ArgTensor) -> R,
+    fast: impl FnOnce(&HandedCopy) -> R,
     slow: impl FnOnce(TensorDesc) -> R,
 ) -> R {
-    match with_session(|invocation| invocation.handed_copy(tensor).map(fast)) {
+    // SAFETY: `handed_copy` and `fast` read the invocation and set its last status; they
+    // call nothing that reaches it again.
+    match unsafe { peek_session(|invocation| invocation.handed_copy(tensor).map(fast)) }.flatten() {
         Some(answer) => answer,
         // SAFETY: forwarded from this function's contract.
         None => unsafe { described_cold(tensor) }.map_or_else(R::default, slow),
@@ -252,7 +260,7 @@ unsafe fn described_cold(tensor: *const ArgTensor) -> Option<TensorDesc> {
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_numel(tensor: *const ArgTensor) -> u32 {
     // SAFETY: forwarded from this function's contract.
-    unsafe { accessor(tensor, ArgTensor::num_elem_field, |desc| desc.num_elem()) }
+    unsafe { accessor(tensor, |copy| copy.numel, |desc| desc.num_elem()) }
 }
 
 /// C ABI `customop_tensor_dtype`: a tensor's `NEURON_ISA_TPB_DTYPE` (0, which no dtype
@@ -263,7 +271,7 @@ pub unsafe extern "C" fn customop_tensor_numel(tensor: *const ArgTensor) -> u32 
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_dtype(tensor: *const ArgTensor) -> u32 {
     // SAFETY: forwarded from this function's contract.
-    unsafe { accessor(tensor, |copy| u32::from(copy.dtype), |desc| desc.dtype() as u32) }
+    unsafe { accessor(tensor, |copy| u32::from(copy.desc.dtype), |desc| desc.dtype() as u32) }
 }
 
 /// C ABI `customop_tensor_rank`: a tensor's number of dimensions, 1 to 8 (0 on error).
@@ -273,7 +281,7 @@ pub unsafe extern "C" fn customop_tensor_dtype(tensor: *const ArgTensor) -> u32 
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_rank(tensor: *const ArgTensor) -> u32 {
     // SAFETY: forwarded from this function's contract.
-    unsafe { accessor(tensor, |copy| u32::from(copy.num_dim), |desc| desc.rank() as u32) }
+    unsafe { accessor(tensor, |copy| u32::from(copy.desc.num_dim), |desc| desc.rank() as u32) }
 }
 
 /// C ABI `customop_tensor_dim`: dimension `index` of a tensor, outermost first (0 at
@@ -284,8 +292,8 @@ pub unsafe extern "C" fn customop_tensor_rank(tensor: *const ArgTensor) -> u32 {
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_dim(tensor: *const ArgTensor, index: u32) -> u32 {
     let index = index as usize;
-    let fast = |copy: &ArgTensor| match copy.shape.get(index) {
-        Some(&dim) if index < usize::from(copy.num_dim) => u32::from(dim),
+    let fast = |copy: &HandedCopy| match copy.desc.shape.get(index) {
+        Some(&dim) if index < usize::from(copy.desc.num_dim) => u32::from(dim),
         _ => 0,
     };
     // SAFETY: forwarded from this function's contract.

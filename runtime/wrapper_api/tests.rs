@@ -1323,16 +1323,16 @@ fn the_shape_accessors_read_only_handed_out_copies_directly() {
     let handed = inv.next_tensor_for_c().unwrap();
     inv.fail(KernelError::Op(1));
     let copy = inv.handed_copy(handed).expect("a handed-out copy");
-    assert_eq!((copy.num_elem_field(), copy.dtype, copy.num_dim), (6, Dtype::Float32 as u8, 2));
+    assert_eq!((copy.numel, copy.desc.dtype, copy.desc.num_dim), (6, Dtype::Float32 as u8, 2));
     assert_eq!(inv.last_status(), Status::OK, "a call that succeeds records OK");
     // The same bytes elsewhere, a pointer into the copy, and a slot not handed out:
     // the slow path, which checks the 48 bytes.
     assert!(inv.handed_copy(&args[0]).is_none());
     assert!(inv.handed_copy(handed.cast::<u8>().wrapping_add(4).cast()).is_none());
-    assert!(inv.handed_copy(handed.wrapping_add(1)).is_none());
+    assert!(inv.handed_copy(handed.cast::<u8>().wrapping_add(64).cast()).is_none());
     let dst = inv.dst_tensor_for_c().unwrap();
-    assert_eq!(inv.handed_copy(dst).map(ArgTensor::num_elem_field), Some(6));
-    assert!(inv.handed_copy(dst.wrapping_add(1)).is_none(), "past the copies");
+    assert_eq!(inv.handed_copy(dst).map(|copy| copy.numel), Some(6));
+    assert!(inv.handed_copy(dst.cast::<u8>().wrapping_add(64).cast()).is_none(), "past the copies");
     assert!(inv.handed_copy(core::ptr::null()).is_none());
 }
 
