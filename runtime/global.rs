@@ -72,6 +72,27 @@ impl<T> CoreLocal<T> {
     }
 }
 
+impl<T> CoreLocal<T> {
+    /// Runs `f` with shared access to the value, unless a borrow of this epoch is live
+    /// (`None` then): two loads and a compare, where [`with`](Self::with) also writes
+    /// the flag twice. For a fast path that reads the value and sets `Cell`s in it.
+    ///
+    /// # Safety
+    /// `f` does not reach this `CoreLocal` again (through `with` or `peek`): nothing
+    /// marks the value borrowed while `f` runs.
+    #[inline(always)]
+    pub unsafe fn peek<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        if self.borrowed.get() == borrow_tag() {
+            return None;
+        }
+        // SAFETY: no borrow of this epoch is live (checked; an older epoch's was
+        // abandoned with its frames), `f` takes none (the caller's contract), and no
+        // other core can reach this copy (module invariant): no `&mut` to `value` is
+        // used while this shared reference is.
+        Some(f(unsafe { &*self.value.get() }))
+    }
+}
+
 /// The panic of a re-entrant [`CoreLocal::with`], out of line: `with` is inlined into
 /// every runtime entry point (some thirty in a library image), and one call with no
 /// arguments is a third of the bytes of setting up a panic's message and location there.
@@ -101,6 +122,47 @@ macro_rules! core_local_state {
                         const { $crate::global::CoreLocal::new($init) };
                 }
                 STATE.with(|state| state.with(f))
+            }
+        }
+    };
+    // The same with `$peek` too, [`CoreLocal::peek`] of the state (once per module: the
+    // state is a module-level static).
+    ($(#[$meta:meta])* $vis:vis fn $with:ident; $(#[$peek_meta:meta])* fn $peek:ident: $ty:ty = $init:expr;) => {
+        #[cfg(target_os = "none")]
+        static CORE_LOCAL_STATE: $crate::global::CoreLocal<$ty> = $crate::global::CoreLocal::new($init);
+        #[cfg(not(target_os = "none"))]
+        std::thread_local! {
+            static CORE_LOCAL_STATE: $crate::global::CoreLocal<$ty> =
+                const { $crate::global::CoreLocal::new($init) };
+        }
+
+        $(#[$meta])*
+        $vis fn $with<R>(f: impl FnOnce(&mut $ty) -> R) -> R {
+            #[cfg(target_os = "none")]
+            {
+                CORE_LOCAL_STATE.with(f)
+            }
+            #[cfg(not(target_os = "none"))]
+            {
+                CORE_LOCAL_STATE.with(|state| state.with(f))
+            }
+        }
+
+        $(#[$peek_meta])*
+        ///
+        /// # Safety
+        /// As [`CoreLocal::peek`](crate::global::CoreLocal::peek).
+        #[inline(always)]
+        unsafe fn $peek<R>(f: impl FnOnce(&$ty) -> R) -> Option<R> {
+            #[cfg(target_os = "none")]
+            {
+                // SAFETY: forwarded from this function's contract.
+                unsafe { CORE_LOCAL_STATE.peek(f) }
+            }
+            #[cfg(not(target_os = "none"))]
+            {
+                // SAFETY: forwarded from this function's contract.
+                CORE_LOCAL_STATE.with(|state| unsafe { state.peek(f) })
             }
         }
     };

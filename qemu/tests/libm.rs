@@ -1,6 +1,7 @@
 //! The device's libm against glibc: every function `runtime/include/libc/math.h`
 //! declares, called on the device through its C symbol (`qemu/firmware/src/bin/
-//! math_check.rs`) on [`CASES32`] inputs each ([`CASES64`] for doubles), special values
+//! math_check.rs`) on [`CASES32`] inputs each ([`CASES64`] for doubles, [`CASES_FPU`] for
+//! the functions on the FPU), special values
 //! included, and compared there with glibc's results for the same inputs, computed here
 //! on the host. `LIBM_CASES=full` runs [`CASES_FULL`] of each (several minutes).
 //!
@@ -28,6 +29,10 @@ const CASES32: usize = 2_000;
 const CASES64: usize = 500;
 /// Inputs per function with `LIBM_CASES=full`.
 const CASES_FULL: usize = 20_000;
+/// The functions on the FPU (`runtime/start_exit/fpu_math.rs`), a few dozen instructions
+/// a call: [`CASES_FPU`] inputs each, always.
+const FPU_FUNCTIONS: [&str; 3] = ["expf", "logf", "tanhf"];
+const CASES_FPU: usize = 100_000;
 /// The goal for every function, in units in the last place of glibc's result.
 const MAX_ULPS: u64 = 2;
 /// Where the firmware reads the table (math_check.rs, `TABLE`): the job tensor area,
@@ -355,7 +360,7 @@ fn words64(x: f64) -> [u32; 2] {
 
 /// The arguments of each case: the specials (pairs of them for two arguments), then
 /// random inputs, [`CASES32`] or [`CASES64`] in all.
-fn arguments(kind: Kind, scale: f64, rng: &mut Rng) -> Vec<Vec<u32>> {
+fn arguments(name: &str, kind: Kind, scale: f64, rng: &mut Rng) -> Vec<Vec<u32>> {
     let (s32, s64) = (specials32(), specials64());
     let s64_as_f64: Vec<f64> = s32.iter().map(|&v| f64::from(v)).collect();
     let one32 = |rng: &mut Rng, i: usize, n: usize| -> f32 {
@@ -366,6 +371,7 @@ fn arguments(kind: Kind, scale: f64, rng: &mut Rng) -> Vec<Vec<u32>> {
     };
     let full = std::env::var("LIBM_CASES").is_ok_and(|v| v == "full");
     let count = match kind {
+        _ if FPU_FUNCTIONS.contains(&name) => CASES_FPU,
         _ if full => CASES_FULL,
         Kind::F1 | Kind::F2 | Kind::F3 | Kind::FOutInt | Kind::FInt | Kind::IntF | Kind::FOutF | Kind::F2OutInt => {
             CASES32
@@ -462,7 +468,7 @@ fn table() -> Vec<u8> {
         padded[..name.len()].copy_from_slice(name.as_bytes());
         words.extend(padded.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())));
         let kind = function.kind();
-        let cases = arguments(kind, scale, &mut rng);
+        let cases = arguments(name, kind, scale, &mut rng);
         words.extend([kind as u32, cases.len() as u32]);
         for case in cases {
             let results = glibc_results(function, &case);

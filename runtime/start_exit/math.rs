@@ -40,8 +40,6 @@ c_math! {
     exp2f(x: f32) -> f32;
     /// e<sup>x</sup> - 1, accurate near 0.
     expm1f(x: f32) -> f32;
-    /// Natural logarithm.
-    logf(x: f32) -> f32;
     /// Base-2 logarithm.
     log2f(x: f32) -> f32;
     /// Base-10 logarithm.
@@ -74,8 +72,6 @@ c_math! {
     sinhf(x: f32) -> f32;
     /// Hyperbolic cosine.
     coshf(x: f32) -> f32;
-    /// Hyperbolic tangent.
-    tanhf(x: f32) -> f32;
     /// Inverse hyperbolic sine.
     asinhf(x: f32) -> f32;
     /// Inverse hyperbolic tangent.
@@ -290,6 +286,10 @@ c_math_with! {
     fn fmod(x: f64, y: f64) -> f64 { fmod_by_steps(x, y) }
     /// e<sup>x</sup>, on the FPU ([`fpu_math::expf`](super::fpu_math::expf)).
     fn expf(x: f32) -> f32 { super::fpu_math::expf(x) }
+    /// Natural logarithm, on the FPU ([`fpu_math::logf`](super::fpu_math::logf)).
+    fn logf(x: f32) -> f32 { super::fpu_math::logf(x) }
+    /// Hyperbolic tangent, on the FPU ([`fpu_math::tanhf`](super::fpu_math::tanhf)).
+    fn tanhf(x: f32) -> f32 { super::fpu_math::tanhf(x) }
     /// Inverse hyperbolic cosine (NaN below 1: the `libm` crate's, musl's, returns a
     /// number for x <= -2).
     fn acoshf(x: f32) -> f32 { if x < 1.0 { f32::NAN } else { libm::acoshf(x) } }

@@ -18,8 +18,8 @@
 //!   conversions, `qsort` and `bsearch` (`stdlib`).
 //! - The freestanding C++ support: `operator new` / `delete`, `__cxa_*`, `_init`,
 //!   `null_environ` (`cxx`), the libc++ threading stubs (`libcpp_threads`), the newlib
-//!   file shims and `errno` (`files`), and the kernels' libm ([`math`]; its `expf` on
-//!   the FPU, [`fpu_math`]).
+//!   file shims and `errno` (`files`), and the kernels' libm ([`math`]; its `expf`,
+//!   `logf` and `tanhf` on the FPU, [`fpu_math`]).
 
 mod crt;
 pub mod cxx;

@@ -740,6 +740,17 @@ impl ArgTensor {
             | (self.word_at(shape + 12) & unused[3])
     }
 
+    /// The storage's `num_elem` field, of the form `storage_kind` names (HBM for any
+    /// value but TPB's): the element count of a valid descriptor, read without checking.
+    #[inline(always)]
+    pub(crate) fn num_elem_field(&self) -> u32 {
+        if self.storage_kind == storage_kind::TPB {
+            self.word_at(wire::TPB_NUM_ELEM)
+        } else {
+            self.word_at(wire::HBM_NUM_ELEM)
+        }
+    }
+
     /// The 64-bit address of the HBM storage form.
     #[inline(always)]
     fn hbm_address(&self) -> u64 {

@@ -1310,6 +1310,32 @@ fn c_shape_accessors_read_valid_descriptors_and_report_the_rest() {
     }
 }
 
+/// The shape accessors' fast path (`Invocation::handed_copy`): the start of a copy the
+/// runtime handed out, and nothing else, is read directly, and records `OK`.
+#[test]
+fn the_shape_accessors_read_only_handed_out_copies_directly() {
+    let mut fake = Fake::new();
+    let args = [fake.tensor::<f32>(&[2, 3], &[0.0; 6])];
+    let (mut result, _) = fake.output_f32(&[6]);
+    let mut inv = fake.invocation();
+    assert_eq!(hand_off(&mut inv, &args, &mut result), Status::OK);
+    inv.setup(false).unwrap();
+    let handed = inv.next_tensor_for_c().unwrap();
+    inv.fail(KernelError::Op(1));
+    let copy = inv.handed_copy(handed).expect("a handed-out copy");
+    assert_eq!((copy.numel, copy.desc.dtype, copy.desc.num_dim), (6, Dtype::Float32 as u8, 2));
+    assert_eq!(inv.last_status(), Status::OK, "a call that succeeds records OK");
+    // The same bytes elsewhere, a pointer into the copy, and a slot not handed out:
+    // the slow path, which checks the 48 bytes.
+    assert!(inv.handed_copy(&args[0]).is_none());
+    assert!(inv.handed_copy(handed.cast::<u8>().wrapping_add(4).cast()).is_none());
+    assert!(inv.handed_copy(handed.cast::<u8>().wrapping_add(64).cast()).is_none());
+    let dst = inv.dst_tensor_for_c().unwrap();
+    assert_eq!(inv.handed_copy(dst).map(|copy| copy.numel), Some(6));
+    assert!(inv.handed_copy(dst.cast::<u8>().wrapping_add(64).cast()).is_none(), "past the copies");
+    assert!(inv.handed_copy(core::ptr::null()).is_none());
+}
+
 #[test]
 fn customop_fail_reports_the_kernels_own_code_as_a_rust_kernel_would() {
     let args = [ArgTensor::hbm_scalar(ScalarKind::Int, 0)];

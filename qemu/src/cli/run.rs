@@ -71,8 +71,9 @@ pub struct CallArgs {
     #[arg(long)]
     pub unchecked: bool,
     /// Call the kernel R times (the device stays booted); each core's count is its
-    /// fewest (a count also holds what QEMU ran on other cores meanwhile: the fewest
-    /// has the least of that). Every output is checked.
+    /// fewest (every count is exactly what that core ran; a core that waits, for a DMA
+    /// transfer or another core, can run a few more instructions in one call than in
+    /// another). Every output is checked.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// The backend of the runtime's neuron_memcpy (the library's own: dma).
