@@ -24,6 +24,7 @@
 
 use crate::array::{Array, dtype_name};
 use crate::compare::{canary, holding, second_canary};
+use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
 use neuroncustomop_machine::device::{RunError, Session, SessionOptions};
@@ -171,6 +172,9 @@ pub struct Call {
     /// Per core, in core order: guest instructions the kernel took (exact: the core's
     /// own ICOUNT).
     pub instructions: Vec<u64>,
+    /// Per core, in core order: whether its count is exactly the kernel's instructions
+    /// (the device says so: `exact=yes`); false for an estimate.
+    pub exact: Vec<bool>,
     /// Wall time of the device run.
     pub wall: Duration,
     /// Output elements no core wrote, unless the call declared a partial output
@@ -227,6 +231,26 @@ pub struct KernelFailed {
     pub unwritten: Option<Unwritten>,
     /// What every core printed.
     pub stdout: Vec<CoreStdout>,
+}
+
+/// What [`CallError::Stopped`] says of the heap blocks given back.
+fn given_back_text(given_back: &Option<HeapsGivenBack>) -> String {
+    match given_back {
+        Some(given) if given.blocks > 0 || given.kept > 0 || given.rebuilt != 0 => {
+            let mut text = format!(
+                "\nthe heap blocks it held were given back: {} bytes in {} block(s)",
+                given.bytes, given.blocks
+            );
+            if given.kept > 0 {
+                text.push_str(&format!("; {} block(s) could not be (the heap's records were overwritten)", given.kept));
+            }
+            if given.rebuilt != 0 {
+                text.push_str("; the heap's records were overwritten, so it was emptied");
+            }
+            text
+        }
+        _ => String::new(),
+    }
 }
 
 fn printed(stdout: &[CoreStdout]) -> String {
@@ -327,7 +351,11 @@ pub enum CallError {
     },
     /// The kernel stopped without returning on some core: an exception, a stack
     /// overflow, a panic, an abort or exit, or its instruction budget.
-    #[error("kernel {kernel} stopped on core {core}: {stop}\n{explained}")]
+    #[error(
+        "kernel {kernel} stopped on core {core}: {stop}\n{explained}{}{}",
+        printed(stdout),
+        given_back_text(given_back)
+    )]
     Stopped {
         /// The kernel.
         kernel: String,
@@ -339,6 +367,12 @@ pub enum CallError {
         /// Where, from the images' DWARF: the function and `file:line`, a backtrace
         /// (`neuroncustomop_machine::symbolize`); what the device printed when that cannot be had.
         explained: String,
+        /// What every core printed before it stopped (a panic's message among it),
+        /// without the device's `FAULT` lines, which `explained` has read.
+        stdout: Vec<CoreStdout>,
+        /// The heap blocks the stopped core's kernel held, which the device gave back
+        /// so the next call finds the heap whole.
+        given_back: Option<HeapsGivenBack>,
     },
     /// A core did not report the op: the device stopped (a fault, a hang, a timeout).
     #[error("core {core} did not finish kernel {kernel}; the device said:\n{output}")]
@@ -604,6 +638,7 @@ impl Library {
         let mut statuses = Vec::with_capacity(options.cores);
         let mut stdout = Vec::with_capacity(options.cores);
         let mut instructions = Vec::new();
+        let mut exact = Vec::new();
         if let Some(stopped) = self.stopped(kernel, &report) {
             return Err(stopped);
         }
@@ -619,6 +654,7 @@ impl Library {
             let (text, lost) = core_report.stdout.get(&0).cloned().unwrap_or_default();
             stdout.push(CoreStdout { text: String::from_utf8_lossy(&text).into_owned(), lost });
             instructions.extend(core_report.ops.first().and_then(|op| op.instructions));
+            exact.extend(core_report.ops.first().filter(|op| op.instructions.is_some()).map(|op| op.exact));
         }
         let dumped = report.dumps.get(&0).cloned().unwrap_or_default();
         let output = Array::from_bytes(out_dtype, out_shape, dumped).map_err(|e| CallError::Unfinished {
@@ -627,7 +663,7 @@ impl Library {
             output: format!("the output dump is incomplete: {e}"),
         })?;
         let status = statuses.iter().copied().find(|s| !s.is_ok()).unwrap_or(KernelStatus(0));
-        Ok(Call { kernel: kernel.into(), output, status, statuses, stdout, instructions, wall, unwritten: None })
+        Ok(Call { kernel: kernel.into(), output, status, statuses, stdout, instructions, exact, wall, unwritten: None })
     }
 }
 
@@ -650,11 +686,25 @@ impl Library {
                 let printed = format!("{}{}", report.outcome.stdout, report.outcome.stderr);
                 printed.lines().filter(|line| !line.starts_with("DUMP ")).collect::<Vec<_>>().join("\n")
             });
+        // The device's `FAULT` lines are for the symbolizer, which `explained` holds.
+        let stdout = report
+            .cores
+            .values()
+            .map(|core| {
+                let (text, lost) = core.stdout.get(&0).cloned().unwrap_or_default();
+                let text = String::from_utf8_lossy(&text);
+                let text: String =
+                    text.lines().filter(|line| !line.starts_with("FAULT ")).map(|line| format!("{line}\n")).collect();
+                CoreStdout { text, lost }
+            })
+            .collect();
         Some(CallError::Stopped {
             kernel: kernel.into(),
             core: core as usize,
             stop: neuroncustomop_machine::device::describe_status(&op.status),
             explained,
+            stdout,
+            given_back: report.core(core).given_back.get(&0).copied(),
         })
     }
 }
@@ -784,6 +834,7 @@ mod tests {
             statuses: vec![KernelStatus(0), KernelStatus(0x1_0002)],
             stdout: vec![CoreStdout::default(), CoreStdout { text: "bad shape\n".into(), lost: 0 }],
             instructions: vec![],
+            exact: vec![],
             wall: Duration::ZERO,
             unwritten: None,
         };
@@ -800,6 +851,7 @@ mod tests {
             statuses: vec![KernelStatus(0); cores],
             stdout: vec![CoreStdout::default(); cores],
             instructions: vec![],
+            exact: vec![],
             wall: Duration::ZERO,
             unwritten: Some(Unwritten { elements, total: 1000, cores }),
         };

@@ -29,6 +29,8 @@ fn call_error(error: CallError) -> PyErr {
         | CallError::DoesNotFit { .. }
         | CallError::Cores(_)
         | CallError::ShapeFunction { .. } => PyValueError::new_err(message),
+        // `call` hands a stopped kernel back as a `RawCall` (`RawCall::stopped`), which
+        // the Python half raises as a `KernelError`: it never gets here.
         CallError::Job(_) | CallError::Run(_) | CallError::Unfinished { .. } | CallError::Stopped { .. } => {
             DeviceError::new_err(message)
         }
@@ -127,7 +129,9 @@ impl Library {
         let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
         let options = Options { cores, count_instructions, max_instructions, ..defaults };
         let library = &self.library;
-        let done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;
-        Ok(RawCall::new(py, done))
+        match py.detach(|| library.call_with(kernel, &args, output, &options)) {
+            Ok(done) => Ok(RawCall::new(py, done)),
+            Err(error) => RawCall::stopped(py, &error).ok_or_else(|| call_error(error)),
+        }
     }
 }
