@@ -368,8 +368,9 @@ pub enum CallError {
         /// (`neuroncustomop_machine::symbolize`); what the device printed when that cannot be had.
         explained: String,
         /// What every core printed before it stopped (a panic's message among it),
-        /// without the device's `FAULT` lines, which `explained` has read.
-        stdout: Vec<CoreStdout>,
+        /// without the device's `FAULT` lines, which `explained` has read. (A boxed
+        /// slice: the error stays small enough to return by value.)
+        stdout: Box<[CoreStdout]>,
         /// The heap blocks the stopped core's kernel held, which the device gave back
         /// so the next call finds the heap whole.
         given_back: Option<HeapsGivenBack>,
