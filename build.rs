@@ -21,10 +21,12 @@ const IMAGE_SIZE: u32 = 0x20_0000;
 const CORES: u32 = 8;
 /// What a library image keeps even if its own code never calls it: the loader's ways
 /// in (entry, registration, handing over an op's arguments and reading its status,
-/// configuring translation, selecting the memcpy backend) and the stdout ring the
-/// loader drains; and the mark that makes the contract check for a kernel table.
+/// configuring translation, selecting the memcpy backend, marking the heaps and giving
+/// back what a stopped kernel took) and the stdout ring the loader drains; and the mark
+/// that makes the contract check for a kernel table.
 const LIBRARY_ROOTS: &str = "EXTERN(entry_func register_funcs customop_set_invocation customop_invocation_status \
-                             neuron_translate_configure neuron_stdout_ring neuron_set_memcpy_method)\n\
+                             neuron_translate_configure neuron_stdout_ring neuron_set_memcpy_method \
+                             neuron_heaps_mark neuron_heaps_give_back)\n\
                              __neuron_library_image = 1;\n";
 
 fn main() {

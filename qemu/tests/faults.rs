@@ -86,6 +86,28 @@ fn a_panicking_kernel_is_its_ops_status_and_the_next_op_runs() {
 }
 
 #[test]
+fn a_kernel_that_panics_holding_the_whole_heap_gives_it_back_and_the_next_op_finds_it_whole() {
+    let (report, _) = run_kernels(&["heap_left", "hoards", "heap_left"]);
+    assert_eq!(
+        statuses(&report),
+        [
+            ("heap_left".into(), OpStatus::Returned(0)),
+            ("hoards".into(), OpStatus::Exit(101)),
+            ("heap_left".into(), OpStatus::Returned(0))
+        ]
+    );
+    let (before, after) = (words(&report.dumps[&0]), words(&report.dumps[&2]));
+    // [free bytes, largest free block, live blocks] of the HBM heap.
+    assert!(before[0] >= 7 << 20 && before[1] == before[0] && before[2] == 0, "the heap before: {before:?}");
+    assert_eq!(after[..3], before[..3], "the op after the panic finds the heap as the first op did");
+    let took = printed(&report, 1);
+    let blocks: u32 = took.split("took ").nth(1).and_then(|t| t.split(' ').next()?.parse().ok()).expect(&took);
+    let given = report.core(0).given_back[&1];
+    assert_eq!((given.bytes, given.blocks, given.kept, given.rebuilt), (before[0] as u32, blocks, 0, 0));
+    assert!(!report.core(0).given_back.contains_key(&0), "nothing is given back after an op that returned");
+}
+
+#[test]
 fn abort_and_exit_are_their_ops_status_and_the_next_op_runs() {
     let (report, input) = run_kernels(&["aborts", "exits", "copy"]);
     assert_eq!(

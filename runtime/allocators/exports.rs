@@ -2,7 +2,8 @@
 //! global allocator: thin glue over the functions of [`super`].
 
 use super::{
-    GRANULE, HeapError, HeapId, allocate, allocate_zeroed, free_in, reallocate, with_core_memory, with_memory,
+    GRANULE, HeapError, HeapId, allocate, allocate_zeroed, free_in, give_back_since_mark, mark_heaps, reallocate,
+    with_core_memory, with_memory,
 };
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::{c_int, c_void};
@@ -32,6 +33,61 @@ fn or_enomem(block: Result<NonNull<u8>, HeapError>) -> *mut c_void {
 #[cfg_attr(target_os = "none", unsafe(no_mangle))]
 pub extern "C" fn neuron_heap_status() -> c_int {
     with_core_memory(|memory| memory.status)
+}
+
+/// What [`neuron_heaps_give_back`] freed, both heaps together: the loader's report of
+/// a stopped kernel's heap (the `RECLAIMED` line).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeapsGivenBack {
+    /// Bytes of the blocks freed.
+    pub bytes: u32,
+    /// Blocks freed.
+    pub blocks: u32,
+    /// Blocks the kernel took that stay taken (the heap's metadata was inconsistent).
+    pub kept: u32,
+    /// 1 when a heap was rebuilt empty because its metadata was inconsistent, else 0.
+    pub rebuilt: u32,
+}
+
+const _: () = {
+    assert!(size_of::<HeapsGivenBack>() == 16);
+    assert!(core::mem::offset_of!(HeapsGivenBack, bytes) == 0);
+    assert!(core::mem::offset_of!(HeapsGivenBack, blocks) == 4);
+    assert!(core::mem::offset_of!(HeapsGivenBack, kept) == 8);
+    assert!(core::mem::offset_of!(HeapsGivenBack, rebuilt) == 12);
+};
+
+/// C ABI `void neuron_heaps_mark(void)`, the loader's, before each kernel runs:
+/// [`mark_heaps`].
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub extern "C" fn neuron_heaps_mark() {
+    mark_heaps();
+}
+
+/// C ABI `void neuron_heaps_give_back(HeapsGivenBack *out)`, the loader's, after a
+/// kernel stopped without returning: [`give_back_since_mark`], totalled into `*out`.
+/// First it ends the borrows of runtime state the stopped kernel's discarded frames
+/// held ([`crate::global::abandon_borrows`]: a kernel stopped inside `malloc`, or a
+/// Rust kernel inside its invocation), so the heaps, and after this call the
+/// invocation's status, can be reached again.
+///
+/// # Safety
+/// `out` is valid for a write; no kernel frame that borrowed runtime state will run
+/// again (the loader discarded them).
+#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+pub unsafe extern "C" fn neuron_heaps_give_back(out: *mut HeapsGivenBack) {
+    crate::global::abandon_borrows();
+    let mut total = HeapsGivenBack::default();
+    for heap in give_back_since_mark() {
+        let word = |count: usize| u32::try_from(count).unwrap_or(u32::MAX);
+        total.bytes = total.bytes.saturating_add(word(heap.bytes));
+        total.blocks = total.blocks.saturating_add(word(heap.blocks));
+        total.kept = total.kept.saturating_add(word(heap.kept));
+        total.rebuilt |= u32::from(heap.rebuilt);
+    }
+    // SAFETY: the caller passes a writable `HeapsGivenBack`.
+    unsafe { out.write(total) };
 }
 
 /// C ABI `void *neuron_hbm_malloc(size_t size)`: 64-byte aligned, first fit, from HBM.

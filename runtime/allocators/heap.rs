@@ -35,7 +35,8 @@
 //! | leaf update | a rise climbs while above the parent (one load a level); a fall rescans the word's other free blocks (usually none, at most 15) and climbs while the old value was the parent's |
 //! | statistics | `free_bytes`, `live_blocks`, `free_block_count`, `largest_free`: O(n/32), they read the bitmaps or the leaves (the hot paths keep no counters) |
 //! | bad free | O(1) to refuse; naming it (double free or interior pointer) scans back to the enclosing block's start |
-//! | metadata | 3 bits per granule + 1 bit per 32 + 4/3 `u32` per tree leaf (a power of four >= n/32): 0.9–1.7 % of the arena |
+//! | metadata | 4 bits per granule (3 bitmaps + the mark's copy of `LiveStarts`) + 1 bit per 32 + 4/3 `u32` per tree leaf (a power of four >= n/32): 1.1–1.9 % of the arena |
+//! | mark / give back | [`Heap::mark`]: O(1) on an empty heap, else a copy of n/32 words; [`Heap::give_back_since_mark`]: n/32 words read + one free per block taken since |
 //!
 //! # Freed and taken again
 //! A kernel's scratch buffer is allocated, used and freed, and the next iteration asks
@@ -119,13 +120,15 @@ impl HeapError {
 
 /// The bitmaps: three of block boundaries, one bit per granule, and a summary of
 /// `LiveEnds`, one bit per word (set when the word has a bit set), so that finding a
-/// live block's end skips empty words 32 at a time.
+/// live block's end skips empty words 32 at a time; and `Held`, a copy of `LiveStarts`
+/// taken by [`Heap::mark`], which [`Heap::give_back_since_mark`] compares against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Bitmap {
     LiveStarts = 0,
     LiveEnds = 1,
     FreeStarts = 2,
     LiveEndWords = 3,
+    Held = 4,
 }
 
 /// Index of the lowest set bit of `bits` (not 0).
@@ -201,7 +204,7 @@ impl MetadataLayout {
 
     /// Size of the metadata in `u32` words: the bitmaps, the summary and the tree.
     const fn u32_words(self) -> usize {
-        3 * self.words as usize + self.summary_words() + self.nodes()
+        4 * self.words as usize + self.summary_words() + self.nodes()
     }
 }
 
@@ -212,6 +215,22 @@ pub const fn metadata_words(arena_bytes: usize) -> usize {
     let granules = arena_bytes / GRANULE;
     let granules = if granules > MAX_GRANULES as usize { MAX_GRANULES } else { granules as u32 };
     MetadataLayout::for_granules(granules).u32_words()
+}
+
+/// What [`Heap::give_back_since_mark`] freed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GivenBack {
+    /// Bytes of the blocks freed.
+    pub bytes: usize,
+    /// Blocks freed.
+    pub blocks: usize,
+    /// Blocks taken since the mark that are still live: the metadata was found
+    /// inconsistent before they could be freed.
+    pub kept: usize,
+    /// The metadata was inconsistent and no block was held at the mark, so the heap was
+    /// rebuilt empty (the blocks freed before that are counted; the rest were dropped
+    /// with the old metadata).
+    pub rebuilt: bool,
 }
 
 /// What follows a range being freed.
@@ -269,7 +288,7 @@ pub struct Heap {
     /// The bitmaps, in `Bitmap` order (`layout.words` words each, the summary
     /// `layout.summary_words()`), then the tree (`layout.nodes()` words), as consecutive
     /// `u32` arrays.
-    bitmaps: [*mut u32; 4],
+    bitmaps: [*mut u32; 5],
     tree: *mut u32,
     /// First granule of the top block; `granules` when there is none.
     top: u32,
@@ -285,6 +304,9 @@ pub struct Heap {
     taken_align: usize,
     /// The parked block's granules (set when it is parked).
     parked_count: u32,
+    /// No block was live at the last [`Heap::mark`] (or there was none), so the `Held`
+    /// bitmap is not consulted: marking an empty heap costs no copy.
+    held_none: bool,
 }
 
 impl Heap {
@@ -294,18 +316,19 @@ impl Heap {
             arena: ptr::null_mut(),
             granules: 0,
             layout: MetadataLayout::for_granules(0),
-            bitmaps: [NonNull::dangling().as_ptr(); 4],
+            bitmaps: [NonNull::dangling().as_ptr(); 5],
             tree: NonNull::dangling().as_ptr(),
             top: 0,
             last_taken: ptr::null_mut(),
             parked: ptr::null_mut(),
             taken_align: 0,
             parked_count: 0,
+            held_none: true,
         }
     }
 
     /// A heap over `size` bytes at `region`, keeping its metadata at the region's start
-    /// (0.9–1.7 % of it). A `size` of 0 gives [`Heap::empty`].
+    /// (1.1–1.9 % of it). A `size` of 0 gives [`Heap::empty`].
     ///
     /// # Errors
     /// [`HeapError::InvalidRegion`] for a null region or one that wraps around,
@@ -417,8 +440,9 @@ impl Heap {
         unsafe { slice::from_raw_parts_mut(metadata, layout.u32_words()) }.fill(0);
         let words = layout.words as usize;
         // Offsets inside the metadata buffer, so `wrapping_add` stays in bounds.
-        let bitmaps = [0, 1, 2, 3].map(|index| metadata.wrapping_add(index * words));
-        let tree = metadata.wrapping_add(3 * words + layout.summary_words());
+        let summary = layout.summary_words();
+        let bitmaps = [0, words, 2 * words, 3 * words, 3 * words + summary].map(|at| metadata.wrapping_add(at));
+        let tree = metadata.wrapping_add(4 * words + summary);
         *self = Heap {
             arena,
             granules,
@@ -430,6 +454,7 @@ impl Heap {
             parked: ptr::null_mut(),
             taken_align: 0,
             parked_count: 0,
+            held_none: true,
         };
         Ok(())
     }
@@ -628,6 +653,83 @@ impl Heap {
             return Err(error);
         }
         Ok(moved)
+    }
+
+    /// Remembers which blocks are live now, so that [`Heap::give_back_since_mark`] can
+    /// free every block taken after this (the loader marks before each kernel runs). A
+    /// parked block counts as free, as everywhere. O(1) when the heap is empty, else
+    /// one copy of the `LiveStarts` bitmap (n/32 words); nothing else changes, so the
+    /// next operation costs what it would have. Out of line and cold: once per op, from
+    /// the loader, never on a kernel's path (its bytes count in every image).
+    #[cold]
+    #[inline(never)]
+    pub fn mark(&mut self) {
+        // The top block starting at granule 0 is the whole arena: nothing is live.
+        self.held_none = self.top == 0 || self.granules == 0;
+        if self.held_none {
+            return;
+        }
+        let words = self.layout.words as usize;
+        // SAFETY: both bitmaps are `words` words of this heap's metadata, apart.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                self.bitmaps[Bitmap::LiveStarts as usize],
+                self.bitmaps[Bitmap::Held as usize],
+                words,
+            )
+        };
+        if !self.parked.is_null() {
+            let parked = self.granule_of(self.parked);
+            self.clear_bit(Bitmap::Held, parked);
+        }
+    }
+
+    /// Frees every block live now that was not live at the last [`Heap::mark`]: what a
+    /// kernel that stopped (a panic, an exception, its instruction budget) took and
+    /// never gave back. A block freed and taken again at the same address since the
+    /// mark counts as held (it keeps its memory).
+    ///
+    /// A kernel stopped inside the allocator may have left the metadata half changed;
+    /// a free that finds it inconsistent stops the walk. When no block was held at the
+    /// mark the heap is then rebuilt empty, so it is whole either way; otherwise the
+    /// rest stays taken and [`GivenBack::kept`] counts the blocks known left.
+    #[cold]
+    #[inline(never)]
+    pub fn give_back_since_mark(&mut self) -> GivenBack {
+        let mut given = GivenBack::default();
+        if self.granules == 0 {
+            return given;
+        }
+        // A parked block is free already; giving it back first makes `LiveStarts` exact.
+        let parked_back = self.parked.is_null() || self.return_parked().is_ok();
+        self.last_taken = ptr::null_mut();
+        let mut failed = !parked_back;
+        for word in 0..self.layout.words as usize {
+            let held = if self.held_none { 0 } else { self.word(Bitmap::Held, word) };
+            let mut stray = self.word(Bitmap::LiveStarts, word) & !held;
+            while stray != 0 && !failed {
+                let first = word as u32 * WORD_BITS + lowest_set_bit(stray);
+                stray &= stray - 1;
+                match self.free(self.granule_ptr(first).as_ptr()) {
+                    Ok(bytes) => {
+                        given.bytes += bytes;
+                        given.blocks += 1;
+                    }
+                    Err(_) => failed = true,
+                }
+            }
+            given.kept += stray.count_ones() as usize;
+        }
+        if failed && self.held_none {
+            // Nothing was held: the whole arena is the op's, so start it afresh.
+            given.kept = 0;
+            given.rebuilt = true;
+            let placement = Ok(Some((self.arena, self.granules, self.bitmaps[0])));
+            // SAFETY: the heap's own arena and metadata, as it was built over them.
+            let _ = unsafe { self.build_in_place(placement) };
+        }
+        self.held_none = true;
+        given
     }
 
     /// Whether `address` lies in this heap's arena.

@@ -26,8 +26,8 @@ pub mod exports;
 mod heap;
 pub mod tcm;
 
-pub use exports::{NeuronAllocator, neuron_heap_status};
-pub use heap::{GRANULE, Heap, HeapError, MAX_GRANULES, metadata_words};
+pub use exports::{HeapsGivenBack, NeuronAllocator, neuron_heap_status, neuron_heaps_give_back, neuron_heaps_mark};
+pub use heap::{GRANULE, GivenBack, Heap, HeapError, MAX_GRANULES, metadata_words};
 
 use crate::global::CoreLocal;
 use core::ptr::NonNull;
@@ -225,6 +225,23 @@ pub fn reallocate(block: *mut u8, size: usize, align: usize) -> Result<NonNull<u
 /// As [`free`].
 pub fn block_size(block: *mut u8) -> Result<usize, HeapError> {
     with_memory(|memory| memory.owner(block)?.block_size(block))
+}
+
+/// Marks both heaps before a kernel runs ([`Heap::mark`]): what is live now is the
+/// library's to keep; what is taken after it, [`give_back_since_mark`] can free.
+pub fn mark_heaps() {
+    with_core_memory(|memory| {
+        memory.hbm.mark();
+        memory.dataram.mark();
+    });
+}
+
+/// Frees every block of both heaps taken since [`mark_heaps`] ([`Heap::give_back_since_mark`]):
+/// after a kernel stopped without returning (a panic, an exception, its instruction
+/// budget), so the next op finds the heaps as the stopped one found them. Per heap,
+/// HBM first.
+pub fn give_back_since_mark() -> [GivenBack; 2] {
+    with_core_memory(|memory| [memory.hbm.give_back_since_mark(), memory.dataram.give_back_since_mark()])
 }
 
 /// Occupancy of heap `id` (for tests and diagnostics; O(arena / 2 KiB)).

@@ -71,6 +71,86 @@ fn empty_and_zero_sized_heaps_refuse_every_allocation() {
     assert_eq!(zero.allocate(0, 64), Err(HeapError::OutOfMemory));
 }
 
+// ---------------------------------------------------------------- Heap: mark and give back
+
+/// `heap`'s free bytes, free blocks and live blocks.
+fn occupancy(heap: &Heap) -> (usize, usize, usize) {
+    (heap.free_bytes(), heap.free_block_count(), heap.live_blocks())
+}
+
+#[test]
+fn giving_back_after_a_mark_of_an_empty_heap_empties_it() {
+    let region = Region::new(1 << 20);
+    let mut heap = region.heap();
+    heap.mark();
+    let sizes = [100, 5000, 64, 70_000];
+    let blocks: Vec<_> = sizes.iter().map(|&size| heap.allocate(size, 64).unwrap()).collect();
+    heap.free(blocks[1].as_ptr()).unwrap();
+    let given = heap.give_back_since_mark();
+    let bytes = [128, 64, 70_016].iter().sum();
+    assert_eq!(given, GivenBack { bytes, blocks: 3, kept: 0, rebuilt: false });
+    assert_eq!(occupancy(&heap), (heap.arena_bytes(), 1, 0));
+    // Once given back, a second give-back finds nothing new.
+    assert_eq!(heap.give_back_since_mark(), GivenBack::default());
+}
+
+#[test]
+fn blocks_live_at_the_mark_are_kept_and_those_taken_after_it_given_back() {
+    let region = Region::new(1 << 20);
+    let mut heap = region.heap();
+    let held = [heap.allocate(1000, 64).unwrap(), heap.allocate(64, 64).unwrap(), heap.allocate(3000, 64).unwrap()];
+    heap.free(held[1].as_ptr()).unwrap();
+    heap.mark();
+    let at_mark = occupancy(&heap);
+    let taken = [heap.allocate(64, 64).unwrap(), heap.allocate(50_000, 4096).unwrap()];
+    // The hole `held[1]` left is taken again: first fit.
+    assert_eq!(taken[0], held[1]);
+    let given = heap.give_back_since_mark();
+    assert_eq!((given.bytes, given.blocks, given.kept), (64 + 50_048, 2, 0));
+    assert_eq!(occupancy(&heap), at_mark);
+    assert_eq!(heap.block_size(held[0].as_ptr()), Ok(1024));
+    assert_eq!(heap.block_size(held[2].as_ptr()), Ok(3008));
+    // A held block the op freed stays freed.
+    heap.mark();
+    heap.free(held[0].as_ptr()).unwrap();
+    assert_eq!(heap.give_back_since_mark(), GivenBack::default());
+    assert_eq!(heap.live_blocks(), 1);
+}
+
+#[test]
+fn a_parked_block_at_the_mark_is_free_and_taken_again_it_is_given_back() {
+    let region = Region::new(1 << 16);
+    let mut heap = region.heap();
+    let keep = heap.allocate(64, 64).unwrap();
+    let parked = heap.allocate(640, 64).unwrap();
+    // Freed right after it was taken: parked, still marked live.
+    heap.free(parked.as_ptr()).unwrap();
+    heap.mark();
+    assert_eq!(heap.allocate(640, 64).unwrap(), parked);
+    assert_eq!(heap.give_back_since_mark(), GivenBack { bytes: 640, blocks: 1, kept: 0, rebuilt: false });
+    assert_eq!(occupancy(&heap), (heap.arena_bytes() - 64, 1, 1));
+    assert_eq!(heap.block_size(keep.as_ptr()), Ok(64));
+}
+
+#[test]
+fn an_overwritten_heap_whose_mark_held_nothing_is_rebuilt_whole() {
+    let region = Region::new(1 << 16);
+    let mut heap = region.heap();
+    heap.mark();
+    let a = heap.allocate(64, 64).unwrap();
+    let hole = heap.allocate(640, 64).unwrap();
+    let _b = heap.allocate(64, 64).unwrap();
+    heap.free(hole.as_ptr()).unwrap();
+    heap.allocate(64, 64).unwrap();
+    // A write after free over the hole's length (its header): freeing `a` merges with it.
+    // SAFETY: the hole's first word, inside the region, which the test owns.
+    unsafe { hole.as_ptr().cast::<u32>().write(12345) };
+    let _ = a;
+    let given = heap.give_back_since_mark();
+    assert!(given.rebuilt, "{given:?}");
+    assert_eq!(occupancy(&heap), (heap.arena_bytes(), 1, 0));
+}
+
 #[test]
 fn bad_regions_are_refused() {
     // SAFETY: both calls fail before touching memory.
@@ -97,9 +177,9 @@ fn metadata_stays_small_and_inside_the_region() {
         assert_eq!(heap.largest_free(), heap.arena_bytes());
         assert_eq!(heap.free_block_count(), 1);
         if size >= 65536 {
-            // At most 1.7 % of the region (one granule of rounding aside).
+            // At most 1.9 % of the region (one granule of rounding aside).
             assert!(
-                size - heap.arena_bytes() <= size * 17 / 1000 + GRANULE,
+                size - heap.arena_bytes() <= size * 19 / 1000 + GRANULE,
                 "size {size}: arena {}",
                 heap.arena_bytes()
             );
@@ -794,6 +874,6 @@ fn tcm_accepts_any_pool_up_to_the_maximum() {
 
 #[test]
 fn the_tcm_metadata_static_is_as_documented() {
-    // docs/abi/memory.md: 728 bytes for pools up to 64 KiB.
-    assert_eq!(metadata_words(TCM_POOL_MAX) * 4, 728);
+    // docs/abi/memory.md: 856 bytes for pools up to 64 KiB.
+    assert_eq!(metadata_words(TCM_POOL_MAX) * 4, 856);
 }

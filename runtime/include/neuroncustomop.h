@@ -291,7 +291,7 @@ uint32_t customop_cleanup(void);
 
 /* Records `status` as the invocation's failure (the first one stays the op's), prints
    `message` (NULL: nothing) as one line on stdout, and ends the kernel: the loader
-   reports exit(<status>) and goes on with the next op. What <torch/torch.h> calls on a
+   reports the op as ended with <status> and goes on with the next op. What <torch/torch.h> calls on a
    misuse that cannot be a compile error. */
 NEURONCUSTOMOP_NORETURN void neuron_cxx_fail(uint32_t status, const char* message);
 /* neuron_cxx_fail without ending the kernel; returns `status`. */

@@ -7,7 +7,7 @@
 //! `j`): `_Znwj` is `operator new(size_t)`. A failed throwing `operator new` cannot
 //! throw (kernels are built with `-fno-exceptions`): it ends the op with
 //! [`Status::OUT_OF_MEMORY`](crate::wrapper_api::Status::OUT_OF_MEMORY), which the
-//! loader reports as `exit(96)`, instead of returning null into code that assumes it
+//! loader reports as the op's status (`0x60 OUT_OF_MEMORY`), instead of returning null into code that assumes it
 //! is not. The `nothrow` forms return null.
 
 use core::cell::Cell;

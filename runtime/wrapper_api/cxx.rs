@@ -2,7 +2,8 @@
 //! (`crate::start_exit::cxx`) end an op on a misuse: the failure is recorded as the
 //! invocation's status under its own name ([`Status::ASSERT_FAILED`],
 //! [`Status::RANK_MISMATCH`], ...), a line saying why goes to stdout, and the kernel
-//! stops through `_Exit(status)`, so the loader reports `exit(<status>)` and goes on
+//! stops through `_Exit(status)`; the loader, seeing the exit status equal the recorded
+//! one, reports the op as ended with that status (`0x40 DTYPE_MISMATCH`) and goes on
 //! with the next op. C++ kernels are built with `-fno-exceptions`: there is nothing to
 //! unwind, and returning to the kernel after a misuse would run it on garbage.
 
@@ -25,7 +26,7 @@ pub fn record_failure(status: Status, parts: &[&[u8]]) -> Status {
 }
 
 /// Records `status` and the line `parts` make ([`record_failure`]) and ends the kernel
-/// with `_Exit(status)`: the loader reports the op as `exit(<status>)`.
+/// with `_Exit(status)`: the loader reports the op as ended with that status.
 pub fn end_op(status: Status, parts: &[&[u8]]) -> ! {
     let status = record_failure(status, parts);
     // Status values are below 0x2_0000: they fit a C int.

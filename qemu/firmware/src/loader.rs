@@ -28,6 +28,7 @@ use core::ffi::{CStr, c_char, c_void};
 use core::fmt::Write;
 use core::ptr::{self, read_volatile, write_volatile};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop::arch::{mask_interrupts, memw, prid, restore_interrupts, wait_for_interrupt};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop::data_transfer::dma::DMA_QUEUE_WINDOW;
@@ -252,6 +253,8 @@ struct Library {
     invocation_status: extern "C" fn() -> u32,
     translate_configure: unsafe extern "C" fn(*const u8, u32) -> i32,
     set_memcpy_method: extern "C" fn(u32) -> i32,
+    heaps_mark: extern "C" fn(),
+    heaps_give_back: unsafe extern "C" fn(*mut HeapsGivenBack),
 }
 
 /// `address` as a function pointer of type `F`.
@@ -274,6 +277,8 @@ impl Library {
                 invocation_status: function(symbols.invocation_status),
                 translate_configure: function(symbols.translate_configure),
                 set_memcpy_method: function(symbols.set_memcpy_method),
+                heaps_mark: function(symbols.heaps_mark),
+                heaps_give_back: function(symbols.heaps_give_back),
             }
         }
     }
@@ -299,6 +304,9 @@ impl Library {
             (self.set_memcpy_method)(job.memcpy_method);
         }
         announce_regions(job, &inputs[..op.inputs().len()], op.output().map(|_| &output));
+        // What the heaps hold now is the library's; what the kernel takes, `resume` gives
+        // back if it stops without returning.
+        (self.heaps_mark)();
         icount::start(job.max_instructions());
         kernel();
         let count = Count { instructions: icount::stop(), exact: true };
@@ -615,8 +623,17 @@ extern "C" fn resume(_: u32) {
     let code = (code << 8) >> 8;
     let instructions = icount::stop();
     let function = current_name();
+    // First: it ends the stopped kernel's borrows of runtime state, which the
+    // invocation's status below needs.
+    let mut given = HeapsGivenBack::default();
+    // SAFETY: the library's own entry point, with a writable report; the kernel's frames
+    // are gone and nothing else runs on this core.
+    unsafe { (library.heaps_give_back)(&mut given) };
     let status = match stop >> 24 {
         0 => OpStatus::Abort,
+        // A kernel that recorded a failing status and exited with it (the C++ headers'
+        // `end_op`: DTYPE_MISMATCH, ASSERT_FAILED, ...) ended its op with that status.
+        1 if code != 0 && (library.invocation_status)() == code as u32 => OpStatus::Returned(code as u32),
         1 => OpStatus::Exit(code),
         2 => OpStatus::Exception(code),
         _ => {
@@ -626,6 +643,8 @@ extern "C" fn resume(_: u32) {
         }
     };
     drain_stdout(library.symbols.stdout_ring, core, index);
+    let HeapsGivenBack { bytes, blocks, kept, rebuilt } = given;
+    println!("{}", Line::GivenBack { core, op: index, bytes, blocks, kept, rebuilt: rebuilt != 0 });
     // Up to the loader's resumption: the kernel's instructions plus the few hundred of
     // the way it stopped (the fault report, the exit, the stack reset), so not exact.
     let count = Some(Count { instructions, exact: false });

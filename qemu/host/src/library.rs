@@ -24,6 +24,7 @@
 
 use crate::array::{Array, dtype_name};
 use crate::compare::{canary, holding, second_canary};
+use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
 use neuroncustomop_machine::device::{OpStatus, RunError, Session, SessionOptions, describe_status};
@@ -217,6 +218,9 @@ pub struct Call {
     /// Per core, in core order: guest instructions the kernel took (exact: the core's
     /// own ICOUNT).
     pub instructions: Vec<u64>,
+    /// Per core, in core order: whether its count is exactly the kernel's instructions
+    /// (the device says so: `exact=yes`); false for an estimate.
+    pub exact: Vec<bool>,
     /// Wall time of the device run.
     pub wall: Duration,
     /// Output elements no core wrote, unless the call declared a partial output
@@ -279,6 +283,26 @@ pub struct KernelFailed {
     pub findings: OpFindings,
     /// What every core printed.
     pub stdout: Vec<CoreStdout>,
+}
+
+/// What [`CallError::Stopped`] says of the heap blocks given back.
+fn given_back_text(given_back: &Option<HeapsGivenBack>) -> String {
+    match given_back {
+        Some(given) if given.blocks > 0 || given.kept > 0 || given.rebuilt != 0 => {
+            let mut text = format!(
+                "\nthe heap blocks it held were given back: {} bytes in {} block(s)",
+                given.bytes, given.blocks
+            );
+            if given.kept > 0 {
+                text.push_str(&format!("; {} block(s) could not be (the heap's records were overwritten)", given.kept));
+            }
+            if given.rebuilt != 0 {
+                text.push_str("; the heap's records were overwritten, so it was emptied");
+            }
+            text
+        }
+        _ => String::new(),
+    }
 }
 
 fn printed(stdout: &[CoreStdout]) -> String {
@@ -385,7 +409,12 @@ pub enum CallError {
     },
     /// The kernel stopped without returning on some core: an exception, a stack
     /// overflow, a panic, an abort or exit, or its instruction budget.
-    #[error("kernel {kernel} stopped on core {core}: {}\n{explained}", describe_status(*stop))]
+    #[error(
+        "kernel {kernel} stopped on core {core}: {}\n{explained}{}{}",
+        describe_status(*stop),
+        printed(stdout),
+        given_back_text(given_back)
+    )]
     Stopped {
         /// The kernel.
         kernel: String,
@@ -397,6 +426,13 @@ pub enum CallError {
         /// Where, from the images' DWARF: the function and `file:line`, a backtrace
         /// (`neuroncustomop_machine::symbolize`); what the device printed when that cannot be had.
         explained: String,
+        /// What every core printed before it stopped (a panic's message among it),
+        /// without the device's `FAULT` lines, which `explained` has read. (A boxed
+        /// slice: the error stays small enough to return by value.)
+        stdout: Box<[CoreStdout]>,
+        /// The heap blocks the stopped core's kernel held, which the device gave back
+        /// so the next call finds the heap whole.
+        given_back: Option<HeapsGivenBack>,
     },
     /// Nothing gave the output a shape and dtype, and no argument is a tensor to take
     /// them from ([`Library::resolve_output`]).
@@ -735,6 +771,7 @@ impl Library {
         let mut statuses = Vec::with_capacity(options.cores);
         let mut stdout = Vec::with_capacity(options.cores);
         let mut instructions = Vec::new();
+        let mut exact = Vec::new();
         if let Some(stopped) = self.stopped(kernel, &report) {
             return Err(stopped);
         }
@@ -750,6 +787,7 @@ impl Library {
             let (text, lost) = core_report.stdout.get(&0).cloned().unwrap_or_default();
             stdout.push(CoreStdout { text: String::from_utf8_lossy(&text).into_owned(), lost });
             instructions.extend(core_report.ops.first().and_then(|op| op.instructions));
+            exact.extend(core_report.ops.first().filter(|op| op.instructions.is_some()).map(|op| op.exact));
         }
         let dumped = report.dumps.get(&0).cloned().unwrap_or_default();
         let output = Array::from_bytes(out_dtype, out_shape, dumped).map_err(|e| CallError::Unfinished {
@@ -771,6 +809,7 @@ impl Library {
             statuses,
             stdout,
             instructions,
+            exact,
             wall,
             unwritten: None,
             findings,
@@ -801,7 +840,26 @@ impl Library {
                 let printed = format!("{}{}", report.outcome.stdout, report.outcome.stderr);
                 printed.lines().filter(|line| !line.starts_with("DUMP ")).collect::<Vec<_>>().join("\n")
             });
-        Some(CallError::Stopped { kernel: kernel.into(), core: core as usize, stop: op.status, explained })
+        // The device's `FAULT` lines are for the symbolizer, which `explained` holds.
+        let stdout = report
+            .cores
+            .values()
+            .map(|core| {
+                let (text, lost) = core.stdout.get(&0).cloned().unwrap_or_default();
+                let text = String::from_utf8_lossy(&text);
+                let text: String =
+                    text.lines().filter(|line| !line.starts_with("FAULT ")).map(|line| format!("{line}\n")).collect();
+                CoreStdout { text, lost }
+            })
+            .collect();
+        Some(CallError::Stopped {
+            kernel: kernel.into(),
+            core: core as usize,
+            stop: op.status,
+            explained,
+            stdout,
+            given_back: report.core(core).given_back.get(&0).copied(),
+        })
     }
 }
 
@@ -937,6 +995,7 @@ mod tests {
             statuses: vec![KernelStatus(0), KernelStatus(0x1_0002)],
             stdout: vec![CoreStdout::default(), CoreStdout { text: "bad shape\n".into(), lost: 0 }],
             instructions: vec![],
+            exact: vec![],
             wall: Duration::ZERO,
             unwritten: None,
             findings: OpFindings::default(),
@@ -954,6 +1013,7 @@ mod tests {
             statuses: vec![KernelStatus(0); cores],
             stdout: vec![CoreStdout::default(); cores],
             instructions: vec![],
+            exact: vec![],
             wall: Duration::ZERO,
             unwritten: Some(Unwritten { elements, total: 1000, cores }),
             findings: OpFindings::default(),

@@ -25,6 +25,7 @@ use crate::images::{self, BuildError, Images};
 use crate::job::{Job, JobError};
 use crate::machine::{Boot, Outcome};
 use crate::plugin::{OpLines, PluginError, PluginFile};
+use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop_wire::job::JobHeader;
 pub use neuroncustomop_wire::report::OpStatus;
 use neuroncustomop_wire::report::{Count, Line};
@@ -124,6 +125,9 @@ pub struct CoreReport {
     pub stdout: BTreeMap<u32, (Vec<u8>, u32)>,
     /// Kernels this core stopped at their instruction budget.
     pub over_budget: Vec<OverBudget>,
+    /// Per op index whose kernel stopped without returning: the heap blocks the loader
+    /// gave back for it.
+    pub given_back: BTreeMap<u32, HeapsGivenBack>,
 }
 
 /// A kernel the loader stopped because it ran past the job's instruction budget
@@ -765,6 +769,9 @@ pub fn parse(outcome: Outcome) -> Report {
             Line::OverBudget { op, function, instructions, pc, .. } => {
                 report.over_budget.push(OverBudget { op, core: c, function: function.into(), instructions, pc })
             }
+            Line::GivenBack { op, bytes, blocks, kept, rebuilt, .. } => {
+                report.given_back.insert(op, HeapsGivenBack { bytes, blocks, kept, rebuilt: u32::from(rebuilt) });
+            }
             Line::Op { function, status, count, .. } => report.ops.push(OpReport {
                 function: function.into(),
                 status,
@@ -790,7 +797,8 @@ fn line_core(line: &Line<'_>) -> Option<u32> {
         | Line::Stdout { core, .. }
         | Line::BadRing { core, .. }
         | Line::Op { core, .. }
-        | Line::OverBudget { core, .. } => Some(core),
+        | Line::OverBudget { core, .. }
+        | Line::GivenBack { core, .. } => Some(core),
         Line::Dump { .. } | Line::Done { .. } | Line::Error { .. } => None,
     }
 }

@@ -24,7 +24,7 @@ pub const TENSOR_AREA_SIZE: u32 = 0x0800_0000;
 pub const FRAMEWORK_BASE: u64 = 0x0000_7F00_0000_0000;
 
 /// The symbols every library image must define for the loader.
-const LIBRARY_SYMBOLS: [&str; 7] = [
+const LIBRARY_SYMBOLS: [&str; 9] = [
     "entry_func",
     "register_funcs",
     "customop_set_invocation",
@@ -32,6 +32,8 @@ const LIBRARY_SYMBOLS: [&str; 7] = [
     "neuron_translate_configure",
     "neuron_stdout_ring",
     "neuron_set_memcpy_method",
+    "neuron_heaps_mark",
+    "neuron_heaps_give_back",
 ];
 
 /// Why a job could not be built.
@@ -149,6 +151,8 @@ impl Job {
                 translate_configure,
                 stdout_ring,
                 set_memcpy_method,
+                heaps_mark,
+                heaps_give_back,
             ] = addresses;
             libraries[core] = LibrarySymbols {
                 entry_func,
@@ -158,6 +162,8 @@ impl Job {
                 translate_configure,
                 stdout_ring,
                 set_memcpy_method,
+                heaps_mark,
+                heaps_give_back,
             };
         }
         let mut job = Self {

@@ -5,6 +5,14 @@
 //! it has and lacks against the device's cores): RAM from physical 0 to `0x88000000`
 //! holds the images at their production addresses under the MMU's reset-time identity
 //! map, and semihosting carries their output and exit status.
+//!
+//! Semihosting also lets any code on the cores open, write and close host files as the
+//! user running QEMU (`simcall`: open 5, write 4, close 6), and QEMU cannot restrict
+//! which calls it serves. So QEMU runs sandboxed ([`spawn_sandboxed`]): on Linux it is
+//! started from a thread that has given up, through Landlock, every right to create,
+//! write, truncate, rename or remove a file, which QEMU and its guest inherit. A
+//! kernel's `open` for writing then fails (`EACCES`); the loader's pipes, open before,
+//! work as they did.
 
 use crate::debugger::GdbOptions;
 use crate::toolchain::QEMU;
@@ -107,12 +115,16 @@ impl Boot {
     /// Starts QEMU with its stdin, stdout and stderr piped to the caller, who owns the
     /// child from then on (a [`crate::device::Session`] talks to the loader over them).
     pub fn spawn(&self) -> io::Result<Child> {
-        self.command().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()
+        let mut command = self.command();
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        spawn_sandboxed(command)
     }
 
     /// Runs QEMU to completion (or to the timeout) and collects its output.
     pub fn run(&self) -> io::Result<Outcome> {
-        let mut child = self.command().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let mut command = self.command();
+        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = spawn_sandboxed(command)?;
         let stdout = drain(child.stdout.take().expect("piped"));
         let stderr = drain(child.stderr.take().expect("piped"));
         let deadline = Instant::now() + self.timeout;
@@ -134,6 +146,45 @@ impl Boot {
             timed_out,
         })
     }
+}
+
+/// Starts `command` (QEMU) unable to write any host file: from a thread of its own that
+/// first restricts itself with Landlock (`AccessFs::from_write`: write, truncate, make,
+/// remove, rename), a restriction its children inherit and cannot lift; the caller's
+/// other threads keep their rights. Files already open (the pipes) are not affected.
+///
+/// # Errors
+/// The spawn's error, or Landlock's when it refuses the restriction; on a kernel
+/// without Landlock (before Linux 5.13, or not enabled) QEMU runs unsandboxed and a
+/// warning says so once.
+#[cfg(target_os = "linux")]
+pub fn spawn_sandboxed(mut command: Command) -> io::Result<Child> {
+    use landlock::{ABI, AccessFs, Ruleset, RulesetAttr, RulesetStatus};
+    thread::spawn(move || {
+        let status = Ruleset::default()
+            .handle_access(AccessFs::from_write(ABI::V3))
+            .and_then(|ruleset| ruleset.create())
+            .and_then(|ruleset| ruleset.restrict_self())
+            .map_err(|error| io::Error::other(format!("sandboxing QEMU with Landlock: {error}")))?;
+        if status.ruleset == RulesetStatus::NotEnforced {
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                eprintln!(
+                    "warning: this Linux kernel has no Landlock, so the simulated device is not sandboxed: \
+                     a kernel's semihosting calls can write host files"
+                )
+            });
+        }
+        command.spawn()
+    })
+    .join()
+    .unwrap_or_else(|_| Err(io::Error::other("the thread starting QEMU panicked")))
+}
+
+/// Starts `command` (QEMU): without Landlock, as it is (the sandbox is Linux's).
+#[cfg(not(target_os = "linux"))]
+pub fn spawn_sandboxed(mut command: Command) -> io::Result<Child> {
+    command.spawn()
 }
 
 fn drain(mut stream: impl Read + Send + 'static) -> thread::JoinHandle<String> {

@@ -4,7 +4,7 @@
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_host::array::{Array, dtype_name, parse_dtype};
 use neuroncustomop_host::compare;
-use neuroncustomop_host::library::{Arg, Call};
+use neuroncustomop_host::library::{Arg, Call, CallError};
 use neuroncustomop_package::cxx::ArgKind;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -67,7 +67,8 @@ impl Input<'_> {
 }
 
 /// What one call gave back, per core in core order. The Python half makes it a
-/// `CallResult`, or a `KernelError` when a status is not 0.
+/// `CallResult`, or a `KernelError` when a status is not 0 or the kernel stopped
+/// (`stop` is set; the output is then empty).
 #[pyclass(module = "neuroncustomop._native", frozen, get_all)]
 pub struct RawCall {
     /// The output's bytes as the device left them (the dtype's canary where the kernel
@@ -81,6 +82,14 @@ pub struct RawCall {
     pub statuses: Vec<u32>,
     /// Per core: guest instructions the kernel took (exact: the core's own ICOUNT).
     pub instructions: Vec<u64>,
+    /// Per core: whether its count is exactly the kernel's (the device's `exact=yes`).
+    pub exact: Vec<bool>,
+    /// How the kernel stopped without returning (`exit(101) EXIT_PANIC`, `abort`,
+    /// `over-budget`), or `None` when every core returned a status.
+    pub stop: Option<String>,
+    /// For a stopped kernel, the host API's whole account: where (function,
+    /// `file:line`, backtrace), what it printed, the heap blocks given back. Else empty.
+    pub report: String,
     /// Per core: what the kernel printed (invalid UTF-8 replaced).
     pub stdout: Vec<String>,
     /// Per core: bytes of stdout the device's ring dropped before those.
@@ -97,10 +106,32 @@ impl RawCall {
             status_name: call.status.name(),
             statuses: call.statuses.iter().map(|status| status.0).collect(),
             instructions: call.instructions,
+            exact: call.exact,
+            stop: None,
+            report: String::new(),
             stdout_lost: call.stdout.iter().map(|printed| printed.lost).collect(),
             stdout: call.stdout.into_iter().map(|printed| printed.text).collect(),
             wall: call.wall.as_secs_f64(),
         }
+    }
+
+    /// The raw result of a call whose kernel stopped on some core (`error` is the host
+    /// API's [`CallError::Stopped`]), or `None` for any other error.
+    pub fn stopped(py: Python<'_>, error: &CallError) -> Option<Self> {
+        let CallError::Stopped { stop, stdout, .. } = error else { return None };
+        Some(Self {
+            output: PyArray1::from_slice(py, &[]).unbind(),
+            status: 0,
+            status_name: stop.clone(),
+            statuses: Vec::new(),
+            instructions: Vec::new(),
+            exact: Vec::new(),
+            stop: Some(stop.clone()),
+            report: neuroncustomop_host::library::describe(error),
+            stdout_lost: stdout.iter().map(|printed| printed.lost).collect(),
+            stdout: stdout.iter().map(|printed| printed.text.clone()).collect(),
+            wall: 0.0,
+        })
     }
 }
 

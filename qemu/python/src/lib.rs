@@ -10,8 +10,9 @@
 //!
 //! Errors: bad arguments raise `ValueError`/`TypeError`; a library that cannot be
 //! built or packaged raises [`PackageError`]; a device that could not run the op
-//! raises [`DeviceError`]. A kernel that ran and failed is not an error here: its
-//! status is part of the result, and the Python half raises `KernelError`.
+//! raises [`DeviceError`]. A kernel that ran and failed, or stopped without returning,
+//! is not an error here: its status (or how it stopped) is part of the result, and the
+//! Python half raises `KernelError`.
 
 mod call;
 mod library;

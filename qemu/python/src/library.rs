@@ -32,6 +32,8 @@ fn call_error(error: CallError) -> PyErr {
         | CallError::DoesNotFit { .. }
         | CallError::Cores(_)
         | CallError::ShapeFunction { .. } => PyValueError::new_err(message),
+        // `call` hands a stopped kernel back as a `RawCall` (`RawCall::stopped`), which
+        // the Python half raises as a `KernelError`: it never gets here.
         CallError::Job(_) | CallError::Run(_) | CallError::Unfinished { .. } | CallError::Stopped { .. } => {
             DeviceError::new_err(message)
         }
@@ -151,6 +153,9 @@ impl Library {
         if let Some(error) = interrupted.into_inner().unwrap_or_else(PoisonError::into_inner) {
             return Err(error);
         }
-        Ok(RawCall::new(py, done.map_err(call_error)?))
+        match done {
+            Ok(done) => Ok(RawCall::new(py, done)),
+            Err(error) => RawCall::stopped(py, &error).ok_or_else(|| call_error(error)),
+        }
     }
 }

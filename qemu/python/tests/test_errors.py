@@ -19,7 +19,8 @@ def test_a_failing_kernel_raises_with_its_status_and_untouched_output(relu):
     assert error.output.dtype == np.int32 and error.output.shape == (8,)
     assert error.result.unwritten.all(), "the kernel wrote nothing: the canary is left"
     assert (error.output == np.int32(np.uint32(0xA5A5A5A5).view(np.int32))).all()
-    assert "DTYPE_MISMATCH" in str(error)
+    assert "0x40 DTYPE_MISMATCH" in str(error)
+    assert error.findings == [] and not error.stopped
 
 
 def test_a_kernels_own_code_is_named(scale):
@@ -98,6 +99,10 @@ def test_cores_and_paths_are_checked(relu):
 
 def test_max_instructions_stops_a_call_and_the_next_call_works(relu):
     x = np.ones((2, 32768), np.float32)  # about 0.8 million instructions of relu
-    with pytest.raises(neuroncustomop.DeviceError, match="stopped on core 0: over-budget"):
+    with pytest.raises(KernelError, match="stopped on core 0: over-budget") as caught:
         relu.relu.run(x, max_instructions=10_000)
-    np.testing.assert_array_equal(relu.relu(x), x)
+    assert (caught.value.stopped, caught.value.status, caught.value.status_name) == (True, None, "over-budget")
+    assert "ran past" in caught.value.report and "max_instructions" in caught.value.report, caught.value.report
+    result = relu.relu.run(x)
+    np.testing.assert_array_equal(result.output, x)
+    assert result.exact == [True], "the device counted exactly"

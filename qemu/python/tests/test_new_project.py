@@ -26,12 +26,16 @@ def my_op(repo, tmp_path_factory):
     return neuroncustomop.load(project)
 
 
-# The kernel the test adds: it prints, and fails with its own code past 4 elements.
+# The kernel the test adds: it prints, fails with its own code past 4 elements, and
+# panics past 100.
 SHOUT = """
 fn shout(args: &Args) -> Result<Tensor<'_>, KernelError> {
     let x = args.tensor()?;
     let mut out = args.output()?;
     neuroncustomop::println!("shout: {} elements", x.numel());
+    if x.numel() > 100 {
+        panic!("too loud at {} elements", x.numel());
+    }
     if x.numel() > 4 {
         return Err(KernelError::Op(7));
     }
@@ -64,3 +68,16 @@ def test_what_a_kernel_prints_comes_back_and_with_its_failure(my_op):
         my_op.shout(np.arange(5, dtype=np.float32))
     assert (caught.value.status, caught.value.status_name) == (0x10007, "Op(7)")
     assert caught.value.stdout == ["shout: 5 elements\n"]
+
+
+def test_a_panicking_kernel_is_a_kernel_error_with_its_message_and_line(my_op):
+    with pytest.raises(KernelError) as caught:
+        my_op.shout(np.arange(200, dtype=np.float32))
+    error = caught.value
+    assert error.stopped and error.status is None and error.result is None and error.findings == []
+    assert error.status_name == "exit(101) EXIT_PANIC"
+    printed = error.stdout[0]
+    assert printed.startswith("shout: 200 elements\n") and "too loud at 200 elements" in printed, printed
+    assert "FAULT " not in printed, "the device's fault line is read, not shown"
+    assert "too loud at 200 elements" in str(error) and "kernels.rs:" in str(error), str(error)
+    np.testing.assert_array_equal(my_op.shout(np.arange(4, dtype=np.float32)), np.arange(4, dtype=np.float32))

@@ -335,7 +335,12 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
             0 => String::new(),
             elements => format!(", {:.2} per output element", slowest as f64 / elements as f64),
         };
-        println!("  instructions {slowest} on the slowest core{per_element}; per core {:?}", call.instructions);
+        // The device says whether each count is the kernel's exactly (`exact=yes`).
+        let exact = if call.exact.iter().all(|&exact| exact) { "exact" } else { "not exact on every core: estimates" };
+        println!(
+            "  instructions {slowest} on the slowest core{per_element}; per core {:?} ({exact})",
+            call.instructions
+        );
     }
     for (core, printed) in call.stdout.iter().enumerate().filter(|(_, p)| !p.text.is_empty() || p.lost > 0) {
         let lost = if printed.lost > 0 { format!(" ({} bytes lost first)", printed.lost) } else { String::new() };
@@ -485,5 +490,83 @@ mod tests {
             Err("float32:65535x65535 takes 17179344900 bytes: the device lends a call's tensors 128 MiB in all".into())
         );
         assert!("gen:uint8:65535x2048".parse::<ArgSpec>().is_ok(), "128 MiB fits");
+    }
+
+    /// `message` reads as a sentence for the author: one non-empty line, and none of
+    /// the shapes a Rust value's `Debug` print leaves (`RankTooLarge(9)`, `Some(`,
+    /// `{ kind: ... }`, `ParseIntError`).
+    fn assert_sentence(message: &str, input: &str) {
+        assert!(!message.trim().is_empty() && !message.contains('\n'), "{input:?}: {message:?}");
+        // The message quotes the input and its parts: only the rest is the parser's.
+        let mut own = message.to_string();
+        for quoted in std::iter::once(input).chain(input.split([':', 'x'])).filter(|part| !part.is_empty()) {
+            own = own.replace(quoted, "");
+        }
+        let message = own;
+        for debug in ["(9)", "Some(", "None", "{ ", "Error {", "ParseIntError", "ParseFloatError", "kind:"] {
+            assert!(!message.contains(debug), "{input:?} gives a Debug print, not a sentence: {message}");
+        }
+    }
+
+    /// Pieces the parsers split on, so random text reaches every branch.
+    fn spec_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let word = prop_oneof![
+            Just("gen".to_string()),
+            Just("int".to_string()),
+            Just("longlong".to_string()),
+            Just("float".to_string()),
+            prop::sample::select(Dtype::ALL.iter().map(|&d| dtype_name(d).to_string()).collect::<Vec<_>>()),
+            Just("bf16".to_string()),
+            prop::sample::select(vec!["uniform", "normal", "range", "nan", "inf", "-1", "x.npy", ""])
+                .prop_map(String::from),
+            (0u64..u64::MAX).prop_map(|n| n.to_string()),
+            prop::collection::vec(prop_oneof![Just(0usize), 1usize..4, 65_530usize..65_540, Just(usize::MAX)], 0..11)
+                .prop_map(|dims| dims.iter().map(usize::to_string).collect::<Vec<_>>().join("x")),
+            "[ -~]{0,12}",
+        ];
+        prop::collection::vec(word, 1..6).prop_map(|words| words.join(":"))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Whatever `--arg` and `--output` are given, the answer is a value the device
+        /// can hold or a sentence saying why not: never a panic, never a Debug print.
+        #[test]
+        fn any_arg_or_output_text_parses_or_is_refused_in_a_sentence(text in spec_text()) {
+            match text.parse::<ArgSpec>() {
+                Ok(ArgSpec::Generated { dtype, shape, distribution }) => {
+                    proptest::prop_assert!(shape.len() <= MAX_RANK && shape.iter().all(|&d| d <= MAX_DIM as usize));
+                    let bytes = shape.iter().map(|&d| d as u128).product::<u128>() * dtype.size() as u128;
+                    proptest::prop_assert!(bytes <= u128::from(TENSOR_AREA_SIZE), "{text}");
+                    // Small enough to make here: it is made without a panic.
+                    if bytes <= 1 << 16 {
+                        let array = generate(dtype, shape.clone(), distribution, 1);
+                        proptest::prop_assert_eq!(array.shape(), &shape[..]);
+                    }
+                }
+                Ok(_) => {}
+                Err(message) => assert_sentence(&message, &text),
+            }
+            match text.parse::<OutputSpec>() {
+                Ok(OutputSpec { dtype, shape }) => {
+                    let bytes = shape.iter().map(|&d| d as u128).product::<u128>() * dtype.size() as u128;
+                    proptest::prop_assert!(shape.len() <= MAX_RANK && bytes <= u128::from(TENSOR_AREA_SIZE));
+                }
+                Err(message) => assert_sentence(&message, &text),
+            }
+        }
+
+        /// Any bytes at all, as text: the same promise.
+        #[test]
+        fn arbitrary_text_never_panics_the_parsers(text in "\\PC{0,40}") {
+            if let Err(message) = text.parse::<ArgSpec>() {
+                assert_sentence(&message, &text);
+            }
+            if let Err(message) = text.parse::<OutputSpec>() {
+                assert_sentence(&message, &text);
+            }
+        }
     }
 }

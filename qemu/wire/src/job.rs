@@ -7,7 +7,7 @@
 //!
 //! | offset | what |
 //! |---|---|
-//! | 0 | [`JobHeader`] (436 bytes) |
+//! | 0 | [`JobHeader`] (512 bytes) |
 //! | `ops_offset` | the ops: 0x85/0x86 dispatch-word chains, back to back |
 //! | `names_offset` | FunctionId k's NUL-terminated kernel name at `+ k * NAME_LEN` |
 //! | `dumps_offset` | per op, an [`OutputDump`]: the bytes the loader prints after it |
@@ -126,6 +126,10 @@ pub struct LibrarySymbols {
     pub stdout_ring: u32,
     /// `neuron_set_memcpy_method`.
     pub set_memcpy_method: u32,
+    /// `neuron_heaps_mark`.
+    pub heaps_mark: u32,
+    /// `neuron_heaps_give_back`.
+    pub heaps_give_back: u32,
 }
 
 /// What the loader prints after op k (all of it, once every core has run the op).
@@ -191,7 +195,7 @@ pub struct JobHeader {
 // word by word (`to_bytes`), so the whole layout is pinned: a field added, moved or
 // resized fails the build instead of shifting every later field between the two.
 const _: () = {
-    assert!(size_of::<LibrarySymbols>() == 28);
+    assert!(size_of::<LibrarySymbols>() == 36);
     assert!(offset_of!(LibrarySymbols, entry_func) == 0);
     assert!(offset_of!(LibrarySymbols, register_funcs) == 4);
     assert!(offset_of!(LibrarySymbols, set_invocation) == 8);
@@ -199,6 +203,8 @@ const _: () = {
     assert!(offset_of!(LibrarySymbols, translate_configure) == 16);
     assert!(offset_of!(LibrarySymbols, stdout_ring) == 20);
     assert!(offset_of!(LibrarySymbols, set_memcpy_method) == 24);
+    assert!(offset_of!(LibrarySymbols, heaps_mark) == 28);
+    assert!(offset_of!(LibrarySymbols, heaps_give_back) == 32);
 
     assert!(size_of::<OutputDump>() == 8);
     assert!(offset_of!(OutputDump, address) == 0);
@@ -222,8 +228,8 @@ const _: () = {
     assert!(offset_of!(JobHeader, libraries) == 56 + TRANSLATE_REGIONS * TRANSLATE_RECORD_LEN);
     assert!(offset_of!(JobHeader, libraries) == 216);
     assert!(size_of::<DmaMode>() == 4);
-    assert!(offset_of!(JobHeader, max_instructions_low) == 440);
-    assert!(size_of::<JobHeader>() == 448);
+    assert!(offset_of!(JobHeader, max_instructions_low) == 504);
+    assert!(size_of::<JobHeader>() == 512);
 };
 
 impl JobHeader {
@@ -274,6 +280,8 @@ impl JobHeader {
                 library.translate_configure,
                 library.stdout_ring,
                 library.set_memcpy_method,
+                library.heaps_mark,
+                library.heaps_give_back,
             ] {
                 put(value);
             }

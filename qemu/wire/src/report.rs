@@ -151,6 +151,11 @@ pub enum Line<'a> {
     Op { index: u32, core: u32, function: &'a str, status: OpStatus, count: Option<Count>, error: Option<&'a str> },
     /// A kernel ran past its instruction budget: where it was when stopped.
     OverBudget { core: u32, op: u32, function: &'a str, instructions: u64, pc: u32 },
+    /// The kernel of op `op` stopped without returning, and the loader gave back the
+    /// heap blocks it had taken: `blocks` blocks of `bytes` bytes in all; `kept` blocks
+    /// stay taken, and `rebuilt` says a heap was rebuilt empty (its metadata was found
+    /// inconsistent: the kernel stopped inside the allocator, or wrote over it).
+    GivenBack { core: u32, op: u32, bytes: u32, blocks: u32, kept: u32, rebuilt: bool },
     /// `len` raw bytes of op `op`'s output, from byte `offset`, follow this line (then a
     /// newline).
     Dump { op: u32, offset: u32, len: u32 },
@@ -202,6 +207,11 @@ impl fmt::Display for Line<'_> {
                     "OVER_BUDGET core={core} op={op} function={function} instructions={instructions} pc={pc:#010x}"
                 )
             }
+            Self::GivenBack { core, op, bytes, blocks, kept, rebuilt } => write!(
+                f,
+                "GIVEN_BACK core={core} op={op} bytes={bytes} blocks={blocks} kept={kept} rebuilt={}",
+                if rebuilt { "yes" } else { "no" }
+            ),
             Self::Dump { op, offset, len } => write!(f, "DUMP op={op} offset={offset} len={len}"),
             Self::Done { job } => write!(f, "DONE job={job}"),
             Self::Error { message } => write!(f, "ERROR {message}"),
@@ -321,6 +331,14 @@ impl<'a> Line<'a> {
                 instructions: f.number("instructions")?,
                 pc: f.number("pc")?,
             },
+            "GIVEN_BACK" => Self::GivenBack {
+                core: f.number("core")?,
+                op: f.number("op")?,
+                bytes: f.number("bytes")?,
+                blocks: f.number("blocks")?,
+                kept: f.number("kept")?,
+                rebuilt: f.text("rebuilt")? == "yes",
+            },
             "DUMP" => Self::Dump { op: f.number("op")?, offset: f.number("offset")?, len: f.number("len")? },
             "DONE" => Self::Done { job: f.number("job")? },
             "ERROR" => Self::Error { message: rest },
@@ -370,6 +388,8 @@ mod tests {
             round_trip(Line::Op { index: 1, core: 6, function: "k", status, count, error: None });
         }
         round_trip(Line::OverBudget { core: 3, op: 0, function: "spin", instructions: 1 << 33, pc: 0x8460_1234 });
+        round_trip(Line::GivenBack { core: 1, op: 3, bytes: 7_340_032, blocks: 2, kept: 0, rebuilt: false });
+        round_trip(Line::GivenBack { core: 0, op: 0, bytes: 0, blocks: 0, kept: 3, rebuilt: true });
         round_trip(Line::Dump { op: 2, offset: 0, len: 262_144 });
         round_trip(Line::Done { job: 17 });
         round_trip(Line::Error { message: "core=3 op=1: another core did not finish the previous op" });

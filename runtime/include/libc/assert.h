@@ -1,7 +1,7 @@
 /*
  * <assert.h> for kernels on the device: a failed assert prints its expression and
- * file:line and ends the op with status ASSERT_FAILED (0x61), which the loader reports
- * as exit(97). NDEBUG turns asserts off, as in C.
+ * file:line and ends the op with status ASSERT_FAILED (0x61), which every front end
+ * shows as 0x61 ASSERT_FAILED. NDEBUG turns asserts off, as in C.
  */
 #undef assert
 #ifdef NDEBUG

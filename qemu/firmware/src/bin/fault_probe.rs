@@ -3,12 +3,15 @@
 //! a load from an address no memory answers, a load through a null pointer, an
 //! infinite recursion and an infinite loop (`spins`, for the loader's instruction
 //! budget); `sleeps`, which waits on the core's timer; `overruns`, which writes past its
-//! output (`qemu/tests/checks.rs`); and `copy`, which shows the next op still runs.
+//! output (`qemu/tests/checks.rs`); `copy`, which shows the next op still runs;
+//! `hoards`, which takes the whole HBM heap and then panics, and `heap_left`, which
+//! reports how much of it the next op finds.
 #![no_std]
 #![no_main]
 
 use core::fmt;
 use core::hint::black_box;
+use neuroncustomop::allocators::{self, HeapId};
 use neuroncustomop::println;
 use neuroncustomop::wrapper_api::{Args, KernelError, Tensor};
 
@@ -115,4 +118,32 @@ fn sleeps(args: &Args) -> Result<Tensor<'_>, KernelError> {
     copy(args)
 }
 
-neuroncustomop::kernels! { fn copy, fn panics, double_panics, aborts, exits, faults, reads_null, recurses, spins, fn sleeps, fn overruns }
+/// Takes HBM heap blocks of 1 MiB, then of 64 B, until the heap is full, then panics
+/// (leaving them all taken).
+fn hoards(_: &Args) -> Result<Tensor<'_>, KernelError> {
+    let mut blocks = 0u32;
+    for size in [1 << 20, 64] {
+        while allocators::allocate(HeapId::Hbm, size, 64).is_ok() {
+            blocks += 1;
+        }
+    }
+    panic!("took {blocks} blocks, the whole heap");
+}
+
+/// () -> out: i32 [free bytes, largest free block, live blocks] of the HBM heap, then
+/// the rest of the output zeroed.
+fn heap_left(args: &Args) -> Result<Tensor<'_>, KernelError> {
+    let stats = allocators::heap_stats(HeapId::Hbm);
+    let mut out = args.output()?;
+    let words = out.as_mut_slice::<i32>()?;
+    words.fill(0);
+    for (word, value) in words.iter_mut().zip([stats.free_bytes, stats.largest_free, stats.live_blocks]) {
+        *word = value as i32;
+    }
+    Ok(out)
+}
+
+neuroncustomop::kernels! {
+    fn copy, fn panics, double_panics, aborts, exits, faults, reads_null, recurses, spins, fn sleeps, fn overruns,
+    fn hoards, fn heap_left
+}

@@ -1,45 +1,81 @@
 """The exceptions a kernel call raises, besides ``TypeError``/``ValueError`` for bad
-arguments and the native ``PackageError``/``DeviceError``."""
+arguments and the native ``PackageError``/``DeviceError`` (a device that could not run
+the op at all)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 if TYPE_CHECKING:
     from ._library import CallResult
 
 
 class KernelError(RuntimeError):
-    """A kernel ran and failed: some core's invocation status is not 0.
+    """A kernel ran and failed: some core's invocation status is not 0, or the kernel
+    stopped without returning (a panic, an exception, ``abort``/``exit``, its
+    instruction budget). ``DeviceError`` is only for a device that could not run at all.
 
     Attributes
     ----------
-    status : int
+    status : int or None
         The first failing core's invocation status (cores in order), e.g. ``0x40``, or
-        ``0x10000 + n`` for a kernel's own code ``n``.
+        ``0x10000 + n`` for a kernel's own code ``n``; ``None`` when the kernel stopped.
     status_name : str
-        Its name: ``DTYPE_MISMATCH``, ``NO_MORE_ARGS``, ... or ``Op(n)`` (a kernel's own code n).
+        Its name: ``DTYPE_MISMATCH``, ``NO_MORE_ARGS``, ... or ``Op(n)`` (a kernel's own
+        code n); for a stopped kernel, how it stopped: ``exit(101) EXIT_PANIC``,
+        ``exception(3) EXIT_EXCEPTION``, ``abort``, ``over-budget``.
+    stopped : bool
+        Whether the kernel stopped without returning.
     statuses : list of int
-        Every core's status, in core order.
+        Every core's status, in core order (empty when the kernel stopped).
     stdout : list of str
-        What each core printed during the call, in core order.
-    output : numpy.ndarray
-        The output as the kernel left it; ``result.unwritten`` marks the elements it
-        never wrote (they hold a canary: a NaN for floats, ``0xA5`` bytes for integers).
-    result : CallResult
-        Everything the call returned.
+        What each core printed during the call, in core order; a panic's message too.
+    report : str
+        The whole account, as the exception's message: the status and what the
+        kernel printed; for a stopped kernel, also where (function, ``file:line``,
+        backtrace) and the heap blocks the device gave back.
+    output : numpy.ndarray or None
+        The output as the kernel left it (``None`` when it stopped);
+        ``result.unwritten`` marks the elements it never wrote (they hold a canary: a
+        NaN for floats, ``0xA5`` bytes for integers).
+    result : CallResult or None
+        Everything the call returned (``None`` when the kernel stopped).
+    findings : list
+        What the device's checks found wrong in the call (empty unless a check
+        raised a subclass of this error).
     """
 
-    def __init__(self, kernel: str, result: "CallResult"):
+    def __init__(
+        self,
+        kernel: str,
+        result: Optional["CallResult"] = None,
+        *,
+        stop: Optional[str] = None,
+        stdout: Sequence[str] = (),
+        report: str = "",
+        findings: Sequence[Any] = (),
+    ):
+        self.kernel = kernel
         self.result = result
-        self.status = result.status
-        self.status_name = result.status_name
-        self.statuses = result.statuses
-        self.stdout = result.stdout
-        self.output = result.output
-        printed = "".join(result.stdout).strip()
-        tail = f"; it printed:\n{printed}" if printed else ""
-        super().__init__(f"kernel {kernel} failed with status {self.status_name} ({self.status:#x}){tail}")
+        self.findings = list(findings)
+        self.stopped = result is None
+        if result is not None:
+            self.status: Optional[int] = result.status
+            self.status_name = result.status_name
+            self.statuses = list(result.statuses)
+            self.stdout = list(result.stdout)
+            self.output = result.output
+            printed = "".join(result.stdout).strip()
+            tail = f"; it printed:\n{printed}" if printed else ""
+            self.report = f"kernel {kernel} failed with status {self.status:#x} {self.status_name}{tail}"
+        else:
+            self.status = None
+            self.status_name = stop or "stopped"
+            self.statuses = []
+            self.stdout = list(stdout)
+            self.output = None
+            self.report = report or f"kernel {kernel} stopped: {self.status_name}"
+        super().__init__(self.report)
 
 
 class UnknownKernelError(AttributeError):

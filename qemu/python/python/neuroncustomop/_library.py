@@ -41,6 +41,9 @@ class CallResult:
         core's own count, whatever the other cores did). Without
         ``count_instructions`` a kernel that waits (for DMA, for other cores) may
         count a few more or fewer wake-ups from run to run.
+    exact : list of bool
+        Per core, whether its count is exactly the kernel's instructions, as the
+        device says (``exact=yes``); False marks an estimate.
     wall : float
         Seconds the simulated device took for the call.
     """
@@ -52,6 +55,7 @@ class CallResult:
     stdout: list
     stdout_lost: list
     instructions: list
+    exact: list
     wall: float
 
     @property
@@ -116,7 +120,7 @@ class Kernel:
             way. The library keeps one booted device per core count and mode.
         max_instructions : int, optional
             Stop the kernel after this many guest instructions on a core (a
-            ``DeviceError`` naming where it was); the next call works. Default: the host
+            ``KernelError`` naming where it was); the next call works. Default: the host
             API's budget, 10 billion.
 
         Returns
@@ -126,7 +130,8 @@ class Kernel:
         Raises
         ------
         KernelError
-            A core's invocation status is not 0.
+            A core's invocation status is not 0, or the kernel stopped without
+            returning (a panic, an exception, its instruction budget).
         TypeError, ValueError, OverflowError
             Bad inputs: an unsupported dtype, a scalar whose kind is ambiguous, a wrong
             number of inputs (when the shape function says how many), an output
@@ -135,10 +140,7 @@ class Kernel:
             The simulated device could not run the op.
         """
         raw, shape, dtype = self._call(inputs, out_shape, out_dtype, cores, count_instructions, max_instructions)
-        result = _result(raw, shape, dtype)
-        if result.status != 0:
-            raise KernelError(self.name, result)
-        return result
+        return _checked(self.name, raw, shape, dtype)
 
     def _call(
         self,
@@ -158,6 +160,17 @@ class Kernel:
         return raw, shape, dtype
 
 
+def _checked(kernel: str, raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
+    """The :class:`CallResult` of a native call whose every core returned 0; else the
+    :class:`KernelError` of a failing status or a stopped kernel, raised."""
+    if raw.stop is not None:
+        raise KernelError(kernel, stop=raw.stop, stdout=list(raw.stdout), report=raw.report)
+    result = _result(raw, shape, dtype)
+    if any(status != 0 for status in result.statuses):
+        raise KernelError(kernel, result)
+    return result
+
+
 def _result(raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
     """The :class:`CallResult` of a native call."""
     return CallResult(
@@ -168,6 +181,7 @@ def _result(raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
         stdout=list(raw.stdout),
         stdout_lost=list(raw.stdout_lost),
         instructions=list(raw.instructions),
+        exact=list(raw.exact),
         wall=raw.wall,
     )
 

@@ -32,7 +32,8 @@ class PackageError(RuntimeError):
     """The library could not be built or packaged (the message has the build's output)."""
 
 class DeviceError(RuntimeError):
-    """The simulated device could not run the op (QEMU failed, or the loader did not finish)."""
+    """The simulated device could not run the op (QEMU failed, or the loader did not finish);
+    a kernel that failed or stopped is a ``KernelError``."""
 
 @final
 class RawCall:
@@ -48,6 +49,12 @@ class RawCall:
     def statuses(self) -> list[int]: ...
     @property
     def instructions(self) -> list[int]: ...
+    @property
+    def exact(self) -> list[bool]: ...
+    @property
+    def stop(self) -> Optional[str]: ...
+    @property
+    def report(self) -> str: ...
     @property
     def stdout(self) -> list[str]: ...
     @property

@@ -28,8 +28,7 @@ import numpy as np
 import torch
 
 from . import _args, _native
-from ._errors import KernelError
-from ._library import Library, _result
+from ._library import Library, _checked
 
 SCHEMA_TYPES: dict[str, str] = _native.SCHEMA_TYPES
 """The schema type of each argument kind (the Rust ``cxx::ArgKind::schema_type``)."""
@@ -52,8 +51,7 @@ class _Binding:
     def cpu(self, *args: Any) -> torch.Tensor:
         kernel = self.library.kernel(self.kernel)
         raw, shape, dtype = kernel._call(self.inputs(args), None, None, None, True)
-        if any(status != 0 for status in raw.statuses):
-            raise KernelError(self.kernel, _result(raw, shape, dtype))
+        _checked(self.kernel, raw, shape, dtype)
         return torch.from_numpy(raw.output).view(getattr(torch, dtype)).reshape(shape)
 
     def fake(self, *args: Any) -> torch.Tensor:
