@@ -119,6 +119,7 @@ impl RawCall {
     /// API's [`CallError::Stopped`]), or `None` for any other error.
     pub fn stopped(py: Python<'_>, error: &CallError) -> Option<Self> {
         let CallError::Stopped { stop, stdout, .. } = error else { return None };
+        let stop = neuroncustomop_machine::device::describe_status(*stop);
         Some(Self {
             output: PyArray1::from_slice(py, &[]).unbind(),
             status: 0,
