@@ -205,9 +205,9 @@ fn logf_core(ix: u32) -> f32 {
 ///
 /// |x| <= ln 3 / 2 (0.549): x + x³·P(x²), P of degree 4 (from a Chebyshev interpolation
 /// of (tanh x - x) / x³ over the range, the coefficients rounded to floats).
-/// ln 3 / 2 < |x| <= 10: 1 - 2 / d with d = e<sup>2|x|</sup> + 1 from [`exp_parts`] in one
+/// ln 3 / 2 < |x| <= 10: 1 - 2 / d with d = e<sup>2|x|</sup> + 1 from `exp_parts` in one
 /// fused multiply-add, and the sign of x restored. The quotient without a division
-/// (`__divsf3` is 30 instructions): [`reciprocal`]'s 1/d to 16 bits, q = 2/d from it,
+/// (`__divsf3` is 30 instructions): `reciprocal`'s 1/d to 16 bits, q = 2/d from it,
 /// and one step of Markstein's correction, q + (2 - d·q)·(1/d), which squares q's error
 /// (2<sup>-32</sup>, far below the last rounding of 1 - q).
 /// Subnormals, zeros, |x| > 10 (±1), infinities and NaN go to the crate's `tanhf`.
