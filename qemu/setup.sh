@@ -12,6 +12,8 @@ packages=(
     g++                      # the host compiler of C++ libraries' shape functions
     binutils-xtensa-lx106    # xtensa-lx106-elf-ld, -readelf, -nm
     qemu-system-misc         # qemu-system-xtensa
+    gdb                      # the host tier's debugger (ncop run --host --gdb)
+    libclang-rt-22-dev       # clang's sanitizer runtimes, for the host tier's --sanitize
 )
 
 missing=()
