@@ -160,6 +160,9 @@ fn build_rust(project: &Project, bin: &str, device_feature: bool, repo: &Path) -
         // its own definitions (-Bsymbolic): the runtime's malloc, printf and libm,
         // never the loader process's.
         .args(["-C", "link-arg=-shared", "-C", "link-arg=-nostartfiles", "-C", "link-arg=-Wl,-Bsymbolic"])
+        // The author's own crate unoptimised, with full debug information: every local
+        // is there for gdb (Rust never fuses float operations, so the bits are the same).
+        .args(["-C", "opt-level=0", "-C", "debuginfo=2"])
         .status()
         .map_err(|e| error(format!("cannot run {}: {e}", toolchain::CARGO)))?;
     if !status.success() {
@@ -220,11 +223,13 @@ fn build_c(
     }
     let library = out.join(format!("lib{}.so", project.name));
     run(Command::new(CLANG)
-        .args(["-shared", "-Wl,-Bsymbolic", "-o"])
+        // No C start files: the runtime defines `__dso_handle` and `_init` itself.
+        .args(["-shared", "-nostartfiles", "-Wl,-Bsymbolic"])
         .args(&sanitize)
         // Every symbol resolved at the link, so a missing one is a build error here, not
         // the loader's at dlopen (a sanitized library takes its runtime's at load).
         .args(sanitizer.is_none().then_some("-Wl,--no-undefined"))
+        .arg("-o")
         .args(sanitizer.map(|_| "-shared-libsan"))
         .arg(&library)
         .args(&objects)
@@ -290,25 +295,24 @@ pub fn session(library: &HostLibrary, cores: usize) -> Result<Session, HostError
         .map_err(|e| HostError::Build { name: library.name.clone(), what: format!("starting the host loader: {e}") })
 }
 
-/// The loader's command line for `cores` copies of `library`: the loader itself, or,
-/// for a sanitized library, `env` preloading the sanitizer's runtime (the loader is not
-/// instrumented; the runtime must come first) with its reports symbolized.
+/// The loader's command line for `cores` copies of `library`: `env` with the loader's
+/// environment, then the loader. A Rust library is an executable's code made a shared
+/// object, whose thread-locals take static TLS: glibc lends dlopen'ed libraries only a
+/// little of it, so the loader asks for 1 MiB (eight copies of a library need a few
+/// KiB). A sanitized library needs the sanitizer's runtime preloaded (the loader is not
+/// instrumented; the runtime must come first), its reports symbolized.
 fn loader_command(library: &HostLibrary, cores: usize) -> Result<(PathBuf, Vec<OsString>), HostError> {
     let program = loader_program()?;
-    let copies = library.cores[..cores].iter().map(|p| p.clone().into_os_string());
-    let Some(sanitizer) = library.sanitizer else {
-        return Ok((program, copies.collect()));
-    };
-    let mut args: Vec<OsString> = vec![
-        format!("LD_PRELOAD={}", sanitizer.runtime().display()).into(),
-        "ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer".into(),
-        "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1".into(),
-        // The loader maps the device memory at fixed low addresses; leaks are the
-        // runtime heap's business, not ASan's.
-        "ASAN_OPTIONS=detect_leaks=0".into(),
-        program.into_os_string(),
-    ];
-    args.extend(copies);
+    let mut args: Vec<OsString> = vec!["GLIBC_TUNABLES=glibc.rtld.optional_static_tls=1048576".into()];
+    if let Some(sanitizer) = library.sanitizer {
+        args.push(format!("LD_PRELOAD={}", sanitizer.runtime().display()).into());
+        args.push("ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer".into());
+        args.push("UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1".into());
+        // Leaks are the runtime heap's business, not ASan's.
+        args.push("ASAN_OPTIONS=detect_leaks=0".into());
+    }
+    args.push(program.into_os_string());
+    args.extend(library.cores[..cores].iter().map(|p| p.clone().into_os_string()));
     Ok((PathBuf::from("/usr/bin/env"), args))
 }
 
