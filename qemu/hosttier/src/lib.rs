@@ -229,8 +229,8 @@ fn build_c(
         // Every symbol resolved at the link, so a missing one is a build error here, not
         // the loader's at dlopen (a sanitized library takes its runtime's at load).
         .args(sanitizer.is_none().then_some("-Wl,--no-undefined"))
-        .arg("-o")
         .args(sanitizer.map(|_| "-shared-libsan"))
+        .arg("-o")
         .arg(&library)
         .args(&objects)
         .arg("-Wl,--whole-archive")
@@ -367,8 +367,10 @@ pub struct Debugger {
 pub const GDB: &str = "gdb";
 
 /// Runs `job` once on the host tier's loader under gdb, stopped at the kernel's entry
-/// on `debugger.core` (a breakpoint on the loader's `ncop_hostrun_before_kernel` for
-/// that core sets a one-time one at the kernel), then `debugger.commands`. The loader
+/// on `debugger.core` (a breakpoint at the first instruction of the loader's
+/// `ncop_hostrun_before_kernel`, conditioned on its first argument, the core, in `rdi`,
+/// sets a one-time one at its second, the kernel, in `rsi`: the x86-64 calling
+/// convention), then `debugger.commands`. The loader
 /// reads the job from a file and writes its report to one, so gdb keeps the terminal;
 /// the report is read once gdb has exited.
 ///
@@ -390,13 +392,17 @@ pub fn debug(
         &script,
         format!(
             "set pagination off\nset confirm off\nset breakpoint pending on\n\
-             break ncop_hostrun_before_kernel if core == {}\ncommands\nsilent\ntbreak *kernel\ncontinue\nend\nrun\n",
+             set language c\nbreak *ncop_hostrun_before_kernel if $rdi == {}\nset language auto\n\
+             commands\nsilent\ntbreak *$rsi\ncontinue\nend\nrun\n",
             debugger.core
         ),
     )?;
     let cores = job.header.cores as usize;
-    let (program, mut loader_args) = loader_command(library, cores)?;
+    // gdb runs the loader itself (its symbols known from the start), with the
+    // variables `env` would set as gdb's own environment settings.
+    let (_, mut loader_args) = loader_command(library, cores)?;
     let copies = loader_args.split_off(loader_args.len() - cores);
+    let program = loader_args.pop().expect("the loader follows the variables");
     let mut gdb = Command::new(GDB);
     gdb.args(["-q", "-nx"]);
     if debugger.batch {
@@ -406,11 +412,14 @@ pub fn debug(
         gdb.arg("-ex").arg(format!("set logging file {}", transcript.display()));
         gdb.args(["-ex", "set logging overwrite on", "-ex", "set logging enabled on"]);
     }
+    for variable in &loader_args {
+        gdb.arg("-ex").arg(format!("set environment {}", variable.to_string_lossy()));
+    }
     gdb.arg("-x").arg(&script);
     for command in &debugger.commands {
         gdb.args(["-ex", command]);
     }
-    gdb.arg("--args").arg(&program).args(&loader_args);
+    gdb.arg("--args").arg(&program);
     gdb.arg("--job").arg(&job_file).arg("--report").arg(&report_file).args(&copies);
     let status = gdb.status().map_err(|e| {
         HostError::Unsupported(format!("cannot start {GDB}: {e}; install Debian's gdb (qemu/setup.sh does)"))
@@ -443,7 +452,9 @@ pub fn explain_sanitizer(output: &str, tensors: &[(String, u32, u32)]) -> Option
             .skip_while(|w| *w != "at")
             .nth(1)
             .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
-        let core = access.split("(core ").nth(1).and_then(|rest| rest.split(')').next());
+        // The loader starts its cores' threads first and in order: T1 is core 0.
+        let thread = access.split("thread T").nth(1).and_then(|rest| rest.split_whitespace().next());
+        let core = thread.and_then(|t| t.parse::<u32>().ok()).and_then(|t| t.checked_sub(1)).map(|c| c.to_string());
         let place = address.map(|address| where_in(address, tensors)).unwrap_or_default();
         said.push(format!(
             "a {kind} of {size} bytes{place}{}",
@@ -451,7 +462,9 @@ pub fn explain_sanitizer(output: &str, tensors: &[(String, u32, u32)]) -> Option
         ));
     }
     // The first frame of the report: the kernel's own line.
-    if let Some(frame) = output.lines().map(str::trim).find(|line| line.starts_with("#0 ")) {
+    // The first frame of the report outside the sanitizer's runtime: the kernel's line.
+    let frames = output.lines().map(str::trim).filter(|line| line.starts_with('#'));
+    if let Some(frame) = frames.filter(|line| !line.contains("libclang_rt")).next() {
         if let Some(at) = frame.split(" in ").nth(1) {
             said.push(format!("at {at}"));
         }

@@ -261,14 +261,14 @@ fn receive_job(stdin: &mut impl Read) -> Result<bool, String> {
                 segment.address, segment.len
             ));
         }
+        if let Some(poison) = poison {
+            // SAFETY: as above, unmarking the segment's bytes before they are written.
+            unsafe { poison.1(segment.address as usize as *const c_void, segment.len as usize) };
+        }
         // SAFETY: a mapped range (checked) that no core uses between jobs.
         let bytes =
             unsafe { std::slice::from_raw_parts_mut(segment.address as usize as *mut u8, segment.len as usize) };
         stdin.read_exact(bytes).map_err(|e| format!("reading a segment: {e}"))?;
-        if let Some(poison) = poison {
-            // SAFETY: as above, unmarking the segment's bytes.
-            unsafe { poison.1(bytes.as_ptr().cast(), bytes.len()) };
-        }
     }
     Ok(true)
 }
@@ -485,8 +485,8 @@ fn invoke(library: &Library, job: &JobHeader, kernel: extern "C" fn(), op: &Deco
 /// (a breakpoint here on the chosen core, then one at `kernel`). Does nothing.
 #[inline(never)]
 #[unsafe(no_mangle)]
-pub extern "C" fn ncop_hostrun_before_kernel(core: u32, kernel: extern "C" fn()) {
-    std::hint::black_box((core, kernel));
+pub extern "C" fn ncop_hostrun_before_kernel(core_index: u32, kernel: extern "C" fn()) {
+    std::hint::black_box((core_index, kernel));
 }
 
 /// `entry_func` and `register_funcs` on this core, reported as the device loader does.
