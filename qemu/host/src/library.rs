@@ -417,7 +417,7 @@ pub fn describe(error: &dyn std::error::Error) -> String {
 #[derive(Debug)]
 pub struct Library {
     package: Package,
-    sessions: Mutex<BTreeMap<(usize, bool, Target, Option<Sanitizer>), Session>>,
+    sessions: Mutex<BTreeMap<SessionKey, Session>>,
     /// A C++ library's shape driver: its shape functions, run on the host
     /// ([`Library::output_of`]).
     shape_driver: Option<PathBuf>,
@@ -430,6 +430,17 @@ pub struct Library {
     project: Option<Project>,
     /// The host tier's builds of the project (one per sanitizer), made on first use.
     host: Mutex<BTreeMap<Option<Sanitizer>, HostLibrary>>,
+}
+
+/// What a session serves: its cores, its counting mode, its target and sanitizer.
+type SessionKey = (usize, bool, Target, Option<Sanitizer>);
+
+/// How one run goes beyond its options: the output's fill (else the canary), and the
+/// debugger it runs under (else none).
+#[derive(Clone, Copy, Default)]
+struct RunWith<'a> {
+    fill: Option<&'a [u8]>,
+    debugger: Option<&'a Debugger>,
 }
 
 /// The most arguments a kernel takes (the runtime's pull stream).
@@ -576,7 +587,7 @@ impl Library {
         if !(1..=CORES).contains(&options.cores) {
             return Err(CallError::Cores(options.cores));
         }
-        let mut call = self.run(kernel, function, args, output.clone(), options, None, None)?;
+        let mut call = self.run(kernel, function, args, output.clone(), options, RunWith::default())?;
         let elements = call.output.numel();
         let first = holding(call.output.bytes(), &canary(call.output.dtype()));
         let mut never = first.iter().filter(|&&held| held).count();
@@ -584,7 +595,8 @@ impl Library {
             // An integer kernel can write the canary as a real value: an element
             // holding it is unwritten only if it also holds another canary in a second run.
             if let Some(second) = second_canary(call.output.dtype()) {
-                let again = self.run(kernel, function, args, output, options, Some(&second), None)?;
+                let again =
+                    self.run(kernel, function, args, output, options, RunWith { fill: Some(&second), debugger: None })?;
                 let held = holding(again.output.bytes(), &second);
                 never = first.iter().zip(&held).filter(|(a, b)| **a && **b).count();
             }
@@ -619,7 +631,7 @@ impl Library {
             return Err(CallError::Cores(options.cores.max(debugger.core + 1)));
         }
         let options = Options { target: Target::Host, ..*options };
-        self.run(kernel, function, args, output, &options, None, Some(debugger))
+        self.run(kernel, function, args, output, &options, RunWith { fill: None, debugger: Some(debugger) })
     }
 
     /// One run of `kernel` on the device, its output filled with `fill` (else the
@@ -631,9 +643,9 @@ impl Library {
         args: &[Arg],
         output: Output,
         options: &Options,
-        fill: Option<&[u8]>,
-        debugger: Option<&Debugger>,
+        with: RunWith<'_>,
     ) -> Result<Call, CallError> {
+        let RunWith { fill, debugger } = with;
         let mut job = self.package.job(options.cores).map_err(CallError::Job)?;
         job.header.memcpy_method = options.memcpy as u32;
         job.header.set_max_instructions(options.max_instructions);

@@ -461,13 +461,10 @@ pub fn explain_sanitizer(output: &str, tensors: &[(String, u32, u32)]) -> Option
             core.map(|c| format!(", on core {c}")).unwrap_or_default()
         ));
     }
-    // The first frame of the report: the kernel's own line.
     // The first frame of the report outside the sanitizer's runtime: the kernel's line.
     let frames = output.lines().map(str::trim).filter(|line| line.starts_with('#'));
-    if let Some(frame) = frames.filter(|line| !line.contains("libclang_rt")).next() {
-        if let Some(at) = frame.split(" in ").nth(1) {
-            said.push(format!("at {at}"));
-        }
+    if let Some(at) = frames.clone().find(|line| !line.contains("libclang_rt")).and_then(|f| f.split(" in ").nth(1)) {
+        said.push(format!("at {at}"));
     }
     Some(format!("{}\nin the device's terms: {}", error.trim(), said.join(", ")))
 }

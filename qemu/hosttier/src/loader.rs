@@ -115,7 +115,7 @@ fn serve(libraries: Vec<PathBuf>, mut stdin: Box<dyn Read>, to_file: bool) -> i3
         if !entered {
             entered = true;
             for core in taking_part {
-                core.send(Work::Enter { job });
+                core.send(Work::Enter { job: Box::new(job) });
             }
             for core in taking_part {
                 core.answer();
@@ -161,7 +161,7 @@ fn run_ops(job: &JobHeader, cores: &[Core]) -> bool {
         at += used;
         let function = name_of(op.function_id()).unwrap_or_else(|| "?".into());
         for core in cores {
-            core.send(Work::Op { job: *job, index, function: function.clone(), op: op.clone() });
+            core.send(Work::Op(Box::new(OpWork { job: *job, index, function: function.clone(), op: op.clone() })));
         }
         for core in cores {
             stopped |= core.answer();
@@ -289,9 +289,17 @@ fn asan_poisoner() -> Option<(PoisonFn, PoisonFn)> {
 /// What the loader asks of a core's thread.
 enum Work {
     /// `entry_func`, then `register_funcs`.
-    Enter { job: JobHeader },
+    Enter { job: Box<JobHeader> },
     /// Run op `index`.
-    Op { job: JobHeader, index: u32, function: String, op: DecodedOp },
+    Op(Box<OpWork>),
+}
+
+/// One op for one core.
+struct OpWork {
+    job: JobHeader,
+    index: u32,
+    function: String,
+    op: DecodedOp,
 }
 
 /// What a core's thread answers: its report lines, and whether its kernel stopped.
@@ -340,12 +348,12 @@ impl Core {
 /// A library copy's entry points.
 #[derive(Clone, Copy)]
 struct Library {
-    entry_func: unsafe extern "C" fn(*const SUNDA_UCODE_LIB) -> SUNDA_UCODE_LIB_STATUS,
-    register_funcs: unsafe extern "C" fn(Option<RecordFn>) -> SUNDA_UCODE_LIB_STATUS,
-    set_invocation: unsafe extern "C" fn(*const ArgTensor, u32, *mut ArgTensor) -> u32,
-    invocation_status: unsafe extern "C" fn() -> u32,
-    translate_configure: unsafe extern "C" fn(*const u8, u32) -> i32,
-    set_memcpy_method: unsafe extern "C" fn(u32) -> i32,
+    entry_func: EntryFn,
+    register_funcs: RegisterFuncsFn,
+    set_invocation: SetInvocationFn,
+    invocation_status: StatusFn,
+    translate_configure: ConfigureFn,
+    set_memcpy_method: MethodFn,
     stdout_ring: *mut RingHeader,
 }
 
@@ -353,6 +361,12 @@ struct Library {
 unsafe impl Send for Library {}
 
 type RecordFn = unsafe extern "C" fn(*const c_void, *const c_char, *mut c_void) -> SUNDA_UCODE_LIB_STATUS;
+type EntryFn = unsafe extern "C" fn(*const SUNDA_UCODE_LIB) -> SUNDA_UCODE_LIB_STATUS;
+type RegisterFuncsFn = unsafe extern "C" fn(Option<RecordFn>) -> SUNDA_UCODE_LIB_STATUS;
+type SetInvocationFn = unsafe extern "C" fn(*const ArgTensor, u32, *mut ArgTensor) -> u32;
+type StatusFn = unsafe extern "C" fn() -> u32;
+type ConfigureFn = unsafe extern "C" fn(*const u8, u32) -> i32;
+type MethodFn = unsafe extern "C" fn(u32) -> i32;
 
 impl Library {
     /// Loads `path` (its own copy: its own statics) and tells it it is core `core`.
@@ -385,12 +399,14 @@ impl Library {
         // device loader calls by the same names, docs/abi/entry.md and dispatch.md).
         unsafe {
             Ok(Self {
-                entry_func: std::mem::transmute::<*mut c_void, _>(symbol("entry_func")?),
-                register_funcs: std::mem::transmute::<*mut c_void, _>(symbol("register_funcs")?),
-                set_invocation: std::mem::transmute::<*mut c_void, _>(symbol("customop_set_invocation")?),
-                invocation_status: std::mem::transmute::<*mut c_void, _>(symbol("customop_invocation_status")?),
-                translate_configure: std::mem::transmute::<*mut c_void, _>(symbol("neuron_translate_configure")?),
-                set_memcpy_method: std::mem::transmute::<*mut c_void, _>(symbol("neuron_set_memcpy_method")?),
+                entry_func: std::mem::transmute::<*mut c_void, EntryFn>(symbol("entry_func")?),
+                register_funcs: std::mem::transmute::<*mut c_void, RegisterFuncsFn>(symbol("register_funcs")?),
+                set_invocation: std::mem::transmute::<*mut c_void, SetInvocationFn>(symbol("customop_set_invocation")?),
+                invocation_status: std::mem::transmute::<*mut c_void, StatusFn>(symbol("customop_invocation_status")?),
+                translate_configure: std::mem::transmute::<*mut c_void, ConfigureFn>(symbol(
+                    "neuron_translate_configure",
+                )?),
+                set_memcpy_method: std::mem::transmute::<*mut c_void, MethodFn>(symbol("neuron_set_memcpy_method")?),
                 stdout_ring: symbol("neuron_stdout_ring")?.cast(),
             })
         }
@@ -409,8 +425,12 @@ thread_local! {
     /// The kernels `register_funcs` reported: name and entry point.
     static KERNELS: RefCell<Vec<(String, usize)>> = const { RefCell::new(Vec::new()) };
     /// Where a stopped kernel's answer goes, and what it was running.
-    static STOP: RefCell<Option<(Sender<Answer>, u32, String, *mut RingHeader)>> = const { RefCell::new(None) };
+    static STOP: RefCell<Option<Running>> = const { RefCell::new(None) };
 }
+
+/// The kernel a core runs now: where its answer goes if it stops, its op, its name and
+/// its library's stdout ring.
+type Running = (Sender<Answer>, u32, String, *mut RingHeader);
 
 fn record(line: &Line<'_>) {
     LINES.with(|lines| lines.borrow_mut().push(line.to_string()));
@@ -428,7 +448,8 @@ fn core_thread(core: u32, library: Library, inbox: Receiver<Work>, outbox: Sende
     for work in inbox {
         match work {
             Work::Enter { job } => entered = enter(&library, &job, core),
-            Work::Op { job, index, function, op } => {
+            Work::Op(work) => {
+                let OpWork { job, index, function, op } = *work;
                 let status = if !entered {
                     OpStatus::NotEntered
                 } else if let Some(kernel) = find_kernel(&function) {
