@@ -389,11 +389,14 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     heading();
     println!("  output      {} {:?}", dtype_name(call.output.dtype()), call.output.shape());
     println!("  status      {}", call.status);
-    let timing = match args.repeat {
-        1 => "booting the device included".to_string(),
-        calls => format!("the fastest of {calls} calls on one booted device"),
+    let (machine, device) =
+        if args.host { ("on the host tier", "started loader") } else { ("under QEMU", "booted device") };
+    let timing = match (args.repeat, args.host) {
+        (1, false) => "booting the device included".to_string(),
+        (1, true) => "starting its loader included".to_string(),
+        (calls, _) => format!("the fastest of {calls} calls on one {device}"),
     };
-    println!("  wall time   {:.3} s under QEMU ({timing})", call.wall.as_secs_f64());
+    println!("  wall time   {:.3} s {machine} ({timing})", call.wall.as_secs_f64());
     if let Some(&slowest) = call.instructions.iter().max() {
         // Per element only when there are elements: an empty output has no such cost.
         let per_element = match call.output.numel() {
