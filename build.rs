@@ -32,6 +32,13 @@ const LIBRARY_ROOTS: &str = "EXTERN(entry_func register_funcs customop_set_invoc
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=linker/neuroncustomop.x");
+    // `c_abi`: the runtime exports its C ABI under the C names (entry_func, customop_*,
+    // the libc): on the device, and on the host tier (feature `host-tier`), whose
+    // libraries are shared objects the host tier's loader loads (qemu/hosttier).
+    println!("cargo::rustc-check-cfg=cfg(c_abi)");
+    if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("none") || env::var_os("CARGO_FEATURE_HOST_TIER").is_some() {
+        println!("cargo::rustc-cfg=c_abi");
+    }
     if env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("xtensa") {
         return;
     }

@@ -11,6 +11,8 @@ packages=(
     clang-22                 # the C and C++ compiler for C/C++ kernels (clang, clang++), same LLVM 22
     g++                      # the host compiler of C++ libraries' shape functions
     binutils-xtensa-lx106    # xtensa-lx106-elf-ld, -readelf, -nm
+    gdb                      # the host tier's debugger (ncop run --host --gdb)
+    libclang-rt-22-dev       # clang's sanitizer runtimes, for the host tier's --sanitize
 )
 # qemu-system-xtensa 10.0 or newer: the TCG plugin API v4 that qemu/plugin needs
 # (per-vCPU inline counters; docs/toolchain.md). Debian 12 ships 7.2 (API v1); its

@@ -391,7 +391,7 @@ pub fn call_guarded<R>(f: impl FnOnce() -> R) -> Result<R, StackError> {
 ///
 /// # Safety
 /// `fn` is null or a function that may be called with `arg`.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn switch_stack_or_call_wrapper(
     function: Option<StackFn>,
     argument: *mut c_void,

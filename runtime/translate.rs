@@ -660,7 +660,7 @@ pub extern "C" fn neuron_translate(framework_addr: u64) -> *mut c_void {
 
 /// C ABI `int neuron_translate_status(void)`: 0, or the [`TranslateError::code`] of the
 /// last `neuron_translate` / `neuron_translate_configure`.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn neuron_translate_status() -> c_int {
     // SAFETY: a plain load from this core's TLB while no `&mut` into it is live.
     let outcome = unsafe { (*tlb()).outcome };
@@ -673,7 +673,7 @@ pub extern "C" fn neuron_translate_status() -> c_int {
 ///
 /// # Safety
 /// `records` is null or points to `count` readable records.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn neuron_translate_configure(records: *const TranslateRecord, count: u32) -> c_int {
     let result = match (records.is_null(), count) {
         (_, 0) => configure(&[]),

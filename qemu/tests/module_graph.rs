@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
 /// The host crates, lowest first: each may depend only on those before it.
-const LAYERS: [(&str, &str); 5] = [
+const LAYERS: [(&str, &str); 6] = [
     ("neuroncustomop-wire", "qemu/wire"),
     ("neuroncustomop-machine", "qemu/machine"),
     ("neuroncustomop-package", "qemu/package"),
+    ("neuroncustomop-hosttier", "qemu/hosttier"),
     ("neuroncustomop-host", "qemu/host"),
     ("neuroncustomop-sim", "qemu"),
 ];

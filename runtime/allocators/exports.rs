@@ -30,7 +30,7 @@ fn or_enomem(block: Result<NonNull<u8>, HeapError>) -> *mut c_void {
 
 /// C ABI `int neuron_heap_status(void)`: 0 after a heap, libc-allocator or TCM call that
 /// succeeded, else the failed call's [`HeapError::code`].
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn neuron_heap_status() -> c_int {
     with_core_memory(|memory| memory.status)
 }
@@ -91,40 +91,40 @@ pub unsafe extern "C" fn neuron_heaps_give_back(out: *mut HeapsGivenBack) {
 }
 
 /// C ABI `void *neuron_hbm_malloc(size_t size)`: 64-byte aligned, first fit, from HBM.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn neuron_hbm_malloc(size: usize) -> *mut c_void {
     or_null(allocate(HeapId::Hbm, size, GRANULE))
 }
 
 /// C ABI `void neuron_hbm_free(void *ptr)`: frees a block of the HBM heap only.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn neuron_hbm_free(ptr: *mut c_void) {
     let _ = free_in(HeapId::Hbm, ptr.cast());
 }
 
 /// C ABI `void *neuron_dataram_malloc(size_t size)`: 64-byte aligned, first fit, from
 /// dataram.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn neuron_dataram_malloc(size: usize) -> *mut c_void {
     or_null(allocate(HeapId::Dataram, size, GRANULE))
 }
 
 /// C ABI `void neuron_dataram_free(void *ptr)`: frees a block of the dataram heap only.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn neuron_dataram_free(ptr: *mut c_void) {
     let _ = free_in(HeapId::Dataram, ptr.cast());
 }
 
 /// libc `malloc`: from the HBM heap, 64-byte aligned; null with `errno = ENOMEM` when it
 /// does not fit.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn malloc(size: usize) -> *mut c_void {
     or_enomem(allocate(HeapId::Hbm, size, GRANULE))
 }
 
 /// libc `calloc`: zeroed, from the HBM heap; null with `errno = ENOMEM` when it does not
 /// fit or `count * size` overflows.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
     or_enomem(allocate_zeroed(HeapId::Hbm, count, size))
 }
@@ -132,7 +132,7 @@ pub extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
 /// libc `realloc`: null `ptr` is `malloc(size)`; size 0 frees `ptr` and returns null
 /// (glibc's choice); otherwise resizes within the owning heap, and on failure returns
 /// null with `ptr` untouched and `errno = ENOMEM`.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     if ptr.is_null() {
         return malloc(size);
@@ -145,13 +145,13 @@ pub extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
 }
 
 /// libc `memalign`: from the HBM heap at a multiple of `align` (a power of two).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
     or_null(allocate(HeapId::Hbm, size, align))
 }
 
 /// C11 `aligned_alloc`: [`memalign`].
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
     memalign(align, size)
 }
@@ -161,7 +161,7 @@ pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// `out` is null or valid for a pointer-sized write.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {
     if out.is_null() || !align.is_power_of_two() || !align.is_multiple_of(size_of::<*mut c_void>()) {
         let _ = with_memory(|_| Err::<(), _>(HeapError::InvalidAlignment));
@@ -180,7 +180,7 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, siz
 /// libc `free`: into whichever heap owns `ptr` (HBM or dataram); null is a no-op; a
 /// pointer no heap owns, an interior pointer or a double free changes nothing and
 /// sets [`neuron_heap_status`].
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn free(ptr: *mut c_void) {
     let _ = super::free(ptr.cast());
 }

@@ -127,13 +127,13 @@ pub fn tcm_stats() -> HeapStats {
 }
 
 /// C ABI `void *tcm_malloc(size_t size)`: [`tcm_alloc`].
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn tcm_malloc(size: usize) -> *mut c_void {
     tcm_alloc(size).cast()
 }
 
 /// C ABI `void tcm_free(void *ptr)`: [`tcm_release`].
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn tcm_free(ptr: *mut c_void) {
     tcm_release(ptr.cast());
 }

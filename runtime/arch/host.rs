@@ -9,7 +9,7 @@ pub fn prid() -> u32 {
     FAKE_PRID.load(Ordering::Relaxed)
 }
 
-/// Host only: pretend to be core `id`.
+/// Host only: pretend to be core `id` (every thread of this copy of the runtime).
 pub fn set_prid_for_test(id: u32) {
     FAKE_PRID.store(id, Ordering::Relaxed);
 }
@@ -34,4 +34,13 @@ pub fn report_abort() {}
 /// On the host: yields the thread (a waiting loop's stand-in for `waiti`).
 pub fn wait_for_interrupt(_ticks: u32) {
     std::thread::yield_now();
+}
+
+/// The host tier's way in (feature `host-tier`): its loader (qemu/hosttier) loads one
+/// copy of an author's library per core, as the device links one image per core, and
+/// tells each copy which core it is, as PRID tells each device core.
+#[cfg(feature = "host-tier")]
+#[unsafe(no_mangle)]
+pub extern "C" fn neuron_host_set_core(id: u32) {
+    set_prid_for_test(id);
 }

@@ -263,7 +263,7 @@ pub fn last_error() -> Option<DmaError> {
 }
 
 /// C ABI: the last DMA copy's result: 0, or [`DmaError::code`] when it fell back to the CPU.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn neuron_dma_status() -> c_int {
     last_error().map_or(0, DmaError::code)
 }

@@ -199,7 +199,7 @@ pub const MEMCPY_METHOD_INVALID: c_int = -1;
 
 /// C ABI `int neuron_set_memcpy_method(uint32_t m)`: [`MEMCPY_METHOD_OK`], or
 /// [`MEMCPY_METHOD_INVALID`] for `m >= MAX_METHODS` with the active method unchanged.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn neuron_set_memcpy_method(m: u32) -> c_int {
     match set_method(m) {
         Ok(_) => MEMCPY_METHOD_OK,
@@ -208,7 +208,7 @@ pub extern "C" fn neuron_set_memcpy_method(m: u32) -> c_int {
 }
 
 /// C ABI `NeuronMemcpyMethod neuron_get_memcpy_method(void)`: the active method.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn neuron_get_memcpy_method() -> NeuronMemcpyMethod {
     active_method()
 }
@@ -217,7 +217,7 @@ pub extern "C" fn neuron_get_memcpy_method() -> NeuronMemcpyMethod {
 ///
 /// # Safety
 /// `src` must be readable and `dst` writable for `n` bytes.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn neuron_memcpy(dst: *mut c_void, src: *const c_void, n: usize) {
     // SAFETY: forwarded from this function's contract.
     unsafe { copy(dst.cast(), src.cast(), n) }

@@ -129,7 +129,7 @@ pub fn run_exit_handlers() {
 
 /// C `int atexit(void (*f)(void))`: 0 on success, nonzero when `f` is null or the
 /// table is full.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn atexit(handler: Option<ExitFn>) -> c_int {
     match handler.map(register_exit_handler) {
         Some(Ok(())) => 0,
@@ -202,7 +202,7 @@ fn park() -> ! {
 /// flushes stdout, calls the host's `abort` if the resolver
 /// supplied one, and parks the core if that returns (or there is none). Exit handlers
 /// do not run, as C specifies.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn abort() -> ! {
     crate::arch::report_abort();
     super::stdout::flush_stdout();
@@ -216,7 +216,7 @@ pub extern "C" fn abort() -> ! {
 /// C `void exit(int status)`: runs the `atexit` handlers (the CRT's flushes stdout),
 /// then calls the host's `exit(status)` if the resolver supplied one, and parks the core
 /// if that returns (or there is none).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn exit(status: c_int) -> ! {
     run_exit_handlers();
     _Exit(status)
@@ -226,7 +226,7 @@ pub extern "C" fn exit(status: c_int) -> ! {
 /// ends with: nothing more of the kernel's runs). Flushes stdout, hands the core to the
 /// host's `exit(status)` if the resolver supplied one (the host discards the kernel's
 /// stack, see `crate::global`), and parks the core if that returns.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 #[allow(non_snake_case, reason = "the C name")]
 pub extern "C" fn _Exit(status: c_int) -> ! {
     super::stdout::flush_stdout();
@@ -247,7 +247,7 @@ const VERSION_TEXT: &str = concat!("neuroncustomop ", env!("CARGO_PKG_VERSION"),
 /// let text = core::ffi::CStr::from_bytes_with_nul(&CUSTOMOP_LIB_VERSION).unwrap();
 /// assert!(text.to_str().unwrap().ends_with("(libneuroncustomop 1.21.1.0)"));
 /// ```
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub static CUSTOMOP_LIB_VERSION: [u8; VERSION_TEXT.len()] =
     *VERSION_TEXT.as_bytes().first_chunk().expect("the length is the text's own");
 

@@ -53,7 +53,7 @@ fn new_or_null(size: usize, align: usize) -> *mut c_void {
 macro_rules! operator_new {
     ($($(#[$doc:meta])* $symbol:literal $name:ident($($arg:ident: $ty:ty),*) => $allocate:ident($size:expr, $align:expr);)*) => {$(
         $(#[$doc])*
-        #[cfg_attr(target_os = "none", unsafe(export_name = $symbol))]
+        #[cfg_attr(c_abi, unsafe(export_name = $symbol))]
         pub extern "C" fn $name($($arg: $ty),*) -> *mut c_void {
             $allocate($size, $align)
         }
@@ -89,7 +89,7 @@ operator_new! {
 macro_rules! operator_delete {
     ($($(#[$doc:meta])* $symbol:literal $name:ident($($arg:ident: $ty:ty),*);)*) => {$(
         $(#[$doc])*
-        #[cfg_attr(target_os = "none", unsafe(export_name = $symbol))]
+        #[cfg_attr(c_abi, unsafe(export_name = $symbol))]
         pub extern "C" fn $name(block: *mut c_void $(, $arg: $ty)*) {
             free_object(block)
         }
@@ -184,7 +184,7 @@ pub extern "C" fn run_static_destructors() {
 /// object's destructor, run at `exit` (before the `atexit` handlers registered before
 /// it, as C++ orders them). 0, or -1 when the table (or the `atexit` table, on the
 /// first call) is full.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn __cxa_atexit(destructor: Option<CxaDestructor>, object: *mut c_void, _dso: *mut c_void) -> c_int {
     let Some(destructor) = destructor else {
         return -1;
@@ -201,14 +201,14 @@ pub extern "C" fn __cxa_atexit(destructor: Option<CxaDestructor>, object: *mut c
 
 /// The image's DSO handle, whose address `__cxa_atexit` receives. One image is one
 /// "shared object" here.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 #[allow(non_upper_case_globals, reason = "the C++ ABI name")]
 pub static __dso_handle: u8 = 0;
 
 /// C++ ABI `void __cxa_pure_virtual()`: a call through a pure virtual slot (an object
 /// used during its construction or after its destruction). Ends the op with
 /// [`Status::PURE_VIRTUAL_CALL`](crate::wrapper_api::Status::PURE_VIRTUAL_CALL).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn __cxa_pure_virtual() -> ! {
     end_op(Status::PURE_VIRTUAL_CALL, &[b"pure virtual function called"])
 }
@@ -233,7 +233,7 @@ const _: () = assert!(core::mem::size_of::<Guard>() == 8);
 ///
 /// # Safety
 /// `guard` points to a function-local static's guard.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn __cxa_guard_acquire(guard: *const Guard) -> c_int {
     // SAFETY: a live guard (contract); its bytes are `Cell`s, shared access suffices.
     let guard = unsafe { &*guard };
@@ -248,7 +248,7 @@ pub unsafe extern "C" fn __cxa_guard_acquire(guard: *const Guard) -> c_int {
 ///
 /// # Safety
 /// As [`__cxa_guard_acquire`].
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn __cxa_guard_release(guard: *const Guard) {
     // SAFETY: a live guard (contract).
     let guard = unsafe { &*guard };
@@ -261,7 +261,7 @@ pub unsafe extern "C" fn __cxa_guard_release(guard: *const Guard) {
 ///
 /// # Safety
 /// As [`__cxa_guard_acquire`].
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn __cxa_guard_abort(guard: *const Guard) {
     // SAFETY: a live guard (contract).
     unsafe { &*guard }.in_progress.set(0);
@@ -269,7 +269,7 @@ pub unsafe extern "C" fn __cxa_guard_abort(guard: *const Guard) {
 
 /// C `void _init(void)`: runs the image's static constructors (`.init_array`); what
 /// `entry_func`'s CRT bootstrap calls, once per loaded image.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn _init() {
     super::run_static_constructors();
 }
@@ -283,7 +283,7 @@ pub struct Environment([*const c_char; 1]);
 unsafe impl Sync for Environment {}
 
 /// C `char *null_environ[]`: `{ NULL }`.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 #[allow(non_upper_case_globals, reason = "the C name")]
 pub static null_environ: Environment = Environment([ptr::null()]);
 

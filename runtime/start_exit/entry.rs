@@ -320,7 +320,7 @@ impl Runtime for DeviceRuntime {
     }
 }
 
-#[cfg(any(target_os = "none", doc))]
+#[cfg(any(c_abi, doc))]
 mod device {
     use super::*;
 
@@ -342,7 +342,7 @@ mod device {
     ///
     /// # Safety
     /// `host` points to a handoff block that keeps the contract of `docs/abi/entry.md`.
-    #[cfg_attr(target_os = "none", unsafe(no_mangle))]
+    #[cfg_attr(c_abi, unsafe(no_mangle))]
     pub unsafe extern "C" fn entry_func(host: *const SUNDA_UCODE_LIB) -> SUNDA_UCODE_LIB_STATUS {
         // SAFETY: forwarded from this function's contract.
         unsafe { enter(host, &AUTHOR_TABLE, &mut DeviceRuntime) }
@@ -354,14 +354,14 @@ mod device {
     ///
     /// # Safety
     /// `reg` must accept the handle the host gave `entry_func` (or null, before it ran).
-    #[cfg_attr(target_os = "none", unsafe(no_mangle))]
+    #[cfg_attr(c_abi, unsafe(no_mangle))]
     pub unsafe extern "C" fn register_funcs(reg: Option<RegisterFuncsFn>) -> SUNDA_UCODE_LIB_STATUS {
         // SAFETY: forwarded from this function's contract.
         unsafe { register_funcs_with(&AUTHOR_TABLE, library_handle(), reg) }
     }
 }
 
-#[cfg(any(target_os = "none", doc))]
+#[cfg(any(c_abi, doc))]
 pub use device::{entry_func, register_funcs};
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ static ERRNO: Errno = Errno(UnsafeCell::new(0));
 
 /// C `int *__errno(void)`: where this core's `errno` lives (newlib's accessor, which
 /// its `<errno.h>` expands `errno` to).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn __errno() -> *mut c_int {
     #[cfg(target_os = "none")]
     {
@@ -59,7 +59,7 @@ unsafe fn fail(reent: *mut c_void, code: c_int) -> c_int {
 ///
 /// # Safety
 /// `reent` is null or a newlib `struct _reent`.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn _open_r(reent: *mut c_void, _path: *const c_char, _flags: c_int, _mode: c_int) -> c_int {
     // SAFETY: forwarded from this function's contract.
     unsafe { fail(reent, ENOSYS) }
@@ -70,7 +70,7 @@ pub unsafe extern "C" fn _open_r(reent: *mut c_void, _path: *const c_char, _flag
 ///
 /// # Safety
 /// As [`_open_r`].
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn _close_r(reent: *mut c_void, _fd: c_int) -> c_int {
     // SAFETY: forwarded from this function's contract.
     unsafe { fail(reent, EBADF) }
@@ -81,7 +81,7 @@ pub unsafe extern "C" fn _close_r(reent: *mut c_void, _fd: c_int) -> c_int {
 ///
 /// # Safety
 /// As [`_open_r`].
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn _read_r(reent: *mut c_void, _fd: c_int, _buf: *mut c_void, _len: usize) -> isize {
     // SAFETY: forwarded from this function's contract.
     unsafe { fail(reent, EBADF) as isize }
@@ -91,7 +91,7 @@ pub unsafe extern "C" fn _read_r(reent: *mut c_void, _fd: c_int, _buf: *mut c_vo
 ///
 /// # Safety
 /// As [`_open_r`].
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn _unlink_r(reent: *mut c_void, _path: *const c_char) -> c_int {
     // SAFETY: forwarded from this function's contract.
     unsafe { fail(reent, ENOSYS) }

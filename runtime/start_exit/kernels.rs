@@ -139,8 +139,9 @@ const fn bytes_equal(a: &[u8], b: &[u8]) -> bool {
 /// compile.
 ///
 /// The three functions are defined where the macro is invoked (use it once per
-/// library). On the device (`target_os = "none"`) they are exported under their C names
-/// for the runtime's `entry_func`; on the host they are ordinary functions tests can call.
+/// library). On the device (`target_os = "none"`), and on the host tier (the runtime's
+/// feature `host-tier`), they are exported under their C names for the runtime's
+/// `entry_func`; on the host they are ordinary functions tests can call.
 /// A list longer than about 120 entries needs a higher `#![recursion_limit]`.
 ///
 /// ```
@@ -193,6 +194,59 @@ macro_rules! kernels {
     };
 }
 
+/// The three table functions over `__NEURONCUSTOMOP_KERNELS`, exported under their C
+/// names where the runtime exports its own C ABI (`cfg(c_abi)`: the device, and the host
+/// tier). A macro of the runtime's, so the runtime's cfg decides, not the author's crate.
+#[doc(hidden)]
+#[macro_export]
+#[cfg(c_abi)]
+macro_rules! __kernels_table_functions {
+    () => {
+        /// The number of kernels in this library (the C ABI's `get_func_cnt`).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn get_func_cnt() -> i32 {
+            __NEURONCUSTOMOP_KERNELS.count()
+        }
+
+        /// Kernel `index`'s entry point, null when out of range (`get_func_ptr`).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn get_func_ptr(index: i32) -> *const ::core::ffi::c_void {
+            __NEURONCUSTOMOP_KERNELS.func_ptr(index)
+        }
+
+        /// Kernel `index`'s NUL-terminated name, null when out of range
+        /// (`get_func_name`).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn get_func_name(index: i32) -> *const ::core::ffi::c_char {
+            __NEURONCUSTOMOP_KERNELS.name_ptr(index)
+        }
+    };
+}
+
+/// As above, unexported: on the host the functions are ordinary ones tests call.
+#[doc(hidden)]
+#[macro_export]
+#[cfg(not(c_abi))]
+macro_rules! __kernels_table_functions {
+    () => {
+        /// The number of kernels in this library (the C ABI's `get_func_cnt`).
+        pub extern "C" fn get_func_cnt() -> i32 {
+            __NEURONCUSTOMOP_KERNELS.count()
+        }
+
+        /// Kernel `index`'s entry point, null when out of range (`get_func_ptr`).
+        pub extern "C" fn get_func_ptr(index: i32) -> *const ::core::ffi::c_void {
+            __NEURONCUSTOMOP_KERNELS.func_ptr(index)
+        }
+
+        /// Kernel `index`'s NUL-terminated name, null when out of range
+        /// (`get_func_name`).
+        pub extern "C" fn get_func_name(index: i32) -> *const ::core::ffi::c_char {
+            __NEURONCUSTOMOP_KERNELS.name_ptr(index)
+        }
+    };
+}
+
 /// The muncher behind [`kernels!`]: turns each list entry into a `KernelEntry`.
 #[doc(hidden)]
 #[macro_export]
@@ -212,24 +266,7 @@ macro_rules! __kernels_accumulate {
             "kernels!: too many kernels"
         );
 
-        /// The number of kernels in this library (the C ABI's `get_func_cnt`).
-        #[cfg_attr(target_os = "none", unsafe(no_mangle))]
-        pub extern "C" fn get_func_cnt() -> i32 {
-            __NEURONCUSTOMOP_KERNELS.count()
-        }
-
-        /// Kernel `index`'s entry point, null when out of range (`get_func_ptr`).
-        #[cfg_attr(target_os = "none", unsafe(no_mangle))]
-        pub extern "C" fn get_func_ptr(index: i32) -> *const ::core::ffi::c_void {
-            __NEURONCUSTOMOP_KERNELS.func_ptr(index)
-        }
-
-        /// Kernel `index`'s NUL-terminated name, null when out of range
-        /// (`get_func_name`).
-        #[cfg_attr(target_os = "none", unsafe(no_mangle))]
-        pub extern "C" fn get_func_name(index: i32) -> *const ::core::ffi::c_char {
-            __NEURONCUSTOMOP_KERNELS.name_ptr(index)
-        }
+        $crate::__kernels_table_functions!();
     };
     ([$($entry:tt)*] $name:literal => fn $func:path $(, $($rest:tt)*)?) => {
         $crate::__kernels_accumulate!(

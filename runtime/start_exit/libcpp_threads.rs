@@ -47,7 +47,7 @@ crate::global::core_local_state! {
 macro_rules! constant_stubs {
     ($($(#[$doc:meta])* $symbol:literal $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty = $value:expr;)*) => {$(
         $(#[$doc])*
-        #[cfg_attr(target_os = "none", unsafe(export_name = $symbol))]
+        #[cfg_attr(c_abi, unsafe(export_name = $symbol))]
         pub extern "C" fn $name($($arg: $ty),*) -> $ret {
             $value
         }
@@ -109,7 +109,7 @@ constant_stubs! {
 ///
 /// # Safety
 /// `thread` points to a thread handle.
-#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__122__libcpp_thread_isnullEPKj"))]
+#[cfg_attr(c_abi, unsafe(export_name = "_ZNSt3__122__libcpp_thread_isnullEPKj"))]
 pub unsafe extern "C" fn thread_isnull(thread: *const u32) -> bool {
     // SAFETY: a live handle (contract).
     unsafe { thread.read() == 0 }
@@ -119,7 +119,7 @@ pub unsafe extern "C" fn thread_isnull(thread: *const u32) -> bool {
 ///
 /// # Safety
 /// `thread` points to a thread handle.
-#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__122__libcpp_thread_get_idEPKj"))]
+#[cfg_attr(c_abi, unsafe(export_name = "_ZNSt3__122__libcpp_thread_get_idEPKj"))]
 pub unsafe extern "C" fn thread_get_id(thread: *const u32) -> u32 {
     // SAFETY: a live handle (contract).
     unsafe { thread.read() }
@@ -130,7 +130,7 @@ pub unsafe extern "C" fn thread_get_id(thread: *const u32) -> u32 {
 ///
 /// # Safety
 /// `flag` points to a `pthread_once_t`; `routine` is sound to call.
-#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__121__libcpp_execute_onceEP14pthread_once_tPFvvE"))]
+#[cfg_attr(c_abi, unsafe(export_name = "_ZNSt3__121__libcpp_execute_onceEP14pthread_once_tPFvvE"))]
 pub unsafe extern "C" fn execute_once(flag: *mut OnceFlag, routine: Option<unsafe extern "C" fn()>) -> c_int {
     let Some(routine) = routine else {
         return EINVAL;
@@ -151,7 +151,7 @@ pub unsafe extern "C" fn execute_once(flag: *mut OnceFlag, routine: Option<unsaf
 ///
 /// # Safety
 /// `key` is writable.
-#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__119__libcpp_tls_createEPjPFvPvE"))]
+#[cfg_attr(c_abi, unsafe(export_name = "_ZNSt3__119__libcpp_tls_createEPjPFvPvE"))]
 pub unsafe extern "C" fn tls_create(key: *mut u32, _destructor: *mut c_void) -> c_int {
     let free = with_tls(|values| {
         let index = values.iter().position(Option::is_none)?;
@@ -169,13 +169,13 @@ pub unsafe extern "C" fn tls_create(key: *mut u32, _destructor: *mut c_void) -> 
 }
 
 /// `void* __libcpp_tls_get(__libcpp_tls_key)`: null for a key never set or not created.
-#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__116__libcpp_tls_getEj"))]
+#[cfg_attr(c_abi, unsafe(export_name = "_ZNSt3__116__libcpp_tls_getEj"))]
 pub extern "C" fn tls_get(key: u32) -> *mut c_void {
     with_tls(|values| values.get(key as usize).copied().flatten().unwrap_or(core::ptr::null_mut()))
 }
 
 /// `int __libcpp_tls_set(__libcpp_tls_key, void*)`: `EINVAL` for a key not created.
-#[cfg_attr(target_os = "none", unsafe(export_name = "_ZNSt3__116__libcpp_tls_setEjPv"))]
+#[cfg_attr(c_abi, unsafe(export_name = "_ZNSt3__116__libcpp_tls_setEjPv"))]
 pub extern "C" fn tls_set(key: u32, value: *mut c_void) -> c_int {
     with_tls(|values| match values.get_mut(key as usize) {
         Some(Some(slot)) => {

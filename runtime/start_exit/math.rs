@@ -28,7 +28,7 @@ use core::ffi::c_int;
 macro_rules! c_math {
     ($($(#[$doc:meta])* $name:ident($($arg:ident: $ty:ty),+) -> $ret:ty;)*) => {$(
         $(#[$doc])*
-        #[cfg_attr(target_os = "none", unsafe(no_mangle))]
+        #[cfg_attr(c_abi, unsafe(no_mangle))]
         pub extern "C" fn $name($($arg: $ty),+) -> $ret {
             libm::$name($($arg),+)
         }
@@ -228,7 +228,7 @@ c_math! {
 macro_rules! c_math_with {
     ($($(#[$doc:meta])* $(unsafe $($u:lifetime)?)? fn $name:ident($($arg:ident: $ty:ty),+) -> $ret:ty $body:block)*) => {$(
         $(#[$doc])*
-        #[cfg_attr(target_os = "none", unsafe(no_mangle))]
+        #[cfg_attr(c_abi, unsafe(no_mangle))]
         pub $(unsafe $($u)?)? extern "C" fn $name($($arg: $ty),+) -> $ret $body
     )*};
 }

@@ -322,7 +322,7 @@ pub unsafe extern "C" fn memset(dst: *mut c_void, c: c_int, n: usize) -> *mut c_
 ///
 /// # Safety
 /// `a` and `b` readable for `n` bytes.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn memcmp(a: *const c_void, b: *const c_void, n: usize) -> c_int {
     // SAFETY: forwarded from this function's contract.
     unsafe { compare(a.cast(), b.cast(), n) }
@@ -333,7 +333,7 @@ pub unsafe extern "C" fn memcmp(a: *const c_void, b: *const c_void, n: usize) ->
 ///
 /// # Safety
 /// `a` and `b` readable for `n` bytes.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn bcmp(a: *const c_void, b: *const c_void, n: usize) -> c_int {
     // SAFETY: forwarded from this function's contract.
     unsafe { compare(a.cast(), b.cast(), n) }

@@ -51,7 +51,7 @@ pub use entry::{
     DeviceRuntime, ExternTable, KernelTable, RegisterFuncsFn, Runtime, dma_queue_offsets, enter, library_handle,
     register_funcs_with, run_entry,
 };
-#[cfg(any(target_os = "none", doc))]
+#[cfg(any(c_abi, doc))]
 pub use entry::{entry_func, register_funcs};
 pub use files::{__errno, _close_r, _open_r, _read_r, _unlink_r, EBADF, ENOSYS, Errno};
 pub use handoff::{

@@ -645,7 +645,7 @@ pub unsafe extern "C" fn __neuron_vsnprintf(
 /// # Safety
 /// `format` is a NUL-terminated format string; `words` is valid for `count` words (or
 /// null with `count` 0); the words match the format, as `printf`'s arguments must.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn neuron_printf_packed(
     format_string: *const core::ffi::c_char,
     words: *const u64,
@@ -666,7 +666,7 @@ pub unsafe extern "C" fn neuron_printf_packed(
 ///
 /// # Safety
 /// `text` is NUL-terminated.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn puts(text: *const core::ffi::c_char) -> core::ffi::c_int {
     // SAFETY: NUL-terminated (contract).
     let bytes = unsafe { core::ffi::CStr::from_ptr(text) }.to_bytes();
@@ -676,7 +676,7 @@ pub unsafe extern "C" fn puts(text: *const core::ffi::c_char) -> core::ffi::c_in
 }
 
 /// C `int putchar(int c)`: one byte; returns it.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn putchar(c: core::ffi::c_int) -> core::ffi::c_int {
     super::write_stdout(&[c as u8]);
     c & 0xFF

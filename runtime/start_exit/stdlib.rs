@@ -124,7 +124,7 @@ unsafe fn to_unsigned(s: *const c_char, end: *mut *mut c_char, base: c_int, max:
 ///
 /// # Safety
 /// `s` is NUL-terminated; `end` is null or writable.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strtol(s: *const c_char, end: *mut *mut c_char, base: c_int) -> c_long {
     // `long` is 32 bits on the device (the conversion widens) and 64 on the host.
     #[allow(clippy::useless_conversion)]
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn strtol(s: *const c_char, end: *mut *mut c_char, base: c
 ///
 /// # Safety
 /// `s` is NUL-terminated; `end` is null or writable.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strtoul(s: *const c_char, end: *mut *mut c_char, base: c_int) -> c_ulong {
     // `unsigned long` is 32 bits on the device (the conversion widens) and 64 on the host.
     #[allow(clippy::useless_conversion)]
@@ -150,7 +150,7 @@ pub unsafe extern "C" fn strtoul(s: *const c_char, end: *mut *mut c_char, base: 
 ///
 /// # Safety
 /// `s` is NUL-terminated; `end` is null or writable.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strtoll(s: *const c_char, end: *mut *mut c_char, base: c_int) -> c_longlong {
     // SAFETY: as the contract says.
     unsafe { to_signed(s, end, base, i64::MIN, i64::MAX) }
@@ -160,7 +160,7 @@ pub unsafe extern "C" fn strtoll(s: *const c_char, end: *mut *mut c_char, base: 
 ///
 /// # Safety
 /// `s` is NUL-terminated; `end` is null or writable.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strtoull(s: *const c_char, end: *mut *mut c_char, base: c_int) -> c_ulonglong {
     // SAFETY: as the contract says.
     unsafe { to_unsigned(s, end, base, u64::MAX) }
@@ -170,7 +170,7 @@ pub unsafe extern "C" fn strtoull(s: *const c_char, end: *mut *mut c_char, base:
 ///
 /// # Safety
 /// `s` is NUL-terminated.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn atoi(s: *const c_char) -> c_int {
     // SAFETY: NUL-terminated (contract).
     unsafe { strtol(s, core::ptr::null_mut(), 10) as c_int }
@@ -180,7 +180,7 @@ pub unsafe extern "C" fn atoi(s: *const c_char) -> c_int {
 ///
 /// # Safety
 /// `s` is NUL-terminated.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn atol(s: *const c_char) -> c_long {
     // SAFETY: NUL-terminated (contract).
     unsafe { strtol(s, core::ptr::null_mut(), 10) }
@@ -258,7 +258,7 @@ unsafe fn to_float<T: core::str::FromStr + Default + Copy>(
 ///
 /// # Safety
 /// `s` is NUL-terminated; `end` is null or writable.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strtod(s: *const c_char, end: *mut *mut c_char) -> f64 {
     // SAFETY: as the contract says.
     unsafe { to_float(s, end, f64::is_infinite) }
@@ -268,7 +268,7 @@ pub unsafe extern "C" fn strtod(s: *const c_char, end: *mut *mut c_char) -> f64 
 ///
 /// # Safety
 /// `s` is NUL-terminated; `end` is null or writable.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strtof(s: *const c_char, end: *mut *mut c_char) -> f32 {
     // SAFETY: as the contract says.
     unsafe { to_float(s, end, f32::is_infinite) }
@@ -278,26 +278,26 @@ pub unsafe extern "C" fn strtof(s: *const c_char, end: *mut *mut c_char) -> f32 
 ///
 /// # Safety
 /// `s` is NUL-terminated.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn atof(s: *const c_char) -> f64 {
     // SAFETY: NUL-terminated (contract).
     unsafe { strtod(s, core::ptr::null_mut()) }
 }
 
 /// C `int abs(int n)` (`abs(INT_MIN)` is INT_MIN, as on every two's-complement libc).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn abs(n: c_int) -> c_int {
     n.wrapping_abs()
 }
 
 /// C `long labs(long n)`.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn labs(n: c_long) -> c_long {
     n.wrapping_abs()
 }
 
 /// C `long long llabs(long long n)`.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn llabs(n: c_longlong) -> c_longlong {
     n.wrapping_abs()
 }
@@ -312,7 +312,7 @@ pub type Compare = unsafe extern "C" fn(*const c_void, *const c_void) -> c_int;
 ///
 /// # Safety
 /// `base` holds `count` elements of `size` bytes; `compare` is a consistent order on them.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn qsort(base: *mut c_void, count: usize, size: usize, compare: Option<Compare>) {
     let Some(compare) = compare else { return };
     if size == 0 || count < 2 {
@@ -352,7 +352,7 @@ pub unsafe extern "C" fn qsort(base: *mut c_void, count: usize, size: usize, com
 ///
 /// # Safety
 /// `base` holds `count` elements of `size` bytes, sorted by `compare`.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn bsearch(
     key: *const c_void,
     base: *const c_void,

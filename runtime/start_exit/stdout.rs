@@ -182,18 +182,18 @@ impl<const N: usize> fmt::Write for RingWriter<'_, N> {
 }
 
 /// The image's ring, shareable as a `static`.
-#[cfg(target_os = "none")]
+#[cfg(c_abi)]
 #[repr(transparent)]
 struct ImageRing(StdoutRing<STDOUT_RING_STORAGE>);
 
 // SAFETY: each core has its own image and so its own ring, and runs one context at a
 // time (the `crate::global` invariant); every access goes through raw pointers and never
 // holds a reference, so no Rust borrow of the ring's memory is ever live.
-#[cfg(target_os = "none")]
+#[cfg(c_abi)]
 unsafe impl Sync for ImageRing {}
 
 /// Exported as `neuron_stdout_ring`, where the loader looks for it.
-#[cfg(target_os = "none")]
+#[cfg(c_abi)]
 #[unsafe(export_name = "neuron_stdout_ring")]
 static STDOUT: ImageRing = ImageRing(StdoutRing::with_capacity(STDOUT_RING_CAPACITY));
 
@@ -202,11 +202,11 @@ static STDOUT: ImageRing = ImageRing(StdoutRing::with_capacity(STDOUT_RING_CAPAC
 /// On the host each thread has its own (test threads stand in for cores, as in
 /// `crate::allocators`), so parallel tests never interleave their output.
 pub fn stdout_ring() -> &'static StdoutRing<STDOUT_RING_STORAGE> {
-    #[cfg(target_os = "none")]
+    #[cfg(c_abi)]
     {
         &STDOUT.0
     }
-    #[cfg(not(target_os = "none"))]
+    #[cfg(not(c_abi))]
     {
         std::thread_local! {
             static STDOUT: &'static StdoutRing<STDOUT_RING_STORAGE> = {
@@ -420,7 +420,7 @@ unsafe fn write_raw(fd: c_int, buf: *const c_void, len: usize) -> isize {
 ///
 /// # Safety
 /// A non-null `buf` must be readable for `len` bytes.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, len: usize) -> isize {
     // SAFETY: forwarded from this function's contract.
     unsafe { write_raw(fd, buf, len) }
@@ -432,7 +432,7 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, len: usize) -> isi
 ///
 /// # Safety
 /// A non-null `buf` must be readable for `len` bytes.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn _write_r(_reent: *mut c_void, fd: c_int, buf: *const c_void, len: usize) -> isize {
     // SAFETY: forwarded from this function's contract.
     unsafe { write_raw(fd, buf, len) }
@@ -440,7 +440,7 @@ pub unsafe extern "C" fn _write_r(_reent: *mut c_void, fd: c_int, buf: *const c_
 
 /// C `int fsync(int fd)`: for fds 1 and 2, makes the ring's contents visible to the
 /// loader and returns 0; -1 for any other fd.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn fsync(fd: c_int) -> c_int {
     match fd {
         1 | 2 => {

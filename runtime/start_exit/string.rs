@@ -20,7 +20,7 @@ unsafe fn at(s: *const c_char, i: usize) -> u8 {
 ///
 /// # Safety
 /// `a` and `b` are NUL-terminated or at least `n` bytes long.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strncmp(a: *const c_char, b: *const c_char, n: usize) -> c_int {
     for i in 0..n {
         // SAFETY: before both strings' ends (contract; the loop stops at a NUL).
@@ -36,7 +36,7 @@ pub unsafe extern "C" fn strncmp(a: *const c_char, b: *const c_char, n: usize) -
 ///
 /// # Safety
 /// `a` and `b` are NUL-terminated.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strcmp(a: *const c_char, b: *const c_char) -> c_int {
     // SAFETY: NUL-terminated (contract): strncmp stops at the first NUL.
     unsafe { strncmp(a, b, usize::MAX) }
@@ -46,7 +46,7 @@ pub unsafe extern "C" fn strcmp(a: *const c_char, b: *const c_char) -> c_int {
 ///
 /// # Safety
 /// `s` is NUL-terminated or at least `n` bytes long.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strnlen(s: *const c_char, n: usize) -> usize {
     // SAFETY: reads stop at the NUL or at n (contract).
     (0..n).find(|&i| unsafe { at(s, i) } == 0).unwrap_or(n)
@@ -67,7 +67,7 @@ unsafe fn length(s: *const c_char) -> usize {
 /// # Safety
 /// `dst` is writable for `n` bytes; `src` is NUL-terminated or at least `n` bytes
 /// long; they do not overlap.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strncpy(dst: *mut c_char, src: *const c_char, n: usize) -> *mut c_char {
     // SAFETY: within both (contract).
     unsafe {
@@ -82,7 +82,7 @@ pub unsafe extern "C" fn strncpy(dst: *mut c_char, src: *const c_char, n: usize)
 ///
 /// # Safety
 /// `src` is NUL-terminated; `dst` has room for it; they do not overlap.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strcpy(dst: *mut c_char, src: *const c_char) -> *mut c_char {
     // SAFETY: as the contract says.
     unsafe { core::ptr::copy_nonoverlapping(src, dst, length(src) + 1) };
@@ -95,7 +95,7 @@ pub unsafe extern "C" fn strcpy(dst: *mut c_char, src: *const c_char) -> *mut c_
 /// # Safety
 /// `dst` is NUL-terminated with room for the result; `src` is NUL-terminated or at
 /// least `n` bytes long; they do not overlap.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strncat(dst: *mut c_char, src: *const c_char, n: usize) -> *mut c_char {
     // SAFETY: as the contract says.
     unsafe {
@@ -111,7 +111,7 @@ pub unsafe extern "C" fn strncat(dst: *mut c_char, src: *const c_char, n: usize)
 ///
 /// # Safety
 /// As [`strncat`], `src` NUL-terminated.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strcat(dst: *mut c_char, src: *const c_char) -> *mut c_char {
     // SAFETY: as the contract says.
     unsafe { strncat(dst, src, usize::MAX) }
@@ -122,7 +122,7 @@ pub unsafe extern "C" fn strcat(dst: *mut c_char, src: *const c_char) -> *mut c_
 ///
 /// # Safety
 /// `s` is readable for `n` bytes.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn memchr(s: *const c_void, c: c_int, n: usize) -> *mut c_void {
     // SAFETY: readable for n bytes (contract).
     let bytes = unsafe { core::slice::from_raw_parts(s.cast::<u8>(), n) };
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn memchr(s: *const c_void, c: c_int, n: usize) -> *mut c_
 ///
 /// # Safety
 /// `s` is NUL-terminated.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strchr(s: *const c_char, c: c_int) -> *mut c_char {
     // SAFETY: the string and its NUL are readable (contract).
     unsafe { memchr(s.cast(), c, length(s) + 1).cast() }
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn strchr(s: *const c_char, c: c_int) -> *mut c_char {
 ///
 /// # Safety
 /// `s` is NUL-terminated.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strrchr(s: *const c_char, c: c_int) -> *mut c_char {
     // SAFETY: the string and its NUL are readable (contract).
     let bytes = unsafe { core::slice::from_raw_parts(s.cast::<u8>(), length(s) + 1) };
@@ -159,7 +159,7 @@ pub unsafe extern "C" fn strrchr(s: *const c_char, c: c_int) -> *mut c_char {
 ///
 /// # Safety
 /// Both are NUL-terminated.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn strstr(haystack: *const c_char, needle: *const c_char) -> *mut c_char {
     // SAFETY: NUL-terminated (contract).
     let (hay, pin) = unsafe {

@@ -38,7 +38,7 @@ pub fn end_op(status: Status, parts: &[&[u8]]) -> ! {
 ///
 /// # Safety
 /// `message` is null or a NUL-terminated string.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn neuron_cxx_fail(status: u32, message: *const c_char) -> ! {
     // SAFETY: forwarded from this function's contract.
     end_op(Status(status), &[unsafe { message_bytes(message) }])
@@ -51,7 +51,7 @@ pub unsafe extern "C" fn neuron_cxx_fail(status: u32, message: *const c_char) ->
 ///
 /// # Safety
 /// `message` is null or a NUL-terminated string.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn neuron_cxx_record(status: u32, message: *const c_char) -> u32 {
     // SAFETY: forwarded from this function's contract.
     let text = unsafe { message_bytes(message) };
@@ -91,7 +91,7 @@ fn decimal(line: u32, buffer: &mut [u8; 10]) -> &[u8] {
 ///
 /// # Safety
 /// Each pointer is null or a NUL-terminated string.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn __assert_func(
     file: *const c_char,
     line: core::ffi::c_int,

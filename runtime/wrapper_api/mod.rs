@@ -137,7 +137,7 @@ fn status_of(result: Result<(), ArgError>) -> u32 {
 /// A new op also ends whatever an earlier kernel left borrowed when it stopped without
 /// returning (abort, exit, panic, exception: the loader discarded its stack), so the
 /// next op finds the runtime usable ([`crate::global::abandon_borrows`]).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_set_invocation(args: *const ArgTensor, num_args: u32, result: *mut ArgTensor) -> u32 {
     crate::global::abandon_borrows();
     // SAFETY: forwarded from this function's contract.
@@ -147,39 +147,39 @@ pub unsafe extern "C" fn customop_set_invocation(args: *const ArgTensor, num_arg
 /// C ABI `customop_setup`: copies the arguments the loader passed and resets the per-op
 /// state; `first_call` also runs the one-time set-up (it runs on the first setup anyway).
 /// Returns a status.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn customop_setup(first_call: bool) -> u32 {
     with_session(|invocation| status_of(invocation.setup(first_call)))
 }
 
 /// C ABI `customop_next_tensor`: the next argument's descriptor (validated and
 /// translatable; a copy, valid until the next `customop_setup`), or null.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn customop_next_tensor() -> *const ArgTensor {
     with_session(|invocation| invocation.next_tensor_for_c().map_or(ptr::null(), |handed| handed.cast_const()))
 }
 
 /// C ABI `customop_next_int`: the next argument as `int`, or 0 (check the status).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn customop_next_int() -> i32 {
     with_session(|invocation| invocation.next_int().unwrap_or(0))
 }
 
 /// C ABI `customop_next_longlong`: the next argument as `long long`, or 0.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn customop_next_longlong() -> i64 {
     with_session(|invocation| invocation.next_longlong().unwrap_or(0))
 }
 
 /// C ABI `customop_next_float`: the next argument as `float`, or 0.0.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn customop_next_float() -> f32 {
     with_session(|invocation| invocation.next_float().unwrap_or(0.0))
 }
 
 /// C ABI `get_dst_tensor`: the pre-shaped output descriptor (once per invocation; a
 /// copy, valid until the next `customop_setup`), or null.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn get_dst_tensor() -> *const ArgTensor {
     with_session(|invocation| invocation.dst_tensor_for_c().map_or(ptr::null(), |handed| handed.cast_const()))
 }
@@ -189,7 +189,7 @@ pub extern "C" fn get_dst_tensor() -> *const ArgTensor {
 ///
 /// # Safety
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_return_tensor(tensor: *const ArgTensor) -> u32 {
     // SAFETY: forwarded from this function's contract.
     let status = unsafe { with_descriptor(tensor, |invocation, desc| status_of(invocation.return_tensor(desc))) };
@@ -201,7 +201,7 @@ pub unsafe extern "C" fn customop_return_tensor(tensor: *const ArgTensor) -> u32
 ///
 /// # Safety
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_data(tensor: *const ArgTensor) -> *mut c_void {
     // SAFETY: forwarded from this function's contract.
     let data = unsafe { with_descriptor(tensor, |invocation, desc| invocation.tensor_data(desc).ok()) };
@@ -257,7 +257,7 @@ unsafe fn described_cold(tensor: *const ArgTensor) -> Option<TensorDesc> {
 ///
 /// # Safety
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_numel(tensor: *const ArgTensor) -> u32 {
     // SAFETY: forwarded from this function's contract.
     unsafe { accessor(tensor, |copy| copy.numel, |desc| desc.num_elem()) }
@@ -268,7 +268,7 @@ pub unsafe extern "C" fn customop_tensor_numel(tensor: *const ArgTensor) -> u32 
 ///
 /// # Safety
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_dtype(tensor: *const ArgTensor) -> u32 {
     // SAFETY: forwarded from this function's contract.
     unsafe { accessor(tensor, |copy| u32::from(copy.desc.dtype), |desc| desc.dtype() as u32) }
@@ -278,7 +278,7 @@ pub unsafe extern "C" fn customop_tensor_dtype(tensor: *const ArgTensor) -> u32 
 ///
 /// # Safety
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_rank(tensor: *const ArgTensor) -> u32 {
     // SAFETY: forwarded from this function's contract.
     unsafe { accessor(tensor, |copy| u32::from(copy.desc.num_dim), |desc| desc.rank() as u32) }
@@ -289,7 +289,7 @@ pub unsafe extern "C" fn customop_tensor_rank(tensor: *const ArgTensor) -> u32 {
 ///
 /// # Safety
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_dim(tensor: *const ArgTensor, index: u32) -> u32 {
     let index = index as usize;
     let fast = |copy: &HandedCopy| match copy.desc.shape.get(index) {
@@ -303,27 +303,27 @@ pub unsafe extern "C" fn customop_tensor_dim(tensor: *const ArgTensor, index: u3
 /// C ABI `customop_fail`: the kernel's own failure, reported as `0x1_0000 + code` (as a
 /// Rust kernel's `KernelError::Op(code)`); the invocation's status if it is its first
 /// failure. Returns that status.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn customop_fail(code: u16) -> u32 {
     with_session(|invocation| invocation.fail(KernelError::Op(code)).0)
 }
 
 /// C ABI `customop_cleanup`: write fence and sync, end of the invocation. Returns the
 /// invocation status (its first failure, or `OK`).
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn customop_cleanup() -> u32 {
     with_session(|invocation| invocation.cleanup()).0
 }
 
 /// C ABI: the status of the most recent `customop_*` call on this core.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn customop_last_status() -> u32 {
     with_session(|invocation| invocation.last_status()).0
 }
 
 /// C ABI, for the loader after the kernel returns: the first failure of the invocation
 /// (since `customop_set_invocation`), or `OK`.
-#[cfg_attr(target_os = "none", unsafe(no_mangle))]
+#[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn customop_invocation_status() -> u32 {
     with_session(|invocation| invocation.invocation_status()).0
 }

@@ -27,6 +27,8 @@ use crate::compare::{canary, holding, second_canary};
 use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
+pub use neuroncustomop_hosttier::Sanitizer;
+use neuroncustomop_hosttier::{Debugger, HostLibrary};
 use neuroncustomop_machine::device::{OpStatus, RunError, Session, SessionOptions, describe_status};
 use neuroncustomop_machine::findings;
 /// The memory checks' findings, as [`Call::findings`] holds them.
@@ -143,6 +145,23 @@ pub struct Options {
     /// which runs without `-icount`: a checked call runs without it whatever
     /// [`Options::count_instructions`] says (the plugin's counts are as exact).
     pub checked: bool,
+    /// Where the kernel runs: the simulated device (the default, and the reference), or
+    /// the host tier (the same source built for x86-64, each core a thread: no
+    /// instruction counts; for debuggers and sanitizers, docs/op-author-guide.md).
+    pub target: Target,
+    /// On the host tier: build the library with this sanitizer (C libraries).
+    pub sanitize: Option<Sanitizer>,
+}
+
+/// Where a call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Target {
+    /// The simulated Xtensa device under QEMU: the reference.
+    #[default]
+    Device,
+    /// The host tier (`neuroncustomop_hosttier`): the library built for x86-64, run on
+    /// a simulated device memory at the device's addresses, each core a thread.
+    Host,
 }
 
 impl Default for Options {
@@ -154,6 +173,8 @@ impl Default for Options {
             max_instructions: neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS,
             partial_output: false,
             checked: true,
+            target: Target::Device,
+            sanitize: None,
         }
     }
 }
@@ -397,6 +418,9 @@ pub enum CallError {
     /// QEMU could not run it.
     #[error("running the device")]
     Run(#[source] RunError),
+    /// The host tier could not build or start the library.
+    #[error("running on the host tier")]
+    Host(#[source] neuroncustomop_hosttier::HostError),
     /// A C++ library's shape function for the kernel failed, or the arguments do not fit
     /// its signature ([`Library::output_of`]).
     #[error("{message}")]
@@ -497,7 +521,7 @@ pub fn describe(error: &dyn std::error::Error) -> String {
 #[derive(Debug)]
 pub struct Library {
     package: Package,
-    sessions: Mutex<BTreeMap<(usize, bool, bool), Session>>,
+    sessions: Mutex<BTreeMap<SessionKey, Session>>,
     /// A C++ library's shape driver: its shape functions, run on the host
     /// ([`Library::output_of`]).
     shape_driver: Option<PathBuf>,
@@ -506,6 +530,22 @@ pub struct Library {
     /// A C++ library's `"multicore": true` (its `customop.json`): every op runs on all
     /// 8 cores.
     multicore: bool,
+    /// The project the library was packaged from, if it was ([`Target::Host`] builds it).
+    project: Option<Project>,
+    /// The host tier's builds of the project (one per sanitizer), made on first use.
+    host: Mutex<BTreeMap<Option<Sanitizer>, HostLibrary>>,
+}
+
+/// What a session serves: its cores, its counting mode, whether it checks, its target and
+/// sanitizer.
+type SessionKey = (usize, bool, bool, Target, Option<Sanitizer>);
+
+/// How one run goes beyond its options: the output's fill (else the canary), and the
+/// debugger it runs under (else none).
+#[derive(Clone, Copy, Default)]
+struct RunWith<'a> {
+    fill: Option<&'a [u8]>,
+    debugger: Option<&'a Debugger>,
 }
 
 /// The most arguments a kernel takes (the runtime's pull stream).
@@ -529,6 +569,7 @@ impl Library {
     /// Packages `project`; a C++ project's `"multicore": true` makes 8 cores its default.
     fn from_project(project: &Project) -> Result<Self, LoadError> {
         let mut library = Self::from_package(project.package()?);
+        library.project = Some(project.clone());
         if project.language == neuroncustomop_package::project::Language::Cxx {
             let cxx = neuroncustomop_package::cxx::Library::open(&project.dir).ok();
             library.multicore = cxx.is_some_and(|cxx| cxx.manifest.multicore);
@@ -558,6 +599,8 @@ impl Library {
             shape_driver,
             registration: OnceLock::new(),
             multicore: false,
+            project: None,
+            host: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -708,7 +751,7 @@ impl Library {
         if !(1..=CORES).contains(&options.cores) {
             return Err(CallError::Cores(options.cores));
         }
-        let mut call = self.run(kernel, function, args, output.clone(), options, None, cancelled)?;
+        let mut call = self.run(kernel, function, args, output.clone(), options, RunWith::default(), cancelled)?;
         let elements = call.output.numel();
         let first = holding(call.output.bytes(), &canary(call.output.dtype()));
         let mut never = first.iter().filter(|&&held| held).count();
@@ -716,7 +759,8 @@ impl Library {
             // An integer kernel can write the canary as a real value: an element
             // holding it is unwritten only if it also holds another canary in a second run.
             if let Some(second) = second_canary(call.output.dtype()) {
-                let again = self.run(kernel, function, args, output, options, Some(&second), cancelled)?;
+                let with = RunWith { fill: Some(&second), debugger: None };
+                let again = self.run(kernel, function, args, output, options, with, cancelled)?;
                 let held = holding(again.output.bytes(), &second);
                 never = first.iter().zip(&held).filter(|(a, b)| **a && **b).count();
             }
@@ -725,6 +769,33 @@ impl Library {
             call.unwritten = Some(Unwritten { elements: never, total: elements, cores: options.cores });
         }
         Ok(call)
+    }
+
+    /// Calls `kernel` once on the host tier under Debian's gdb ([`Debugger`]): stopped
+    /// at the kernel's entry on the chosen core, then the debugger's commands (a person
+    /// at the terminal, or `--batch` commands). The call's result is read after gdb
+    /// exits; `options.target` is taken to be [`Target::Host`].
+    ///
+    /// # Errors
+    /// [`CallError`], as [`Library::call_with`].
+    pub fn debug(
+        &self,
+        kernel: &str,
+        args: &[Arg],
+        output: Output,
+        options: &Options,
+        debugger: &Debugger,
+    ) -> Result<Call, CallError> {
+        let function = self.package.function_id(kernel).ok_or_else(|| CallError::UnknownKernel {
+            library: self.name().into(),
+            kernel: kernel.into(),
+            known: self.kernels().iter().map(|k| k.to_string()).collect(),
+        })?;
+        if !(1..=CORES).contains(&options.cores) || debugger.core >= options.cores {
+            return Err(CallError::Cores(options.cores.max(debugger.core + 1)));
+        }
+        let options = Options { target: Target::Host, ..*options };
+        self.run(kernel, function, args, output, &options, RunWith { fill: None, debugger: Some(debugger) }, &|| false)
     }
 
     /// One run of `kernel` on the device, its output filled with `fill` (else the
@@ -737,34 +808,35 @@ impl Library {
         args: &[Arg],
         output: Output,
         options: &Options,
-        fill: Option<&[u8]>,
+        with: RunWith<'_>,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Call, CallError> {
+        let RunWith { fill, debugger } = with;
         let mut job = self.package.job(options.cores).map_err(CallError::Job)?;
         job.header.memcpy_method = options.memcpy as u32;
         job.header.set_max_instructions(options.max_instructions);
         let staged = stage_filled(&mut job, args, output, fill)?;
         let (out_dtype, out_shape) = (staged.dtype, staged.shape);
+        // The tensors by name, in the order they were placed: the arguments, then the output.
+        let tensors: Vec<(String, u32, u32)> = job
+            .data
+            .iter()
+            .enumerate()
+            .map(|(index, (address, bytes))| {
+                let name = if index < args.len() { format!("argument {index}") } else { "the output".into() };
+                (name, *address, bytes.len() as u32)
+            })
+            .collect();
         let op = Op { function, output: Some(staged.output), inputs: staged.inputs, dump: staged.dump };
         job.push(&op).map_err(CallError::Job)?;
 
         let started = Instant::now();
-        let report = {
-            let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            // The checks run in the plugin, which runs without -icount.
-            let count_instructions = options.count_instructions && !options.checked;
-            let key = (options.cores, count_instructions, options.checked);
-            let session = match sessions.entry(key) {
-                Entry::Occupied(session) => session.into_mut(),
-                Entry::Vacant(slot) => {
-                    let session_options =
-                        SessionOptions { count_instructions, checked: options.checked, ..SessionOptions::default() };
-                    slot.insert(
-                        Session::boot(&self.package.images, options.cores, session_options).map_err(CallError::Run)?,
-                    )
-                }
-            };
-            session.dispatch_cancellable(&job, cancelled).map_err(CallError::Run)?
+        let report = match debugger {
+            Some(debugger) => {
+                let host = self.host_library(options.sanitize)?;
+                neuroncustomop_hosttier::debug(&host, &job, debugger).map_err(CallError::Host)?
+            }
+            None => self.dispatch(&job, kernel, options, cancelled)?,
         };
         let wall = started.elapsed();
 
@@ -772,7 +844,7 @@ impl Library {
         let mut stdout = Vec::with_capacity(options.cores);
         let mut instructions = Vec::new();
         let mut exact = Vec::new();
-        if let Some(stopped) = self.stopped(kernel, &report) {
+        if let Some(stopped) = self.stopped(kernel, &report, options.target) {
             return Err(stopped);
         }
         for core in 0..options.cores {
@@ -780,7 +852,14 @@ impl Library {
             let status = core_report.ops.first().and_then(|op| op.status_code());
             let Some(status) = status.filter(|_| report.done) else {
                 let output = format!("{}{}", report.outcome.stdout, report.outcome.stderr);
-                let output = output.lines().filter(|line| !line.starts_with("DUMP ")).collect::<Vec<_>>().join("\n");
+                let mut output =
+                    output.lines().filter(|line| !line.starts_with("DUMP ")).collect::<Vec<_>>().join("\n");
+                if options.target == Target::Host {
+                    // A sanitizer stopped the host tier's loader: say where in tensor terms.
+                    if let Some(explained) = neuroncustomop_hosttier::explain_sanitizer(&output, &tensors) {
+                        output = format!("{explained}\n\n{output}");
+                    }
+                }
                 return Err(CallError::Unfinished { kernel: kernel.into(), core, output });
             };
             statuses.push(KernelStatus(status));
@@ -826,16 +905,86 @@ impl Library {
         neuroncustomop_machine::symbolize::Symbolizer::new(&elves).ok()
     }
 
+    /// Runs `job` on the session of `options` (booted, or built and started, on first use).
+    fn dispatch(
+        &self,
+        job: &Job,
+        kernel: &str,
+        options: &Options,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<neuroncustomop_machine::device::Report, CallError> {
+        let report = {
+            let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            let sanitize = options.sanitize.filter(|_| options.target == Target::Host);
+            // The checks run in the plugin, which runs without -icount.
+            let count_instructions = options.count_instructions && !options.checked;
+            let key = (options.cores, count_instructions, options.checked, options.target, sanitize);
+            let session = match sessions.entry(key) {
+                Entry::Occupied(session) => session.into_mut(),
+                Entry::Vacant(slot) if options.target == Target::Host => {
+                    let host = self.host_library(sanitize)?;
+                    slot.insert(neuroncustomop_hosttier::session(&host, options.cores).map_err(CallError::Host)?)
+                }
+                Entry::Vacant(slot) => {
+                    let session_options =
+                        SessionOptions { count_instructions, checked: options.checked, ..SessionOptions::default() };
+                    slot.insert(
+                        Session::boot(&self.package.images, options.cores, session_options).map_err(CallError::Run)?,
+                    )
+                }
+            };
+            let report = session.dispatch_cancellable(job, cancelled).map_err(CallError::Run)?;
+            if options.target == Target::Host && self.stopped(kernel, &report, options.target).is_some() {
+                // The host tier's loader ends its session when a kernel stops (the
+                // core's thread is parked where it stopped): the next call starts anew.
+                sessions.remove(&key);
+            }
+            report
+        };
+        Ok(report)
+    }
+
+    /// The host tier's build of this library with `sanitizer`, made once.
+    fn host_library(&self, sanitizer: Option<Sanitizer>) -> Result<HostLibrary, CallError> {
+        let mut built = self.host.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(host) = built.get(&sanitizer) {
+            return Ok(host.clone());
+        }
+        let project = self.project.as_ref().ok_or_else(|| {
+            CallError::Host(neuroncustomop_hosttier::HostError::Unsupported(format!(
+                "{} was loaded from a package: the host tier builds from the project's sources (load the project folder)",
+                self.name()
+            )))
+        })?;
+        let host = neuroncustomop_hosttier::build(project, sanitizer).map_err(CallError::Host)?;
+        built.insert(sanitizer, host.clone());
+        Ok(host)
+    }
+
     /// The first core whose op stopped without returning a status, as a
     /// [`CallError::Stopped`] that names the kernel's source line.
-    fn stopped(&self, kernel: &str, report: &neuroncustomop_machine::device::Report) -> Option<CallError> {
+    fn stopped(
+        &self,
+        kernel: &str,
+        report: &neuroncustomop_machine::device::Report,
+        target: Target,
+    ) -> Option<CallError> {
         let (core, op) = report.cores.iter().find_map(|(&core, r)| {
             r.ops.first().filter(|op| report.done && op.status_code().is_none()).map(|op| (core, op))
         })?;
-        let explained = self
-            .symbolizer()
-            .map(|symbols| neuroncustomop_machine::symbolize::explain(report, &symbols).concat())
+        // The host tier's loader says where on its stderr (`FAULT … pc=function
+        // (file:line)`), and a panic's message is in what the core printed.
+        let on_host = (target == Target::Host).then(|| {
+            let printed = report.core(core).stdout.get(&0).map(|(text, _)| String::from_utf8_lossy(text).into_owned());
+            format!("{}{}", printed.unwrap_or_default(), report.outcome.stderr).trim_end().to_string()
+        });
+        let explained = on_host
             .filter(|text| !text.is_empty())
+            .or_else(|| {
+                self.symbolizer()
+                    .map(|symbols| neuroncustomop_machine::symbolize::explain(report, &symbols).concat())
+                    .filter(|text| !text.is_empty())
+            })
             .unwrap_or_else(|| {
                 let printed = format!("{}{}", report.outcome.stdout, report.outcome.stderr);
                 printed.lines().filter(|line| !line.starts_with("DUMP ")).collect::<Vec<_>>().join("\n")

@@ -332,15 +332,29 @@ pub const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// [`SessionOptions::wall_limit`]), its report says so (`done` is false) and the next
 /// dispatch boots a fresh device first, entering the library again.
 pub struct Session {
-    library: Images,
     cores: usize,
     options: SessionOptions,
-    loader: Images,
-    engine: Images,
+    /// What runs the jobs.
+    backend: Backend,
     /// The running QEMU, if any.
     device: Option<Device>,
     /// What the library was entered with on the running device.
     entered_with: Option<EntryParameters>,
+}
+
+/// What a session's jobs run on.
+enum Backend {
+    /// QEMU: the loader and the DMA engine next to the library's images.
+    Qemu { library: Images, loader: Images, engine: Images },
+    /// A host process that speaks the loader's protocol: job frames on its stdin, the
+    /// loader's report lines on its stdout, the end-of-job marker on its stderr (the
+    /// host tier's loader, qemu/hosttier). The machine knows only its command line.
+    Process {
+        /// What to show in `Debug`.
+        name: String,
+        program: std::path::PathBuf,
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 /// The job fields the loader uses only when it enters the library.
@@ -395,8 +409,30 @@ impl Session {
     /// cannot be started.
     pub fn boot(library: &Images, cores: usize, options: SessionOptions) -> Result<Self, RunError> {
         let (loader, engine) = firmware()?;
-        let mut session =
-            Self { library: library.clone(), cores, options, loader, engine, device: None, entered_with: None };
+        let backend = Backend::Qemu { library: library.clone(), loader, engine };
+        let mut session = Self { cores, options, backend, device: None, entered_with: None };
+        session.start()?;
+        Ok(session)
+    }
+
+    /// A session whose jobs `program args…` runs instead of QEMU: a process that reads
+    /// job frames on its stdin and answers with the loader's lines, as the simulated
+    /// device does (the host tier's loader, which runs a library built for the host, each
+    /// core a thread). `name` is what `Debug` shows. The wall limit and the parsing are
+    /// those of the device; `options.gdb` does not apply (the process is the one to
+    /// run under a debugger).
+    ///
+    /// # Errors
+    /// [`RunError::Io`] if the process cannot be started.
+    pub fn process(
+        name: &str,
+        program: &std::path::Path,
+        args: Vec<std::ffi::OsString>,
+        cores: usize,
+        options: SessionOptions,
+    ) -> Result<Self, RunError> {
+        let backend = Backend::Process { name: name.into(), program: program.into(), args };
+        let mut session = Self { cores, options, backend, device: None, entered_with: None };
         session.start()?;
         Ok(session)
     }
@@ -409,24 +445,39 @@ impl Session {
     /// Starts QEMU (the loader waits for the first job).
     fn start(&mut self) -> Result<(), RunError> {
         let cores = self.cores;
-        let mut boot = Boot::new(self.loader.cores[..cores].iter().chain(&self.engine.cores[..1]).cloned().collect());
-        boot.elf_data = self.library.cores[..cores].to_vec();
-        boot.count_instructions = self.options.count_instructions;
-        boot.gdb = self.options.gdb;
-        // QEMU 10.0.2 crashes on the plugin's inline counters under -icount
-        // (qemu/plugin/src/lib.rs): there the loader's ICOUNT counts stand alone.
-        let plugin = if self.options.plugin && !self.options.count_instructions {
-            let (file, mut argument) = PluginFile::new(&self.loader.cores[..cores]).map_err(RunError::Plugin)?;
-            if self.options.checked {
-                argument += &findings::plugin_arguments(&self.loader.cores[..cores], &self.library.cores[..cores])
-                    .map_err(|e| RunError::Plugin(PluginError::Io(e)))?;
+        let (mut child, plugin) = match &self.backend {
+            Backend::Qemu { library, loader, engine } => {
+                let mut boot = Boot::new(loader.cores[..cores].iter().chain(&engine.cores[..1]).cloned().collect());
+                boot.elf_data = library.cores[..cores].to_vec();
+                boot.count_instructions = self.options.count_instructions;
+                boot.gdb = self.options.gdb;
+                // QEMU 10.0.2 crashes on the plugin's inline counters under -icount
+                // (qemu/plugin/src/lib.rs): there the loader's ICOUNT counts stand alone.
+                let plugin = if self.options.plugin && !self.options.count_instructions {
+                    let (file, mut argument) = PluginFile::new(&loader.cores[..cores]).map_err(RunError::Plugin)?;
+                    if self.options.checked {
+                        argument += &findings::plugin_arguments(&loader.cores[..cores], &library.cores[..cores])
+                            .map_err(|e| RunError::Plugin(PluginError::Io(e)))?;
+                    }
+                    boot.plugin = Some(argument);
+                    Some(file)
+                } else {
+                    None
+                };
+                (boot.spawn().map_err(RunError::Io)?, plugin)
             }
-            boot.plugin = Some(argument);
-            Some(file)
-        } else {
-            None
+            // The host tier's loader: no plugin (it counts no instructions).
+            Backend::Process { program, args, .. } => (
+                std::process::Command::new(program)
+                    .args(args)
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(RunError::Io)?,
+                None,
+            ),
         };
-        let mut child = boot.spawn().map_err(RunError::Io)?;
         let stdin = child.stdin.take().expect("piped");
         let (sender, events) = mpsc::channel();
         read_stdout(child.stdout.take().expect("piped"), sender.clone());
@@ -573,7 +624,13 @@ impl Drop for Session {
 impl fmt::Debug for Session {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Session")
-            .field("library", &self.library.name)
+            .field(
+                "library",
+                match &self.backend {
+                    Backend::Qemu { library, .. } => &library.name,
+                    Backend::Process { name, .. } => name,
+                },
+            )
             .field("cores", &self.cores)
             .field("options", &self.options)
             .field("running", &self.device.is_some())
@@ -595,7 +652,10 @@ fn firmware() -> Result<(Images, Images), RunError> {
 }
 
 /// The bytes that hand `job` to the loader: the job block, then its data.
-fn frame(job: &Job) -> Result<Vec<u8>, RunError> {
+///
+/// # Errors
+/// [`RunError::Job`] if the job block does not fit.
+pub fn frame(job: &Job) -> Result<Vec<u8>, RunError> {
     let block = job.to_bytes().map_err(RunError::Job)?;
     let segments = std::iter::once((Job::ADDRESS, &block[..])).chain(job.data.iter().map(|(a, b)| (*a, &b[..])));
     let mut bytes = FrameHeader { magic: FRAME_MAGIC, segments: 1 + job.data.len() as u32 }.to_bytes().to_vec();
@@ -740,6 +800,24 @@ fn run_once(library: &Images, job: &Job, options: SessionOptions) -> Result<Repo
         report.outcome.status = session.close();
     }
     Ok(report)
+}
+
+/// The report of a loader's whole output, read after the fact: `stdout` as the loader
+/// wrote it (its lines and each `DUMP`'s bytes), `stderr` likewise. For a loader that
+/// wrote to files (the host tier's, under a debugger) rather than to a session's pipes.
+pub fn report_from(stdout: Vec<u8>, stderr: Vec<u8>) -> Report {
+    let (sender, events) = mpsc::channel();
+    read_stdout(std::io::Cursor::new(stdout), sender.clone());
+    read_stderr(std::io::Cursor::new(stderr), sender);
+    let mut collected = Collected::default();
+    // Both readers end at the end of their bytes: every event is in when both closed.
+    while !(collected.stdout_closed && collected.stderr_closed) {
+        match events.recv() {
+            Ok(event) => collected.take(event),
+            Err(_) => break,
+        }
+    }
+    collected.report(None, false)
 }
 
 /// Parses the loader's lines (the typed `neuroncustomop_wire::report::Line`); lines

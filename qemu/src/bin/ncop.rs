@@ -27,14 +27,14 @@ struct Cli {
 enum Command {
     New(new::NewArgs),
     Package(package::PackageArgs),
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
 }
 
 fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Command::New(args) => new::exec(args),
         Command::Package(args) => package::exec(args),
-        Command::Run(args) => run::exec(args),
+        Command::Run(args) => run::exec(*args),
     };
     outcome.unwrap_or_else(|error| {
         cli::report("ncop", error.as_ref());

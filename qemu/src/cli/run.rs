@@ -6,12 +6,21 @@ use neuroncustomop::wrapper_api::{MAX_DIM, MAX_RANK};
 use neuroncustomop_host::array::{Dtype, dtype_name, parse_dtype};
 use neuroncustomop_host::compare::{Mismatch, Tolerance, compare};
 use neuroncustomop_host::generate::{Distribution, generate};
-use neuroncustomop_host::library::{Arg, CallError, Options, Output, PartialOutput};
+use neuroncustomop_host::library::{Arg, CallError, Options, Output, PartialOutput, Sanitizer, Target};
 use neuroncustomop_host::npy::{self, NpyError};
 use neuroncustomop_machine::job::TENSOR_AREA_SIZE;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
+
+/// `--sanitize`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SanitizeArg {
+    /// AddressSanitizer.
+    Address,
+    /// UndefinedBehaviorSanitizer.
+    Undefined,
+}
 
 /// How `--arg` is written, for the commands that take it.
 pub const ARGUMENTS_HELP: &str = "\
@@ -79,6 +88,32 @@ pub struct CallArgs {
     /// The backend of the runtime's neuron_memcpy (the library's own: dma).
     #[arg(long, value_enum, default_value_t = Memcpy::Dma)]
     pub memcpy: Memcpy,
+    /// Run on the host tier instead of the simulated device: the same kernels built
+    /// for x86-64, each core a thread (no instruction counts; Rust and C libraries).
+    /// The device stays the reference (docs/op-author-guide.md, "The host tier").
+    #[arg(long)]
+    pub host: bool,
+    /// With --host: run the call under Debian's gdb, stopped at the kernel's entry on
+    /// core --gdb-core (cores are threads `core <i>`); the result is checked once gdb
+    /// has let the kernel finish. A firmware program (`cargo sim run <program>`): QEMU's
+    /// gdbstub (docs/simulation.md, "Debugger"). Anywhere else an error.
+    #[arg(long)]
+    pub gdb: bool,
+    /// With --host: build the library with clang's sanitizer (C libraries): `address`
+    /// (the space around every tensor poisoned: an overrun is caught at its line) or
+    /// `undefined`.
+    #[arg(long, value_enum, value_name = "SANITIZER")]
+    pub sanitize: Option<SanitizeArg>,
+    /// With --gdb: the core whose kernel entry gdb stops at.
+    #[arg(long, default_value_t = 0, value_name = "CORE")]
+    pub gdb_core: usize,
+    /// With --gdb: a gdb command to run once stopped there (repeat: `--gdb-ex 'break
+    /// kernels.c:30' --gdb-ex continue --gdb-ex bt`).
+    #[arg(long, value_name = "COMMAND")]
+    pub gdb_ex: Vec<String>,
+    /// With --gdb: run the --gdb-ex commands and exit (gdb --batch), for scripts.
+    #[arg(long)]
+    pub gdb_batch: bool,
     /// Stop the kernel after N instructions on a core and say where it was (an
     /// infinite loop ends instead of hanging).
     #[arg(long, value_name = "N", default_value_t = neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS)]
@@ -238,6 +273,15 @@ pub enum RunError {
     /// A repeated call gave another output or status than the first.
     #[error("the kernel gave another output or status when called again with the same arguments")]
     Unrepeatable,
+    /// `--gdb` where it cannot apply.
+    #[error(
+        "--gdb needs --host (and no --repeat): kernels are debugged on the host tier; no stock gdb debugs the \
+         device's Xtensa code (docs/simulation.md, \"Debugger\")"
+    )]
+    GdbNeedsHost,
+    /// `--sanitize` without `--host`.
+    #[error("--sanitize needs --host: the sanitizers run on the host tier")]
+    SanitizeNeedsHost,
 }
 
 /// Runs `ncop run`.
@@ -247,6 +291,12 @@ pub fn exec(args: RunArgs) -> super::Outcome {
 
 /// Loads the library at `lib` and calls `kernel` as `args` say.
 pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
+    if args.gdb && (!args.host || args.repeat > 1) {
+        return Err(RunError::GdbNeedsHost.into());
+    }
+    if args.sanitize.is_some() && !args.host {
+        return Err(RunError::SanitizeNeedsHost.into());
+    }
     let mut call_args = Vec::with_capacity(args.args.len());
     for (index, spec) in args.args.iter().enumerate() {
         call_args.push(match spec {
@@ -290,6 +340,11 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         max_instructions: args.max_instructions,
         partial_output: args.partial_output,
         checked: !args.unchecked,
+        target: if args.host { Target::Host } else { Target::Device },
+        sanitize: args.sanitize.map(|sanitize| match sanitize {
+            SanitizeArg::Address => Sanitizer::Address,
+            SanitizeArg::Undefined => Sanitizer::Undefined,
+        }),
     };
     let described: Vec<String> = call_args.iter().map(Arg::describe).collect();
     // A kernel that stopped (an exception, a panic, its instruction budget) or a device
@@ -305,7 +360,18 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
             other => Err(other.into()),
         }
     };
-    let mut call = match library.call_with(kernel, &call_args, output.clone(), &options) {
+    let result = if args.gdb {
+        let debugger = neuroncustomop_hosttier::Debugger {
+            core: args.gdb_core,
+            commands: args.gdb_ex.clone(),
+            batch: args.gdb_batch,
+            transcript: None,
+        };
+        library.debug(kernel, &call_args, output.clone(), &options, &debugger)
+    } else {
+        library.call_with(kernel, &call_args, output.clone(), &options)
+    };
+    let mut call = match result {
         Ok(call) => call,
         Err(error) => return stopped(error),
     };
@@ -324,11 +390,14 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     heading();
     println!("  output      {} {:?}", dtype_name(call.output.dtype()), call.output.shape());
     println!("  status      {}", call.status);
-    let timing = match args.repeat {
-        1 => "booting the device included".to_string(),
-        calls => format!("the fastest of {calls} calls on one booted device"),
+    let (machine, device) =
+        if args.host { ("on the host tier", "started loader") } else { ("under QEMU", "booted device") };
+    let timing = match (args.repeat, args.host) {
+        (1, false) => "booting the device included".to_string(),
+        (1, true) => "starting its loader included".to_string(),
+        (calls, _) => format!("the fastest of {calls} calls on one {device}"),
     };
-    println!("  wall time   {:.3} s under QEMU ({timing})", call.wall.as_secs_f64());
+    println!("  wall time   {:.3} s {machine} ({timing})", call.wall.as_secs_f64());
     if let Some(&slowest) = call.instructions.iter().max() {
         // Per element only when there are elements: an empty output has no such cost.
         let per_element = match call.output.numel() {
@@ -393,10 +462,6 @@ pub struct SimRunArgs {
     /// A firmware program: count instructions (-icount shift=0,sleep=off).
     #[arg(long)]
     pub count_instructions: bool,
-    /// A firmware program: start QEMU halted with its gdbstub on a free port of localhost and say
-    /// how to attach (docs/simulation.md, "Debugger", says what works).
-    #[arg(long)]
-    pub gdb: bool,
     /// The call's data and settings.
     #[command(flatten)]
     pub call: CallArgs,
@@ -407,7 +472,18 @@ pub fn exec_sim(args: SimRunArgs) -> super::Outcome {
     super::setup::setup()?;
     let repo = neuroncustomop_machine::toolchain::repo_root();
     let cargo = || std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    match (neuroncustomop_package::project::Project::example(&args.name)?, &args.kernel) {
+    let example = neuroncustomop_package::project::Project::example(&args.name)?;
+    if example.is_some() && args.call.gdb && !args.call.host {
+        // QEMU's gdbstub serves firmware programs; no stock gdb debugs an example's
+        // Xtensa kernels (docs/simulation.md, "Debugger"). Never ignored in silence.
+        eprintln!(
+            "--gdb applies to firmware programs only: {} is an example. Its kernels run under a debugger on the \
+             host tier only (`--host --gdb`; docs/op-author-guide.md, \"The host tier\")",
+            args.name
+        );
+        return Ok(ExitCode::from(2));
+    }
+    match (example, &args.kernel) {
         (Some(project), Some(kernel)) => call(&project.dir, kernel, &args.call),
         (Some(project), None) => {
             let manifest = project.dir.join("Cargo.toml");
@@ -429,7 +505,7 @@ fn boot_program(args: &SimRunArgs) -> super::Outcome {
     let cores = args.call.cores.map_or(1, usize::from).min(built.cores.len());
     let mut boot = neuroncustomop_machine::machine::Boot::new(built.cores[..cores].to_vec());
     boot.count_instructions = args.count_instructions;
-    if args.gdb {
+    if args.call.gdb {
         let gdb = neuroncustomop_machine::debugger::GdbOptions::free_port()?;
         eprint!("{}", gdb.attach_instructions("main", &built.cores[0], &[]));
         boot.gdb = Some(gdb);

@@ -1,0 +1,491 @@
+//! `neuroncustomop-hosttier`: the host tier. An op author's unchanged kernels (Rust, C)
+//! built for x86-64 against the same runtime, and run by a host process that does what
+//! the simulated device's loader does ([`loader`]): the same job frames, the device
+//! memory at the device's addresses, the same pull stream, translate and accessors,
+//! each core a thread. The QEMU device stays the reference; the host tier is for
+//! debuggers and sanitizers, and for seconds instead of minutes.
+//!
+//! Layer: above the package crate (it builds an author's [`Project`]), below the host
+//! API, which runs its jobs through a machine [`Session`] over [`loader_program`].
+
+pub mod loader;
+
+use neuroncustomop_machine::device::{Session, SessionOptions};
+use neuroncustomop_machine::toolchain;
+use neuroncustomop_package::project::{Language, Project};
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// Why a library could not be built or run on the host.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The host build failed (cargo's or clang's diagnostics went to stderr or are here).
+    #[error("building {name} for the host tier: {what}")]
+    Build {
+        /// The library.
+        name: String,
+        /// What failed.
+        what: String,
+    },
+    /// The library's language has no host build yet.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A file could not be written.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A sanitizer the host tier builds a library with (`--sanitize`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Sanitizer {
+    /// AddressSanitizer: out-of-bounds accesses (the space around every tensor is
+    /// poisoned), use after free.
+    Address,
+    /// UndefinedBehaviorSanitizer: signed overflow, bad shifts, misaligned pointers...
+    Undefined,
+}
+
+impl Sanitizer {
+    /// Its name, as `--sanitize` takes it and clang's `-fsanitize=` too.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Address => "address",
+            Self::Undefined => "undefined",
+        }
+    }
+
+    /// Clang's runtime for it, preloaded into the loader (which is not instrumented).
+    fn runtime(self) -> PathBuf {
+        let file = match self {
+            Self::Address => "libclang_rt.asan-x86_64.so",
+            Self::Undefined => "libclang_rt.ubsan_standalone-x86_64.so",
+        };
+        Path::new(CLANG_RUNTIMES).join(file)
+    }
+}
+
+/// Where Debian's libclang-rt-22-dev puts the sanitizer runtimes.
+const CLANG_RUNTIMES: &str = "/usr/lib/llvm-22/lib/clang/22/lib/linux";
+
+/// A library built for the host: one copy per core (each its own statics, as each
+/// device core has its own image).
+#[derive(Debug, Clone)]
+pub struct HostLibrary {
+    /// The library's name.
+    pub name: String,
+    /// `core<i>.so`, i = 0..8.
+    pub cores: Vec<PathBuf>,
+    /// The sanitizer it was built with.
+    pub sanitizer: Option<Sanitizer>,
+}
+
+/// Builds `project` for the host: `target/hosttier/<name>/core<i>.so` in this
+/// repository for a built-in example, `target/neuroncustomop/host/` in an author's
+/// project. Needs no Xtensa tool.
+///
+/// # Errors
+/// [`HostError`]: the build failed, or the library is C++ (not yet on the host tier).
+pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibrary, HostError> {
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let repo = toolchain::repo_root();
+    let out = host_dir(project).join(sanitizer.map_or("plain", Sanitizer::name));
+    fs::create_dir_all(&out)?;
+    let built = match &project.language {
+        Language::Rust { .. } if sanitizer.is_some() => {
+            return Err(HostError::Unsupported(format!(
+                "{} is a Rust library: --sanitize builds C libraries so far (Rust's own checks already catch what \
+                 ASan would in safe code)",
+                project.name
+            )));
+        }
+        Language::Rust { bin, device_feature } => build_rust(project, bin, *device_feature, &repo)?,
+        Language::C(sources) => build_c(project, sources, &repo, &out, sanitizer)?,
+        Language::Cxx => {
+            return Err(HostError::Unsupported(format!(
+                "{} is a C++ library: the host tier builds Rust and C libraries so far; run it on the device \
+                 (without --host)",
+                project.name
+            )));
+        }
+    };
+    let mut cores = Vec::new();
+    for core in 0..neuroncustomop_wire::job::CORES {
+        let copy = out.join(format!("core{core}.so"));
+        // A copy per core, so the dynamic loader loads eight (it loads a path once).
+        fs::copy(&built, &copy)?;
+        cores.push(copy);
+    }
+    Ok(HostLibrary { name: project.name.clone(), cores, sanitizer })
+}
+
+/// Where a project's host build goes.
+fn host_dir(project: &Project) -> PathBuf {
+    let repo = toolchain::repo_root();
+    if project.dir.starts_with(repo.join("examples")) {
+        repo.join("target/hosttier/libraries").join(&project.name)
+    } else {
+        project.dir.join("target/neuroncustomop/host")
+    }
+}
+
+/// The cargo target folder of every host-tier build: its own, so the feature
+/// `host-tier` never invalidates the runtime's host tests' build.
+fn cargo_target(repo: &Path) -> PathBuf {
+    repo.join("target/hosttier")
+}
+
+/// Compiler flags that keep results those of the device: no fast-math, no
+/// floating-point contraction (the device's FPU would fuse what x86-64 does not).
+const EXACT_FLOAT: [&str; 2] = ["-ffp-contract=off", "-fno-fast-math"];
+
+/// A Rust library: its device binary, linked as a shared object against the runtime
+/// built with `host-tier` (which exports the C ABI the loader calls).
+fn build_rust(project: &Project, bin: &str, device_feature: bool, repo: &Path) -> Result<PathBuf, HostError> {
+    let error = |what: String| HostError::Build { name: project.name.clone(), what };
+    let mut features = String::from("neuroncustomop/host-tier");
+    if device_feature {
+        features.push_str(",device");
+    }
+    let status = Command::new(toolchain::CARGO)
+        .env("CARGO_TARGET_DIR", cargo_target(repo))
+        .env_remove("RUSTC_WRAPPER")
+        .args(["rustc", "--release", "--manifest-path"])
+        .arg(project.dir.join("Cargo.toml"))
+        .args(["--bin", bin, "--features", &features, "--"])
+        // The binary (`#![no_main]`) becomes a shared object whose own symbols bind to
+        // its own definitions (-Bsymbolic): the runtime's malloc, printf and libm,
+        // never the loader process's.
+        .args(["-C", "link-arg=-shared", "-C", "link-arg=-nostartfiles", "-C", "link-arg=-Wl,-Bsymbolic"])
+        // The author's own crate unoptimised, with full debug information: every local
+        // is there for gdb (Rust never fuses float operations, so the bits are the same).
+        .args(["-C", "opt-level=0", "-C", "debuginfo=2"])
+        .status()
+        .map_err(|e| error(format!("cannot run {}: {e}", toolchain::CARGO)))?;
+    if !status.success() {
+        return Err(error(format!("cargo exited with {status}")));
+    }
+    Ok(cargo_target(repo).join("release").join(bin))
+}
+
+/// The runtime as a static library for the host tier (C libraries link it).
+fn runtime_archive(repo: &Path) -> Result<PathBuf, HostError> {
+    let status = Command::new(toolchain::CARGO)
+        .env("CARGO_TARGET_DIR", cargo_target(repo))
+        .env_remove("RUSTC_WRAPPER")
+        .args(["build", "--release", "--lib", "--features", "host-tier", "--manifest-path"])
+        .arg(repo.join("Cargo.toml"))
+        .status()
+        .map_err(|e| HostError::Build { name: "neuroncustomop".into(), what: format!("cannot run cargo: {e}") })?;
+    if !status.success() {
+        return Err(HostError::Build { name: "neuroncustomop".into(), what: format!("cargo exited with {status}") });
+    }
+    Ok(cargo_target(repo).join("release/libneuroncustomop.a"))
+}
+
+/// A C library: each source compiled by clang for x86-64 with the runtime's headers,
+/// linked with the runtime into one shared object.
+fn build_c(
+    project: &Project,
+    sources: &[PathBuf],
+    repo: &Path,
+    out: &Path,
+    sanitizer: Option<Sanitizer>,
+) -> Result<PathBuf, HostError> {
+    let error = |what: String| HostError::Build { name: project.name.clone(), what };
+    let archive = runtime_archive(repo)?;
+    let sanitize: Vec<String> = match sanitizer {
+        Some(sanitizer) => vec![format!("-fsanitize={}", sanitizer.name()), "-fno-omit-frame-pointer".into()],
+        None => Vec::new(),
+    };
+    let mut objects = Vec::new();
+    for source in sources {
+        let stem = source.file_stem().expect("a .c file has a stem").to_string_lossy();
+        let object = out.join(format!("{stem}.o"));
+        run(Command::new(CLANG)
+            // -O0: every local is there for gdb; no optimisation changes a float's bits.
+            .args(["-std=c11", "-g", "-O0", "-fPIC", "-ffreestanding", "-nostdlibinc", "-Wall", "-Wextra", "-Werror"])
+            .args(EXACT_FLOAT)
+            .args(&sanitize)
+            .arg("-I")
+            .arg(repo.join("runtime/include/libc"))
+            .arg("-I")
+            .arg(repo.join("runtime/include"))
+            .arg("-c")
+            .arg(source)
+            .arg("-o")
+            .arg(&object))
+        .map_err(error)?;
+        objects.push(object);
+    }
+    let library = out.join(format!("lib{}.so", project.name));
+    run(Command::new(CLANG)
+        // No C start files: the runtime defines `__dso_handle` and `_init` itself.
+        .args(["-shared", "-nostartfiles", "-Wl,-Bsymbolic"])
+        .args(&sanitize)
+        // Every symbol resolved at the link, so a missing one is a build error here, not
+        // the loader's at dlopen (a sanitized library takes its runtime's at load).
+        .args(sanitizer.is_none().then_some("-Wl,--no-undefined"))
+        .args(sanitizer.map(|_| "-shared-libsan"))
+        .arg("-o")
+        .arg(&library)
+        .args(&objects)
+        .arg("-Wl,--whole-archive")
+        .arg(&archive)
+        .arg("-Wl,--no-whole-archive")
+        .args(["-lm", "-lpthread", "-ldl", "-lgcc_s"]))
+    .map_err(error)?;
+    Ok(library)
+}
+
+/// Debian's clang, the one the device build uses.
+const CLANG: &str = "/usr/bin/clang-22";
+
+/// Runs a compiler or linker; a failure carries its diagnostics.
+fn run(command: &mut Command) -> Result<(), String> {
+    let output = command.output().map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{:?} failed ({}):\n{}",
+            command.get_program(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+/// The host tier's loader program (`ncop-hostrun`), built on first use.
+///
+/// # Errors
+/// [`HostError::Build`] when it does not build.
+pub fn loader_program() -> Result<PathBuf, HostError> {
+    static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(path) = &*built {
+        return Ok(path.clone());
+    }
+    let repo = toolchain::repo_root();
+    let status = Command::new(toolchain::CARGO)
+        .env("CARGO_TARGET_DIR", cargo_target(&repo))
+        .env_remove("RUSTC_WRAPPER")
+        .args(["build", "--release", "-p", "neuroncustomop-hosttier", "--bin", "ncop-hostrun", "--manifest-path"])
+        .arg(repo.join("Cargo.toml"))
+        .status()
+        .map_err(|e| HostError::Build { name: "ncop-hostrun".into(), what: format!("cannot run cargo: {e}") })?;
+    if !status.success() {
+        return Err(HostError::Build { name: "ncop-hostrun".into(), what: format!("cargo exited with {status}") });
+    }
+    let path = cargo_target(&repo).join("release/ncop-hostrun");
+    *built = Some(path.clone());
+    Ok(path)
+}
+
+/// A session whose jobs the host tier's loader runs on `cores` copies of `library`.
+///
+/// # Errors
+/// [`HostError`] when the loader does not build or cannot start.
+pub fn session(library: &HostLibrary, cores: usize) -> Result<Session, HostError> {
+    let (program, args) = loader_command(library, cores)?;
+    Session::process(&library.name, &program, args, cores, SessionOptions::default())
+        .map_err(|e| HostError::Build { name: library.name.clone(), what: format!("starting the host loader: {e}") })
+}
+
+/// The loader's command line for `cores` copies of `library`: `env` with the loader's
+/// environment, then the loader. A Rust library is an executable's code made a shared
+/// object, whose thread-locals take static TLS: glibc lends dlopen'ed libraries only a
+/// little of it, so the loader asks for 1 MiB (eight copies of a library need a few
+/// KiB). A sanitized library needs the sanitizer's runtime preloaded (the loader is not
+/// instrumented; the runtime must come first), its reports symbolized.
+fn loader_command(library: &HostLibrary, cores: usize) -> Result<(PathBuf, Vec<OsString>), HostError> {
+    let program = loader_program()?;
+    let mut args: Vec<OsString> = vec!["GLIBC_TUNABLES=glibc.rtld.optional_static_tls=1048576".into()];
+    if let Some(sanitizer) = library.sanitizer {
+        args.push(format!("LD_PRELOAD={}", sanitizer.runtime().display()).into());
+        args.push("ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer".into());
+        args.push("UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1".into());
+        // Leaks are the runtime heap's business, not ASan's.
+        args.push("ASAN_OPTIONS=detect_leaks=0".into());
+    }
+    args.push(program.into_os_string());
+    args.extend(library.cores[..cores].iter().map(|p| p.clone().into_os_string()));
+    Ok((PathBuf::from("/usr/bin/env"), args))
+}
+
+/// Where `pc` is, for a fault report: `function (file:line)` from the library's DWARF,
+/// else the library and the offset.
+pub fn place(pc: usize) -> String {
+    let mut info: libc::Dl_info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: dladdr only reads the loader's tables and fills `info`.
+    if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+        return format!("{pc:#x}");
+    }
+    // SAFETY: dladdr filled a NUL-terminated path.
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    let offset = pc - info.dli_fbase as usize;
+    let located = addr2line::Loader::new(&path).ok().and_then(|loader| {
+        let function = loader
+            .find_frames(offset as u64)
+            .ok()
+            .and_then(|mut frames| frames.next().ok().flatten())
+            .and_then(|frame| frame.function.and_then(|f| f.demangle().ok().map(|n| n.into_owned())));
+        let location = loader
+            .find_location(offset as u64)
+            .ok()
+            .flatten()
+            .map(|l| format!("{}:{}", l.file.unwrap_or("?"), l.line.unwrap_or(0)));
+        Some(format!("{} ({})", function.unwrap_or_else(|| "?".into()), location?))
+    });
+    located.unwrap_or_else(|| format!("{path}+{offset:#x}"))
+}
+
+/// How a host-tier call runs under gdb ([`debug`]).
+#[derive(Debug, Clone, Default)]
+pub struct Debugger {
+    /// The core whose kernel entry gdb stops at (the others run on).
+    pub core: usize,
+    /// gdb commands run once it stopped there (`-ex` each), e.g. `break kernels.c:30`,
+    /// `continue`, `bt`, `print x[3]`.
+    pub commands: Vec<String>,
+    /// `gdb --batch`: run the commands and exit (for scripts and tests); else gdb takes
+    /// the terminal once the commands ran.
+    pub batch: bool,
+    /// Where to keep a copy of what gdb printed (gdb's `set logging`), for scripts.
+    pub transcript: Option<PathBuf>,
+}
+
+/// The gdb the host tier starts: Debian's (`gdb`, installed by qemu/setup.sh).
+pub const GDB: &str = "gdb";
+
+/// Runs `job` once on the host tier's loader under gdb, stopped at the kernel's entry
+/// on `debugger.core` (a breakpoint at the first instruction of the loader's
+/// `ncop_hostrun_before_kernel`, conditioned on its first argument, the core, in `rdi`,
+/// sets a one-time one at its second, the kernel, in `rsi`: the x86-64 calling
+/// convention), then `debugger.commands`. The loader
+/// reads the job from a file and writes its report to one, so gdb keeps the terminal;
+/// the report is read once gdb has exited.
+///
+/// # Errors
+/// [`HostError`] when the loader does not build, gdb cannot start, or the files
+/// cannot be written or read.
+pub fn debug(
+    library: &HostLibrary,
+    job: &neuroncustomop_machine::job::Job,
+    debugger: &Debugger,
+) -> Result<neuroncustomop_machine::device::Report, HostError> {
+    let work = std::env::temp_dir().join(format!("ncop-gdb-{}", std::process::id()));
+    fs::create_dir_all(&work)?;
+    let (job_file, report_file, script) = (work.join("job"), work.join("report"), work.join("stop.gdb"));
+    let frame = neuroncustomop_machine::device::frame(job)
+        .map_err(|e| HostError::Build { name: library.name.clone(), what: format!("the job: {e}") })?;
+    fs::write(&job_file, frame)?;
+    fs::write(
+        &script,
+        format!(
+            "set pagination off\nset confirm off\nset breakpoint pending on\n\
+             set language c\nbreak *ncop_hostrun_before_kernel if $rdi == {}\nset language auto\n\
+             commands\nsilent\ntbreak *$rsi\ncontinue\nend\nrun\n",
+            debugger.core
+        ),
+    )?;
+    let cores = job.header.cores as usize;
+    // gdb runs the loader itself (its symbols known from the start), with the
+    // variables `env` would set as gdb's own environment settings.
+    let (_, mut loader_args) = loader_command(library, cores)?;
+    let copies = loader_args.split_off(loader_args.len() - cores);
+    let program = loader_args.pop().expect("the loader follows the variables");
+    let mut gdb = Command::new(GDB);
+    gdb.args(["-q", "-nx"]);
+    if debugger.batch {
+        gdb.arg("--batch");
+    }
+    if let Some(transcript) = &debugger.transcript {
+        gdb.arg("-ex").arg(format!("set logging file {}", transcript.display()));
+        gdb.args(["-ex", "set logging overwrite on", "-ex", "set logging enabled on"]);
+    }
+    for variable in &loader_args {
+        gdb.arg("-ex").arg(format!("set environment {}", variable.to_string_lossy()));
+    }
+    gdb.arg("-x").arg(&script);
+    for command in &debugger.commands {
+        gdb.args(["-ex", command]);
+    }
+    gdb.arg("--args").arg(&program);
+    gdb.arg("--job").arg(&job_file).arg("--report").arg(&report_file).args(&copies);
+    let status = gdb.status().map_err(|e| {
+        HostError::Unsupported(format!("cannot start {GDB}: {e}; install Debian's gdb (qemu/setup.sh does)"))
+    })?;
+    let report = fs::read(&report_file).unwrap_or_default();
+    let _ = fs::remove_dir_all(&work);
+    if report.is_empty() {
+        return Err(HostError::Unsupported(format!(
+            "{GDB} exited ({status}) before the kernel finished: the call has no result (let it run to the end: \
+             `continue`)"
+        )));
+    }
+    Ok(neuroncustomop_machine::device::report_from(report, Vec::new()))
+}
+
+/// A sanitizer's report (in `output`) said again in the device's terms: which tensor
+/// the bad address is in or past (`tensors`: name, device address, bytes), on which
+/// core, at which line of the kernel. `None` when `output` holds no such report.
+pub fn explain_sanitizer(output: &str, tensors: &[(String, u32, u32)]) -> Option<String> {
+    let error =
+        output.lines().find(|line| line.contains("ERROR: AddressSanitizer") || line.contains("runtime error:"))?;
+    let mut said = Vec::new();
+    let access = output.lines().find(|line| line.starts_with("READ of size") || line.starts_with("WRITE of size"));
+    if let Some(access) = access {
+        let mut words = access.split_whitespace();
+        let kind = words.next().unwrap_or("").to_lowercase();
+        let size = words.nth(2).unwrap_or("?");
+        let address = access
+            .split_whitespace()
+            .skip_while(|w| *w != "at")
+            .nth(1)
+            .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+        // The loader starts its cores' threads first and in order: T1 is core 0.
+        let thread = access.split("thread T").nth(1).and_then(|rest| rest.split_whitespace().next());
+        let core = thread.and_then(|t| t.parse::<u32>().ok()).and_then(|t| t.checked_sub(1)).map(|c| c.to_string());
+        let place = address.map(|address| where_in(address, tensors)).unwrap_or_default();
+        said.push(format!(
+            "a {kind} of {size} bytes{place}{}",
+            core.map(|c| format!(", on core {c}")).unwrap_or_default()
+        ));
+    }
+    // The first frame of the report outside the sanitizer's runtime: the kernel's line.
+    let frames = output.lines().map(str::trim).filter(|line| line.starts_with('#'));
+    if let Some(at) = frames.clone().find(|line| !line.contains("libclang_rt")).and_then(|f| f.split(" in ").nth(1)) {
+        said.push(format!("at {at}"));
+    }
+    Some(format!("{}\nin the device's terms: {}", error.trim(), said.join(", ")))
+}
+
+/// ` N bytes past the end of argument k (…)`, or ` inside …`, for `address`.
+fn where_in(address: u64, tensors: &[(String, u32, u32)]) -> String {
+    let inside = tensors
+        .iter()
+        .find(|(_, start, len)| address >= u64::from(*start) && address < u64::from(*start) + u64::from(*len));
+    if let Some((name, start, len)) = inside {
+        return format!(" at byte {} of {name} ({len} bytes at {start:#x})", address - u64::from(*start));
+    }
+    let before = tensors
+        .iter()
+        .filter(|(_, start, len)| u64::from(*start) + u64::from(*len) <= address)
+        .max_by_key(|(_, start, len)| u64::from(*start) + u64::from(*len));
+    match before {
+        Some((name, start, len)) => format!(
+            " {} bytes past the end of {name} ({len} bytes at {start:#x})",
+            address - u64::from(*start) - u64::from(*len)
+        ),
+        None => format!(" at {address:#x}, outside every tensor"),
+    }
+}
