@@ -34,9 +34,12 @@ fn call_error(error: CallError) -> PyErr {
         | CallError::ShapeFunction { .. } => PyValueError::new_err(message),
         // `call` hands a stopped kernel back as a `RawCall` (`RawCall::stopped`), which
         // the Python half raises as a `KernelError`: it never gets here.
-        CallError::Job(_) | CallError::Run(_) | CallError::Unfinished { .. } | CallError::Stopped { .. } => {
-            DeviceError::new_err(message)
-        }
+        // The host tier (`target=` is not offered from Python yet) is a device too.
+        CallError::Job(_)
+        | CallError::Run(_)
+        | CallError::Host(_)
+        | CallError::Unfinished { .. }
+        | CallError::Stopped { .. } => DeviceError::new_err(message),
     }
 }
 
