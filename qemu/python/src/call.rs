@@ -86,6 +86,11 @@ pub struct RawCall {
     pub stdout_lost: Vec<u32>,
     /// Wall time of the device run, in seconds.
     pub wall: f64,
+    /// The memory checks' first findings, each `(kind, core, text)`: the kind as
+    /// `FindingKind`'s name, the text with its place and source line.
+    pub findings: Vec<(String, u32, String)>,
+    /// How many findings there were in all.
+    pub findings_total: u64,
 }
 
 impl RawCall {
@@ -99,6 +104,8 @@ impl RawCall {
             stdout_lost: call.stdout.iter().map(|printed| printed.lost).collect(),
             stdout: call.stdout.into_iter().map(|printed| printed.text).collect(),
             wall: call.wall.as_secs_f64(),
+            findings: call.findings.shown.iter().map(|f| (f.kind.name().to_owned(), f.core, f.to_string())).collect(),
+            findings_total: call.findings.total,
         }
     }
 }

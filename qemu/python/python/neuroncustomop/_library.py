@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import _args, _build, _native
+from . import _findings
 from ._errors import KernelError, UnknownKernelError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -87,6 +88,7 @@ class Kernel:
         cores: Optional[int] = None,
         count_instructions: bool = True,
         max_instructions: Optional[int] = None,
+        checked: bool = True,
     ) -> CallResult:
         """Runs the kernel once on the simulated device.
 
@@ -116,6 +118,10 @@ class Kernel:
             Stop the kernel after this many guest instructions on a core (a
             ``DeviceError`` naming where it was); the next call works. Default: the host
             API's budget, 10 billion.
+        checked : bool, default True
+            Check every load and store of the kernel against what its op was given (the
+            device's TCG plugin, which runs without ``-icount``: a checked call runs
+            without it, and its counts are as exact). ``False`` is faster.
 
         Returns
         -------
@@ -125,6 +131,10 @@ class Kernel:
         ------
         KernelError
             A core's invocation status is not 0.
+        OutOfBoundsError, RaceError
+            (Subclasses of ``KernelError``.) The memory checks found the kernel touching
+            memory its op was not given, or two cores writing the same output bytes;
+            ``.findings`` lists what, where and the source line.
         TypeError, ValueError, OverflowError
             Bad inputs: an unsupported dtype, a scalar whose kind is ambiguous, a wrong
             number of inputs (when the shape function says how many), an output
@@ -132,8 +142,9 @@ class Kernel:
         DeviceError
             The simulated device could not run the op.
         """
-        raw, shape, dtype = self._call(inputs, out_shape, out_dtype, cores, count_instructions, max_instructions)
+        raw, shape, dtype = self._call(inputs, out_shape, out_dtype, cores, count_instructions, max_instructions, checked)
         result = _result(raw, shape, dtype)
+        _findings.raise_for(self.name, result, raw)
         if result.status != 0:
             raise KernelError(self.name, result)
         return result
@@ -146,13 +157,16 @@ class Kernel:
         cores: Optional[int],
         count: bool,
         max_instructions: Optional[int] = None,
+        checked: bool = True,
     ) -> tuple:
         """The native call of :meth:`run`: ``(raw result, output shape, output dtype
         name)``; a failing status is not raised here."""
         arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
         shape, dtype = self.library._output_of(self.name, inputs, arguments, out_shape, out_dtype)
         cores = self.library.cores if cores is None else cores
-        raw = self.library._native.call(self.name, arguments, dtype, list(shape), cores, count, max_instructions)
+        raw = self.library._native.call(
+            self.name, arguments, dtype, list(shape), cores, count, max_instructions, checked
+        )
         return raw, shape, dtype
 
 
