@@ -27,7 +27,6 @@ use crate::compare::{canary, holding, second_canary};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
 use neuroncustomop_machine::device::{RunError, Session, SessionOptions};
-use neuroncustomop_machine::findings;
 /// The memory checks' findings, as [`Call::findings`] holds them.
 pub use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings};
 use neuroncustomop_machine::images::CORES;
@@ -650,11 +649,11 @@ impl Library {
             output: format!("the output dump is incomplete: {e}"),
         })?;
         let status = statuses.iter().copied().find(|s| !s.is_ok()).unwrap_or(KernelStatus(0));
-        let mut findings = findings::of_op(&report, 0);
+        let mut findings = report.findings(0);
         if !findings.is_empty()
             && let Some(symbols) = self.symbolizer()
         {
-            findings.shown.iter_mut().for_each(|finding| finding.symbolize(&symbols));
+            findings.shown.iter_mut().for_each(|finding| finding.symbolize(|pc| symbols.describe(pc)));
         }
         Ok(Call {
             kernel: kernel.into(),
