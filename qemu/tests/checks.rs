@@ -6,7 +6,7 @@ use neuroncustomop_host::array::Dtype;
 use neuroncustomop_host::generate::{Distribution, generate};
 use neuroncustomop_host::library::{Arg, Library, Options, Output, describe};
 use neuroncustomop_machine::device::{Session, SessionOptions};
-use neuroncustomop_machine::findings::{self, Finding, FindingKind, OpFindings};
+use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings};
 use neuroncustomop_machine::images;
 use neuroncustomop_machine::symbolize::Symbolizer;
 use std::sync::OnceLock;
