@@ -6,7 +6,7 @@ use neuroncustomop_host::array::Dtype;
 use neuroncustomop_host::generate::{Distribution, generate};
 use neuroncustomop_host::library::{Arg, Library, Options, Output, describe};
 use neuroncustomop_machine::device::{Session, SessionOptions};
-use neuroncustomop_machine::findings::{self, Finding, FindingKind, OpFindings};
+use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings};
 use neuroncustomop_machine::images;
 use neuroncustomop_machine::symbolize::Symbolizer;
 use std::sync::OnceLock;
@@ -27,7 +27,7 @@ fn checked() -> SessionOptions {
 /// Op `index`'s findings, their lines named from the images' debug information.
 fn symbolized(mut found: OpFindings, images: &[std::path::PathBuf]) -> OpFindings {
     let symbols = Symbolizer::new(images).expect("symbols");
-    found.shown.iter_mut().for_each(|finding| finding.symbolize(&symbols));
+    found.shown.iter_mut().for_each(|finding| finding.symbolize(|pc| symbols.describe(pc)));
     found
 }
 
@@ -39,7 +39,7 @@ fn a_rust_kernel_writing_64_floats_past_its_output_is_named_with_its_line_and_th
     let mut session = Session::boot(&library, 1, checked()).expect("boot");
     let report = session.dispatch(&job).expect("dispatch");
     assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
-    let found = symbolized(findings::of_op(&report, 0), &library.cores);
+    let found = symbolized(report.findings(0), &library.cores);
     assert_eq!(found.total, 1, "{found}");
     let finding = &found.shown[0];
     assert_eq!((finding.kind, finding.core, finding.accesses), (FindingKind::OutOfBoundsStore, 0, 64), "{finding}");
@@ -48,7 +48,7 @@ fn a_rust_kernel_writing_64_floats_past_its_output_is_named_with_its_line_and_th
     let at = finding.at.as_deref().unwrap_or_default();
     assert!(at.contains(&format!("fault_probe.rs:{line}")), "{at}");
     // The next op: no finding, its output whole.
-    assert!(findings::of_op(&report, 1).is_empty(), "{}", findings::of_op(&report, 1));
+    assert!(report.findings(1).is_empty(), "{}", report.findings(1));
     let copied: Vec<i32> = report.dumps[&1].chunks(4).map(|w| i32::from_le_bytes(w.try_into().unwrap())).collect();
     assert_eq!(copied, input);
 }

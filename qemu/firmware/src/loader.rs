@@ -30,16 +30,16 @@ use core::ptr::{self, read_volatile, write_volatile};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop::arch::{mask_interrupts, memw, prid, restore_interrupts, wait_for_interrupt};
-use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop::data_transfer::dma::DMA_QUEUE_WINDOW;
+use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop::translate::{self, TranslateRecord};
 use neuroncustomop::wrapper_api::ArgTensor;
 use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
-use neuroncustomop_wire::job::{
-    FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump, TRANSLATE_REGIONS,
-    dma_queue_offsets,
-};
 use neuroncustomop_wire::job::CORES;
+use neuroncustomop_wire::job::{
+    FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols,
+    NAME_LEN, NEVER, OutputDump, TRANSLATE_REGIONS, dma_queue_offsets,
+};
 use neuroncustomop_wire::report::{Bytes, Count, Line, OpStatus};
 use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
 use neuroncustomop_wire::{DESCRIPTOR_LEN, DecodedOp, FunctionId, MAX_INPUTS, decode_prefix};
@@ -170,13 +170,20 @@ struct Kernel {
 static KERNEL_COUNT: AtomicU32 = AtomicU32::new(0);
 static mut KERNELS: [Kernel; MAX_KERNELS] = [Kernel { name: [0; NAME_LEN], entry: 0 }; MAX_KERNELS];
 
-unsafe extern "C" fn record_kernel(entry: *const c_void, name: *const c_char, library: *mut c_void) -> SUNDA_UCODE_LIB_STATUS {
+unsafe extern "C" fn record_kernel(
+    entry: *const c_void,
+    name: *const c_char,
+    library: *mut c_void,
+) -> SUNDA_UCODE_LIB_STATUS {
     let core = prid();
     let index = KERNEL_COUNT.fetch_add(1, Ordering::Relaxed) as usize;
     // SAFETY: the runtime passes a NUL-terminated name.
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
     let (ptr, handle) = (entry as u32, library as u32);
-    println!("{}", Line::Kernel { core, index: index as u32, ptr, name: core::str::from_utf8(name).unwrap_or("?"), handle });
+    println!(
+        "{}",
+        Line::Kernel { core, index: index as u32, ptr, name: core::str::from_utf8(name).unwrap_or("?"), handle }
+    );
     if index < MAX_KERNELS && name.len() < NAME_LEN {
         let mut kernel = Kernel { name: [0; NAME_LEN], entry: entry as usize };
         kernel.name[..name.len()].copy_from_slice(name);
@@ -213,7 +220,6 @@ fn job_bytes(offset: u32, len: u32) -> &'static [u8] {
     // while the job runs.
     unsafe { core::slice::from_raw_parts((JOB_ADDRESS + offset) as *const u8, len as usize) }
 }
-
 
 fn progress(core: u32) -> *mut u32 {
     (PROGRESS + core as usize * 64) as *mut u32
@@ -336,9 +342,10 @@ fn announce_regions(job: &JobHeader, inputs: &[ArgTensor], output: Option<&ArgTe
     // The loader's own copy of the runtime translates (its own TLB): a job whose
     // windows it refuses announces no tensor, as the kernel's own setup refuses them.
     let translated = translate::configure(&records[..count]).is_ok();
-    let tensors = output.map(|o| (RegionKind::Output, 0, o)).into_iter().chain(
-        inputs.iter().enumerate().map(|(i, input)| (RegionKind::Input, i as u8, input)),
-    );
+    let tensors = output
+        .map(|o| (RegionKind::Output, 0, o))
+        .into_iter()
+        .chain(inputs.iter().enumerate().map(|(i, input)| (RegionKind::Input, i as u8, input)));
     for (kind, index, tensor) in tensors.filter(|_| translated) {
         let Ok(desc) = tensor.validate() else { continue };
         let len = desc.byte_len() as usize;
@@ -349,7 +356,12 @@ fn announce_regions(job: &JobHeader, inputs: &[ArgTensor], output: Option<&ArgTe
         region.shape[..desc.shape().len()].copy_from_slice(desc.shape());
         table.push(region);
     }
-    table.push(Region::new(RegionKind::DataScratch, 0, DATA_SCRATCH_BASE + core * DATA_SCRATCH_SIZE, DATA_SCRATCH_SIZE));
+    table.push(Region::new(
+        RegionKind::DataScratch,
+        0,
+        DATA_SCRATCH_BASE + core * DATA_SCRATCH_SIZE,
+        DATA_SCRATCH_SIZE,
+    ));
     table.push(Region::new(RegionKind::HbmScratch, 0, HBM_SCRATCH_BASE + core * HBM_SCRATCH_SIZE, HBM_SCRATCH_SIZE));
     let (m2s, _) = dma_queue_offsets(core);
     let (next, _) = dma_queue_offsets(core + 1);

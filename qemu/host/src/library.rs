@@ -30,7 +30,6 @@ use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind,
 pub use neuroncustomop_hosttier::Sanitizer;
 use neuroncustomop_hosttier::{Debugger, HostLibrary};
 use neuroncustomop_machine::device::{OpStatus, RunError, Session, SessionOptions, describe_status};
-use neuroncustomop_machine::findings;
 /// The memory checks' findings, as [`Call::findings`] holds them.
 pub use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings};
 use neuroncustomop_machine::images::CORES;
@@ -875,11 +874,11 @@ impl Library {
             output: format!("the output dump is incomplete: {e}"),
         })?;
         let status = statuses.iter().copied().find(|s| !s.is_ok()).unwrap_or(KernelStatus(0));
-        let mut findings = findings::of_op(&report, 0);
+        let mut findings = report.findings(0);
         if !findings.is_empty()
             && let Some(symbols) = self.symbolizer()
         {
-            findings.shown.iter_mut().for_each(|finding| finding.symbolize(&symbols));
+            findings.shown.iter_mut().for_each(|finding| finding.symbolize(|pc| symbols.describe(pc)));
         }
         Ok(Call {
             kernel: kernel.into(),

@@ -251,6 +251,13 @@ impl Report {
         }
     }
 
+    /// What the memory checks found in op `index` of the job, over every core that ran
+    /// it (empty when unchecked).
+    pub fn findings(&self, index: usize) -> findings::OpFindings {
+        let lines = self.cores.values().filter_map(|core| core.ops.get(index)).flat_map(|op| &op.plugin.lines);
+        findings::collect(lines.map(String::as_str))
+    }
+
     /// Core `core`'s report (empty if it said nothing).
     pub fn core(&self, core: u32) -> CoreReport {
         self.cores.get(&core).cloned().unwrap_or_default()
@@ -583,7 +590,8 @@ impl Session {
         }
         // A kernel that wrote into another core's image may have broken that core's
         // code or data for every later op: the next job boots a fresh device.
-        if findings::of_job(&report).iter().any(|f| f.kind == findings::FindingKind::CrossCoreStore)
+        let ops = report.cores.values().map(|core| core.ops.len()).max().unwrap_or(0);
+        if (0..ops).any(|op| report.findings(op).of(findings::FindingKind::CrossCoreStore).next().is_some())
             && let Some(mut device) = self.device.take()
         {
             let _ = device.child.kill();

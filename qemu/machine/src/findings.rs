@@ -5,12 +5,10 @@
 //!
 //! The plugin writes a `FINDING` line for each of the first
 //! [`SHOWN`] findings of an op on a core, and a `CHECKED` line with the op's totals;
-//! [`of_op`] reads them back from a job's report, [`Finding::symbolize`] names the
+//! [`collect`] reads them back (`Report::findings` for one op of a job), [`Finding::symbolize`] names the
 //! lines of code.
 
-use crate::device::Report;
 use crate::elf;
-use crate::symbolize::Symbolizer;
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_wire::checks::RegionKind;
 use neuroncustomop_wire::report::Fields;
@@ -174,10 +172,11 @@ impl Finding {
         })
     }
 
-    /// Names the PCs' functions and lines from the images' debug information.
-    pub fn symbolize(&mut self, symbols: &Symbolizer) {
-        self.at = Some(symbols.describe(self.pc));
-        self.other_at = self.other_pc.map(|pc| symbols.describe(pc));
+    /// Names the PCs' functions and lines with `describe` (the images' debug
+    /// information: `crate::symbolize::Symbolizer::describe`).
+    pub fn symbolize(&mut self, describe: impl Fn(u32) -> String) {
+        self.at = Some(describe(self.pc));
+        self.other_at = self.other_pc.map(&describe);
     }
 
     /// Where the accessed bytes are, in words: `12 bytes past the end of output 0
@@ -308,23 +307,6 @@ pub fn collect<'a>(lines: impl IntoIterator<Item = &'a str>) -> OpFindings {
         }
     }
     op
-}
-
-/// The findings of op `index` of a job, over every core that ran it.
-pub fn of_op(report: &Report, index: usize) -> OpFindings {
-    collect(
-        report
-            .cores
-            .values()
-            .filter_map(|core| core.ops.get(index))
-            .flat_map(|op| op.plugin.lines.iter().map(String::as_str)),
-    )
-}
-
-/// Every finding shown for a job, op by op.
-pub fn of_job(report: &Report) -> Vec<Finding> {
-    let ops = report.cores.values().map(|core| core.ops.len()).max().unwrap_or(0);
-    (0..ops).flat_map(|index| of_op(report, index).shown).collect()
 }
 
 #[cfg(test)]

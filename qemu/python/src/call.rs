@@ -96,6 +96,11 @@ pub struct RawCall {
     pub stdout_lost: Vec<u32>,
     /// Wall time of the device run, in seconds.
     pub wall: f64,
+    /// The memory checks' first findings, each `(kind, core, text)`: the kind as
+    /// `FindingKind`'s name, the text with its place and source line.
+    pub findings: Vec<(String, u32, String)>,
+    /// How many findings there were in all.
+    pub findings_total: u64,
 }
 
 impl RawCall {
@@ -112,6 +117,8 @@ impl RawCall {
             stdout_lost: call.stdout.iter().map(|printed| printed.lost).collect(),
             stdout: call.stdout.into_iter().map(|printed| printed.text).collect(),
             wall: call.wall.as_secs_f64(),
+            findings: call.findings.shown.iter().map(|f| (f.kind.name().to_owned(), f.core, f.to_string())).collect(),
+            findings_total: call.findings.total,
         }
     }
 
@@ -128,6 +135,9 @@ impl RawCall {
             instructions: Vec::new(),
             exact: Vec::new(),
             stop: Some(stop.clone()),
+            // A stopped kernel's findings are not read: the stop is what the call raises.
+            findings: Vec::new(),
+            findings_total: 0,
             report: neuroncustomop_host::library::describe(error),
             stdout_lost: stdout.iter().map(|printed| printed.lost).collect(),
             stdout: stdout.iter().map(|printed| printed.text.clone()).collect(),

@@ -112,7 +112,8 @@ impl Library {
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
     /// `output_dtype` and `output_shape`, stopping a core past `max_instructions`
     /// (default: the host API's); `count_instructions` runs QEMU under `-icount` (a
-    /// deterministic clock). Each core's own ICOUNT register counts its instructions
+    /// deterministic clock); `checked` (default) checks every memory access, and runs
+    /// without `-icount` (the device's TCG plugin checks and counts). Each core's own ICOUNT register counts its instructions
     /// either way (without, waits follow the host's timing). The library's device for
     /// that core count and counting mode stays booted between calls. A signal handler's
     /// exception (Ctrl-C's `KeyboardInterrupt`) stops the call within a fraction of a
@@ -128,6 +129,7 @@ impl Library {
         cores: usize,
         count_instructions: bool,
         max_instructions: Option<u64>,
+        checked: Option<bool>,
     ) -> PyResult<RawCall> {
         if inputs.is_empty() {
             // The dispatch words carry the output descriptor after the inputs'
@@ -138,7 +140,8 @@ impl Library {
         let output = Output::Shape { dtype: call::dtype(output_dtype)?, shape: output_shape };
         let defaults = Options::default();
         let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
-        let options = Options { cores, count_instructions, max_instructions, ..defaults };
+        let checked = checked.unwrap_or(defaults.checked);
+        let options = Options { cores, count_instructions, max_instructions, checked, ..defaults };
         let library = &self.library;
         // Exact either way: the TCG plugin's counts without -icount, ICOUNT's under it.
         // Ctrl-C: the device runs without the GIL, and the call takes it back about

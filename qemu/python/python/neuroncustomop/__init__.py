@@ -36,6 +36,7 @@ TypeError, ValueError, OverflowError
 
 from ._args import DTYPES
 from ._errors import KernelError, UnknownKernelError
+from ._findings import Finding, FindingsError, OutOfBoundsError, RaceError
 from ._library import CallResult, Kernel, Library, load, load_library
 from ._native import CORES, DeviceError, PackageError
 
@@ -44,10 +45,14 @@ __all__ = [
     "DTYPES",
     "CallResult",
     "DeviceError",
+    "Finding",
+    "FindingsError",
     "Kernel",
     "KernelError",
     "Library",
+    "OutOfBoundsError",
     "PackageError",
+    "RaceError",
     "UnknownKernelError",
     "load",
     "load_library",

@@ -10,7 +10,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _args, _build, _native
+from . import _args, _build, _findings, _native
 from ._errors import KernelError, UnknownKernelError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -93,6 +93,7 @@ class Kernel:
         cores: Optional[int] = None,
         count_instructions: bool = True,
         max_instructions: Optional[int] = None,
+        checked: bool = True,
     ) -> CallResult:
         """Runs the kernel once on the simulated device.
 
@@ -122,6 +123,10 @@ class Kernel:
             Stop the kernel after this many guest instructions on a core (a
             ``KernelError`` naming where it was); the next call works. Default: the host
             API's budget, 10 billion.
+        checked : bool, default True
+            Check every load and store of the kernel against what its op was given (the
+            device's TCG plugin, which runs without ``-icount``: a checked call runs
+            without it, and its counts are as exact). ``False`` is faster.
 
         Returns
         -------
@@ -132,6 +137,10 @@ class Kernel:
         KernelError
             A core's invocation status is not 0, or the kernel stopped without
             returning (a panic, an exception, its instruction budget).
+        OutOfBoundsError, RaceError
+            (Subclasses of ``KernelError``.) The memory checks found the kernel touching
+            memory its op was not given, or two cores writing the same output bytes;
+            ``.findings`` lists what, where and the source line.
         TypeError, ValueError, OverflowError
             Bad inputs: an unsupported dtype, a scalar whose kind is ambiguous, a wrong
             number of inputs (when the shape function says how many), an output
@@ -139,7 +148,7 @@ class Kernel:
         DeviceError
             The simulated device could not run the op.
         """
-        raw, shape, dtype = self._call(inputs, out_shape, out_dtype, cores, count_instructions, max_instructions)
+        raw, shape, dtype = self._call(inputs, out_shape, out_dtype, cores, count_instructions, max_instructions, checked)
         return _checked(self.name, raw, shape, dtype)
 
     def _call(
@@ -150,22 +159,28 @@ class Kernel:
         cores: Optional[int],
         count: bool,
         max_instructions: Optional[int] = None,
+        checked: bool = True,
     ) -> tuple:
         """The native call of :meth:`run`: ``(raw result, output shape, output dtype
         name)``; a failing status is not raised here."""
         arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
         shape, dtype = self.library._output_of(self.name, inputs, arguments, out_shape, out_dtype)
         cores = self.library.cores if cores is None else cores
-        raw = self.library._native.call(self.name, arguments, dtype, list(shape), cores, count, max_instructions)
+        raw = self.library._native.call(
+            self.name, arguments, dtype, list(shape), cores, count, max_instructions, checked
+        )
         return raw, shape, dtype
 
 
 def _checked(kernel: str, raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
-    """The :class:`CallResult` of a native call whose every core returned 0; else the
-    :class:`KernelError` of a failing status or a stopped kernel, raised."""
+    """The :class:`CallResult` of a native call whose every core returned 0 and whose
+    memory accesses the checks found nothing wrong with; else the :class:`KernelError`
+    of a stopped kernel, a finding, or a failing status, raised."""
     if raw.stop is not None:
         raise KernelError(kernel, stop=raw.stop, stdout=list(raw.stdout), report=raw.report)
     result = _result(raw, shape, dtype)
+    # A finding of the memory checks first: a wrong access explains a failing status.
+    _findings.raise_for(kernel, result, raw)
     if any(status != 0 for status in result.statuses):
         raise KernelError(kernel, result)
     return result

@@ -4,6 +4,7 @@
  * like it; on 8 cores, each core copies its share of x first, so the output is whole,
  * and core 0 alone makes the mistake (but in `race`, where every core does).
  */
+#include <math.h>
 #include <neuroncustomop.h>
 
 /* Copies this core's share of x into the output and returns the output's data (NULL
@@ -103,12 +104,42 @@ static void reads_past(void) {
     customop_cleanup();
 }
 
+/* A row softmax of a [rows, cols] tensor, the rows split over the cores: a well-behaved
+ * kernel for the checks' cost (qemu/examples/checks_bench.rs). */
+static void softmax_rows(void) {
+    customop_setup(false);
+    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *in = customop_next_tensor();
+    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *out = get_dst_tensor();
+    if (in != NULL && out != NULL) {
+        uint32_t cols = customop_tensor_dim(in, 1), rows = customop_tensor_numel(in) / cols;
+        uint32_t core = get_cpu_id(), cores = get_cpu_count();
+        const float *x = customop_tensor_data(in);
+        float *y = customop_tensor_data(out);
+        for (uint32_t r = rows * core / cores; r < rows * (core + 1) / cores; r++) {
+            const float *row = x + r * cols;
+            float largest = row[0], sum = 0.0f;
+            for (uint32_t c = 1; c < cols; c++) {
+                largest = fmaxf(largest, row[c]);
+            }
+            for (uint32_t c = 0; c < cols; c++) {
+                y[r * cols + c] = expf(row[c] - largest);
+                sum += y[r * cols + c];
+            }
+            for (uint32_t c = 0; c < cols; c++) {
+                y[r * cols + c] /= sum;
+            }
+        }
+        customop_return_tensor(out);
+    }
+    customop_cleanup();
+}
+
 static const struct {
     const char *name;
     neuron_kernel_fn kernel;
 } kernels[] = {
     {"copy", copy}, {"past_end_256", past_end_256}, {"past_end_1m", past_end_1m}, {"into_input", into_input},
-    {"cross_core", cross_core}, {"race", race}, {"reads_past", reads_past},
+    {"cross_core", cross_core}, {"race", race}, {"reads_past", reads_past}, {"softmax_rows", softmax_rows},
 };
 
 #define KERNEL_COUNT ((int)(sizeof kernels / sizeof kernels[0]))

@@ -1,0 +1,38 @@
+"""The memory checks from Python: a finding raises a KernelError subclass with
+``.findings``; ``checked=False`` runs unchecked; the next call works."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import neuroncustomop
+from neuroncustomop import KernelError, OutOfBoundsError, RaceError
+
+CHECKS_C = Path(__file__).resolve().parents[2] / "tests" / "checks_c"
+
+
+@pytest.fixture(scope="module")
+def misuse():
+    return neuroncustomop.load(CHECKS_C)
+
+
+def test_a_store_past_the_output_raises_out_of_bounds_naming_the_line(misuse):
+    x = np.arange(128, dtype=np.float32)
+    with pytest.raises(OutOfBoundsError) as raised:
+        misuse.past_end_256.run(x, cores=8)
+    assert isinstance(raised.value, KernelError)
+    (finding,) = raised.value.findings
+    assert (finding.kind, finding.core) == ("out-of-bounds store", 0)
+    assert "bytes 0 to 256 past the end of output 0 ([128] float32)" in finding.text
+    assert "misuse.c:" in finding.text
+    # Unchecked, the same kernel returns; the next checked call is clean.
+    misuse.past_end_256.run(x, cores=8, checked=False)
+    np.testing.assert_array_equal(misuse.copy(x, cores=8), x)
+
+
+def test_two_cores_writing_one_element_raise_a_race(misuse):
+    x = np.arange(64, dtype=np.float32)
+    with pytest.raises(RaceError) as raised:
+        misuse.race.run(x, cores=8)
+    assert raised.value.findings[0].kind == "race"
