@@ -271,6 +271,10 @@ pub struct SessionOptions {
     /// same numbers): the baseline the plugin's cost is measured against
     /// (docs/PERFORMANCE.md, "Counting with the TCG plugin").
     pub plugin: bool,
+    /// The plugin also profiles each op (`qemu/plugin/src/profile.rs`; its lines are in
+    /// [`OpReport::plugin`]): slower, so asked for (`ncop run --profile`). Needs the
+    /// plugin, so no `-icount`.
+    pub profile: bool,
     /// The longest one job may take on the wall clock; past it the device is declared
     /// hung, stopped, and booted again for the next job. `None` (the default): it
     /// scales with the job's instruction budget ([`wall_limit`]).
@@ -282,7 +286,7 @@ pub struct SessionOptions {
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        Self { count_instructions: true, plugin: true, wall_limit: None, gdb: None }
+        Self { count_instructions: true, plugin: true, profile: false, wall_limit: None, gdb: None }
     }
 }
 
@@ -396,7 +400,22 @@ impl Session {
         // QEMU 10.0.2 crashes on the plugin's inline counters under -icount
         // (qemu/plugin/src/lib.rs): there the loader's ICOUNT counts stand alone.
         let plugin = if self.options.plugin && !self.options.count_instructions {
-            let (file, argument) = PluginFile::new(&self.loader.cores[..cores]).map_err(RunError::Plugin)?;
+            let (file, mut argument) = PluginFile::new(&self.loader.cores[..cores]).map_err(RunError::Plugin)?;
+            if self.options.profile {
+                argument += &format!(
+                    ",profile=1,dma={:x},tensors={:x}-{:x}",
+                    neuroncustomop::data_transfer::dma::DMA_QUEUE_WINDOW,
+                    crate::job::TENSOR_AREA,
+                    crate::job::TENSOR_AREA + crate::job::TENSOR_AREA_SIZE
+                );
+                // Only the cores' code: the DMA engine's core stays uninstrumented.
+                for image in self.library.cores[..cores].iter().chain(&self.loader.cores[..cores]) {
+                    let bytes = std::fs::read(image).map_err(RunError::Io)?;
+                    for segment in crate::elf::load_segments(&bytes).unwrap_or_default() {
+                        argument += &format!(",code={:x}-{:x}", segment.vaddr, segment.vaddr + segment.memsz);
+                    }
+                }
+            }
             boot.plugin = Some(argument);
             Some(file)
         } else {

@@ -7,7 +7,8 @@
 //!
 //! This file owns what every module shares: installing, the common arguments, the op
 //! lifecycle of each core (from the loader's markers) and the one output file. Each
-//! module watches one thing: [`count`] the kernel's instructions.
+//! module watches one thing: [`count`] the kernel's instructions, [`profile`] (when
+//! asked) where they went.
 //!
 //! # Arguments
 //!
@@ -65,6 +66,7 @@
 //! host loads the plugin only without `-icount` (`qemu/machine/src/device.rs`).
 
 mod count;
+mod profile;
 
 use qemu_plugin::{Args, CallbackFlags, HasCallbacks, Info, PluginId, Register, TranslationBlock, VCPUIndex};
 use std::collections::{BTreeMap, HashSet};
@@ -78,7 +80,7 @@ use std::sync::{Arc, Mutex};
 type Install = fn(&mut Arguments) -> Result<Box<dyn Module>, String>;
 
 /// Each module's constructor, in the order the modules see each event.
-const MODULES: &[Install] = &[count::Count::install];
+const MODULES: &[Install] = &[count::Count::install, profile::Profile::install];
 
 /// One thing the plugin watches: the extension contract is in the crate doc.
 trait Module: Send + Sync {
@@ -101,8 +103,6 @@ struct Arguments {
 impl Arguments {
     /// Every value given for `key` (none if it was not given); later modules no longer
     /// see it.
-    // The first module with arguments of its own removes this (the lint then fails).
-    #[expect(dead_code, reason = "the counting module takes no argument")]
     fn take(&mut self, key: &str) -> Vec<String> {
         self.rest.remove(key).unwrap_or_default()
     }
