@@ -107,6 +107,11 @@ pub struct Options {
     /// do not make [`Call::check`] fail. Off by default: an output element no core
     /// wrote is a failure ([`Unwritten`]).
     pub partial_output: bool,
+    /// Profile the call ([`Call::profile`]): where each core's instructions went, by
+    /// function, call path, class and memory region, and its timeline. Slower (every
+    /// instruction and memory access is instrumented) and needs the TCG plugin, so the
+    /// device runs without `-icount` (`count_instructions` is ignored).
+    pub profile: bool,
 }
 
 impl Default for Options {
@@ -117,6 +122,7 @@ impl Default for Options {
             count_instructions: true,
             max_instructions: neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS,
             partial_output: false,
+            profile: false,
         }
     }
 }
@@ -176,6 +182,8 @@ pub struct Call {
     /// Output elements no core wrote, unless the call declared a partial output
     /// ([`Options::partial_output`]): [`Call::check`] fails on them.
     pub unwritten: Option<Unwritten>,
+    /// Where the instructions went, when the call asked ([`Options::profile`]).
+    pub profile: Option<neuroncustomop_profile::profile::Profile>,
 }
 
 /// Output elements no core wrote: they still hold the canary the output was filled
@@ -238,7 +246,50 @@ fn printed(stdout: &[CoreStdout]) -> String {
         .collect()
 }
 
+/// How a call's work spread over its cores: the figures `ncop run`, the host API and
+/// Python give (docs/op-author-guide.md, "Instructions per element").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Work {
+    /// Every core's instructions, summed: the work done.
+    pub total: u64,
+    /// The slowest core, the one with the most instructions (the first of equals).
+    pub slowest_core: usize,
+    /// Its instructions: what the call's time follows.
+    pub slowest: u64,
+    /// Load balance: the slowest core's instructions over the cores' mean (1 is even;
+    /// the number of cores is all the work on one).
+    pub balance: f64,
+    /// Output elements the slowest core wrote, when known: on one core, the elements
+    /// written; on several, from the call's profile ([`Options::profile`]).
+    pub elements: Option<u64>,
+    /// The slowest core's instructions per element it wrote: the per-element figure.
+    /// `None` when its elements are not known or it wrote none.
+    pub per_element: Option<f64>,
+}
+
 impl Call {
+    /// How the work spread over the cores, and the per-element figure ([`Work`]).
+    pub fn work(&self) -> Work {
+        let total: u64 = self.instructions.iter().sum();
+        let (slowest_core, slowest) = self
+            .instructions
+            .iter()
+            .copied()
+            .enumerate()
+            .fold((0, 0), |best, (core, n)| if n > best.1 { (core, n) } else { best });
+        let mean = total as f64 / self.instructions.len().max(1) as f64;
+        let balance = if mean > 0.0 { slowest as f64 / mean } else { 1.0 };
+        let elements = match (&self.profile, self.instructions.len()) {
+            (Some(profile), _) => profile.cores.get(slowest_core).and_then(|core| core.elements_written),
+            // One core wrote every element written; a declared partial output
+            // (`unwritten` None) does not say how many.
+            (None, 1) => self.unwritten.map(|unwritten| (unwritten.total - unwritten.elements) as u64),
+            (None, _) => None,
+        };
+        let per_element = elements.filter(|&e| e > 0).map(|e| slowest as f64 / e as f64);
+        Work { total, slowest_core, slowest, balance, elements, per_element }
+    }
+
     /// The call itself if every core succeeded and wrote the whole output (or the
     /// call declared a partial one).
     ///
@@ -317,6 +368,9 @@ pub enum CallError {
     /// QEMU could not run it.
     #[error("running the device")]
     Run(#[source] RunError),
+    /// The call ran but its profile could not be made ([`Options::profile`]).
+    #[error("profiling the call")]
+    Profile(#[source] neuroncustomop_profile::profile::ProfileError),
     /// A C++ library's shape function for the kernel failed ([`Library::output_of`]).
     #[error("the shape function of {kernel} failed: {message}")]
     ShapeFunction {
@@ -393,7 +447,7 @@ pub fn describe(error: &dyn std::error::Error) -> String {
 #[derive(Debug)]
 pub struct Library {
     package: Package,
-    sessions: Mutex<BTreeMap<(usize, bool), Session>>,
+    sessions: Mutex<BTreeMap<(usize, bool, bool), Session>>,
     /// A C++ library's shape driver: its shape functions, run on the host
     /// ([`Library::output_of`]).
     shape_driver: Option<PathBuf>,
@@ -579,19 +633,21 @@ impl Library {
         job.header.memcpy_method = options.memcpy as u32;
         job.header.set_max_instructions(options.max_instructions);
         let staged = stage_filled(&mut job, args, output, fill)?;
-        let (out_dtype, out_shape) = (staged.dtype, staged.shape);
+        let (out_dtype, out_shape, dump) = (staged.dtype, staged.shape, staged.dump);
         let op = Op { function, output: Some(staged.output), inputs: staged.inputs, dump: staged.dump };
         job.push(&op).map_err(CallError::Job)?;
 
         let started = Instant::now();
         let report = {
             let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            let key = (options.cores, options.count_instructions);
+            // A profile needs the plugin, which runs only without -icount.
+            let count_instructions = options.count_instructions && !options.profile;
+            let key = (options.cores, count_instructions, options.profile);
             let session = match sessions.entry(key) {
                 Entry::Occupied(session) => session.into_mut(),
                 Entry::Vacant(slot) => {
                     let session_options =
-                        SessionOptions { count_instructions: options.count_instructions, ..SessionOptions::default() };
+                        SessionOptions { count_instructions, profile: options.profile, ..SessionOptions::default() };
                     slot.insert(
                         Session::boot(&self.package.images, options.cores, session_options).map_err(CallError::Run)?,
                     )
@@ -627,7 +683,41 @@ impl Library {
             output: format!("the output dump is incomplete: {e}"),
         })?;
         let status = statuses.iter().copied().find(|s| !s.is_ok()).unwrap_or(KernelStatus(0));
-        Ok(Call { kernel: kernel.into(), output, status, statuses, stdout, instructions, wall, unwritten: None })
+        let profile = if options.profile {
+            // The loader's image too: the op's markers and the services kernels call are its.
+            let loader =
+                neuroncustomop_machine::images::build("loader").map_err(|e| CallError::Run(RunError::Build(e)))?;
+            let images: Vec<PathBuf> = self.package.images.cores.iter().chain(&loader.cores).cloned().collect();
+            let profile = neuroncustomop_profile::profile::Folder::new(&images)
+                .and_then(|mut folder| {
+                    let output = neuroncustomop_profile::profile::Output {
+                        address: u64::from(dump.address),
+                        len: u64::from(dump.len),
+                        element: out_dtype.size() as u64,
+                    };
+                    let reports: Vec<_> = (0..options.cores as u32).map(|core| report.core(core)).collect();
+                    let lines: Vec<&[String]> = reports
+                        .iter()
+                        .map(|core| core.ops.first().map_or(&[][..], |op| op.plugin.lines.as_slice()))
+                        .collect();
+                    folder.profile(kernel, &lines, Some(&output))
+                })
+                .map_err(CallError::Profile)?;
+            Some(profile)
+        } else {
+            None
+        };
+        Ok(Call {
+            kernel: kernel.into(),
+            output,
+            status,
+            statuses,
+            stdout,
+            instructions,
+            wall,
+            unwritten: None,
+            profile,
+        })
     }
 }
 
@@ -786,9 +876,35 @@ mod tests {
             instructions: vec![],
             wall: Duration::ZERO,
             unwritten: None,
+            profile: None,
         };
         let failed = call.check().unwrap_err();
         assert_eq!(failed.to_string(), "kernel k failed on core 1: 0x10002 Op(2)\ncore 1 printed:\nbad shape");
+    }
+
+    #[test]
+    fn work_is_the_slowest_cores_instructions_per_element_it_wrote() {
+        let call = |instructions: Vec<u64>, unwritten: Option<Unwritten>| Call {
+            kernel: "k".into(),
+            output: Array::from_vec(vec![1000], vec![0f32; 1000]).unwrap(),
+            status: KernelStatus(0),
+            statuses: vec![KernelStatus(0); instructions.len()],
+            stdout: vec![CoreStdout::default(); instructions.len()],
+            instructions,
+            wall: Duration::ZERO,
+            unwritten,
+            profile: None,
+        };
+        let one = call(vec![5000], Some(Unwritten { elements: 0, total: 1000, cores: 1 })).work();
+        assert_eq!((one.total, one.slowest, one.balance, one.elements), (5000, 5000, 1.0, Some(1000)));
+        assert_eq!(one.per_element, Some(5.0));
+        let partial = call(vec![5000], Some(Unwritten { elements: 500, total: 1000, cores: 1 })).work();
+        assert_eq!(partial.per_element, Some(10.0), "per element it wrote, not per output element");
+        assert_eq!(call(vec![5000], None).work().per_element, None, "a declared partial output says no count");
+        let eight = call(vec![100, 100, 100, 100, 100, 100, 100, 300], None).work();
+        assert_eq!((eight.total, eight.slowest_core, eight.slowest), (1000, 7, 300));
+        assert_eq!(eight.balance, 300.0 / 125.0);
+        assert_eq!(eight.per_element, None, "several cores: known only from a profile");
     }
 
     #[test]
@@ -802,6 +918,7 @@ mod tests {
             instructions: vec![],
             wall: Duration::ZERO,
             unwritten: Some(Unwritten { elements, total: 1000, cores }),
+            profile: None,
         };
         assert_eq!(
             call(1, 875).check().unwrap_err().to_string(),

@@ -27,14 +27,15 @@ struct Cli {
 enum Command {
     New(new::NewArgs),
     Package(package::PackageArgs),
-    Run(run::RunArgs),
+    // Boxed: the call's options make it far larger than the other commands' arguments.
+    Run(Box<run::RunArgs>),
 }
 
 fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Command::New(args) => new::exec(args),
         Command::Package(args) => package::exec(args),
-        Command::Run(args) => run::exec(args),
+        Command::Run(args) => run::exec(*args),
     };
     outcome.unwrap_or_else(|error| {
         cli::report("ncop", error.as_ref());
