@@ -86,11 +86,23 @@ pub struct RawCall {
     pub stdout_lost: Vec<u32>,
     /// Wall time of the device run, in seconds.
     pub wall: f64,
+    /// The call's profile as JSON (the host API's `Profile`, serialized), when asked.
+    pub profile: Option<String>,
+    /// Every core's instructions, summed (the host API's `Work::total`).
+    pub total_instructions: u64,
+    /// The slowest core's instructions over the cores' mean (`Work::balance`).
+    pub balance: f64,
+    /// The slowest core's instructions per element it wrote (`Work::per_element`).
+    pub per_element: Option<f64>,
 }
 
 impl RawCall {
     pub fn new(py: Python<'_>, call: Call) -> Self {
+        let work = call.work();
         Self {
+            total_instructions: work.total,
+            balance: work.balance,
+            per_element: work.per_element,
             output: PyArray1::from_slice(py, call.output.bytes()).unbind(),
             status: call.status.0,
             status_name: status_name(call.status.0),
@@ -99,6 +111,8 @@ impl RawCall {
             stdout_lost: call.stdout.iter().map(|printed| printed.lost).collect(),
             stdout: call.stdout.into_iter().map(|printed| printed.text).collect(),
             wall: call.wall.as_secs_f64(),
+            // A Profile holds only numbers, strings and lists: it always serializes.
+            profile: call.profile.as_ref().and_then(|profile| serde_json::to_string(profile).ok()),
         }
     }
 }

@@ -103,8 +103,10 @@ impl Library {
     /// (default: the host API's); `count_instructions` runs QEMU under `-icount` (a
     /// deterministic clock). Each core's own ICOUNT register counts its instructions
     /// either way (without, waits follow the host's timing). The library's device for
-    /// that core count and counting mode stays booted between calls.
+    /// that core count and counting mode stays booted between calls. `profile` also
+    /// returns the call's profile, as JSON ([`RawCall::profile`]).
     #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
+    #[pyo3(signature = (kernel, inputs, output_dtype, output_shape, cores, count_instructions, max_instructions=None, profile=false))]
     fn call(
         &self,
         py: Python<'_>,
@@ -115,6 +117,7 @@ impl Library {
         cores: usize,
         count_instructions: bool,
         max_instructions: Option<u64>,
+        profile: bool,
     ) -> PyResult<RawCall> {
         if inputs.is_empty() {
             // The dispatch words carry the output descriptor after the inputs'
@@ -125,7 +128,7 @@ impl Library {
         let output = Output::Shape { dtype: call::dtype(output_dtype)?, shape: output_shape };
         let defaults = Options::default();
         let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
-        let options = Options { cores, count_instructions, max_instructions, ..defaults };
+        let options = Options { cores, count_instructions, max_instructions, profile, ..defaults };
         let library = &self.library;
         // Exact either way: the TCG plugin's counts without -icount, ICOUNT's under it.
         let done = py.detach(|| library.call_with(kernel, &args, output, &options)).map_err(call_error)?;

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _args, _build, _native
 from ._errors import KernelError, UnknownKernelError
+from ._profile import Profile
 
 PathLike = Union[str, "os.PathLike[str]"]
 ShapeFn = Callable[..., Any]
@@ -41,6 +42,16 @@ class CallResult:
         core's own count, whatever the other cores did).
     wall : float
         Seconds the simulated device took for the call.
+    total_instructions : int
+        Every core's instructions, summed: the work done.
+    balance : float
+        The slowest core's instructions over the cores' mean: 1.0 is an even split.
+    per_element : float or None
+        The slowest core's instructions per output element *it* wrote; None when that
+        is not known (several cores without ``profile=True``) or it wrote none. The
+        op-author guide, "Instructions per element", defines these three.
+    profile : Profile or None
+        Where the instructions went (``run(..., profile=True)``), else None.
     """
 
     output: np.ndarray
@@ -51,6 +62,10 @@ class CallResult:
     stdout_lost: list
     instructions: list
     wall: float
+    total_instructions: int = 0
+    balance: float = 1.0
+    per_element: Optional[float] = None
+    profile: Optional[Profile] = None
 
     @property
     def unwritten(self) -> np.ndarray:
@@ -87,6 +102,7 @@ class Kernel:
         cores: Optional[int] = None,
         count_instructions: bool = True,
         max_instructions: Optional[int] = None,
+        profile: bool = False,
     ) -> CallResult:
         """Runs the kernel once on the simulated device.
 
@@ -116,6 +132,10 @@ class Kernel:
             Stop the kernel after this many guest instructions on a core (a
             ``DeviceError`` naming where it was); the next call works. Default: the host
             API's budget, 10 billion.
+        profile : bool, default False
+            Profile the call (:attr:`CallResult.profile`): instructions per function and
+            call path, the instruction mix, memory accesses by region, the timeline.
+            Slower; runs without ``-icount`` (``count_instructions`` is ignored).
 
         Returns
         -------
@@ -132,7 +152,9 @@ class Kernel:
         DeviceError
             The simulated device could not run the op.
         """
-        raw, shape, dtype = self._call(inputs, out_shape, out_dtype, cores, count_instructions, max_instructions)
+        raw, shape, dtype = self._call(
+            inputs, out_shape, out_dtype, cores, count_instructions, max_instructions, profile
+        )
         result = _result(raw, shape, dtype)
         if result.status != 0:
             raise KernelError(self.name, result)
@@ -146,13 +168,16 @@ class Kernel:
         cores: Optional[int],
         count: bool,
         max_instructions: Optional[int] = None,
+        profile: bool = False,
     ) -> tuple:
         """The native call of :meth:`run`: ``(raw result, output shape, output dtype
         name)``; a failing status is not raised here."""
         arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
         shape, dtype = self.library._output_of(self.name, inputs, arguments, out_shape, out_dtype)
         cores = self.library.cores if cores is None else cores
-        raw = self.library._native.call(self.name, arguments, dtype, list(shape), cores, count, max_instructions)
+        raw = self.library._native.call(
+            self.name, arguments, dtype, list(shape), cores, count, max_instructions, profile
+        )
         return raw, shape, dtype
 
 
@@ -167,6 +192,10 @@ def _result(raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
         stdout_lost=list(raw.stdout_lost),
         instructions=list(raw.instructions),
         wall=raw.wall,
+        total_instructions=raw.total_instructions,
+        balance=raw.balance,
+        per_element=raw.per_element,
+        profile=None if raw.profile is None else Profile.from_json(raw.profile),
     )
 
 
