@@ -29,9 +29,11 @@ fn call_error(error: CallError) -> PyErr {
         | CallError::DoesNotFit { .. }
         | CallError::Cores(_)
         | CallError::ShapeFunction { .. } => PyValueError::new_err(message),
-        CallError::Job(_) | CallError::Run(_) | CallError::Unfinished { .. } | CallError::Stopped { .. } => {
-            DeviceError::new_err(message)
-        }
+        CallError::Job(_)
+        | CallError::Run(_)
+        | CallError::Unfinished { .. }
+        | CallError::Stopped { .. }
+        | CallError::Profile(_) => DeviceError::new_err(message),
     }
 }
 
