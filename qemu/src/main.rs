@@ -30,7 +30,8 @@ enum Command {
     Setup(setup::SetupArgs),
     Build(build::BuildArgs),
     Package(package::ExampleArgs),
-    Run(run::SimRunArgs),
+    // Boxed: the call's options make it far larger than the other commands' arguments.
+    Run(Box<run::SimRunArgs>),
     Test(test::TestArgs),
 }
 
@@ -39,7 +40,7 @@ fn main() -> ExitCode {
         Command::Setup(args) => setup::exec(args),
         Command::Build(args) => build::exec(args),
         Command::Package(args) => package::exec_example(args),
-        Command::Run(args) => run::exec_sim(args),
+        Command::Run(args) => run::exec_sim(*args),
         Command::Test(args) => test::exec(args),
     };
     outcome.unwrap_or_else(|error| {

@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
 /// The host crates, lowest first: each may depend only on those before it.
-const LAYERS: [(&str, &str); 6] = [
+const LAYERS: [(&str, &str); 7] = [
     ("neuroncustomop-wire", "qemu/wire"),
     ("neuroncustomop-machine", "qemu/machine"),
+    ("neuroncustomop-profile", "qemu/profile"),
     ("neuroncustomop-package", "qemu/package"),
     ("neuroncustomop-hosttier", "qemu/hosttier"),
     ("neuroncustomop-host", "qemu/host"),

@@ -144,6 +144,11 @@ pub struct Options {
     /// which runs without `-icount`: a checked call runs without it whatever
     /// [`Options::count_instructions`] says (the plugin's counts are as exact).
     pub checked: bool,
+    /// Profile the call ([`Call::profile`]): where each core's instructions went, by
+    /// function, call path, class and memory region, and its timeline. Slower (every
+    /// instruction and memory access is instrumented) and needs the TCG plugin, so the
+    /// device runs without `-icount` (`count_instructions` is ignored).
+    pub profile: bool,
     /// Where the kernel runs: the simulated device (the default, and the reference), or
     /// the host tier (the same source built for x86-64, each core a thread: no
     /// instruction counts; for debuggers and sanitizers, docs/op-author-guide.md).
@@ -174,6 +179,7 @@ impl Default for Options {
             checked: true,
             target: Target::Device,
             sanitize: None,
+            profile: false,
         }
     }
 }
@@ -249,6 +255,8 @@ pub struct Call {
     /// What the memory checks found ([`Options::checked`]; empty when unchecked):
     /// [`Call::check`] fails on any.
     pub findings: OpFindings,
+    /// Where the instructions went, when the call asked ([`Options::profile`]).
+    pub profile: Option<neuroncustomop_profile::profile::Profile>,
 }
 
 /// Output elements no core wrote: they still hold the canary the output was filled
@@ -334,7 +342,50 @@ fn printed(stdout: &[CoreStdout]) -> String {
         .collect()
 }
 
+/// How a call's work spread over its cores: the figures `ncop run`, the host API and
+/// Python give (docs/op-author-guide.md, "Instructions per element").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Work {
+    /// Every core's instructions, summed: the work done.
+    pub total: u64,
+    /// The slowest core, the one with the most instructions (the first of equals).
+    pub slowest_core: usize,
+    /// Its instructions: what the call's time follows.
+    pub slowest: u64,
+    /// Load balance: the slowest core's instructions over the cores' mean (1 is even;
+    /// the number of cores is all the work on one).
+    pub balance: f64,
+    /// Output elements the slowest core wrote, when known: on one core, the elements
+    /// written; on several, from the call's profile ([`Options::profile`]).
+    pub elements: Option<u64>,
+    /// The slowest core's instructions per element it wrote: the per-element figure.
+    /// `None` when its elements are not known or it wrote none.
+    pub per_element: Option<f64>,
+}
+
 impl Call {
+    /// How the work spread over the cores, and the per-element figure ([`Work`]).
+    pub fn work(&self) -> Work {
+        let total: u64 = self.instructions.iter().sum();
+        let (slowest_core, slowest) = self
+            .instructions
+            .iter()
+            .copied()
+            .enumerate()
+            .fold((0, 0), |best, (core, n)| if n > best.1 { (core, n) } else { best });
+        let mean = total as f64 / self.instructions.len().max(1) as f64;
+        let balance = if mean > 0.0 { slowest as f64 / mean } else { 1.0 };
+        let elements = match (&self.profile, self.instructions.len()) {
+            (Some(profile), _) => profile.cores.get(slowest_core).and_then(|core| core.elements_written),
+            // One core wrote every element written; a declared partial output
+            // (`unwritten` None) does not say how many.
+            (None, 1) => self.unwritten.map(|unwritten| (unwritten.total - unwritten.elements) as u64),
+            (None, _) => None,
+        };
+        let per_element = elements.filter(|&e| e > 0).map(|e| slowest as f64 / e as f64);
+        Work { total, slowest_core, slowest, balance, elements, per_element }
+    }
+
     /// The call itself if every core succeeded, the memory checks found nothing, and
     /// the cores wrote the whole output (or the call declared a partial one).
     ///
@@ -420,6 +471,9 @@ pub enum CallError {
     /// The host tier could not build or start the library.
     #[error("running on the host tier")]
     Host(#[source] neuroncustomop_hosttier::HostError),
+    /// The call ran but its profile could not be made ([`Options::profile`]).
+    #[error("profiling the call")]
+    Profile(#[source] neuroncustomop_profile::profile::ProfileError),
     /// A C++ library's shape function for the kernel failed, or the arguments do not fit
     /// its signature ([`Library::output_of`]).
     #[error("{message}")]
@@ -535,9 +589,9 @@ pub struct Library {
     host: Mutex<BTreeMap<Option<Sanitizer>, HostLibrary>>,
 }
 
-/// What a session serves: its cores, its counting mode, whether it checks, its target and
-/// sanitizer.
-type SessionKey = (usize, bool, bool, Target, Option<Sanitizer>);
+/// What a session serves: its cores, its counting mode, whether it checks and profiles,
+/// its target and sanitizer.
+type SessionKey = (usize, bool, bool, bool, Target, Option<Sanitizer>);
 
 /// How one run goes beyond its options: the output's fill (else the canary), and the
 /// debugger it runs under (else none).
@@ -815,7 +869,7 @@ impl Library {
         job.header.memcpy_method = options.memcpy as u32;
         job.header.set_max_instructions(options.max_instructions);
         let staged = stage_filled(&mut job, args, output, fill)?;
-        let (out_dtype, out_shape) = (staged.dtype, staged.shape);
+        let (out_dtype, out_shape, dump) = (staged.dtype, staged.shape, staged.dump);
         // The tensors by name, in the order they were placed: the arguments, then the output.
         let tensors: Vec<(String, u32, u32)> = job
             .data
@@ -880,6 +934,30 @@ impl Library {
         {
             findings.shown.iter_mut().for_each(|finding| finding.symbolize(|pc| symbols.describe(pc)));
         }
+        let profile = if options.profile {
+            // The loader's image too: the op's markers and the services kernels call are its.
+            let loader =
+                neuroncustomop_machine::images::build("loader").map_err(|e| CallError::Run(RunError::Build(e)))?;
+            let images: Vec<PathBuf> = self.package.images.cores.iter().chain(&loader.cores).cloned().collect();
+            let profile = neuroncustomop_profile::profile::Folder::new(&images)
+                .and_then(|mut folder| {
+                    let output = neuroncustomop_profile::profile::Output {
+                        address: u64::from(dump.address),
+                        len: u64::from(dump.len),
+                        element: out_dtype.size() as u64,
+                    };
+                    let reports: Vec<_> = (0..options.cores as u32).map(|core| report.core(core)).collect();
+                    let lines: Vec<&[String]> = reports
+                        .iter()
+                        .map(|core| core.ops.first().map_or(&[][..], |op| op.plugin.lines.as_slice()))
+                        .collect();
+                    folder.profile(kernel, &lines, Some(&output))
+                })
+                .map_err(CallError::Profile)?;
+            Some(profile)
+        } else {
+            None
+        };
         Ok(Call {
             kernel: kernel.into(),
             output,
@@ -891,6 +969,7 @@ impl Library {
             wall,
             unwritten: None,
             findings,
+            profile,
         })
     }
 }
@@ -915,9 +994,9 @@ impl Library {
         let report = {
             let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
             let sanitize = options.sanitize.filter(|_| options.target == Target::Host);
-            // The checks run in the plugin, which runs without -icount.
-            let count_instructions = options.count_instructions && !options.checked;
-            let key = (options.cores, count_instructions, options.checked, options.target, sanitize);
+            // The checks and the profile run in the plugin, which runs without -icount.
+            let count_instructions = options.count_instructions && !options.checked && !options.profile;
+            let key = (options.cores, count_instructions, options.checked, options.profile, options.target, sanitize);
             let session = match sessions.entry(key) {
                 Entry::Occupied(session) => session.into_mut(),
                 Entry::Vacant(slot) if options.target == Target::Host => {
@@ -925,8 +1004,12 @@ impl Library {
                     slot.insert(neuroncustomop_hosttier::session(&host, options.cores).map_err(CallError::Host)?)
                 }
                 Entry::Vacant(slot) => {
-                    let session_options =
-                        SessionOptions { count_instructions, checked: options.checked, ..SessionOptions::default() };
+                    let session_options = SessionOptions {
+                        count_instructions,
+                        checked: options.checked,
+                        profile: options.profile,
+                        ..SessionOptions::default()
+                    };
                     slot.insert(
                         Session::boot(&self.package.images, options.cores, session_options).map_err(CallError::Run)?,
                     )
@@ -1147,9 +1230,37 @@ mod tests {
             wall: Duration::ZERO,
             unwritten: None,
             findings: OpFindings::default(),
+            profile: None,
         };
         let failed = call.check().unwrap_err();
         assert_eq!(failed.to_string(), "kernel k failed on core 1: 0x10002 Op(2)\ncore 1 printed:\nbad shape");
+    }
+
+    #[test]
+    fn work_is_the_slowest_cores_instructions_per_element_it_wrote() {
+        let call = |instructions: Vec<u64>, unwritten: Option<Unwritten>| Call {
+            kernel: "k".into(),
+            output: Array::from_vec(vec![1000], vec![0f32; 1000]).unwrap(),
+            status: KernelStatus(0),
+            statuses: vec![KernelStatus(0); instructions.len()],
+            stdout: vec![CoreStdout::default(); instructions.len()],
+            exact: vec![true; instructions.len()],
+            instructions,
+            wall: Duration::ZERO,
+            unwritten,
+            findings: OpFindings::default(),
+            profile: None,
+        };
+        let one = call(vec![5000], Some(Unwritten { elements: 0, total: 1000, cores: 1 })).work();
+        assert_eq!((one.total, one.slowest, one.balance, one.elements), (5000, 5000, 1.0, Some(1000)));
+        assert_eq!(one.per_element, Some(5.0));
+        let partial = call(vec![5000], Some(Unwritten { elements: 500, total: 1000, cores: 1 })).work();
+        assert_eq!(partial.per_element, Some(10.0), "per element it wrote, not per output element");
+        assert_eq!(call(vec![5000], None).work().per_element, None, "a declared partial output says no count");
+        let eight = call(vec![100, 100, 100, 100, 100, 100, 100, 300], None).work();
+        assert_eq!((eight.total, eight.slowest_core, eight.slowest), (1000, 7, 300));
+        assert_eq!(eight.balance, 300.0 / 125.0);
+        assert_eq!(eight.per_element, None, "several cores: known only from a profile");
     }
 
     #[test]
@@ -1165,6 +1276,7 @@ mod tests {
             wall: Duration::ZERO,
             unwritten: Some(Unwritten { elements, total: 1000, cores }),
             findings: OpFindings::default(),
+            profile: None,
         };
         assert_eq!(
             call(1, 875).check().unwrap_err().to_string(),

@@ -294,6 +294,10 @@ pub struct SessionOptions {
     /// op's [`OpReport::plugin`] lines ([`crate::findings`]). Nothing is checked under
     /// `-icount`, where the plugin does not run.
     pub checked: bool,
+    /// The plugin also profiles each op (`qemu/plugin/src/profile.rs`; its lines are in
+    /// [`OpReport::plugin`]): slower, so asked for (`ncop run --profile`). Needs the
+    /// plugin, so no `-icount`.
+    pub profile: bool,
     /// The longest one job may take on the wall clock; past it the device is declared
     /// hung, stopped, and booted again for the next job. `None` (the default): it
     /// scales with the job's instruction budget ([`wall_limit`]).
@@ -305,7 +309,7 @@ pub struct SessionOptions {
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        Self { count_instructions: true, plugin: true, checked: true, wall_limit: None, gdb: None }
+        Self { count_instructions: true, plugin: true, checked: true, profile: false, wall_limit: None, gdb: None }
     }
 }
 
@@ -465,6 +469,21 @@ impl Session {
                     if self.options.checked {
                         argument += &findings::plugin_arguments(&loader.cores[..cores], &library.cores[..cores])
                             .map_err(|e| RunError::Plugin(PluginError::Io(e)))?;
+                    }
+                    if self.options.profile {
+                        argument += &format!(
+                            ",profile=1,dma={:x},tensors={:x}-{:x}",
+                            neuroncustomop::data_transfer::dma::DMA_QUEUE_WINDOW,
+                            crate::job::TENSOR_AREA,
+                            crate::job::TENSOR_AREA + crate::job::TENSOR_AREA_SIZE
+                        );
+                        // Only the cores' code: the DMA engine's core stays uninstrumented.
+                        for image in library.cores[..cores].iter().chain(&loader.cores[..cores]) {
+                            let bytes = std::fs::read(image).map_err(RunError::Io)?;
+                            for segment in crate::elf::load_segments(&bytes).unwrap_or_default() {
+                                argument += &format!(",code={:x}-{:x}", segment.vaddr, segment.vaddr + segment.memsz);
+                            }
+                        }
                     }
                     boot.plugin = Some(argument);
                     Some(file)

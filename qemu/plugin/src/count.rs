@@ -29,9 +29,10 @@ struct PerCore {
     started: u64,
 }
 
-/// A [`PluginU64`] that callbacks on any vCPU thread may hold.
+/// A [`PluginU64`] that callbacks on any vCPU thread may hold (the profile module
+/// keeps its own counter in one too).
 #[derive(Clone, Copy)]
-struct Entry(PluginU64);
+pub(crate) struct Entry(pub(crate) PluginU64);
 
 // SAFETY: the scoreboard is never freed (it lives as long as QEMU), and the
 // qemu_plugin_u64_* calls are made only from a vCPU's own callbacks, for its own index,
@@ -41,7 +42,7 @@ unsafe impl Send for Entry {}
 unsafe impl Sync for Entry {}
 
 impl Entry {
-    fn get(self, vcpu: VCPUIndex) -> u64 {
+    pub(crate) fn get(self, vcpu: VCPUIndex) -> u64 {
         qemu_plugin_u64_get(self.0, vcpu)
     }
 

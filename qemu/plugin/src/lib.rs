@@ -8,7 +8,7 @@
 //! This file owns what every module shares: installing, the common arguments, the op
 //! lifecycle of each core (from the loader's markers) and the one output file. Each
 //! module watches one thing: `count` the kernel's instructions, `checks` its memory
-//! accesses.
+//! accesses, `profile` (when asked) where the instructions went.
 //!
 //! # Arguments
 //!
@@ -67,6 +67,7 @@
 
 mod checks;
 mod count;
+mod profile;
 
 use qemu_plugin::{Args, CallbackFlags, HasCallbacks, Info, PluginId, Register, TranslationBlock, VCPUIndex};
 use std::collections::{BTreeMap, HashSet};
@@ -80,7 +81,7 @@ use std::sync::{Arc, Mutex};
 type Install = fn(&mut Arguments) -> Result<Box<dyn Module>, String>;
 
 /// Each module's constructor, in the order the modules see each event.
-const MODULES: &[Install] = &[count::Count::install, checks::Checks::install];
+const MODULES: &[Install] = &[count::Count::install, checks::Checks::install, profile::Profile::install];
 
 /// One thing the plugin watches: the extension contract is in the crate doc.
 trait Module: Send + Sync {

@@ -101,11 +101,23 @@ pub struct RawCall {
     pub findings: Vec<(String, u32, String)>,
     /// How many findings there were in all.
     pub findings_total: u64,
+    /// The call's profile as JSON (the host API's `Profile`, serialized), when asked.
+    pub profile: Option<String>,
+    /// Every core's instructions, summed (the host API's `Work::total`).
+    pub total_instructions: u64,
+    /// The slowest core's instructions over the cores' mean (`Work::balance`).
+    pub balance: f64,
+    /// The slowest core's instructions per element it wrote (`Work::per_element`).
+    pub per_element: Option<f64>,
 }
 
 impl RawCall {
     pub fn new(py: Python<'_>, call: Call) -> Self {
+        let work = call.work();
         Self {
+            total_instructions: work.total,
+            balance: work.balance,
+            per_element: work.per_element,
             output: PyArray1::from_slice(py, call.output.bytes()).unbind(),
             status: call.status.0,
             status_name: call.status.name(),
@@ -119,6 +131,8 @@ impl RawCall {
             wall: call.wall.as_secs_f64(),
             findings: call.findings.shown.iter().map(|f| (f.kind.name().to_owned(), f.core, f.to_string())).collect(),
             findings_total: call.findings.total,
+            // A Profile holds only numbers, strings and lists: it always serializes.
+            profile: call.profile.as_ref().and_then(|profile| serde_json::to_string(profile).ok()),
         }
     }
 
@@ -138,6 +152,10 @@ impl RawCall {
             // A stopped kernel's findings are not read: the stop is what the call raises.
             findings: Vec::new(),
             findings_total: 0,
+            profile: None,
+            total_instructions: 0,
+            balance: 0.0,
+            per_element: None,
             report: neuroncustomop_host::library::describe(error),
             stdout_lost: stdout.iter().map(|printed| printed.lost).collect(),
             stdout: stdout.iter().map(|printed| printed.text.clone()).collect(),

@@ -39,7 +39,8 @@ fn call_error(error: CallError) -> PyErr {
         | CallError::Run(_)
         | CallError::Host(_)
         | CallError::Unfinished { .. }
-        | CallError::Stopped { .. } => DeviceError::new_err(message),
+        | CallError::Stopped { .. }
+        | CallError::Profile(_) => DeviceError::new_err(message),
     }
 }
 
@@ -115,10 +116,12 @@ impl Library {
     /// deterministic clock); `checked` (default) checks every memory access, and runs
     /// without `-icount` (the device's TCG plugin checks and counts). Each core's own ICOUNT register counts its instructions
     /// either way (without, waits follow the host's timing). The library's device for
-    /// that core count and counting mode stays booted between calls. A signal handler's
+    /// that core count and counting mode stays booted between calls. `profile` also
+    /// returns the call's profile, as JSON ([`RawCall::profile`]). A signal handler's
     /// exception (Ctrl-C's `KeyboardInterrupt`) stops the call within a fraction of a
     /// second: its device is stopped, and the next call boots it again.
     #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
+    #[pyo3(signature = (kernel, inputs, output_dtype, output_shape, cores, count_instructions, max_instructions=None, checked=None, profile=false))]
     fn call(
         &self,
         py: Python<'_>,
@@ -130,6 +133,7 @@ impl Library {
         count_instructions: bool,
         max_instructions: Option<u64>,
         checked: Option<bool>,
+        profile: bool,
     ) -> PyResult<RawCall> {
         if inputs.is_empty() {
             // The dispatch words carry the output descriptor after the inputs'
@@ -141,7 +145,7 @@ impl Library {
         let defaults = Options::default();
         let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
         let checked = checked.unwrap_or(defaults.checked);
-        let options = Options { cores, count_instructions, max_instructions, checked, ..defaults };
+        let options = Options { cores, count_instructions, max_instructions, checked, profile, ..defaults };
         let library = &self.library;
         // Exact either way: the TCG plugin's counts without -icount, ICOUNT's under it.
         // Ctrl-C: the device runs without the GIL, and the call takes it back about

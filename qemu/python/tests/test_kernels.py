@@ -42,6 +42,28 @@ def test_instructions_are_the_same_with_or_without_icount(relu):
     np.testing.assert_array_equal(threads.output, np.maximum(x, 0))
 
 
+def test_a_profile_accounts_for_every_instruction_and_defines_per_element(relu):
+    x = random_floats(4096, 9)
+    result = relu["relu_multicore"].run(x, cores=8, profile=True)
+    np.testing.assert_array_equal(result.output, np.maximum(x, 0))
+    profile = result.profile
+    # The profile also holds the loader's op markers: 10 instructions a core.
+    assert [core.instructions for core in profile.cores] == [n + 10 for n in result.instructions]
+    assert sum(core.elements_written for core in profile.cores) == 4096
+    assert result.total_instructions == sum(result.instructions)
+    slowest = max(result.instructions)
+    assert result.balance == pytest.approx(slowest / (sum(result.instructions) / 8))
+    assert result.per_element == pytest.approx(slowest / 512), "per element the slowest core wrote"
+    name, count, share = profile.top(1)[0]
+    in_all = sum(f.instructions for c in profile.cores for f in c.functions if f.name == name)
+    assert count == in_all and share == pytest.approx(count / profile.instructions)
+    assert all(c.dma_bytes == 2 * 4 * 512 for c in profile.cores)
+    # Without a profile, several cores' elements are not known; one core's are.
+    assert relu["relu_multicore"].run(x, cores=8).per_element is None
+    one = relu.relu.run(x)
+    assert one.per_element == pytest.approx(one.instructions[0] / 4096) and one.profile is None
+
+
 def test_a_non_contiguous_input_is_copied(relu):
     x = random_floats((40, 30), 3)
     view = x[::2, ::3]

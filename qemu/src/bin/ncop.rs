@@ -27,6 +27,7 @@ struct Cli {
 enum Command {
     New(new::NewArgs),
     Package(package::PackageArgs),
+    // Boxed: the call's options make it far larger than the other commands' arguments.
     Run(Box<run::RunArgs>),
 }
 

@@ -9,6 +9,9 @@ use neuroncustomop_host::generate::{Distribution, generate};
 use neuroncustomop_host::library::{Arg, CallError, Options, Output, PartialOutput, Sanitizer, Target};
 use neuroncustomop_host::npy::{self, NpyError};
 use neuroncustomop_machine::job::TENSOR_AREA_SIZE;
+use neuroncustomop_profile::cost::CostModel;
+use neuroncustomop_profile::mix::Class;
+use neuroncustomop_profile::profile::{Profile, Region};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -136,6 +139,16 @@ pub struct CallArgs {
     /// NaN equals NaN in the comparison.
     #[arg(long, requires = "expect")]
     pub equal_nan: bool,
+    /// Profile the call and write DIR/flame.svg, DIR/stacks.folded, DIR/trace.json
+    /// (Perfetto, chrome://tracing) and DIR/profile.json; the summary names the top 5
+    /// functions and predicts the device time. Slower: every instruction and memory
+    /// access is instrumented (docs/PERFORMANCE.md, "Profiling").
+    #[arg(long, value_name = "DIR")]
+    pub profile: Option<PathBuf>,
+    /// The device cost model's parameters: this TOML file's keys over the defaults
+    /// (qemu/profile/cost-model.toml lists them, with their sources).
+    #[arg(long, value_name = "FILE", requires = "profile")]
+    pub cost_model: Option<PathBuf>,
 }
 
 /// `--memcpy`.
@@ -307,8 +320,13 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
             ArgSpec::Scalar(scalar) => scalar.clone(),
         });
     }
-    // Read the expected array before the run, so a bad file costs no device time.
+    // Read the expected array and the cost model before the run, so a bad file costs
+    // no device time.
     let expected = args.expect.as_deref().map(npy::read).transpose().map_err(RunError::Expected)?;
+    let cost_model = match &args.cost_model {
+        Some(path) => CostModel::load(path)?,
+        None => CostModel::default(),
+    };
     let library = super::package::load(lib)?;
     let output = match (&args.output, args.output_like) {
         (Some(spec), _) => Output::Shape { dtype: spec.dtype, shape: spec.shape.clone() },
@@ -345,6 +363,7 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
             SanitizeArg::Address => Sanitizer::Address,
             SanitizeArg::Undefined => Sanitizer::Undefined,
         }),
+        profile: args.profile.is_some(),
     };
     let described: Vec<String> = call_args.iter().map(Arg::describe).collect();
     // A kernel that stopped (an exception, a panic, its instruction budget) or a device
@@ -398,18 +417,27 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         (calls, _) => format!("the fastest of {calls} calls on one {device}"),
     };
     println!("  wall time   {:.3} s {machine} ({timing})", call.wall.as_secs_f64());
-    if let Some(&slowest) = call.instructions.iter().max() {
-        // Per element only when there are elements: an empty output has no such cost.
-        let per_element = match call.output.numel() {
-            0 => String::new(),
-            elements => format!(", {:.2} per output element", slowest as f64 / elements as f64),
-        };
+    if !call.instructions.is_empty() {
+        // The definitions: docs/op-author-guide.md, "Instructions per element".
+        let work = call.work();
         // The device says whether each count is the kernel's exactly (`exact=yes`).
         let exact = if call.exact.iter().all(|&exact| exact) { "exact" } else { "not exact on every core: estimates" };
         println!(
-            "  instructions {slowest} on the slowest core{per_element}; per core {:?} ({exact})",
-            call.instructions
+            "  instructions {} on the slowest core (core {}), {} in all; balance {:.2} (slowest / mean); per core {:?} \
+             ({exact})",
+            work.slowest, work.slowest_core, work.total, work.balance, call.instructions
         );
+        match (work.per_element, work.elements) {
+            (Some(per_element), Some(elements)) => println!(
+                "  per element {per_element:.2} instructions per element core {} wrote ({elements} elements)",
+                work.slowest_core
+            ),
+            (None, Some(0)) => println!("  per element none: core {} wrote no element", work.slowest_core),
+            _ => println!("  per element not known: --profile counts the elements each core wrote"),
+        }
+    }
+    if let (Some(profile), Some(dir)) = (&call.profile, &args.profile) {
+        summarize(profile, &cost_model, dir)?;
     }
     for (core, printed) in call.stdout.iter().enumerate().filter(|(_, p)| !p.text.is_empty() || p.lost > 0) {
         let lost = if printed.lost > 0 { format!(" ({} bytes lost first)", printed.lost) } else { String::new() };
@@ -444,6 +472,61 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// Writes the profile's files into `dir` and prints its summary: the top 5 functions,
+/// the instruction mix, memory by region, and the cost model's prediction.
+fn summarize(profile: &Profile, model: &CostModel, dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let written = neuroncustomop_profile::write::write(profile, dir)?;
+    println!(
+        "  profile     {}: flame.svg, stacks.folded, trace.json (Perfetto), profile.json",
+        written.flame.parent().unwrap_or(dir).display()
+    );
+    println!("  top 5 functions, all cores:");
+    for (rank, hot) in profile.top(5).iter().enumerate() {
+        println!("    {}. {:>5.1}%  {:>12}  {}", rank + 1, hot.share * 100.0, hot.instructions, hot.name);
+    }
+    let total = profile.instructions().max(1) as f64;
+    let mix: Vec<String> = Class::ALL
+        .iter()
+        .map(|&class| {
+            let n: u64 = profile.cores.iter().map(|c| c.mix.get(&class).copied().unwrap_or(0)).sum();
+            format!("{} {:.1}%", class.name(), n as f64 / total * 100.0)
+        })
+        .collect();
+    println!("  mix         {}", mix.join(", "));
+    let (runtime, libm): (u64, u64) =
+        profile.cores.iter().map(|c| (c.in_runtime, c.in_libm)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    println!(
+        "              in the runtime {:.1}%, in libm {:.1}%",
+        runtime as f64 / total * 100.0,
+        libm as f64 / total * 100.0
+    );
+    let regions: Vec<String> = Region::ALL
+        .iter()
+        .filter_map(|&region| {
+            let (loads, stores) = profile.cores.iter().fold((0, 0), |(l, s), c| {
+                let a = c.accesses(region);
+                (l + a.loads, s + a.stores)
+            });
+            (loads + stores > 0).then(|| format!("{} {loads} loads {stores} stores", region.name()))
+        })
+        .collect();
+    println!("  memory      {}", regions.join("; "));
+    let (bytes, transfers) = profile.cores.iter().fold((0, 0), |(b, t), c| (b + c.dma_bytes, t + c.dma_transfers));
+    println!("  DMA         {bytes} bytes in {transfers} transfers");
+    if let Some(slowest) = model.predict(profile).slowest {
+        println!(
+            "  predicted   {:.3} µs on the device: core {} {:.0} cycles at {:.2} GHz, bound by {} (cost model; \
+             docs/PERFORMANCE.md says what it cannot model)",
+            slowest.seconds * 1e6,
+            slowest.core,
+            slowest.cycles,
+            model.clock.hz / 1e9,
+            slowest.bound.name()
+        );
+    }
+    Ok(())
 }
 
 /// Run an example's own tests, one of its kernels, or a firmware program.

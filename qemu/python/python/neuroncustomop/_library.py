@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _args, _build, _findings, _native
 from ._errors import KernelError, UnknownKernelError
+from ._profile import Profile
 
 PathLike = Union[str, "os.PathLike[str]"]
 ShapeFn = Callable[..., Any]
@@ -46,6 +47,16 @@ class CallResult:
         device says (``exact=yes``); False marks an estimate.
     wall : float
         Seconds the simulated device took for the call.
+    total_instructions : int
+        Every core's instructions, summed: the work done.
+    balance : float
+        The slowest core's instructions over the cores' mean: 1.0 is an even split.
+    per_element : float or None
+        The slowest core's instructions per output element *it* wrote; None when that
+        is not known (several cores without ``profile=True``) or it wrote none. The
+        op-author guide, "Instructions per element", defines these three.
+    profile : Profile or None
+        Where the instructions went (``run(..., profile=True)``), else None.
     """
 
     output: np.ndarray
@@ -57,6 +68,10 @@ class CallResult:
     instructions: list
     exact: list
     wall: float
+    total_instructions: int = 0
+    balance: float = 1.0
+    per_element: Optional[float] = None
+    profile: Optional[Profile] = None
 
     @property
     def unwritten(self) -> np.ndarray:
@@ -94,6 +109,7 @@ class Kernel:
         count_instructions: bool = True,
         max_instructions: Optional[int] = None,
         checked: bool = True,
+        profile: bool = False,
     ) -> CallResult:
         """Runs the kernel once on the simulated device.
 
@@ -127,6 +143,10 @@ class Kernel:
             Check every load and store of the kernel against what its op was given (the
             device's TCG plugin, which runs without ``-icount``: a checked call runs
             without it, and its counts are as exact). ``False`` is faster.
+        profile : bool, default False
+            Profile the call (:attr:`CallResult.profile`): instructions per function and
+            call path, the instruction mix, memory accesses by region, the timeline.
+            Slower; runs without ``-icount`` (``count_instructions`` is ignored).
 
         Returns
         -------
@@ -148,7 +168,9 @@ class Kernel:
         DeviceError
             The simulated device could not run the op.
         """
-        raw, shape, dtype = self._call(inputs, out_shape, out_dtype, cores, count_instructions, max_instructions, checked)
+        raw, shape, dtype = self._call(
+            inputs, out_shape, out_dtype, cores, count_instructions, max_instructions, checked, profile
+        )
         return _checked(self.name, raw, shape, dtype)
 
     def _call(
@@ -160,6 +182,7 @@ class Kernel:
         count: bool,
         max_instructions: Optional[int] = None,
         checked: bool = True,
+        profile: bool = False,
     ) -> tuple:
         """The native call of :meth:`run`: ``(raw result, output shape, output dtype
         name)``; a failing status is not raised here."""
@@ -167,7 +190,7 @@ class Kernel:
         shape, dtype = self.library._output_of(self.name, inputs, arguments, out_shape, out_dtype)
         cores = self.library.cores if cores is None else cores
         raw = self.library._native.call(
-            self.name, arguments, dtype, list(shape), cores, count, max_instructions, checked
+            self.name, arguments, dtype, list(shape), cores, count, max_instructions, checked, profile
         )
         return raw, shape, dtype
 
@@ -198,6 +221,10 @@ def _result(raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
         instructions=list(raw.instructions),
         exact=list(raw.exact),
         wall=raw.wall,
+        total_instructions=raw.total_instructions,
+        balance=raw.balance,
+        per_element=raw.per_element,
+        profile=None if raw.profile is None else Profile.from_json(raw.profile),
     )
 
 

@@ -65,6 +65,14 @@ class RawCall:
     def stdout_lost(self) -> list[int]: ...
     @property
     def wall(self) -> float: ...
+    @property
+    def profile(self) -> Optional[str]: ...
+    @property
+    def total_instructions(self) -> int: ...
+    @property
+    def balance(self) -> float: ...
+    @property
+    def per_element(self) -> Optional[float]: ...
 
 @final
 class Library:
@@ -94,8 +102,9 @@ class Library:
         output_shape: list[int],
         cores: int,
         count_instructions: bool,
-        max_instructions: Optional[int],
-        checked: Optional[bool],
+        max_instructions: Optional[int] = None,
+        checked: Optional[bool] = None,
+        profile: bool = False,
     ) -> RawCall: ...
 
 def canary(dtype_name: str) -> bytes: ...

@@ -1,0 +1,523 @@
+//! The profile of each kernel run (argument `profile=1`): where a core's instructions
+//! went, by PC and by call path, which memory they touched, and a timeline. Without
+//! `profile=1` the module instruments nothing. Its other arguments: `dma=HEX`, the
+//! SoC's DMA queue window (for the DMA bytes), `tensors=LO-HI`, the tensor area (for
+//! the output elements each core wrote), and `code=LO-HI` (any number): the code to
+//! profile, the library's and the loaders' images; the DMA engine's core runs
+//! elsewhere and is left at full speed (a slowed engine makes the cores' DMA waits
+//! time out).
+//!
+//! Counting stays cheap; profiling is asked for (`ncop run --profile`) and costs more:
+//!
+//! | what | how | exact? |
+//! |---|---|---|
+//! | instructions per PC | one per-vCPU inline counter per instruction (QEMU's scoreboard, 8-byte slots in chunks of [`CHUNK`]), and one more for the core's running total | yes: the same instructions as the count |
+//! | instructions per call path | a shadow call stack per vCPU: a call instruction's callback notes its return address, the next block's callback pushes the callee; a block starting at a frame's return address pops to it; at each push and pop the core's count since the last one goes to the path on top | yes: every instruction lies between two such events |
+//! | loads and stores | a memory callback per access, counted per 16 MiB page of the address, per vCPU | yes |
+//! | DMA bytes | the `len` the core stores into its m2s queue's descriptors ([`DMA_QUEUE_STRIDE`]) | yes |
+//! | the timeline | the host's monotonic clock at the op's start and end, each `waiti` and its wake, each DMA transfer queued | wall time of the simulation, not of the device |
+//!
+//! The call stack is the real calls only (`call0`/`call4`/`call8`/`call12` and their
+//! `callx` forms); inlined functions show in the per-PC figures, which the host folds
+//! to functions through the images' DWARF. A window overflow or underflow handler runs
+//! inside the frame that caused it. An ICOUNT wrap (every 2³² instructions) counts the
+//! interrupted instruction twice in its per-PC figure; the count takes it back
+//! (`rerun`), the per-PC figures do not.
+//!
+//! # Output
+//!
+//! At an op's end, for that core (each line `KIND core=C …`, [`Lines::line`]):
+//! - `PROFILE core=C pc=HEX n=N insn=MNEMONIC`: each PC it ran since its start PC;
+//! - `STACK core=C n=N frames=HEX;HEX;…`: instructions run with that call path on top,
+//!   outermost first; the first frame `0` is the loader, which called the kernel;
+//! - `MEMORY core=C page=HH loads=N stores=N`: accesses to addresses `HH000000..+16 MiB`;
+//! - `DMA core=C bytes=N transfers=N`;
+//! - `WROTE core=C ranges=LO-HI,…`: the byte ranges it stored to in the tensor area,
+//!   itself or by the DMA transfers it queued (their s2m descriptors' destinations)
+//!   (`tensors=LO-HI`), merged, at most [`MAX_RANGES`] (else `WROTE core=C ranges=?`):
+//!   the host intersects them with the op's output to count the elements each core
+//!   wrote;
+//! - `EVENT core=C kind=op|wait|dma ns=T dur=D bytes=B at=I`: `ns` from the plugin's
+//!   start, `at` the core's instructions since its start PC; at most [`MAX_EVENTS`].
+
+use crate::count::Entry;
+use crate::{Arguments, Firmware, Lines, Module};
+use qemu_plugin::sys::{qemu_plugin_scoreboard, qemu_plugin_scoreboard_new};
+use qemu_plugin::{
+    CallbackFlags, MemRW, MemValue, PluginOp, PluginU64, TranslationBlock, VCPUIndex,
+    qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu, qemu_plugin_u64_get, qemu_plugin_u64_set,
+};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+/// PC slots per scoreboard: 8 KiB per vCPU each.
+const CHUNK: usize = 1024;
+/// vCPUs profiled: the board's 8 library cores and the DMA engine's, with room.
+const MAX_VCPUS: usize = 16;
+/// Timeline events kept per core and op; past it they are dropped (and counted).
+pub const MAX_EVENTS: usize = 100_000;
+/// Written ranges kept per core and op before they are merged, and the most reported.
+const MAX_RANGES: usize = 1 << 16;
+/// `neuroncustomop_wire::job::dma_queue_offsets`: core `c`'s m2s queue is at
+/// `c * STRIDE`, its s2m queue half a stride on; a queue is a 16-byte header, then
+/// 16-byte descriptors whose word at offset 4 is the transfer's length
+/// (runtime/data_transfer/dma.rs).
+const DMA_QUEUE_STRIDE: u64 = 0x2000;
+/// The queues' window: room for far more cores than the board's.
+const DMA_QUEUE_WINDOW: u64 = 0x10_0000;
+
+/// The per-PC counters: a slot per distinct PC, in scoreboards of [`CHUNK`] slots.
+#[derive(Default)]
+struct Slots {
+    index: HashMap<u64, usize>,
+    /// Each slot's PC and mnemonic.
+    pcs: Vec<(u64, String)>,
+    boards: Vec<Board>,
+}
+
+/// A scoreboard of [`CHUNK`] `u64` slots per vCPU.
+#[derive(Clone, Copy)]
+struct Board(*mut qemu_plugin_scoreboard);
+
+// SAFETY: a board is never freed (it lives as long as QEMU); each vCPU's words are
+// touched by inline ops and by that vCPU's own callbacks only.
+unsafe impl Send for Board {}
+// SAFETY: as for Send.
+unsafe impl Sync for Board {}
+
+impl Slots {
+    fn entry(&self, slot: usize) -> PluginU64 {
+        PluginU64 { score: self.boards[slot / CHUNK].0, offset: (slot % CHUNK) * size_of::<u64>() }
+    }
+
+    /// The slot of `pc`, made on first sight.
+    fn slot(&mut self, pc: u64, mnemonic: impl FnOnce() -> String) -> usize {
+        if let Some(&slot) = self.index.get(&pc) {
+            return slot;
+        }
+        let slot = self.pcs.len();
+        if slot.is_multiple_of(CHUNK) {
+            // SAFETY: allocates QEMU's zeroed per-vCPU array; never freed, as `Board` relies on.
+            self.boards.push(Board(unsafe { qemu_plugin_scoreboard_new(CHUNK * size_of::<u64>()) }));
+        }
+        self.pcs.push((pc, mnemonic()));
+        self.index.insert(pc, slot);
+        slot
+    }
+}
+
+/// One node of a core's call tree: a function entry under its caller.
+struct Node {
+    pc: u64,
+    parent: usize,
+    /// Instructions run with this node on top of the stack.
+    count: u64,
+}
+
+/// One timeline event.
+struct Event {
+    kind: &'static str,
+    ns: u64,
+    dur: u64,
+    bytes: u64,
+    at: u64,
+}
+
+/// What one vCPU gathered since its start PC.
+#[derive(Default)]
+struct Core {
+    active: bool,
+    /// `executed` at the start PC and at the last stack event.
+    started: u64,
+    last: u64,
+    started_ns: u64,
+    nodes: Vec<Node>,
+    children: HashMap<(usize, u64), usize>,
+    /// The shadow stack: (node, return address), the loader's root at the bottom.
+    stack: Vec<(usize, u64)>,
+    /// A call's return address, until the callee's first block runs.
+    pending: Option<u64>,
+    /// Loads and stores per 16 MiB page.
+    memory: Vec<[u64; 2]>,
+    dma_bytes: u64,
+    dma_transfers: u64,
+    /// A `waiti`'s clock and count, until the core runs again.
+    waiting: Option<(u64, u64)>,
+    events: Vec<Event>,
+    dropped: u64,
+    /// Byte ranges stored to in the tensor area, the last one growing.
+    written: Vec<(u64, u64)>,
+    /// More ranges than [`MAX_RANGES`] even merged: no longer tracked.
+    written_overflow: bool,
+    /// An s2m descriptor's destination and length, as the core writes them: a DMA
+    /// transfer writes the tensor area for the core.
+    dma_destination: (Option<u64>, Option<u64>),
+}
+
+impl Core {
+    fn reset(&mut self, executed: u64, ns: u64) {
+        *self = Core {
+            active: true,
+            started: executed,
+            last: executed,
+            started_ns: ns,
+            nodes: vec![Node { pc: 0, parent: 0, count: 0 }],
+            stack: vec![(0, u64::MAX)],
+            memory: vec![[0; 2]; 256],
+            ..Core::default()
+        };
+    }
+
+    /// Gives the instructions since the last event to the path on top of the stack.
+    fn attribute(&mut self, executed: u64) {
+        let top = self.stack.last().map_or(0, |&(node, _)| node);
+        self.nodes[top].count += executed - self.last;
+        self.last = executed;
+    }
+
+    fn event(&mut self, event: Event) {
+        if self.events.len() < MAX_EVENTS {
+            self.events.push(event);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// A block starting at `pc`: a callee entered, or a return to a frame's caller.
+    fn block(&mut self, pc: u64, executed: u64, ns: u64) {
+        if let Some((since, at)) = self.waiting.take() {
+            self.event(Event { kind: "wait", ns: since, dur: ns - since, bytes: 0, at });
+        }
+        if let Some(ret) = self.pending.take() {
+            self.attribute(executed);
+            let parent = self.stack.last().map_or(0, |&(node, _)| node);
+            let next = self.nodes.len();
+            let node = *self.children.entry((parent, pc)).or_insert(next);
+            if node == next {
+                self.nodes.push(Node { pc, parent, count: 0 });
+            }
+            self.stack.push((node, ret));
+        } else if let Some(depth) = self.stack.iter().rposition(|&(_, ret)| ret == pc) {
+            self.attribute(executed);
+            self.stack.truncate(depth);
+        }
+    }
+
+    /// A store of `size` bytes at `address`: kept as a range, merged with the last
+    /// when it continues or overlaps it (a kernel writes its output in order).
+    fn wrote(&mut self, address: u64, size: u64) {
+        if self.written_overflow {
+            return;
+        }
+        let end = address + size;
+        match self.written.last_mut() {
+            Some(last) if address >= last.0 && address <= last.1 => last.1 = last.1.max(end),
+            _ => self.written.push((address, end)),
+        }
+        if self.written.len() > MAX_RANGES {
+            self.merge_written();
+            self.written_overflow = self.written.len() > MAX_RANGES / 2;
+        }
+    }
+
+    /// Sorts and merges the written ranges.
+    fn merge_written(&mut self) {
+        self.written.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.written.len());
+        for &(lo, hi) in &self.written {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        self.written = merged;
+    }
+
+    /// The path of `node`, outermost first.
+    fn path(&self, mut node: usize) -> String {
+        let mut pcs = vec![self.nodes[node].pc];
+        while node != 0 {
+            node = self.nodes[node].parent;
+            pcs.push(self.nodes[node].pc);
+        }
+        pcs.iter().rev().map(|pc| format!("{pc:x}")).collect::<Vec<_>>().join(";")
+    }
+}
+
+/// The profiling module: `None` inside when the arguments do not say `profile=1`.
+pub(crate) struct Profile(Option<(Arc<Profiler>, Vec<std::ops::Range<u64>>)>);
+
+impl Profile {
+    /// Takes `profile`, `dma` and `tensors`; allocates the running totals.
+    pub(crate) fn install(args: &mut Arguments) -> Result<Box<dyn Module>, String> {
+        let hex = |key: &str, text: &str| crate::hex(key, text, text);
+        let profile = args.take("profile").iter().any(|value| value == "1");
+        let dma = args.take("dma").last().map(|value| hex("dma", value)).transpose()?;
+        let tensors = match args.take("tensors").last() {
+            Some(value) => {
+                let (lo, hi) = value.split_once('-').ok_or_else(|| format!("`tensors={value}` is not LO-HI"))?;
+                Some(hex("tensors", lo)?..hex("tensors", hi)?)
+            }
+            None => None,
+        };
+        let code = args
+            .take("code")
+            .iter()
+            .map(|value| {
+                let (lo, hi) = value.split_once('-').ok_or_else(|| format!("`code={value}` is not LO-HI"))?;
+                Ok(hex("code", lo)?..hex("code", hi)?)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        if !profile {
+            return Ok(Box::new(Profile(None)));
+        }
+        // SAFETY: allocates QEMU's zeroed per-vCPU u64; never freed, as `Entry` relies on.
+        let board = unsafe { qemu_plugin_scoreboard_new(size_of::<u64>()) };
+        let executed = Entry(PluginU64 { score: board, offset: 0 });
+        Ok(Box::new(Profile(Some((Profiler::new(executed, dma, tensors), code)))))
+    }
+}
+
+impl Module for Profile {
+    fn translate(&self, tb: &TranslationBlock<'_>, firmware: &Firmware) {
+        let Some((profiler, code)) = &self.0 else { return };
+        let profiled = |pc: u64| code.is_empty() || code.iter().any(|range| range.contains(&pc));
+        if !profiled(tb.vaddr()) {
+            return;
+        }
+        profiler.block(tb);
+        for index in 0..tb.size() {
+            let Ok(insn) = tb.instruction(index) else { continue };
+            let pc = insn.vaddr();
+            if firmware.is_kernel(pc) && !firmware.reruns(pc) && profiled(pc) {
+                profiler.instruction(tb, index);
+            }
+        }
+    }
+
+    fn op_begin(&self, vcpu: VCPUIndex) {
+        if let Some((profiler, _)) = &self.0 {
+            profiler.start(vcpu);
+        }
+    }
+
+    fn op_end(&self, vcpu: VCPUIndex, lines: &mut Lines) {
+        if let Some((profiler, _)) = &self.0 {
+            profiler.stop(vcpu, lines);
+        }
+    }
+}
+
+/// The profiler's state, shared by its callbacks.
+struct Profiler {
+    executed: Entry,
+    slots: Mutex<Slots>,
+    cores: Vec<Mutex<Core>>,
+    /// Whether each vCPU is between an op's start and end: callbacks on the other
+    /// vCPUs (the DMA engine's, a core between ops) return without taking a lock.
+    active: Vec<AtomicBool>,
+    epoch: Instant,
+    /// The SoC's DMA queue window, when given (`dma=HEX`).
+    dma: Option<u64>,
+    /// The tensor area, when given (`tensors=LO-HI`).
+    tensors: Option<std::ops::Range<u64>>,
+}
+
+impl Profiler {
+    /// A profiler keeping each vCPU's running total in `executed`; `dma` is the DMA
+    /// queue window, `tensors` the tensor area.
+    fn new(executed: Entry, dma: Option<u64>, tensors: Option<std::ops::Range<u64>>) -> Arc<Self> {
+        Arc::new(Self {
+            executed,
+            slots: Mutex::default(),
+            cores: (0..MAX_VCPUS).map(|_| Mutex::default()).collect(),
+            active: (0..MAX_VCPUS).map(|_| AtomicBool::new(false)).collect(),
+            epoch: Instant::now(),
+            dma,
+            tensors,
+        })
+    }
+
+    fn core(&self, vcpu: VCPUIndex) -> Option<MutexGuard<'_, Core>> {
+        // A poisoned lock only means a callback panicked; the figures are still whole.
+        self.cores.get(vcpu as usize).map(|core| core.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+
+    /// The core's state if it is in an op (its own thread set `active`, so a relaxed
+    /// load sees it).
+    fn active(&self, vcpu: VCPUIndex) -> Option<MutexGuard<'_, Core>> {
+        let active = self.active.get(vcpu as usize).is_some_and(|active| active.load(Ordering::Relaxed));
+        if active { self.core(vcpu) } else { None }
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Instruments a block: its first instruction's callback keeps the shadow stack.
+    fn block(self: &Arc<Self>, tb: &TranslationBlock<'_>) {
+        let (me, pc) = (Arc::clone(self), tb.vaddr());
+        tb.register_execute_callback_flags(
+            move |vcpu| {
+                let executed = me.executed.get(vcpu);
+                let ns = me.now();
+                if let Some(mut core) = me.active(vcpu) {
+                    core.block(pc, executed, ns);
+                }
+            },
+            CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+        );
+    }
+
+    /// Instruments one counted instruction: its PC's counter, its memory accesses, and
+    /// a callback on calls and on `waiti`.
+    fn instruction(self: &Arc<Self>, tb: &TranslationBlock<'_>, index: usize) {
+        let Ok(insn) = tb.instruction(index) else { return };
+        let pc = insn.vaddr();
+        let text = insn.disas().unwrap_or_default();
+        let mnemonic = text.split_whitespace().next().unwrap_or("?").to_string();
+        let entry = {
+            let mut slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let slot = slots.slot(pc, || mnemonic.clone());
+            slots.entry(slot)
+        };
+        for counter in [entry, self.executed.0] {
+            let Ok(handle) = tb.instruction(index) else { return };
+            qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
+                handle,
+                PluginOp::QEMU_PLUGIN_INLINE_ADD_U64,
+                counter,
+                1,
+            );
+        }
+        if mnemonic.starts_with("call") {
+            let (me, ret) = (Arc::clone(self), pc + insn.size() as u64);
+            insn.register_execute_callback_flags(
+                move |vcpu| {
+                    if let Some(mut core) = me.active(vcpu) {
+                        core.pending = Some(ret);
+                    }
+                },
+                CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+            );
+        }
+        if mnemonic == "waiti" {
+            let me = Arc::clone(self);
+            insn.register_execute_callback_flags(
+                move |vcpu| {
+                    let at = me.executed.get(vcpu);
+                    let ns = me.now();
+                    if let Some(mut core) = me.active(vcpu) {
+                        let started = core.started;
+                        core.waiting = Some((ns, at - started));
+                    }
+                },
+                CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+            );
+        }
+        let me = Arc::clone(self);
+        insn.register_memory_access_callback(
+            move |vcpu, info, vaddr| {
+                let Some(mut core) = me.active(vcpu) else { return };
+                let store = info.is_store();
+                core.memory[(vaddr >> 24) as usize & 0xFF][usize::from(store)] += 1;
+                if store && me.tensors.as_ref().is_some_and(|tensors| tensors.contains(&vaddr)) {
+                    core.wrote(vaddr, 1 << info.size_shift());
+                }
+                let queues = |window: &u64| (*window..*window + DMA_QUEUE_WINDOW).contains(&vaddr);
+                let Some(window) = me.dma.filter(|window| store && queues(window)) else { return };
+                let offset = (vaddr - window) % DMA_QUEUE_STRIDE;
+                let value = match info.value() {
+                    MemValue::U32(value) => u64::from(value),
+                    _ => return,
+                };
+                // An s2m descriptor's address (offset 0) and length (4): where a
+                // transfer writes (the engine's addresses are device addresses).
+                let half = DMA_QUEUE_STRIDE / 2;
+                if offset >= half + 16 && offset % 16 < 8 {
+                    let destination = &mut core.dma_destination;
+                    if offset.is_multiple_of(16) {
+                        destination.0 = Some(value)
+                    } else {
+                        destination.1 = Some(value)
+                    }
+                    if let (Some(address), Some(len)) = core.dma_destination {
+                        core.dma_destination = (None, None);
+                        if me.tensors.as_ref().is_some_and(|tensors| tensors.contains(&address)) {
+                            core.wrote(address, len);
+                        }
+                    }
+                }
+                // An m2s descriptor's length word: one per transfer.
+                if (16..half).contains(&offset) && offset % 16 == 4 {
+                    let bytes = value;
+                    let (ns, at) = (me.now(), me.executed.get(vcpu) - core.started);
+                    core.dma_bytes += bytes;
+                    core.dma_transfers += 1;
+                    core.event(Event { kind: "dma", ns, dur: 0, bytes, at });
+                }
+            },
+            MemRW::QEMU_PLUGIN_MEM_RW,
+        );
+    }
+
+    /// At a start PC: forget what the core gathered before, zero its PC counters.
+    fn start(&self, vcpu: VCPUIndex) {
+        let executed = self.executed.get(vcpu);
+        let ns = self.now();
+        let Some(mut core) = self.core(vcpu) else { return };
+        let slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for slot in 0..slots.pcs.len() {
+            qemu_plugin_u64_set(slots.entry(slot), vcpu, 0);
+        }
+        core.reset(executed, ns);
+        if let Some(active) = self.active.get(vcpu as usize) {
+            active.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// At a stop PC: the core's profile lines (see the module's documentation).
+    fn stop(&self, vcpu: VCPUIndex, lines: &mut Lines) {
+        let executed = self.executed.get(vcpu);
+        let ns = self.now();
+        let Some(mut core) = self.core(vcpu).filter(|core| core.active) else { return };
+        core.attribute(executed);
+        core.active = false;
+        if let Some(active) = self.active.get(vcpu as usize) {
+            active.store(false, Ordering::Relaxed);
+        }
+        let slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        for (slot, (pc, mnemonic)) in slots.pcs.iter().enumerate() {
+            let n = qemu_plugin_u64_get(slots.entry(slot), vcpu);
+            if n > 0 {
+                lines.line("PROFILE", format_args!("pc={pc:x} n={n} insn={mnemonic}"));
+            }
+        }
+        drop(slots);
+        for (node, found) in core.nodes.iter().enumerate().filter(|(_, node)| node.count > 0) {
+            lines.line("STACK", format_args!("n={} frames={}", found.count, core.path(node)));
+        }
+        for (page, [loads, stores]) in core.memory.iter().enumerate().filter(|(_, c)| c[0] + c[1] > 0) {
+            lines.line("MEMORY", format_args!("page={page:02x} loads={loads} stores={stores}"));
+        }
+        lines.line("DMA", format_args!("bytes={} transfers={}", core.dma_bytes, core.dma_transfers));
+        core.merge_written();
+        let ranges = if core.written_overflow {
+            "?".to_string()
+        } else {
+            core.written.iter().map(|(lo, hi)| format!("{lo:x}-{hi:x}")).collect::<Vec<_>>().join(",")
+        };
+        lines.line("WROTE", format_args!("ranges={ranges}"));
+        let (started_ns, total) = (core.started_ns, executed - core.started);
+        core.events.insert(0, Event { kind: "op", ns: started_ns, dur: ns - started_ns, bytes: 0, at: total });
+        for e in &core.events {
+            lines
+                .line("EVENT", format_args!("kind={} ns={} dur={} bytes={} at={}", e.kind, e.ns, e.dur, e.bytes, e.at));
+        }
+        if core.dropped > 0 {
+            lines.line("EVENTS", format_args!("dropped={}", core.dropped));
+        }
+    }
+}

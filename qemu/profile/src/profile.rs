@@ -1,0 +1,422 @@
+//! The profile of one op, typed: per core, instructions per function (inlined functions
+//! as themselves), per call path, by class, and memory accesses by region.
+
+use crate::lines::RawCore;
+use crate::mix::Class;
+use neuroncustomop_machine::job::{TENSOR_AREA, TENSOR_AREA_SIZE};
+use neuroncustomop_machine::symbolize::{Place, SymbolizeError, Symbolizer};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Where a load or store went (the simulated device's memory map, docs/simulation.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Region {
+    /// The core's local data RAM (`get_data_scratch`: its TCM pool and dataram heap).
+    LocalRam,
+    /// The library image: its code's literals, its data, and the stack.
+    Image,
+    /// The tensors, in HBM, reached through `neuron_translate` (accessors, pointers).
+    Hbm,
+    /// The core's HBM scratch (`get_hbm_scratch`).
+    HbmScratch,
+    /// The SoC's DMA queues (descriptors the core writes, counts it polls).
+    DmaQueues,
+    /// Anything else (the job block, the loader).
+    Other,
+}
+
+/// The 16 MiB pages of the map ([`Region::of`]): the HBM scratch (the loader's
+/// `HBM_SCRATCH_BASE`, 8 MiB a core) and the dataram scratch (`DATA_SCRATCH_BASE`).
+const HBM_SCRATCH_PAGES: std::ops::RangeInclusive<u8> = 0x6A..=0x6D;
+const DATA_SCRATCH_PAGE: u8 = 0x7F;
+/// Library images: `0x84000000 + core * 2 MiB`.
+const LIBRARY_PAGE: u8 = 0x84;
+
+impl Region {
+    /// Every region, in the order reports list them.
+    pub const ALL: [Region; 6] =
+        [Region::LocalRam, Region::Image, Region::Hbm, Region::HbmScratch, Region::DmaQueues, Region::Other];
+
+    /// The region of the 16 MiB page `page` (an address's top byte).
+    pub fn of(page: u8) -> Region {
+        let tensors = (TENSOR_AREA >> 24) as u8..((TENSOR_AREA + TENSOR_AREA_SIZE) >> 24) as u8;
+        let dma = (neuroncustomop::data_transfer::dma::DMA_QUEUE_WINDOW >> 24) as u8;
+        match page {
+            p if tensors.contains(&p) => Region::Hbm,
+            p if HBM_SCRATCH_PAGES.contains(&p) => Region::HbmScratch,
+            p if p == dma => Region::DmaQueues,
+            DATA_SCRATCH_PAGE => Region::LocalRam,
+            LIBRARY_PAGE => Region::Image,
+            _ => Region::Other,
+        }
+    }
+
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Region::LocalRam => "local RAM",
+            Region::Image => "image",
+            Region::Hbm => "HBM",
+            Region::HbmScratch => "HBM scratch",
+            Region::DmaQueues => "DMA queues",
+            Region::Other => "other",
+        }
+    }
+}
+
+/// Loads and stores to one region.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Accesses {
+    /// Loads.
+    pub loads: u64,
+    /// Stores.
+    pub stores: u64,
+}
+
+/// Instructions of one function on one core.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Function {
+    /// Its name, demangled; an inlined function is named itself, not its caller.
+    pub name: String,
+    /// Its source file, when the DWARF has one.
+    pub file: Option<String>,
+    /// Instructions run at PCs of this function (its own, not its callees').
+    pub instructions: u64,
+}
+
+/// Instructions run with one call path on top of the stack (real calls, not inlined).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Stack {
+    /// Function names, outermost (the kernel) first.
+    pub frames: Vec<String>,
+    /// Instructions run in the innermost frame on this path.
+    pub instructions: u64,
+}
+
+/// One event of a core's timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// What it was.
+    pub kind: EventKind,
+    /// Host nanoseconds from the earliest op start of the profile.
+    pub start_ns: u64,
+    /// Its length in host nanoseconds (0 for a DMA transfer's queueing).
+    pub duration_ns: u64,
+    /// A DMA transfer's bytes.
+    pub bytes: u64,
+    /// The core's instructions since its op started, at the event.
+    pub instruction: u64,
+}
+
+/// What an [`Event`] was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// The op, from the kernel's call to its return.
+    Op,
+    /// The core asleep (`waiti`) until an interrupt woke it.
+    Wait,
+    /// A DMA transfer queued.
+    Dma,
+}
+
+/// One core's profile of the op.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CoreProfile {
+    /// The core.
+    pub core: u32,
+    /// Instructions from the op's start marker to its end marker on this core: the
+    /// call's count for the core plus the markers' own
+    /// (`neuroncustomop_machine::plugin::MARKER_OVERHEAD`, the loader's).
+    pub instructions: u64,
+    /// Per function, most instructions first.
+    pub functions: Vec<Function>,
+    /// Per call path.
+    pub stacks: Vec<Stack>,
+    /// Per instruction class.
+    pub mix: BTreeMap<Class, u64>,
+    /// Instructions run in the runtime's code (runtime/ and its include/ headers).
+    pub in_runtime: u64,
+    /// Instructions run in libm (the `libm` crate, or the runtime's math).
+    pub in_libm: u64,
+    /// Loads and stores per region.
+    pub memory: BTreeMap<Region, Accesses>,
+    /// Bytes the core queued on its DMA queues.
+    pub dma_bytes: u64,
+    /// DMA transfers it queued.
+    pub dma_transfers: u64,
+    /// Its timeline.
+    pub events: Vec<Event>,
+    /// Timeline events past the plugin's limit, not kept.
+    pub dropped_events: u64,
+    /// Elements of the op's output this core stored to; `None` when not known (the
+    /// plugin kept no ranges, or no output was given).
+    pub elements_written: Option<u64>,
+}
+
+impl CoreProfile {
+    /// Loads and stores to `region`.
+    pub fn accesses(&self, region: Region) -> Accesses {
+        self.memory.get(&region).copied().unwrap_or_default()
+    }
+}
+
+/// The profile of one op: every core that ran it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    /// The kernel.
+    pub kernel: String,
+    /// Per core, in core order.
+    pub cores: Vec<CoreProfile>,
+}
+
+/// A function's instructions summed over every core.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hot {
+    /// The function.
+    pub name: String,
+    /// Its instructions on all cores.
+    pub instructions: u64,
+    /// Its share of all the cores' instructions, 0 to 1.
+    pub share: f64,
+}
+
+impl Profile {
+    /// All the cores' instructions.
+    pub fn instructions(&self) -> u64 {
+        self.cores.iter().map(|c| c.instructions).sum()
+    }
+
+    /// The `n` functions with the most instructions over every core, most first.
+    pub fn top(&self, n: usize) -> Vec<Hot> {
+        let mut sums: BTreeMap<&str, u64> = BTreeMap::new();
+        for function in self.cores.iter().flat_map(|c| &c.functions) {
+            *sums.entry(&function.name).or_default() += function.instructions;
+        }
+        let total = self.instructions().max(1) as f64;
+        let mut hot: Vec<Hot> = sums
+            .into_iter()
+            .map(|(name, instructions)| Hot { name: name.into(), instructions, share: instructions as f64 / total })
+            .collect();
+        hot.sort_by(|a, b| b.instructions.cmp(&a.instructions).then_with(|| a.name.cmp(&b.name)));
+        hot.truncate(n);
+        hot
+    }
+}
+
+/// Why a profile could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The images' symbols could not be read.
+    #[error(transparent)]
+    Symbols(#[from] SymbolizeError),
+    /// An image could not be read.
+    #[error("reading {path}: {message}")]
+    Image {
+        /// The image.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The plugin wrote no profile for a core that ran the op.
+    #[error("the plugin wrote no profile of core {0}: was the device booted with profiling (`profile`)?")]
+    Missing(u32),
+}
+
+/// The op's output in device memory: which stores wrote its elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Output {
+    /// Its first byte's device address.
+    pub address: u64,
+    /// Its bytes.
+    pub len: u64,
+    /// Bytes of one element.
+    pub element: u64,
+}
+
+impl Output {
+    /// The elements of this output that the byte ranges `ranges` (sorted, disjoint)
+    /// touch: an element counts once however many of its bytes were stored.
+    pub fn elements_in(&self, ranges: &[(u64, u64)]) -> u64 {
+        let (start, end) = (self.address, self.address + self.len);
+        let element = self.element.max(1);
+        let mut elements = 0;
+        let mut last = None;
+        for &(lo, hi) in ranges {
+            let (lo, hi) = (lo.max(start), hi.min(end));
+            if lo >= hi {
+                continue;
+            }
+            let (first, past) = ((lo - start) / element, (hi - start).div_ceil(element));
+            // Two ranges may end and begin inside one element: count it once.
+            let first = last.map_or(first, |last: u64| first.max(last));
+            elements += past.saturating_sub(first);
+            last = Some(past);
+        }
+        elements
+    }
+}
+
+/// Looks PCs up once each in the images.
+pub struct Folder {
+    symbols: Symbolizer,
+    cache: BTreeMap<u32, Vec<Place>>,
+}
+
+impl Folder {
+    /// A folder for the images the cores ran: the library's and the loader's (the
+    /// kernel calls into the loader too, and the op's markers are the loader's).
+    ///
+    /// # Errors
+    /// [`ProfileError`] when an image or its DWARF cannot be read.
+    pub fn new(images: &[PathBuf]) -> Result<Self, ProfileError> {
+        Ok(Self { symbols: Symbolizer::new(images)?, cache: BTreeMap::new() })
+    }
+
+    /// The functions at `pc`, innermost first (never empty).
+    fn places(&mut self, pc: u32) -> &[Place] {
+        let symbols = &self.symbols;
+        self.cache.entry(pc).or_insert_with(|| {
+            let places = symbols.places(pc);
+            if places.is_empty() {
+                vec![Place { function: format!("{pc:#010x}"), file: None, line: None }]
+            } else {
+                places
+            }
+        })
+    }
+
+    /// One core's profile from its raw lines; `output` is the op's output, to count
+    /// the elements the core wrote.
+    pub fn core(&mut self, core: u32, raw: &RawCore, epoch_ns: u64, output: Option<&Output>) -> CoreProfile {
+        let mut functions: BTreeMap<(String, Option<String>), u64> = BTreeMap::new();
+        let mut mix: BTreeMap<Class, u64> = BTreeMap::new();
+        let (mut instructions, mut in_runtime, mut in_libm) = (0, 0, 0);
+        for (pc, n, mnemonic) in &raw.pcs {
+            instructions += n;
+            *mix.entry(Class::of(mnemonic)).or_default() += n;
+            let place = &self.places(*pc)[0];
+            let file = place.file.as_deref().unwrap_or_default();
+            if file.contains("/libm-") || file.contains("runtime/start_exit/math") || file.contains("fpu_math") {
+                in_libm += n;
+            }
+            if file.starts_with("runtime/") {
+                in_runtime += n;
+            }
+            *functions.entry((place.function.clone(), place.file.clone())).or_default() += n;
+        }
+        let mut functions: Vec<Function> =
+            functions.into_iter().map(|((name, file), instructions)| Function { name, file, instructions }).collect();
+        functions.sort_by(|a, b| b.instructions.cmp(&a.instructions).then_with(|| a.name.cmp(&b.name)));
+        let mut stacks = Vec::new();
+        for (pcs, n) in &raw.stacks {
+            // The loader's root frame is no function: its own instructions (the
+            // markers') show by PC and function, not as a path.
+            let frames: Vec<String> = pcs
+                .iter()
+                .filter(|&&pc| pc != 0)
+                .map(|&pc| self.places(pc).last().map_or_else(|| "?".into(), |p| p.function.clone()))
+                .collect();
+            if !frames.is_empty() {
+                stacks.push(Stack { frames, instructions: *n });
+            }
+        }
+        let mut memory: BTreeMap<Region, Accesses> = BTreeMap::new();
+        for (&page, &(loads, stores)) in &raw.memory {
+            let region = memory.entry(Region::of(page)).or_default();
+            region.loads += loads;
+            region.stores += stores;
+        }
+        let events = raw
+            .events
+            .iter()
+            .filter_map(|e| {
+                let kind = match e.kind.as_str() {
+                    "op" => EventKind::Op,
+                    "wait" => EventKind::Wait,
+                    "dma" => EventKind::Dma,
+                    _ => return None,
+                };
+                Some(Event {
+                    kind,
+                    start_ns: e.ns.saturating_sub(epoch_ns),
+                    duration_ns: e.dur,
+                    bytes: e.bytes,
+                    instruction: e.at,
+                })
+            })
+            .collect();
+        CoreProfile {
+            core,
+            instructions,
+            functions,
+            stacks,
+            mix,
+            in_runtime,
+            in_libm,
+            memory,
+            dma_bytes: raw.dma.0,
+            dma_transfers: raw.dma.1,
+            events,
+            dropped_events: raw.dropped_events,
+            elements_written: output.zip(raw.written.as_deref()).map(|(output, ranges)| output.elements_in(ranges)),
+        }
+    }
+
+    /// The profile of `kernel` from the plugin's lines of its op on each core, in core
+    /// order (`OpReport::plugin`).
+    ///
+    /// # Errors
+    /// [`ProfileError::Missing`]: a core's lines hold no profile.
+    pub fn profile<S: AsRef<str>>(
+        &mut self,
+        kernel: &str,
+        lines: &[&[S]],
+        output: Option<&Output>,
+    ) -> Result<Profile, ProfileError> {
+        let mut raws = Vec::with_capacity(lines.len());
+        for (core, lines) in lines.iter().enumerate() {
+            let raw = crate::lines::parse(lines);
+            if raw.pcs.is_empty() {
+                return Err(ProfileError::Missing(core as u32));
+            }
+            raws.push((core as u32, raw));
+        }
+        let epoch = raws
+            .iter()
+            .flat_map(|(_, raw)| raw.events.iter().filter(|e| e.kind == "op").map(|e| e.ns))
+            .min()
+            .unwrap_or(0);
+        let cores = raws.iter().map(|(core, raw)| self.core(*core, raw, epoch, output)).collect();
+        Ok(Profile { kernel: kernel.into(), cores })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elements_written_count_each_element_of_the_output_once() {
+        let output = Output { address: 0x100, len: 40, element: 4 };
+        assert_eq!(output.elements_in(&[(0x100, 0x128)]), 10, "the whole output");
+        assert_eq!(output.elements_in(&[(0xF0, 0x108)]), 2, "clipped at its start");
+        assert_eq!(output.elements_in(&[(0x100, 0x102), (0x102, 0x104)]), 1, "two halves of one element");
+        assert_eq!(output.elements_in(&[(0x100, 0x101), (0x103, 0x105)]), 2);
+        assert_eq!(output.elements_in(&[(0x200, 0x300)]), 0, "past its end");
+        assert_eq!(output.elements_in(&[]), 0);
+    }
+
+    #[test]
+    fn regions_follow_the_memory_map() {
+        assert_eq!(Region::of(0x62), Region::Hbm);
+        assert_eq!(Region::of(0x69), Region::Hbm);
+        assert_eq!(Region::of(0x6A), Region::HbmScratch);
+        assert_eq!(Region::of(0x7E), Region::DmaQueues);
+        assert_eq!(Region::of(0x7F), Region::LocalRam);
+        assert_eq!(Region::of(0x84), Region::Image);
+        assert_eq!(Region::of(0x61), Region::Other);
+    }
+}

@@ -1,0 +1,125 @@
+//! The profile of an op (the TCG plugin's `profile` module, folded by
+//! `neuroncustomop-profile`) and the device cost model, on the AWS tutorial's three
+//! ReLU designs (`examples/relu`): the profile's instructions are the call's, the
+//! memory regions and DMA bytes are the ones each design must touch, the files open,
+//! and the cost model ranks the designs as the tutorial measured.
+
+use neuroncustomop_host::array::Array;
+use neuroncustomop_host::generate::{Distribution, generate};
+use neuroncustomop_host::library::{Arg, Call, Library, Options, Output};
+use neuroncustomop_machine::plugin::MARKER_OVERHEAD;
+use neuroncustomop_profile::cost::{CostModel, calibrate_hbm_load_cycles};
+use neuroncustomop_profile::profile::{EventKind, Region};
+use neuroncustomop_profile::write;
+use neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS;
+
+/// The tutorial's iterations per second on trn1 (element accessor, TCM, TCM on 8 cores).
+const PUBLISHED: [f64; 3] = [8.10, 220.74, 269.94];
+/// 65,536 f32 elements, as docs/PERFORMANCE.md's "Op flow" table.
+const SHAPE: [usize; 2] = [2, 32768];
+
+fn profiled(library: &Library, kernel: &str, x: &Array, cores: usize) -> Call {
+    let options = Options { cores, profile: true, max_instructions: DEFAULT_MAX_INSTRUCTIONS, ..Options::default() };
+    let call = library
+        .call_with(kernel, &[Arg::Tensor(x.clone())], Output::Like(0), &options)
+        .unwrap_or_else(|e| panic!("{kernel}: {}", neuroncustomop_host::library::describe(&e)))
+        .check()
+        .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+    let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v.max(0.0)).collect();
+    assert_eq!(call.output.to_vec::<f32>().unwrap(), want, "{kernel}'s output");
+    call
+}
+
+#[test]
+fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutorial() {
+    let library = Library::example("relu").expect("packaging examples/relu");
+    let x = generate(
+        neuroncustomop::wrapper_api::Dtype::Float32,
+        SHAPE.to_vec(),
+        Distribution::Uniform { low: -100.0, high: 100.0 },
+        1,
+    );
+    let elements = x.numel() as u64;
+    let calls = [
+        profiled(&library, "relu", &x, 1),
+        profiled(&library, "relu_tcm", &x, 1),
+        profiled(&library, "relu_multicore", &x, 8),
+    ];
+    let profiles: Vec<_> = calls.iter().map(|call| call.profile.clone().expect("profiled")).collect();
+
+    for (call, profile) in calls.iter().zip(&profiles) {
+        for core in &profile.cores {
+            // Exact: every instruction the call counted on the core is in the profile
+            // once, and so are the loader's op markers.
+            let counted = call.instructions[core.core as usize] + MARKER_OVERHEAD;
+            assert_eq!(core.instructions, counted, "{} core {}", call.kernel, core.core);
+            let by_class: u64 = core.mix.values().sum();
+            let by_stack: u64 = core.stacks.iter().map(|s| s.instructions).sum();
+            let by_function: u64 = core.functions.iter().map(|f| f.instructions).sum();
+            assert_eq!((by_class, by_function), (core.instructions, core.instructions), "{}", call.kernel);
+            // The call paths miss only the loader's own instructions around the call.
+            assert!(by_stack <= core.instructions && by_stack + 50 >= core.instructions, "{by_stack} {core:?}");
+            // The paths start in the library (its kernel entry), named from its DWARF.
+            assert!(core.stacks.iter().any(|s| s.frames[0].starts_with("relu::")), "{:?}", core.stacks);
+            let op = core.events.iter().find(|e| e.kind == EventKind::Op).expect("the op's span");
+            assert_eq!(op.instruction, core.instructions);
+        }
+    }
+    let [element, tcm, eight] = [&profiles[0], &profiles[1], &profiles[2]];
+    // Element access loads every input element from HBM and stores every output there.
+    let hbm = element.cores[0].accesses(Region::Hbm);
+    assert!(hbm.loads >= elements && hbm.stores >= elements, "{hbm:?}");
+    assert_eq!(element.cores[0].dma_bytes, 0);
+    // The TCM design moves each element in and out by DMA, and touches HBM only there.
+    assert_eq!(tcm.cores[0].dma_bytes, 2 * 4 * elements, "in and out, 4 bytes each");
+    assert!(tcm.cores[0].accesses(Region::Hbm).loads < elements / 100, "{:?}", tcm.cores[0].memory);
+    assert!(tcm.cores[0].accesses(Region::LocalRam).loads >= elements, "{:?}", tcm.cores[0].memory);
+    assert_eq!(eight.cores.iter().map(|c| c.dma_bytes).sum::<u64>(), 2 * 4 * elements);
+    // Each core wrote its own eighth; the per-element figure is per element it wrote.
+    for (call, profile) in calls.iter().zip(&profiles) {
+        let written: u64 = profile.cores.iter().map(|c| c.elements_written.expect("ranges kept")).sum();
+        assert_eq!(written, elements, "{}: every element written once", call.kernel);
+    }
+    let work = calls[2].work();
+    assert_eq!(work.elements, Some(elements / 8));
+    assert!(work.balance < 1.05, "an even split: {work:?}");
+
+    // The cost model: the tutorial's order, and the one calibrated parameter.
+    let model = CostModel::default();
+    let time = |profile| model.predict(profile).slowest.expect("a core").seconds;
+    let predicted = [time(element), time(tcm), time(eight)];
+    assert!(predicted[0] > predicted[1] && predicted[1] > predicted[2], "{predicted:?}");
+    let ratio = PUBLISHED[1] / PUBLISHED[0];
+    let calibrated = calibrate_hbm_load_cycles(&model, element, tcm, ratio).expect("a latency");
+    let shipped = model.hbm.load_cycles;
+    eprintln!(
+        "predicted µs: element {:.1}, TCM {:.1}, 8-core TCM {:.1}; element/TCM {:.2} (published {:.2}), \
+         TCM/8-core {:.2} (published {:.2}); HBM load latency that fits {calibrated:.1} (shipped {shipped})",
+        predicted[0] * 1e6,
+        predicted[1] * 1e6,
+        predicted[2] * 1e6,
+        predicted[0] / predicted[1],
+        ratio,
+        predicted[1] / predicted[2],
+        PUBLISHED[2] / PUBLISHED[1],
+    );
+    assert!((calibrated / shipped - 1.0).abs() < 0.10, "recalibrate [hbm] load_cycles: {calibrated:.1} fits today");
+
+    // The files: a flame graph, folded stacks, a Chrome trace with the documented fields.
+    let dir = std::env::temp_dir().join(format!("neuroncustomop-profile-{}", std::process::id()));
+    let written = write::write(eight, &dir).expect("written");
+    let svg = std::fs::read_to_string(&written.flame).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("relu_multicore"), "{}", &svg[..svg.len().min(300)]);
+    let folded = std::fs::read_to_string(&written.folded).unwrap();
+    assert!(folded.lines().all(|line| line.starts_with("core_") && line.rsplit_once(' ').is_some()), "{folded}");
+    let trace: serde_json::Value = serde_json::from_slice(&std::fs::read(&written.trace).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    let spans: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert!(spans.iter().filter(|e| e["cat"] == "op").count() == 8, "one op span per core");
+    for span in &spans {
+        assert!(span["name"].is_string() && span["ts"].is_number() && span["dur"].is_number(), "{span}");
+        assert!(span["pid"].is_number() && span["tid"].is_number(), "{span}");
+    }
+    assert!(spans.iter().any(|e| e["cat"] == "dma"), "DMA transfers on the timeline");
+    let _ = std::fs::remove_dir_all(&dir);
+}
