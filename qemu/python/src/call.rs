@@ -101,6 +101,10 @@ pub struct RawCall {
     pub findings: Vec<(String, u32, String)>,
     /// How many findings there were in all.
     pub findings_total: u64,
+    /// When output elements were never written (and the call did not declare a partial
+    /// output): the host API's account, e.g. "875 of 1000 output elements were never
+    /// written; cores 1-7 wrote nothing: ...".
+    pub unwritten: Option<String>,
     /// The call's profile as JSON (the host API's `Profile`, serialized), when asked.
     pub profile: Option<String>,
     /// Every core's instructions, summed (the host API's `Work::total`).
@@ -131,6 +135,7 @@ impl RawCall {
             wall: call.wall.as_secs_f64(),
             findings: call.findings.shown.iter().map(|f| (f.kind.name().to_owned(), f.core, f.to_string())).collect(),
             findings_total: call.findings.total,
+            unwritten: call.unwritten.filter(|unwritten| unwritten.elements > 0).map(|unwritten| unwritten.to_string()),
             // A Profile holds only numbers, strings and lists: it always serializes.
             profile: call.profile.as_ref().and_then(|profile| serde_json::to_string(profile).ok()),
         }
@@ -152,6 +157,7 @@ impl RawCall {
             // A stopped kernel's findings are not read: the stop is what the call raises.
             findings: Vec::new(),
             findings_total: 0,
+            unwritten: None,
             profile: None,
             total_instructions: 0,
             balance: 0.0,

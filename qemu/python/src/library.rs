@@ -67,6 +67,14 @@ impl Library {
         self.library.package().dir.clone()
     }
 
+    /// The cores a call runs on unless it says otherwise: 8 for a C++ library whose
+    /// `customop.json` says `"multicore": true`, else 1 (the host API's
+    /// `Library::default_cores`, as `ncop run` uses it).
+    #[getter]
+    fn default_cores(&self) -> usize {
+        self.library.default_cores()
+    }
+
     /// Its kernels, in registration order.
     #[getter]
     fn kernels(&self) -> Vec<&str> {
@@ -117,11 +125,12 @@ impl Library {
     /// without `-icount` (the device's TCG plugin checks and counts). Each core's own ICOUNT register counts its instructions
     /// either way (without, waits follow the host's timing). The library's device for
     /// that core count and counting mode stays booted between calls. `profile` also
-    /// returns the call's profile, as JSON ([`RawCall::profile`]). A signal handler's
+    /// returns the call's profile, as JSON ([`RawCall::profile`]); without `partial_output`,
+    /// output elements no core wrote are in [`RawCall::unwritten`]. A signal handler's
     /// exception (Ctrl-C's `KeyboardInterrupt`) stops the call within a fraction of a
     /// second: its device is stopped, and the next call boots it again.
     #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
-    #[pyo3(signature = (kernel, inputs, output_dtype, output_shape, cores, count_instructions, max_instructions=None, checked=None, profile=false))]
+    #[pyo3(signature = (kernel, inputs, output_dtype, output_shape, cores, count_instructions, max_instructions=None, checked=None, profile=false, partial_output=false))]
     fn call(
         &self,
         py: Python<'_>,
@@ -134,6 +143,7 @@ impl Library {
         max_instructions: Option<u64>,
         checked: Option<bool>,
         profile: bool,
+        partial_output: bool,
     ) -> PyResult<RawCall> {
         if inputs.is_empty() {
             // The dispatch words carry the output descriptor after the inputs'
@@ -145,7 +155,8 @@ impl Library {
         let defaults = Options::default();
         let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
         let checked = checked.unwrap_or(defaults.checked);
-        let options = Options { cores, count_instructions, max_instructions, checked, profile, ..defaults };
+        let options =
+            Options { cores, count_instructions, max_instructions, checked, profile, partial_output, ..defaults };
         let library = &self.library;
         // Exact either way: the TCG plugin's counts without -icount, ICOUNT's under it.
         // Ctrl-C: the device runs without the GIL, and the call takes it back about

@@ -37,3 +37,22 @@ def test_an_explicit_output_shape_still_wins(ops):
     x = np.ones(8, dtype=np.float32)
     result = ops.float_ops.run(x, x, out_shape=(20, 8), out_dtype=np.float32)
     assert result.output.shape == (20, 8)
+
+
+def test_a_multicore_library_runs_on_8_cores_and_on_1_fails_naming_the_idle_cores(repo):
+    """examples/cxx_relu_multicore (the AWS sample): its customop.json says
+    "multicore": true, so calls run on 8 cores, as `ncop run` does; on 1 core it writes
+    1/8 of its output, which is an error, not a result with NaN canaries in it."""
+    relu = neuroncustomop.load(repo / "examples" / "cxx_relu_multicore")
+    assert relu.cores == 8
+    x = np.linspace(-4, 4, 1000, dtype=np.float32)
+    np.testing.assert_array_equal(relu.relu_forward(x), np.maximum(x, np.float32(0)))
+    with pytest.raises(neuroncustomop.UnwrittenOutputError) as caught:
+        relu.relu_forward(x, cores=1)
+    assert "875 of 1000 output elements were never written; cores 1-7 wrote nothing" in str(caught.value)
+    assert isinstance(caught.value, neuroncustomop.KernelError)
+    assert int(caught.value.result.unwritten.sum()) == 875
+    # Declared partial: the call returns, and `unwritten` marks what no core wrote.
+    partial = relu.relu_forward.run(x, cores=1, partial_output=True)
+    assert int(partial.unwritten.sum()) == 875
+    np.testing.assert_array_equal(partial.output[:125], np.maximum(x[:125], np.float32(0)))

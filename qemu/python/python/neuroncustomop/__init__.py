@@ -23,6 +23,8 @@ Errors
 KernelError
     The kernel ran and returned a non-zero status; it carries the status, its name,
     each core's stdout and the output as the kernel left it.
+UnwrittenOutputError
+    Every core returned 0 but output elements were never written (a ``KernelError``).
 UnknownKernelError
     No kernel of that name; the message lists the library's kernels.
 PackageError
@@ -35,7 +37,7 @@ TypeError, ValueError, OverflowError
 """
 
 from ._args import DTYPES
-from ._errors import KernelError, UnknownKernelError
+from ._errors import KernelError, UnknownKernelError, UnwrittenOutputError
 from ._findings import Finding, FindingsError, OutOfBoundsError, RaceError
 from ._library import CallResult, Kernel, Library, load, load_library
 from ._native import CORES, DeviceError, PackageError
@@ -54,6 +56,7 @@ __all__ = [
     "PackageError",
     "RaceError",
     "UnknownKernelError",
+    "UnwrittenOutputError",
     "load",
     "load_library",
 ]

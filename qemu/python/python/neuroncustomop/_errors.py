@@ -78,9 +78,21 @@ class KernelError(RuntimeError):
         super().__init__(self.report)
 
 
+class UnwrittenOutputError(KernelError):
+    """Every core returned 0, but elements of the output were never written: they still
+    hold the canary the output was filled with. The message says how many, and which
+    cores wrote nothing (a kernel written for 8 cores run on 1, say). ``result.unwritten``
+    marks them. A kernel that writes part of its output on purpose passes
+    ``partial_output=True``."""
+
+    def __init__(self, kernel: str, result: "CallResult", message: str):
+        super().__init__(kernel, result)
+        self.args = (f"kernel {kernel}: {message}",)
+
+
 class UnknownKernelError(AttributeError):
     """The library has no kernel of that name; the message lists the ones it has."""
 
 
 # Shown as neuroncustomop.KernelError in tracebacks, where users import them from.
-KernelError.__module__ = UnknownKernelError.__module__ = "neuroncustomop"
+KernelError.__module__ = UnwrittenOutputError.__module__ = UnknownKernelError.__module__ = "neuroncustomop"

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import _args, _build, _findings, _native
-from ._errors import KernelError, UnknownKernelError
+from ._errors import KernelError, UnknownKernelError, UnwrittenOutputError
 from ._profile import Profile
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -110,6 +110,7 @@ class Kernel:
         max_instructions: Optional[int] = None,
         checked: bool = True,
         profile: bool = False,
+        partial_output: bool = False,
     ) -> CallResult:
         """Runs the kernel once on the simulated device.
 
@@ -147,6 +148,9 @@ class Kernel:
             Profile the call (:attr:`CallResult.profile`): instructions per function and
             call path, the instruction mix, memory accesses by region, the timeline.
             Slower; runs without ``-icount`` (``count_instructions`` is ignored).
+        partial_output : bool, default False
+            The kernel writes part of its output on purpose: elements no core wrote do
+            not fail the call (:attr:`CallResult.unwritten` still marks them).
 
         Returns
         -------
@@ -161,6 +165,9 @@ class Kernel:
             (Subclasses of ``KernelError``.) The memory checks found the kernel touching
             memory its op was not given, or two cores writing the same output bytes;
             ``.findings`` lists what, where and the source line.
+        UnwrittenOutputError
+            (A ``KernelError``.) Every core returned 0, but output elements were never
+            written; the message says how many and which cores wrote nothing.
         TypeError, ValueError, OverflowError
             Bad inputs: an unsupported dtype, a scalar whose kind is ambiguous, a wrong
             number of inputs (when the shape function says how many), an output
@@ -169,7 +176,7 @@ class Kernel:
             The simulated device could not run the op.
         """
         raw, shape, dtype = self._call(
-            inputs, out_shape, out_dtype, cores, count_instructions, max_instructions, checked, profile
+            inputs, out_shape, out_dtype, cores, count_instructions, max_instructions, checked, profile, partial_output
         )
         return _checked(self.name, raw, shape, dtype)
 
@@ -183,6 +190,7 @@ class Kernel:
         max_instructions: Optional[int] = None,
         checked: bool = True,
         profile: bool = False,
+        partial_output: bool = False,
     ) -> tuple:
         """The native call of :meth:`run`: ``(raw result, output shape, output dtype
         name)``; a failing status is not raised here."""
@@ -190,15 +198,16 @@ class Kernel:
         shape, dtype = self.library._output_of(self.name, inputs, arguments, out_shape, out_dtype)
         cores = self.library.cores if cores is None else cores
         raw = self.library._native.call(
-            self.name, arguments, dtype, list(shape), cores, count, max_instructions, checked, profile
+            self.name, arguments, dtype, list(shape), cores, count, max_instructions, checked, profile, partial_output
         )
         return raw, shape, dtype
 
 
 def _checked(kernel: str, raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
-    """The :class:`CallResult` of a native call whose every core returned 0 and whose
-    memory accesses the checks found nothing wrong with; else the :class:`KernelError`
-    of a stopped kernel, a finding, or a failing status, raised."""
+    """The :class:`CallResult` of a native call whose every core returned 0, whose
+    memory accesses the checks found nothing wrong with, and which wrote its whole
+    output; else the :class:`KernelError` of a stopped kernel, a finding, a failing
+    status or unwritten output, raised."""
     if raw.stop is not None:
         raise KernelError(kernel, stop=raw.stop, stdout=list(raw.stdout), report=raw.report)
     result = _result(raw, shape, dtype)
@@ -206,6 +215,8 @@ def _checked(kernel: str, raw: Any, shape: Sequence[int], dtype: str) -> CallRes
     _findings.raise_for(kernel, result, raw)
     if any(status != 0 for status in result.statuses):
         raise KernelError(kernel, result)
+    if raw.unwritten is not None:
+        raise UnwrittenOutputError(kernel, result, raw.unwritten)
     return result
 
 
@@ -417,7 +428,8 @@ def load_library(
         ``ucode_lib.json``).
     multicore : bool, optional
         Run calls on all 8 cores unless a call says otherwise. Default: what ``load``
-        recorded in ``lib<name>.so``, else False.
+        recorded in ``lib<name>.so``; for a C++ folder, its ``customop.json``'s
+        ``"multicore"`` (as ``ncop run`` reads it); else False.
     shape_fns : mapping of str to callable, optional
         As for :func:`load`.
     verbose : bool, default False
@@ -441,7 +453,8 @@ def load_library(
     else:
         with _build.project_locked(path):
             native = _build.quietly(lambda: _native.Library(path), os.path.basename(path), verbose)
-    library = Library(native, _native.CORES if multicore else 1, shape_fns or {})
+    cores = native.default_cores if multicore is None else (_native.CORES if multicore else 1)
+    library = Library(native, cores, shape_fns or {})
     if importlib.util.find_spec("torch") is not None:
         from . import _torch
 
