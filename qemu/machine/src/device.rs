@@ -486,6 +486,7 @@ impl Session {
                         }
                     }
                     boot.plugin = Some(argument);
+                    boot.writable.push(file.path().to_path_buf());
                     Some(file)
                 } else {
                     None

@@ -12,7 +12,9 @@
 //! started from a thread that has given up, through Landlock, every right to create,
 //! write, truncate, rename or remove a file, which QEMU and its guest inherit. A
 //! kernel's `open` for writing then fails (`EACCES`); the loader's pipes, open before,
-//! work as they did.
+//! work as they did. The one exception is what the host names in [`Boot::writable`]:
+//! files it made for the TCG plugin's output, which QEMU may write (not create, rename
+//! or remove).
 
 use crate::debugger::GdbOptions;
 use crate::toolchain::QEMU;
@@ -45,6 +47,9 @@ pub struct Boot {
     /// QEMU's `-plugin` argument: the counting plugin and its arguments
     /// ([`crate::plugin::PluginFile::new`]).
     pub plugin: Option<String>,
+    /// Existing files QEMU may write and truncate inside its sandbox: the plugin's output
+    /// ([`crate::plugin::PluginFile::path`]). Nothing else is writable.
+    pub writable: Vec<PathBuf>,
 }
 
 /// What a boot produced.
@@ -79,6 +84,7 @@ impl Boot {
             timeout: Duration::from_secs(120),
             gdb: None,
             plugin: None,
+            writable: Vec::new(),
         }
     }
 
@@ -117,14 +123,14 @@ impl Boot {
     pub fn spawn(&self) -> io::Result<Child> {
         let mut command = self.command();
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        spawn_sandboxed(command)
+        spawn_sandboxed(command, &self.writable)
     }
 
     /// Runs QEMU to completion (or to the timeout) and collects its output.
     pub fn run(&self) -> io::Result<Outcome> {
         let mut command = self.command();
         command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = spawn_sandboxed(command)?;
+        let mut child = spawn_sandboxed(command, &self.writable)?;
         let stdout = drain(child.stdout.take().expect("piped"));
         let stderr = drain(child.stderr.take().expect("piped"));
         let deadline = Instant::now() + self.timeout;
@@ -148,7 +154,8 @@ impl Boot {
     }
 }
 
-/// Starts `command` (QEMU) unable to write any host file: from a thread of its own that
+/// Starts `command` (QEMU) unable to write any host file but the existing files of
+/// `writable` (which it may write and truncate): from a thread of its own that
 /// first restricts itself with Landlock (`AccessFs::from_write`: write, truncate, make,
 /// remove, rename), a restriction its children inherit and cannot lift; the caller's
 /// other threads keep their rights. Files already open (the pipes) are not affected.
@@ -158,12 +165,15 @@ impl Boot {
 /// without Landlock (before Linux 5.13, or not enabled) QEMU runs unsandboxed and a
 /// warning says so once.
 #[cfg(target_os = "linux")]
-pub fn spawn_sandboxed(mut command: Command) -> io::Result<Child> {
-    use landlock::{ABI, AccessFs, Ruleset, RulesetAttr, RulesetStatus};
+pub fn spawn_sandboxed(mut command: Command, writable: &[PathBuf]) -> io::Result<Child> {
+    use landlock::{ABI, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules};
+    let writable = writable.to_vec();
     thread::spawn(move || {
         let status = Ruleset::default()
             .handle_access(AccessFs::from_write(ABI::V3))
             .and_then(|ruleset| ruleset.create())
+            // Each named file (not its folder): write and truncate, no more.
+            .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(&writable, AccessFs::WriteFile | AccessFs::Truncate)))
             .and_then(|ruleset| ruleset.restrict_self())
             .map_err(|error| io::Error::other(format!("sandboxing QEMU with Landlock: {error}")))?;
         if status.ruleset == RulesetStatus::NotEnforced {
@@ -183,7 +193,7 @@ pub fn spawn_sandboxed(mut command: Command) -> io::Result<Child> {
 
 /// Starts `command` (QEMU): without Landlock, as it is (the sandbox is Linux's).
 #[cfg(not(target_os = "linux"))]
-pub fn spawn_sandboxed(mut command: Command) -> io::Result<Child> {
+pub fn spawn_sandboxed(mut command: Command, _writable: &[PathBuf]) -> io::Result<Child> {
     command.spawn()
 }
 

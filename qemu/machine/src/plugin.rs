@@ -138,6 +138,9 @@ impl PluginFile {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
+        // Made here, empty: QEMU's sandbox lets it write this one file, not create one
+        // (machine::spawn_sandboxed).
+        fs::File::create(&path).map_err(|e| PluginError::Io(format!("creating {}: {e}", path.display())))?;
         let mut argument = format!("{},out={}", library.display(), path.display());
         for image in loaders {
             let bytes = fs::read(image).map_err(|e| PluginError::Io(format!("reading {}: {e}", image.display())))?;
@@ -157,6 +160,11 @@ impl PluginFile {
             );
         }
         Ok((Self { path, taken: 0 }, argument))
+    }
+
+    /// The file the plugin writes: QEMU must be let write it ([`crate::machine::Boot::writable`]).
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
     }
 
     /// The ops ended since the last call, per core, in the order its kernels ran.
