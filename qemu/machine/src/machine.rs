@@ -173,7 +173,9 @@ pub fn spawn_sandboxed(mut command: Command, writable: &[PathBuf]) -> io::Result
             .handle_access(AccessFs::from_write(ABI::V3))
             .and_then(|ruleset| ruleset.create())
             // Each named file (not its folder): write and truncate, no more.
-            .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(&writable, AccessFs::WriteFile | AccessFs::Truncate)))
+            .and_then(|ruleset| {
+                ruleset.add_rules(path_beneath_rules(&writable, AccessFs::WriteFile | AccessFs::Truncate))
+            })
             .and_then(|ruleset| ruleset.restrict_self())
             .map_err(|error| io::Error::other(format!("sandboxing QEMU with Landlock: {error}")))?;
         if status.ruleset == RulesetStatus::NotEnforced {
