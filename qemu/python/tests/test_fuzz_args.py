@@ -59,7 +59,7 @@ def test_random_arguments_are_taken_or_refused_in_a_sentence(relu):
         values = [_random_value(rng) for _ in range(int(rng.integers(1, 4)))]
         try:
             arguments = [_args.argument(value, index) for index, value in enumerate(values)]
-            relu._native.output_of("relu", arguments)
+            relu._native.resolve_output("relu", arguments, None, None, None)
             taken += 1
         except (TypeError, ValueError, OverflowError) as error:
             _sentence(error)

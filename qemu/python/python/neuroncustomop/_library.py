@@ -220,10 +220,23 @@ def _checked(kernel: str, raw: Any, shape: Sequence[int], dtype: str) -> CallRes
     return result
 
 
+def _numpy_dtype(name: str) -> np.dtype:
+    """NumPy's dtype for a device dtype's name: bfloat16 through the ``ml_dtypes``
+    package, or without it as its raw 2-byte values (``|V2``, as ``.npy`` files keep it):
+    a ``torch.ops`` call of a bfloat16 op needs no ml_dtypes."""
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            return np.dtype("V2")
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
 def _result(raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
     """The :class:`CallResult` of a native call."""
     return CallResult(
-        output=raw.output.view(np.dtype(dtype)).reshape(shape),
+        output=raw.output.view(_numpy_dtype(dtype)).reshape(shape),
         status=raw.status,
         status_name=raw.status_name,
         statuses=list(raw.statuses),
@@ -384,7 +397,8 @@ def load(
             raise TypeError("load needs name= and compute_srcs= (or a library's path: load_library(path))")
         if shape_srcs is not None or build_directory is not None or extra_cflags is not None:
             raise TypeError("load(path) loads a library as it is: shape_srcs, build_directory and extra_cflags need compute_srcs")
-        return load_library(name, multicore=multicore, shape_fns=shape_fns, verbose=verbose)
+        # multicore=False is load's default, not a choice: the library's own then decides.
+        return load_library(name, multicore=multicore or None, shape_fns=shape_fns, verbose=verbose)
     if name is None:
         raise TypeError("load(compute_srcs=...) needs name=: the library's name (it writes lib<name>.so)")
     if isinstance(compute_srcs, (str, os.PathLike)):
