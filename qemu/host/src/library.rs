@@ -796,11 +796,7 @@ impl Library {
         options: &Options,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Call, CallError> {
-        let function = self.package.function_id(kernel).ok_or_else(|| CallError::UnknownKernel {
-            library: self.name().into(),
-            kernel: kernel.into(),
-            known: self.kernels().iter().map(|k| k.to_string()).collect(),
-        })?;
+        let function = self.function_id(kernel)?;
         if !(1..=CORES).contains(&options.cores) {
             return Err(CallError::Cores(options.cores));
         }
@@ -839,11 +835,7 @@ impl Library {
         options: &Options,
         debugger: &Debugger,
     ) -> Result<Call, CallError> {
-        let function = self.package.function_id(kernel).ok_or_else(|| CallError::UnknownKernel {
-            library: self.name().into(),
-            kernel: kernel.into(),
-            known: self.kernels().iter().map(|k| k.to_string()).collect(),
-        })?;
+        let function = self.function_id(kernel)?;
         if !(1..=CORES).contains(&options.cores) || debugger.core >= options.cores {
             return Err(CallError::Cores(options.cores.max(debugger.core + 1)));
         }
@@ -981,6 +973,15 @@ impl Library {
         let loader = neuroncustomop_machine::images::build("loader").ok()?;
         let elves: Vec<PathBuf> = self.package.images.cores.iter().chain(&loader.cores).cloned().collect();
         neuroncustomop_machine::symbolize::Symbolizer::new(&elves).ok()
+    }
+
+    /// The FunctionId of `kernel`, or [`CallError::UnknownKernel`] listing the library's.
+    fn function_id(&self, kernel: &str) -> Result<neuroncustomop_wire::FunctionId, CallError> {
+        self.package.function_id(kernel).ok_or_else(|| CallError::UnknownKernel {
+            library: self.name().into(),
+            kernel: kernel.into(),
+            known: self.kernels().iter().map(|k| k.to_string()).collect(),
+        })
     }
 
     /// Runs `job` on the session of `options` (booted, or built and started, on first use).
