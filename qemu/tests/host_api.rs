@@ -71,7 +71,7 @@ fn elements_the_kernel_never_wrote_are_named() {
     let failed = call.check().unwrap_err();
     assert_eq!(
         failed.to_string(),
-        "kernel relu_multicore failed on core 0: 14 of 16 output elements were never written; cores 1-7 wrote \
+        "kernel relu_multicore failed: 14 of 16 output elements were never written; cores 1-7 wrote \
          nothing: was this kernel written for 8 cores? (`--cores 8`, or `\"multicore\": true`)"
     );
     // Declared partial, the same output passes the check and the comparison names the elements.

@@ -296,8 +296,12 @@ impl fmt::Display for Unwritten {
 
 /// A kernel that returned a failing status, touched memory its op was not given, or
 /// left output elements unwritten.
+///
+/// Its message names a core only for a failing status, which one core returned: the
+/// memory checks' findings name their own cores, and unwritten output is the whole
+/// call's ("kernel relu failed: 875 of 1000 output elements were never written; …").
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("kernel {kernel} failed on core {core}: {}{}", match (unwritten, findings.is_empty()) { (_, false) => format!("the memory checks found {} problem(s):\n{}", findings.total, findings.to_string().trim_end()), (Some(unwritten), true) => unwritten.to_string(), (None, true) => status.to_string() }, printed(stdout))]
+#[error("kernel {kernel} failed{}{}", failure_text(self), printed(stdout))]
 pub struct KernelFailed {
     /// The kernel.
     pub kernel: String,
@@ -311,6 +315,19 @@ pub struct KernelFailed {
     pub findings: OpFindings,
     /// What every core printed.
     pub stdout: Vec<CoreStdout>,
+}
+
+/// [`KernelFailed`]'s message after the kernel's name: the findings first, since they
+/// explain a status or an unwritten output; then unwritten output; then the status.
+fn failure_text(failed: &KernelFailed) -> String {
+    let KernelFailed { core, status, unwritten, findings, .. } = failed;
+    match unwritten {
+        _ if !findings.is_empty() => {
+            format!(": the memory checks found {} problem(s):\n{}", findings.total, findings.to_string().trim_end())
+        }
+        Some(unwritten) => format!(": {unwritten}"),
+        None => format!(" on core {core}: {status}"),
+    }
 }
 
 /// What [`CallError::Stopped`] says of the heap blocks given back.
@@ -1281,7 +1298,7 @@ mod tests {
         };
         assert_eq!(
             call(1, 875).check().unwrap_err().to_string(),
-            "kernel relu_multicore failed on core 0: 875 of 1000 output elements were never written; cores 1-7 \
+            "kernel relu_multicore failed: 875 of 1000 output elements were never written; cores 1-7 \
              wrote nothing: was this kernel written for 8 cores? (`--cores 8`, or `\"multicore\": true`)"
         );
         let on_eight = call(8, 3).check().unwrap_err().to_string();
