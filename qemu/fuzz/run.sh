@@ -63,9 +63,12 @@ fi
 # with RUSTC_BOOTSTRAP=1 (a nightly ignores the variable).
 export RUSTC_BOOTSTRAP=1
 
+# The installation's and the build's wall and CPU time in the log (docs/PERFORMANCE.md,
+# "CI time").
+TIMEFORMAT='fuzz: %R s wall, %U s user, %S s sys'
 if ! cargo "${toolchain[@]}" fuzz --version >/dev/null 2>&1; then
     echo "fuzz: installing cargo-fuzz $cargo_fuzz_version from crates.io" >&2
-    cargo "${toolchain[@]}" install --locked --version "$cargo_fuzz_version" cargo-fuzz >&2
+    time cargo "${toolchain[@]}" install --locked --version "$cargo_fuzz_version" cargo-fuzz >&2
 fi
 
 target_dir=${CARGO_TARGET_DIR:-$repo/target/fuzz}
@@ -73,8 +76,11 @@ sanitizer=${FUZZ_SANITIZER:-address}
 echo "fuzz: $rustc_version, sanitizer $sanitizer, ${#targets[@]} targets, $mode each" >&2
 mkdir -p "$target_dir"
 build_log=$target_dir/fuzz-build.log
-if ! (cd "$repo/qemu" && cargo "${toolchain[@]}" fuzz build --fuzz-dir "$fuzz_dir" --target-dir "$target_dir" \
-    --sanitizer "$sanitizer") >"$build_log" 2>&1; then
+echo "fuzz: building the targets" >&2
+# The braces keep the time report out of the log (bash drops it when a timed subshell
+# itself is redirected).
+if ! time { (cd "$repo/qemu" && cargo "${toolchain[@]}" fuzz build --fuzz-dir "$fuzz_dir" --target-dir "$target_dir" \
+    --sanitizer "$sanitizer") >"$build_log" 2>&1; }; then
     grep -E '^error' -A12 "$build_log" | head -40 >&2
     echo "fuzz: the targets do not build (log: $build_log)" >&2
     echo "fuzz: 0 passed, ${#targets[@]} failed"
