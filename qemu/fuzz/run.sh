@@ -2,7 +2,7 @@
 # Runs every fuzz target of qemu/fuzz for a bounded time, or a bounded number of
 # executions, and fails if any target finds an input that breaks its checks.
 #
-#   qemu/fuzz/run.sh                 each target for 6 s (all eight: about 55 s, after the build)
+#   qemu/fuzz/run.sh                 each target for 6 s (all eight: about 30 s on 2 cores, after the build)
 #   qemu/fuzz/run.sh 60              each target for 60 s
 #   qemu/fuzz/run.sh --runs 10000000 each target for 10 M executions (the long mode)
 #   qemu/fuzz/run.sh 30 heap wire    only these targets
@@ -18,6 +18,7 @@
 #   FUZZ_SANITIZER   address (default) or none. Without ASan the targets run 2-3x faster;
 #                    the checks against the models stay, only memory errors that do not
 #                    change a checked value go unseen. Use its own CARGO_TARGET_DIR.
+#   FUZZ_JOBS        how many targets run at once (default: the number of cores).
 #   FUZZ_MAX_LEN     libFuzzer's -max_len (default 4096): the longest input, so the
 #                    longest operation sequence, a run tries.
 #   CARGO_TARGET_DIR build directory (default: <repo>/target/fuzz). The working corpus of
@@ -63,9 +64,12 @@ fi
 # with RUSTC_BOOTSTRAP=1 (a nightly ignores the variable).
 export RUSTC_BOOTSTRAP=1
 
+# The installation's and the build's wall and CPU time in the log (docs/PERFORMANCE.md,
+# "CI time").
+TIMEFORMAT='fuzz: %R s wall, %U s user, %S s sys'
 if ! cargo "${toolchain[@]}" fuzz --version >/dev/null 2>&1; then
     echo "fuzz: installing cargo-fuzz $cargo_fuzz_version from crates.io" >&2
-    cargo "${toolchain[@]}" install --locked --version "$cargo_fuzz_version" cargo-fuzz >&2
+    time cargo "${toolchain[@]}" install --locked --version "$cargo_fuzz_version" cargo-fuzz >&2
 fi
 
 target_dir=${CARGO_TARGET_DIR:-$repo/target/fuzz}
@@ -73,8 +77,11 @@ sanitizer=${FUZZ_SANITIZER:-address}
 echo "fuzz: $rustc_version, sanitizer $sanitizer, ${#targets[@]} targets, $mode each" >&2
 mkdir -p "$target_dir"
 build_log=$target_dir/fuzz-build.log
-if ! (cd "$repo/qemu" && cargo "${toolchain[@]}" fuzz build --fuzz-dir "$fuzz_dir" --target-dir "$target_dir" \
-    --sanitizer "$sanitizer") >"$build_log" 2>&1; then
+echo "fuzz: building the targets" >&2
+# The braces keep the time report out of the log (bash drops it when a timed subshell
+# itself is redirected).
+if ! time { (cd "$repo/qemu" && cargo "${toolchain[@]}" fuzz build --fuzz-dir "$fuzz_dir" --target-dir "$target_dir" \
+    --sanitizer "$sanitizer") >"$build_log" 2>&1; }; then
     grep -E '^error' -A12 "$build_log" | head -40 >&2
     echo "fuzz: the targets do not build (log: $build_log)" >&2
     echo "fuzz: 0 passed, ${#targets[@]} failed"
@@ -83,39 +90,63 @@ fi
 host=$(rustc "${toolchain[@]}" -vV | sed -n 's/^host: //p')
 bin_dir=$target_dir/$host/release
 
-passed=0
-failed=0
 log_dir=$target_dir/fuzz-logs
 mkdir -p "$log_dir"
-for target in "${targets[@]}"; do
-    corpus=$target_dir/corpus/$target
-    artifacts=$fuzz_dir/artifacts/$target
+# Runs one target; its report goes to $log_dir/<target>.result, and the exit status says
+# whether it passed.
+run_target() {
+    local target=$1
+    local corpus=$target_dir/corpus/$target
+    local artifacts=$fuzz_dir/artifacts/$target
     mkdir -p "$corpus" "$artifacts"
-    seeds=()
+    local seeds=()
     [[ -d $fuzz_dir/seeds/$target ]] && seeds=("$fuzz_dir/seeds/$target")
-    log=$log_dir/$target.log
+    local log=$log_dir/$target.log
+    local start
     start=$(date +%s%N)
     if [[ ! -x $bin_dir/$target ]]; then
         echo "fuzz $target: FAILED, not built ($bin_dir/$target missing)"
-        failed=$((failed + 1))
-        continue
+        return 1
     fi
-    set +e
+    local status=0
     "$bin_dir/$target" "${limit[@]}" -max_len="${FUZZ_MAX_LEN:-4096}" -print_final_stats=1 -timeout=10 -rss_limit_mb=4096 \
-        -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" >"$log" 2>&1
-    status=$?
-    set -e
-    millis=$((($(date +%s%N) - start) / 1000000))
+        -artifact_prefix="$artifacts/" "$corpus" "${seeds[@]}" >"$log" 2>&1 || status=$?
+    local millis=$((($(date +%s%N) - start) / 1000000))
+    local runs
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    local corpus_size
     corpus_size=$(find "$corpus" -type f | wc -l)
     if ((status == 0)); then
         printf 'fuzz %-12s ok: %s executions in %d.%d s, corpus %s\n' "$target" "${runs:-?}" \
             $((millis / 1000)) $((millis % 1000 / 100)) "$corpus_size"
-        passed=$((passed + 1))
     else
         printf 'fuzz %-12s FAILED (exit %s) after %s executions; input in %s, log %s:\n' \
             "$target" "$status" "${runs:-?}" "$artifacts" "$log"
         grep -E 'panicked at|ERROR: AddressSanitizer|ERROR: libFuzzer|SUMMARY' -A3 "$log" | head -20 | sed 's/^/    /'
+        return 1
+    fi
+}
+
+# libFuzzer runs a target on one core: as many targets at once as the machine has
+# cores (FUZZ_JOBS), so the run takes the time of 8 / cores targets, each still
+# fuzzed for its whole time.
+parallel=${FUZZ_JOBS:-$(nproc)}
+[[ $parallel =~ ^[1-9][0-9]*$ ]] || { echo "fuzz: FUZZ_JOBS must be a positive number, not $parallel" >&2; exit 2; }
+for target in "${targets[@]}"; do
+    while (($(jobs -rp | wc -l) >= parallel)); do
+        wait -n || true
+    done
+    rm -f "$log_dir/$target.passed"
+    { run_target "$target" && touch "$log_dir/$target.passed"; } >"$log_dir/$target.result" 2>&1 &
+done
+wait
+passed=0
+failed=0
+for target in "${targets[@]}"; do
+    cat "$log_dir/$target.result"
+    if [[ -f $log_dir/$target.passed ]]; then
+        passed=$((passed + 1))
+    else
         failed=$((failed + 1))
     fi
 done

@@ -12,24 +12,31 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 venv="$repo/target/python-venv"
+# Each phase's wall and CPU time in the log (docs/PERFORMANCE.md, "CI time").
+TIMEFORMAT='run-tests.sh: %R s wall, %U s user, %S s sys'
 
-if [[ ! -x "$venv/bin/python" ]]; then
-    python3 -m venv "$venv"
-fi
-"$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "pytest-xdist>=3" "ml_dtypes>=0.3" \
-    "mypy>=1.10"
-# torch through a .pth file: the venv's own packages come first on sys.path.
-torch_dir="$(bash "$repo/qemu/python/torch-cache.sh" "$venv/bin/python")"
-site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-echo "$torch_dir" >"$site/neuroncustomop-torch.pth"
+echo "run-tests.sh: the virtualenv and its packages" >&2
+time {
+    if [[ ! -x "$venv/bin/python" ]]; then
+        python3 -m venv "$venv"
+    fi
+    "$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "pytest-xdist>=3" "ml_dtypes>=0.3" \
+        "mypy>=1.10"
+    # torch through a .pth file: the venv's own packages come first on sys.path.
+    torch_dir="$(bash "$repo/qemu/python/torch-cache.sh" "$venv/bin/python")"
+    site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    echo "$torch_dir" >"$site/neuroncustomop-torch.pth"
+}
+echo "run-tests.sh: building the package" >&2
 # No build isolation: the venv's maturin builds it, so a run needs no fresh download.
-PATH="$venv/bin:$PATH" CARGO_TARGET_DIR="$repo/target/python" \
+time PATH="$venv/bin:$PATH" CARGO_TARGET_DIR="$repo/target/python" \
     "$venv/bin/python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps "$repo/qemu/python"
 
 status=0
+echo "run-tests.sh: pytest" >&2
 # Two workers (pytest-xdist), as an author's suite runs under `pytest -n auto`: builds,
 # devices and lib<name>.so folders shared between processes are part of what is tested.
-(cd "$repo/qemu/python" && "$venv/bin/python" -m pytest -q -n 2 "$@") || status=$?
+time (cd "$repo/qemu/python" && "$venv/bin/python" -m pytest -q -n 2 "$@") || status=$?
 if ((status == 5)); then
     echo "qemu/python/run-tests.sh: pytest collected no test" >&2
 fi

@@ -11,8 +11,7 @@ use neuroncustomop_machine::images;
 use neuroncustomop_machine::symbolize::Symbolizer;
 use std::sync::OnceLock;
 
-mod probe_job;
-use probe_job::probe_job;
+use crate::probe_job::probe_job;
 
 /// The 1-based line of `source` that contains `text`.
 fn line_of(source: &str, text: &str) -> usize {

@@ -9,8 +9,7 @@ use neuroncustomop_machine::images::{self, Images};
 use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_wire::job::OutputDump;
 
-mod probe_job;
-use probe_job::{int_bytes, probe_job};
+use crate::probe_job::{int_bytes, probe_job};
 
 /// One `work` op per entry of `turns`: core c of the op runs `turns[op][c]` turns.
 fn work_job(library: &Images, cores: usize, turns: &[[i32; 8]]) -> Job {

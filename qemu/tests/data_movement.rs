@@ -7,8 +7,7 @@
 use neuroncustomop_machine::machine::Outcome;
 use std::collections::HashMap;
 
-mod common;
-use common::{boot, field};
+use crate::common::{boot, field};
 
 fn number(line: &str, key: &str) -> u64 {
     field(line, key).parse().unwrap_or_else(|_| panic!("{key}= is not a number in {line:?}"))

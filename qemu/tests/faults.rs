@@ -12,8 +12,7 @@ use neuroncustomop_machine::symbolize::{self, Symbolizer};
 use neuroncustomop_package::program;
 use neuroncustomop_wire::job::{FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, OutputDump};
 
-mod probe_job;
-use probe_job::probe_job;
+use crate::probe_job::probe_job;
 
 const LIBRARY_IMAGE_0: std::ops::Range<u32> = 0x8400_0000..0x8420_0000;
 

@@ -6,8 +6,7 @@ use neuroncustomop_machine::elf;
 use neuroncustomop_machine::images::{self, CORES};
 use neuroncustomop_machine::machine::Outcome;
 
-mod common;
-use common::{boot, field};
+use crate::common::{boot, field};
 
 const CORE_IMAGE_BASE: u32 = 0x8400_0000;
 const IMAGE_SIZE: u32 = 0x20_0000;

@@ -2,10 +2,7 @@
 //! the FPU"), from exact counts (`bench_math`, and `cxx_softmax` through the host API):
 //! each test fails past its goal.
 
-// This test uses `boot` only.
-#[allow(dead_code)]
-mod common;
-use common::boot;
+use crate::common::boot;
 
 /// The `HOT <case> <per call x100> <own x100>` rows: the function's own instructions
 /// per call, by case.

@@ -16,10 +16,7 @@ use std::fmt::Write as _;
 use neuroncustomop_machine::images;
 use neuroncustomop_machine::machine::Boot;
 
-// This test uses `field` only.
-#[allow(dead_code)]
-mod common;
-use common::field;
+use crate::common::field;
 
 /// Inputs per function of floats. The `libm` crate is software floating point on this
 /// core (docs/toolchain.md, "LLVM defects" 5): a call costs 1,000 to 10,000 guest

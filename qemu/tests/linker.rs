@@ -9,8 +9,7 @@ use std::process::Command;
 use neuroncustomop_machine::elf;
 use neuroncustomop_machine::toolchain::{self, repo_root};
 
-mod common;
-use common::{boot, field};
+use crate::common::{boot, field};
 
 #[path = "../firmware/src/big_code_stages.rs"]
 mod big_code_stages;

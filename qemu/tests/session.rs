@@ -10,8 +10,7 @@ use neuroncustomop_package::program;
 use neuroncustomop_wire::job::OutputDump;
 use std::time::Duration;
 
-mod probe_job;
-use probe_job::probe_job;
+use crate::probe_job::probe_job;
 
 fn fault_probe() -> Images {
     images::build("fault_probe").expect("build fault_probe")

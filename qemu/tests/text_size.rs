@@ -5,7 +5,7 @@
 //! `memmove`, `vec_memcpy` = `memcpy`) counted once.
 //!
 //! ```sh
-//! cargo test -p neuroncustomop-sim --test text_size -- --nocapture
+//! cargo test -p neuroncustomop-sim --test integration text_size:: -- --nocapture
 //! ```
 //!
 //! prints the figure, the `.text` section's size (which adds the literal pools and the

@@ -3,7 +3,8 @@
 use clap::Args;
 use neuroncustomop_machine::toolchain::repo_root;
 use std::fs::File;
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::time::Instant;
 
 /// Set up, then run every test: the host unit tests and QEMU tests of every crate,
 /// every example's own tests (examples/<name>/tests/), the Python package's pytest tests,
@@ -13,7 +14,9 @@ pub struct TestArgs {}
 
 /// Runs `test`.
 pub fn exec(_: TestArgs) -> super::Outcome {
+    let start = Instant::now();
     super::setup::setup()?;
+    eprintln!("sim test: setup took {:.0} s", start.elapsed().as_secs_f64());
     let root = repo_root();
     // PyTorch for the Python tests (qemu/python/torch-cache.sh): on a machine without it,
     // a 2.7 GB download that takes minutes. It is network-bound and the cargo tests are
@@ -32,9 +35,11 @@ pub fn exec(_: TestArgs) -> super::Outcome {
         .spawn()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     // --workspace: the examples are members, so their tests run with the rest.
-    let tests = Command::new(cargo).current_dir(&root).args(["test", "--workspace"]).status()?;
+    let tests = timed("cargo test --workspace", Command::new(cargo).current_dir(&root).args(["test", "--workspace"]))?;
     // Waited for on every path, so that no half-finished installation outlives the run.
+    let waiting = Instant::now();
     let torch = torch.wait()?;
+    eprintln!("sim test: PyTorch ready {:.0} s after the cargo tests", waiting.elapsed().as_secs_f64());
     if !tests.success() {
         return Ok(ExitCode::FAILURE);
     }
@@ -44,10 +49,20 @@ pub fn exec(_: TestArgs) -> super::Outcome {
         return Ok(ExitCode::FAILURE);
     }
     // The Python package (qemu/python): built into target/python-venv, then pytest.
-    let python = Command::new("bash").arg(root.join("qemu/python/run-tests.sh")).status()?;
+    let python = timed("qemu/python/run-tests.sh", Command::new("bash").arg(root.join("qemu/python/run-tests.sh")))?;
     if !python.success() {
         return Ok(ExitCode::FAILURE);
     }
-    let fuzzing = Command::new("bash").arg(root.join("qemu/fuzz/run.sh")).status()?;
+    let fuzzing = timed("qemu/fuzz/run.sh", Command::new("bash").arg(root.join("qemu/fuzz/run.sh")))?;
+    eprintln!("sim test: {:.0} s in all", start.elapsed().as_secs_f64());
     Ok(if fuzzing.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Runs `command` and prints its wall time, so a CI log says where the minutes went
+/// (docs/PERFORMANCE.md, "CI time").
+fn timed(name: &str, command: &mut Command) -> std::io::Result<ExitStatus> {
+    let start = Instant::now();
+    let status = command.status()?;
+    eprintln!("sim test: {name} took {:.0} s ({status})", start.elapsed().as_secs_f64());
+    Ok(status)
 }
