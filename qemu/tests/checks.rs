@@ -4,7 +4,7 @@
 
 use neuroncustomop_host::array::Dtype;
 use neuroncustomop_host::generate::{Distribution, generate};
-use neuroncustomop_host::library::{Arg, Library, Options, Output, describe};
+use neuroncustomop_host::library::{Arg, CallError, Library, Options, Output, describe};
 use neuroncustomop_machine::device::{Session, SessionOptions};
 use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings};
 use neuroncustomop_machine::images;
@@ -147,4 +147,24 @@ fn a_cxx_store_past_the_output_is_named_and_the_next_op_runs() {
     assert_eq!(finding.place(), "bytes 0 to 64 past the end of output 0 ([100] float32)");
     let (found, whole) = call(&library, "copy", vec![100], 1);
     assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
+fn a_c_kernel_stopped_holding_6_mib_of_its_heap_gives_them_back_and_the_next_op_takes_them() {
+    let library = c_library();
+    let x = generate(Dtype::Float32, vec![64], Distribution::Range, 0);
+    let options = Options { cores: 1, ..Options::default() };
+    match library.call_with("hoards_and_aborts", &[Arg::Tensor(x.clone())], Output::Like(0), &options) {
+        Err(CallError::Stopped { given_back: Some(given), .. }) => {
+            assert_eq!(given.blocks, 1, "{given:?}");
+            assert!(given.bytes >= 6 << 20, "{given:?}");
+        }
+        other => panic!("not stopped with its heap given back: {other:?}"),
+    }
+    // Twice: the first call gives its block back too, so the heap stays whole.
+    for _ in 0..2 {
+        let call = library.call_with("needs_6_mib", &[Arg::Tensor(x.clone())], Output::Like(0), &options).unwrap();
+        assert!(call.findings.is_empty(), "{}", call.findings);
+        assert_eq!(call.output, x, "6 MiB of the HBM heap were not there: the stopped op's block was kept");
+    }
 }

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <neuroncustomop.h>
+#include <stdlib.h>
 
 /* Copies this core's share of x into the output and returns the output's data (NULL
  * when an argument is missing); *count is the element count. */
@@ -134,12 +135,46 @@ static void softmax_rows(void) {
     customop_cleanup();
 }
 
+/* Takes 6 MiB of its core's HBM heap (8 MiB), then stops (abort) holding them: the
+ * loader gives the block back (qemu/tests/checks.rs). */
+static void hoards_and_aborts(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    volatile char *p = malloc(6u << 20);
+    if (p != NULL) {
+        p[0] = 1;
+        abort();
+    }
+    customop_cleanup();
+}
+
+/* Copies x only if it can take 6 MiB of its core's HBM heap (and gives them back). */
+static void needs_6_mib(void) {
+    customop_setup(false);
+    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *in = customop_next_tensor();
+    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *out = get_dst_tensor();
+    volatile char *p = malloc(6u << 20);
+    if (in != NULL && out != NULL && p != NULL) {
+        p[0] = 1;
+        const float *src = customop_tensor_data(in);
+        float *dst = customop_tensor_data(out);
+        for (uint32_t i = 0; i < customop_tensor_numel(in); i++) {
+            dst[i] = src[i];
+        }
+        customop_return_tensor(out);
+    }
+    free((void *)p);
+    customop_cleanup();
+}
+
 static const struct {
     const char *name;
     neuron_kernel_fn kernel;
 } kernels[] = {
     {"copy", copy}, {"past_end_256", past_end_256}, {"past_end_1m", past_end_1m}, {"into_input", into_input},
     {"cross_core", cross_core}, {"race", race}, {"reads_past", reads_past}, {"softmax_rows", softmax_rows},
+    {"hoards_and_aborts", hoards_and_aborts}, {"needs_6_mib", needs_6_mib},
 };
 
 #define KERNEL_COUNT ((int)(sizeof kernels / sizeof kernels[0]))
