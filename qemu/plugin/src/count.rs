@@ -102,13 +102,13 @@ struct Block {
 
 impl Block {
     /// What the steps from `index` on add.
-    fn from(&self, index: usize) -> u64 {
+    fn since(&self, index: usize) -> u64 {
         self.steps.iter().skip(index).fold(0, |sum, &(_, add)| sum.wrapping_add(add))
     }
 
     /// What the steps from the instruction at `pc` on add: 0 if `pc` is none of the block's.
-    fn from_pc(&self, pc: u64) -> u64 {
-        self.steps.iter().position(|&(at, _)| at == pc).map_or(0, |index| self.from(index))
+    fn since_pc(&self, pc: u64) -> u64 {
+        self.steps.iter().position(|&(at, _)| at == pc).map_or(0, |index| self.since(index))
     }
 }
 
@@ -205,13 +205,13 @@ impl State {
         let Some(id) = self.in_flight(vcpu).and_then(|mut in_flight| in_flight.returned.take()) else { return };
         let blocks = self.blocks.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(block) = blocks.list.get(id as usize) {
-            self.executed.set(vcpu, self.executed.get(vcpu).wrapping_sub(block.from_pc(pc)));
+            self.executed.set(vcpu, self.executed.get(vcpu).wrapping_sub(block.since_pc(pc)));
         }
     }
 
     /// The exact count of vCPU `vcpu` before the marker of the block it is in.
     fn at_marker(&self, vcpu: VCPUIndex) -> u64 {
-        let rest = self.current(vcpu).and_then(|block| Some(block.from(block.marker?))).unwrap_or(0);
+        let rest = self.current(vcpu).and_then(|block| Some(block.since(block.marker?))).unwrap_or(0);
         self.executed.get(vcpu).wrapping_sub(rest)
     }
 }
@@ -259,7 +259,7 @@ impl Module for Count {
             .collect();
         let marker = steps.iter().position(|&(pc, _)| firmware.is_marker(pc));
         let block = Block { steps, marker };
-        let total = block.from(0);
+        let total = block.since(0);
         let first = block.steps.first().map_or(0, |&(pc, _)| pc);
         // At a vector, the callback reads the interrupted block's identity: it runs
         // before this block's own store (QEMU runs a block's callbacks and inline ops
@@ -291,7 +291,7 @@ impl Module for Count {
             }
             // QEMU leaves a block at `waiti` (the core halts, or takes its interrupt):
             // what follows runs in a new block after the wake-up.
-            let rest = block.from(index + 1);
+            let rest = block.since(index + 1);
             if mnemonic == "waiti" && rest != 0 {
                 let state = Arc::clone(&self.state);
                 insn.register_execute_callback_flags(
