@@ -63,7 +63,8 @@ fn time(library: &Images, cores: usize, modes: &[SessionOptions]) -> Vec<(Durati
 
 fn main() {
     let library = images::build("count_probe").expect("build count_probe");
-    let threads = SessionOptions { count_instructions: false, ..SessionOptions::default() };
+    // Counting alone: the memory checks (on by default) cost far more (checks_bench).
+    let threads = SessionOptions { count_instructions: false, checked: false, ..SessionOptions::default() };
     let modes = [SessionOptions { plugin: false, ..threads.clone() }, threads, SessionOptions::default()];
     for cores in [1, 8] {
         let [(uncounted, icount_figure), (counted, plugin_figure), (serial, _)] = time(&library, cores, &modes)[..]

@@ -49,10 +49,21 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
 
     for (call, profile) in calls.iter().zip(&profiles) {
         for core in &profile.cores {
-            // Exact: every instruction the call counted on the core is in the profile
-            // once, and so are the loader's op markers.
+            // Every instruction the call counted on the core is in the profile, and so
+            // are the loader's op markers. The profile counts per instruction, so an
+            // instruction a window exception interrupts counts twice there (as it
+            // starts, and as it runs again), where the call's count, like ICOUNT, counts
+            // it once (docs/PERFORMANCE.md, "Counting with the TCG plugin"): the
+            // profile may be over by one per window exception, a few in a thousand.
             let counted = call.instructions[core.core as usize] + MARKER_OVERHEAD;
-            assert_eq!(core.instructions, counted, "{} core {}", call.kernel, core.core);
+            let over = core.instructions.checked_sub(counted);
+            assert!(
+                over.is_some_and(|over| over <= 16 + counted / 1000),
+                "{} core {}: profile {} against the count's {counted}",
+                call.kernel,
+                core.core,
+                core.instructions
+            );
             let by_class: u64 = core.mix.values().sum();
             let by_stack: u64 = core.stacks.iter().map(|s| s.instructions).sum();
             let by_function: u64 = core.functions.iter().map(|f| f.instructions).sum();

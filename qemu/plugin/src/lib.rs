@@ -129,6 +129,11 @@ impl Firmware {
     fn reruns(&self, pc: u64) -> bool {
         self.reruns.contains(&pc)
     }
+
+    /// True for an op marker (`start=` or `stop=`).
+    fn is_marker(&self, pc: u64) -> bool {
+        self.starts.contains(&pc) || self.stops.contains(&pc)
+    }
 }
 
 /// Hex address of `key=value`'s `text`.

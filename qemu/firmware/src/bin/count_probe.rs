@@ -1,6 +1,8 @@
 //! A library image whose kernel does a known amount of work, for the instruction-count
 //! tests (`qemu/tests/counting.rs`): `work` reads `iterations` (an i32 tensor `[n]`)
-//! and runs a loop of `n[core]` turns on core `core`, writing what it computed.
+//! and runs a loop of `n[core]` turns on core `core`, writing what it computed; `deep`
+//! does `n[core]` times a recursion 100 calls deep and back, which takes window
+//! overflow and underflow exceptions in the middle of translated blocks.
 #![no_std]
 #![no_main]
 
@@ -23,4 +25,31 @@ fn work(args: &Args) -> Result<Tensor<'_>, KernelError> {
     Ok(out)
 }
 
-neuroncustomop::kernels! { fn work }
+/// Recurses `depth` calls deep and back: not a tail call (the result is used after
+/// it), so each call keeps a register window, and the windows spill and refill.
+#[inline(never)]
+fn descend(depth: u32) -> u32 {
+    if depth == 0 {
+        return black_box(1);
+    }
+    let below = descend(black_box(depth - 1));
+    black_box(below.wrapping_mul(3)) ^ depth
+}
+
+/// (iterations: i32 [cores]) -> out: i32 [cores]; core c runs `iterations[c]`
+/// recursions 100 calls deep.
+fn deep(args: &Args) -> Result<Tensor<'_>, KernelError> {
+    let core = get_cpu_id() as usize;
+    let turns = args.tensor()?.as_slice::<i32>()?.get(core).copied().unwrap_or(0);
+    let mut sum = 0u32;
+    for _ in 0..turns {
+        sum = sum.wrapping_add(descend(black_box(100)));
+    }
+    let mut out = args.output()?;
+    if let Some(slot) = out.as_mut_slice::<i32>()?.get_mut(core) {
+        *slot = sum as i32;
+    }
+    Ok(out)
+}
+
+neuroncustomop::kernels! { fn work, fn deep }
