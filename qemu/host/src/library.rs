@@ -37,6 +37,7 @@ use neuroncustomop_machine::job::{Job, JobError, Op, TENSOR_AREA, TENSOR_AREA_SI
 use neuroncustomop_package::cxx::Registration;
 use neuroncustomop_package::package::{Package, PackageError};
 use neuroncustomop_package::project::{Project, ProjectError};
+use neuroncustomop_package::ucode_lib::UcodeLib;
 use neuroncustomop_wire::Descriptor;
 use neuroncustomop_wire::job::OutputDump;
 use std::collections::BTreeMap;
@@ -471,6 +472,9 @@ pub enum CallError {
     /// The host tier could not build or start the library.
     #[error("running on the host tier")]
     Host(#[source] neuroncustomop_hosttier::HostError),
+    /// A library loaded for the host tier could not be packaged for its first device call.
+    #[error("packaging the library for the device")]
+    Packaging(#[source] ProjectError),
     /// The call ran but its profile could not be made ([`Options::profile`]).
     #[error("profiling the call")]
     Profile(#[source] neuroncustomop_profile::profile::ProfileError),
@@ -548,6 +552,9 @@ pub enum LoadError {
     /// The package could not be made or read.
     #[error(transparent)]
     Package(#[from] PackageError),
+    /// The host tier could not build the library ([`Library::load_for`]).
+    #[error("building the library for the host tier")]
+    Host(#[source] neuroncustomop_hosttier::HostError),
 }
 
 /// `error` and every cause under it, one per line, outermost first: the whole story of
@@ -573,7 +580,14 @@ pub fn describe(error: &dyn std::error::Error) -> String {
 /// enters the library, later calls only dispatch.
 #[derive(Debug)]
 pub struct Library {
-    package: Package,
+    /// The library's name.
+    name: String,
+    /// Its kernels and their FunctionIds (`ucode_lib.json`'s table): the package's, or
+    /// for a library loaded for the host tier, one made from its host build.
+    table: UcodeLib,
+    /// Its device package: made at load, or (a library loaded for the host tier) at its
+    /// first device call.
+    package: OnceLock<Package>,
     sessions: Mutex<BTreeMap<SessionKey, Session>>,
     /// A C++ library's shape driver: its shape functions, run on the host
     /// ([`Library::output_of`]).
@@ -619,15 +633,69 @@ impl Library {
         Self::from_project(&project)
     }
 
+    /// Loads the library at `path` for calls on `target`: [`Library::load`] for the
+    /// device; for the host tier, a project folder built only for the host (no Xtensa
+    /// build: its kernels are those its host build registers), packaged for the device
+    /// only if a call asks for the device.
+    ///
+    /// # Errors
+    /// [`LoadError`]: not a library, its build failed, or (the host tier) a package
+    /// folder, which has no sources to build for the host.
+    pub fn load_for(path: impl AsRef<Path>, target: Target) -> Result<Self, LoadError> {
+        let path = path.as_ref();
+        if target == Target::Device || path.join("ucode_lib.json").is_file() {
+            let library = Self::load(path)?;
+            if target == Target::Host {
+                return Err(LoadError::Host(neuroncustomop_hosttier::HostError::Unsupported(format!(
+                    "{} is a package: the host tier builds from the project's sources (load the project folder)",
+                    path.display()
+                ))));
+            }
+            return Ok(library);
+        }
+        let project = Project::open(path)?.ok_or_else(|| LoadError::NotALibrary(path.into()))?;
+        Self::from_project_for_host(&project)
+    }
+
+    /// A project built for the host tier only: its kernels from the host build.
+    fn from_project_for_host(project: &Project) -> Result<Self, LoadError> {
+        let host = neuroncustomop_hosttier::build(project, None).map_err(LoadError::Host)?;
+        let kernels = neuroncustomop_hosttier::kernels(&host).map_err(LoadError::Host)?;
+        let table = neuroncustomop_package::package::ucode_lib(&project.name, &kernels).map_err(PackageError::from)?;
+        let mut library = Self::new(project.name.clone(), table, None, host.shape_driver.clone());
+        library.host.get_mut().unwrap_or_else(PoisonError::into_inner).insert(None, host);
+        library.with_project(project);
+        Ok(library)
+    }
+
     /// Packages `project`; a C++ project's `"multicore": true` makes 8 cores its default.
     fn from_project(project: &Project) -> Result<Self, LoadError> {
         let mut library = Self::from_package(project.package()?);
-        library.project = Some(project.clone());
+        library.with_project(project);
+        Ok(library)
+    }
+
+    /// Remembers the project the library comes from (the host tier builds it), and a
+    /// C++ project's `"multicore": true`.
+    fn with_project(&mut self, project: &Project) {
+        self.project = Some(project.clone());
         if project.language == neuroncustomop_package::project::Language::Cxx {
             let cxx = neuroncustomop_package::cxx::Library::open(&project.dir).ok();
-            library.multicore = cxx.is_some_and(|cxx| cxx.manifest.multicore);
+            self.multicore = cxx.is_some_and(|cxx| cxx.manifest.multicore);
         }
-        Ok(library)
+    }
+
+    /// The built-in example `name` built for `target` ([`Library::load_for`]).
+    ///
+    /// # Errors
+    /// As [`Library::example`].
+    pub fn example_for(name: &str, target: Target) -> Result<Self, LoadError> {
+        let project =
+            Project::example(name)?.ok_or_else(|| ProjectError::UnknownExample(name.into(), Project::examples()))?;
+        match target {
+            Target::Device => Self::from_project(&project),
+            Target::Host => Self::from_project_for_host(&project),
+        }
     }
 
     /// The built-in example `name` of this repository (`examples/`), packaged.
@@ -646,8 +714,15 @@ impl Library {
     pub fn from_package(package: Package) -> Self {
         let shape_driver =
             Some(package.dir.join(neuroncustomop_package::package::SHAPE_DRIVER)).filter(|driver| driver.is_file());
+        let (name, table) = (package.name().to_owned(), package.ucode_lib.clone());
+        Self::new(name, table, Some(package), shape_driver)
+    }
+
+    fn new(name: String, table: UcodeLib, package: Option<Package>, shape_driver: Option<PathBuf>) -> Self {
         Self {
-            package,
+            name,
+            table,
+            package: package.map(OnceLock::from).unwrap_or_default(),
             sessions: Mutex::new(BTreeMap::new()),
             shape_driver,
             registration: OnceLock::new(),
@@ -665,7 +740,7 @@ impl Library {
 
     /// The library's name.
     pub fn name(&self) -> &str {
-        self.package.name()
+        &self.name
     }
 
     /// The output `kernel` makes of `args`, as the library's own shape function says:
@@ -756,12 +831,21 @@ impl Library {
 
     /// Its kernels, in registration order.
     pub fn kernels(&self) -> Vec<&str> {
-        self.package.kernels()
+        self.table.libraries[0].functions.iter().map(|function| function.name.as_str()).collect()
     }
 
-    /// Its package.
-    pub fn package(&self) -> &Package {
-        &self.package
+    /// Its device package; a library loaded for the host tier ([`Library::load_for`])
+    /// is packaged now, once.
+    ///
+    /// # Errors
+    /// [`CallError::Packaging`]: the device build or packaging failed.
+    pub fn package(&self) -> Result<&Package, CallError> {
+        if let Some(package) = self.package.get() {
+            return Ok(package);
+        }
+        let project = self.project.as_ref().expect("a library without a package was loaded from a project");
+        let package = project.package().map_err(CallError::Packaging)?;
+        Ok(self.package.get_or_init(|| package))
     }
 
     /// Calls `kernel` with `args` on one core ([`Options::default`]).
@@ -857,7 +941,15 @@ impl Library {
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Call, CallError> {
         let RunWith { fill, debugger } = with;
-        let mut job = self.package.job(options.cores).map_err(CallError::Job)?;
+        let mut job = match options.target {
+            Target::Device => self.package()?.job(options.cores),
+            // No images: the host tier's loader finds the library's entry points itself.
+            Target::Host => {
+                let images = neuroncustomop_machine::images::Images { name: self.name.clone(), cores: Vec::new() };
+                neuroncustomop_package::package::job_for(&images, &self.table, options.cores)
+            }
+        }
+        .map_err(CallError::Job)?;
         job.header.memcpy_method = options.memcpy as u32;
         job.header.set_max_instructions(options.max_instructions);
         let staged = stage_filled(&mut job, args, output, fill)?;
@@ -930,7 +1022,7 @@ impl Library {
             // The loader's image too: the op's markers and the services kernels call are its.
             let loader =
                 neuroncustomop_machine::images::build("loader").map_err(|e| CallError::Run(RunError::Build(e)))?;
-            let images: Vec<PathBuf> = self.package.images.cores.iter().chain(&loader.cores).cloned().collect();
+            let images: Vec<PathBuf> = self.package()?.images.cores.iter().chain(&loader.cores).cloned().collect();
             let profile = neuroncustomop_profile::profile::Folder::new(&images)
                 .and_then(|mut folder| {
                     let output = neuroncustomop_profile::profile::Output {
@@ -971,13 +1063,14 @@ impl Library {
     /// be read: a report then shows addresses).
     fn symbolizer(&self) -> Option<neuroncustomop_machine::symbolize::Symbolizer> {
         let loader = neuroncustomop_machine::images::build("loader").ok()?;
-        let elves: Vec<PathBuf> = self.package.images.cores.iter().chain(&loader.cores).cloned().collect();
+        let elves: Vec<PathBuf> = self.package.get()?.images.cores.iter().chain(&loader.cores).cloned().collect();
         neuroncustomop_machine::symbolize::Symbolizer::new(&elves).ok()
     }
 
     /// The FunctionId of `kernel`, or [`CallError::UnknownKernel`] listing the library's.
     fn function_id(&self, kernel: &str) -> Result<neuroncustomop_wire::FunctionId, CallError> {
-        self.package.function_id(kernel).ok_or_else(|| CallError::UnknownKernel {
+        let id = self.table.libraries[0].functions.iter().find(|f| f.name == kernel).map(|f| f.sub_opcode);
+        id.ok_or_else(|| CallError::UnknownKernel {
             library: self.name().into(),
             kernel: kernel.into(),
             known: self.kernels().iter().map(|k| k.to_string()).collect(),
@@ -1012,7 +1105,8 @@ impl Library {
                         ..SessionOptions::default()
                     };
                     slot.insert(
-                        Session::boot(&self.package.images, options.cores, session_options).map_err(CallError::Run)?,
+                        Session::boot(&self.package()?.images, options.cores, session_options)
+                            .map_err(CallError::Run)?,
                     )
                 }
             };
