@@ -144,9 +144,20 @@ fn cxx_examples_are_bit_identical_on_host_and_device() {
             let (args, cores) = cxx_calls(example, kernel);
             let (dtype, shape) = library.resolve_output(kernel, &args, PartialOutput::default(), None).unwrap();
             let output = Output::Shape { dtype, shape };
+            if kernel == "stack_sum" {
+                // Its output is the sum, then the page of its stack array: HBM on the
+                // device (-DSTACK_SIZE), the thread's own stack on the host.
+                let device = library.call_with(kernel, &args, output.clone(), &Options::default()).unwrap();
+                let options = Options { target: Target::Host, ..Options::default() };
+                let host = library.call_with(kernel, &args, output, &options).unwrap();
+                assert_eq!((host.status, &host.output.bytes()[..4]), (device.status, &device.output.bytes()[..4]));
+                continue;
+            }
             let call = same_status_on_both(&library, kernel, &args, output, cores);
-            // The misuse example's kernels fail on purpose, each with its status.
-            assert_eq!(call.status.is_ok(), example != "cxx_misuse" || kernel == "cxx_runtime", "{example} {kernel}");
+            // The misuse example's kernels fail on purpose, each with its status (but
+            // two: the C++ runtime's use, and a TCM pool used within its bounds too).
+            let succeeds = example != "cxx_misuse" || ["cxx_runtime", "tcm_past_pool"].contains(&kernel.as_str());
+            assert_eq!(call.status.is_ok(), succeeds, "{example} {kernel}: {}", call.status);
         }
     }
 }
@@ -268,48 +279,49 @@ fn a_new_project_stops_under_gdb_at_its_kernel_line_and_prints_a_local_and_an_el
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
     let dir = root.join("mykernel");
-    let ncop = |args: &[&str]| {
+    let ncop = |cwd: &std::path::Path, args: &[&str]| {
         let output =
-            std::process::Command::new(env!("CARGO_BIN_EXE_ncop")).current_dir(&root).args(args).output().unwrap();
+            std::process::Command::new(env!("CARGO_BIN_EXE_ncop")).current_dir(cwd).args(args).output().unwrap();
         let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
         (output.status.success(), text)
     };
-    assert!(ncop(&["new", dir.to_str().unwrap(), "--lang", "c"]).0);
+    assert!(ncop(&root, &["new", "mykernel", "--lang", "c"]).0);
     // x[i] = 1.5 i: element 3 is 4.5; the result is x * 0.5.
     let x = Array::from_vec(vec![2, 5], (0..10).map(|i| i as f32 * 1.5).collect::<Vec<f32>>()).unwrap();
     let want = Array::from_vec(vec![2, 5], (0..10).map(|i| i as f32 * 0.75).collect::<Vec<f32>>()).unwrap();
     neuroncustomop_host::npy::write(&dir.join("x.npy"), &x).unwrap();
     neuroncustomop_host::npy::write(&dir.join("want.npy"), &want).unwrap();
-    let lib = dir.to_str().unwrap();
-    let (ok, text) = ncop(&[
-        "debug",
-        "scale",
-        "--lib",
-        lib,
-        "--arg",
-        "x.npy",
-        "--arg",
-        "float:0.5",
-        "--expect",
-        "want.npy",
-        "--gdb-batch",
-        "--gdb-ex",
-        "break kernels.c:28 if i == 3",
-        "--gdb-ex",
-        "continue",
-        "--gdb-ex",
-        "bt",
-        "--gdb-ex",
-        "print i",
-        "--gdb-ex",
-        "print factor",
-        "--gdb-ex",
-        "print src[i]",
-        "--gdb-ex",
-        "delete",
-        "--gdb-ex",
-        "continue",
-    ]);
+    // In the project's folder, as the guide shows.
+    let (ok, text) = ncop(
+        &dir,
+        &[
+            "debug",
+            "scale",
+            "--arg",
+            "x.npy",
+            "--arg",
+            "float:0.5",
+            "--expect",
+            "want.npy",
+            "--gdb-batch",
+            "--gdb-ex",
+            "break kernels.c:28 if i == 3",
+            "--gdb-ex",
+            "continue",
+            "--gdb-ex",
+            "bt",
+            "--gdb-ex",
+            "print i",
+            "--gdb-ex",
+            "print factor",
+            "--gdb-ex",
+            "print src[i]",
+            "--gdb-ex",
+            "delete",
+            "--gdb-ex",
+            "continue",
+        ],
+    );
     std::fs::remove_dir_all(&root).unwrap();
     assert!(ok, "{text}");
     assert!(text.contains("kernels.c:28"), "stopped at the line: {text}");

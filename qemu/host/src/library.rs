@@ -973,7 +973,7 @@ impl Library {
                 let host = self.host_library(options.sanitize)?;
                 neuroncustomop_hosttier::debug(&host, &job, debugger).map_err(CallError::Host)?
             }
-            None => self.dispatch(&job, kernel, options, cancelled)?,
+            None => self.dispatch(&job, options, cancelled)?,
         };
         let wall = started.elapsed();
 
@@ -1081,7 +1081,6 @@ impl Library {
     fn dispatch(
         &self,
         job: &Job,
-        kernel: &str,
         options: &Options,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<neuroncustomop_machine::device::Report, CallError> {
@@ -1111,9 +1110,12 @@ impl Library {
                 }
             };
             let report = session.dispatch_cancellable(job, cancelled).map_err(CallError::Run)?;
-            if options.target == Target::Host && self.stopped(kernel, &report, options.target).is_some() {
-                // The host tier's loader ends its session when a kernel stops (the
-                // core's thread is parked where it stopped): the next call starts anew.
+            if options.target == Target::Host
+                && report.outcome.stderr.contains(neuroncustomop_hosttier::loader::SESSION_ENDS)
+            {
+                // The host tier's loader ends its session when a kernel leaves without
+                // returning (stops, or ends its op with `exit`): the core's thread is
+                // parked where it stopped, and the next call starts anew.
                 sessions.remove(&key);
             }
             report
@@ -1153,7 +1155,11 @@ impl Library {
         // (file:line)`), and a panic's message is in what the core printed.
         let on_host = (target == Target::Host).then(|| {
             let printed = report.core(core).stdout.get(&0).map(|(text, _)| String::from_utf8_lossy(text).into_owned());
-            format!("{}{}", printed.unwrap_or_default(), report.outcome.stderr).trim_end().to_string()
+            // (Without its note that the session ends: the host API's business.)
+            let stderr =
+                report.outcome.stderr.lines().filter(|line| *line != neuroncustomop_hosttier::loader::SESSION_ENDS);
+            let stderr: String = stderr.map(|line| format!("{line}\n")).collect();
+            format!("{}{stderr}", printed.unwrap_or_default()).trim_end().to_string()
         });
         let explained = on_host
             .filter(|text| !text.is_empty())

@@ -92,7 +92,8 @@ pub struct CallArgs {
     #[arg(long, value_enum, default_value_t = Memcpy::Dma)]
     pub memcpy: Memcpy,
     /// Run on the host tier instead of the simulated device: the same kernels built
-    /// for x86-64, each core a thread (no instruction counts; Rust and C libraries).
+    /// for x86-64, each core a thread (no instruction counts; Rust, C and C++ libraries;
+    /// only the host build: no Xtensa build).
     /// The device stays the reference (docs/op-author-guide.md, "The host tier").
     #[arg(long)]
     pub host: bool,
