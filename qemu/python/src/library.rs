@@ -180,8 +180,16 @@ impl Library {
         let defaults = Options::default();
         let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
         let checked = checked.unwrap_or(defaults.checked);
-        let options =
-            Options { cores, count_instructions, max_instructions, checked, profile, partial_output, target: self.target, ..defaults };
+        let options = Options {
+            cores,
+            count_instructions,
+            max_instructions,
+            checked,
+            profile,
+            partial_output,
+            target: self.target,
+            ..defaults
+        };
         let library = &self.library;
         // Exact either way: the TCG plugin's counts without -icount, ICOUNT's under it.
         // Ctrl-C: the device runs without the GIL, and the call takes it back about
