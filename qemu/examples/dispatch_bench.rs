@@ -17,11 +17,14 @@ use std::time::Instant;
 
 fn main() {
     let count_instructions = !std::env::args().any(|arg| arg == "--threads");
-    let library = Library::example("relu").expect("package relu");
+    let target = if std::env::args().any(|arg| arg == "--host") { Target::Host } else { Target::Device };
+    // For the host tier, only the host build (no device package).
+    let loading = Instant::now();
+    let library = Library::example_for("relu", target).expect("build relu");
+    println!("loading (the build, and for the host tier its kernels) {:.3} s", loading.elapsed().as_secs_f64());
     let x = generate(Dtype::Float32, vec![2, 32_768], Distribution::Uniform { low: -100.0, high: 100.0 }, 1);
     let want: Vec<f32> = x.to_vec::<f32>().expect("f32").iter().map(|v| v.max(0.0)).collect();
     let want = Array::from_vec(x.shape().to_vec(), want).expect("shape");
-    let target = if std::env::args().any(|arg| arg == "--host") { Target::Host } else { Target::Device };
     let options = Options { count_instructions, target, ..Options::default() };
     let args = [Arg::Tensor(x)];
 

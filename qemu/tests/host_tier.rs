@@ -1,17 +1,25 @@
-//! The host tier (`neuroncustomop_hosttier`, `Target::Host`): every kernel of the Rust
-//! and C examples gives, on the host, exactly the bits the QEMU device gives (outputs,
-//! statuses, what each core printed); a fault on the host is reported with the kernel,
-//! the core and the source line.
-
+//! The host tier (`neuroncustomop_hosttier`, `Target::Host`): every kernel of every
+//! example (Rust, C, C++ on the AWS torch API) gives, on the host, exactly the bits the
+//! QEMU device gives (outputs, statuses, what each core printed: C's `printf` family
+//! and C++'s `printf` format with the runtime's own formatter on both); a fault on the
+//! host is reported with the kernel, the core and the source line; a library loaded for
+//! the host tier builds nothing for the device.
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_host::array::Array;
 use neuroncustomop_host::generate::{Distribution, generate};
-use neuroncustomop_host::library::{Arg, Call, Library, Options, Output, Sanitizer, Target};
+use neuroncustomop_host::library::{Arg, Call, Library, Options, Output, PartialOutput, Sanitizer, Target, describe};
 use neuroncustomop_hosttier::Debugger;
 
 /// Runs `kernel` on the device and on the host with the same arguments and asserts the
-/// two calls agree bit for bit.
+/// two calls agree bit for bit, and that the kernel succeeded.
 fn same_on_both(library: &Library, kernel: &str, args: &[Arg], output: Output, cores: usize) -> Call {
+    let on_device = same_status_on_both(library, kernel, args, output, cores);
+    on_device.check().unwrap_or_else(|e| panic!("{kernel}: {e}"))
+}
+
+/// [`same_on_both`] for a kernel that may fail: its status, output and printed text
+/// are the same on both; the device's call is returned.
+fn same_status_on_both(library: &Library, kernel: &str, args: &[Arg], output: Output, cores: usize) -> Call {
     let device = Options { cores, ..Options::default() };
     let host = Options { target: Target::Host, ..device };
     let on_device = library.call_with(kernel, args, output.clone(), &device).unwrap();
@@ -20,8 +28,7 @@ fn same_on_both(library: &Library, kernel: &str, args: &[Arg], output: Output, c
     assert_eq!(on_host.statuses, on_device.statuses, "{kernel}: statuses differ");
     assert_eq!(on_host.stdout, on_device.stdout, "{kernel}: printed text differs");
     assert!(on_host.instructions.is_empty(), "the host tier counts no instructions");
-    on_device.check().unwrap_or_else(|e| panic!("{kernel}: {e}"));
-    on_host
+    on_device
 }
 
 fn floats(shape: Vec<usize>, seed: u64) -> Array {
@@ -54,6 +61,135 @@ fn c_examples_are_bit_identical_on_host_and_device() {
     for (kernel, cores) in [("scale", 1), ("scale_multicore", 8)] {
         same_on_both(&c_kernel, kernel, &[Arg::Tensor(x.clone()), Arg::Float(-1.7)], Output::Like(0), cores);
     }
+}
+
+#[test]
+fn c_printf_prints_the_same_text_on_host_and_device() {
+    let c_libc = Library::example("c_libc").unwrap();
+    let byte = || vec![Arg::Tensor(Array::from_bytes(Dtype::Uint8, vec![1], vec![0]).unwrap())];
+    // printf, sprintf, snprintf, and vprintf / vsnprintf through the kernel's own
+    // variadic functions, with arguments of every size, on every core.
+    let call = same_on_both(&c_libc, "printf_lines", &byte(), Output::Like(0), 8);
+    assert!(call.stdout[3].text.starts_with("A 11 22 33 44 55\nC 7\n3 three 1.235\n"), "{}", call.stdout[3].text);
+    assert!(call.stdout[3].text.contains("vsnprintf 15 [ok 0 2 010 0xff]"), "{}", call.stdout[3].text);
+    // snprintf of each kind into the output (its return value and text); one
+    // conversion each, as format_table passes one argument.
+    let mut records = Vec::new();
+    for (kind, value, format) in [
+        (0u8, (-42i64) as u64, "%+08d|"),
+        (1, 1 << 20, "%#lx"),
+        (2, (-1i64 << 40) as u64, "%lld"),
+        (3, 1.0e-7f64.to_bits(), "%.3e"),
+        (3, 2.5f64.to_bits(), "%10.4f"),
+    ] {
+        let mut record = [0u8; 64];
+        record[0] = kind;
+        record[8..16].copy_from_slice(&value.to_le_bytes());
+        record[16..16 + format.len()].copy_from_slice(format.as_bytes());
+        records.extend_from_slice(&record);
+    }
+    let table = Array::from_bytes(Dtype::Uint8, vec![records.len()], records).unwrap();
+    let output = Output::Shape { dtype: Dtype::Uint8, shape: vec![5 * 128] };
+    let call = same_on_both(&c_libc, "format_table", &[Arg::Tensor(table)], output, 1);
+    assert_eq!(&call.output.bytes()[4..13], b"-0000042|", "snprintf's text");
+    // string.h and stdlib.h: the same, but for C's `long`, 64 bits on the host (the
+    // guide's "What the host tier cannot tell"): strtol("99999999999") fits there, and
+    // saturates at LONG_MAX on the device.
+    let device = c_libc.call("string_checks", &byte(), Output::Like(0)).unwrap().check().unwrap();
+    let options = Options { target: Target::Host, ..Options::default() };
+    let host = c_libc.call_with("string_checks", &byte(), Output::Like(0), &options).unwrap().check().unwrap();
+    assert_eq!(host.output, device.output);
+    assert!(device.stdout[0].text.contains(" 2147483647 "), "{}", device.stdout[0].text);
+    assert_eq!(host.stdout[0].text, device.stdout[0].text.replace(" 2147483647 ", " 99999999999 "));
+}
+
+/// Arguments for each kernel of the C++ examples (every kernel they register), and
+/// the cores it runs on.
+fn cxx_calls(example: &str, kernel: &str) -> (Vec<Arg>, usize) {
+    let x = floats(vec![300], 11);
+    let y = floats(vec![300], 12);
+    let ints = |seed| generate(Dtype::Int32, vec![300], Distribution::Uniform { low: 1.0, high: 1000.0 }, seed);
+    let t = |array: &Array| Arg::Tensor(array.clone());
+    let args = match (example, kernel) {
+        ("cxx_ops", "int_ops") => vec![Arg::Tensor(ints(13)), Arg::Tensor(ints(14))],
+        ("cxx_scalars", "affine") => vec![t(&x), Arg::LongLong(-3), Arg::Float(0.25)],
+        ("cxx_scalars", "mask_minus_one") => vec![Arg::Tensor(ints(15)), Arg::LongLong(0xF0)],
+        ("cxx_scalars", "scale_add") => vec![t(&x), Arg::Int(-7), Arg::Float(1.5)],
+        ("cxx_softmax", _) => vec![Arg::Tensor(floats(vec![6, 50], 16))],
+        ("cxx_misuse", "cxx_runtime") => vec![Arg::Tensor(floats(vec![1], 17))],
+        ("cxx_add" | "cxx_ops" | "cxx_stream", _) | ("cxx_relu", "relu_backward") => vec![t(&x), t(&y)],
+        _ => vec![t(&x)],
+    };
+    (args, if example == "cxx_relu_multicore" { 8 } else { 1 })
+}
+
+#[test]
+fn cxx_examples_are_bit_identical_on_host_and_device() {
+    // Every C++ example with a customop.json (cxx_mlp_training is built by its
+    // build.py for PyTorch: its relu.cpp is cxx_relu's kernel).
+    for example in [
+        "cxx_add",
+        "cxx_relu",
+        "cxx_relu_multicore",
+        "cxx_relu_tcm",
+        "cxx_ops",
+        "cxx_scalars",
+        "cxx_softmax",
+        "cxx_stream",
+        "cxx_misuse",
+    ] {
+        let library = Library::example(example).unwrap_or_else(|e| panic!("{}", describe(&e)));
+        let kernels: Vec<String> = library.kernels().iter().map(|k| k.to_string()).collect();
+        for kernel in &kernels {
+            let (args, cores) = cxx_calls(example, kernel);
+            let (dtype, shape) = library.resolve_output(kernel, &args, PartialOutput::default(), None).unwrap();
+            let output = Output::Shape { dtype, shape };
+            if kernel == "stack_sum" {
+                // Its output is the sum, then the page of its stack array: HBM on the
+                // device (-DSTACK_SIZE), the thread's own stack on the host.
+                let device = library.call_with(kernel, &args, output.clone(), &Options::default()).unwrap();
+                let options = Options { target: Target::Host, ..Options::default() };
+                let host = library.call_with(kernel, &args, output, &options).unwrap();
+                assert_eq!((host.status, &host.output.bytes()[..4]), (device.status, &device.output.bytes()[..4]));
+                continue;
+            }
+            let call = same_status_on_both(&library, kernel, &args, output, cores);
+            // The misuse example's kernels fail on purpose, each with its status (but
+            // two: the C++ runtime's use, and a TCM pool used within its bounds too), and
+            // so does cxx_stream's copy_coherent (the coherence policy refuses it).
+            let succeeds = match example {
+                "cxx_misuse" => ["cxx_runtime", "tcm_past_pool"].contains(&kernel.as_str()),
+                "cxx_stream" => kernel != "copy_coherent",
+                _ => true,
+            };
+            assert_eq!(call.status.is_ok(), succeeds, "{example} {kernel}: {}", call.status);
+        }
+    }
+}
+
+#[test]
+fn a_library_loaded_for_the_host_tier_builds_nothing_for_the_device() {
+    let dir = std::env::temp_dir().join(format!("host-tier-first-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let source =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/c_kernel/src/scale.c")).unwrap();
+    std::fs::write(dir.join("src/scale.c"), source).unwrap();
+    let library = Library::load_for(&dir, Target::Host).unwrap_or_else(|e| panic!("{}", describe(&e)));
+    assert_eq!(library.kernels(), ["scale", "scale_multicore"]);
+    let x = floats(vec![5, 7], 8);
+    let options = Options { target: Target::Host, ..Options::default() };
+    let call = library.call_with("scale", &[Arg::Tensor(x.clone()), Arg::Float(3.0)], Output::Like(0), &options);
+    let call = call.unwrap().check().unwrap();
+    let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v * 3.0).collect();
+    assert_eq!(call.output.to_vec::<f32>().unwrap(), want);
+    let device_build = dir.join("target/neuroncustomop");
+    let made: Vec<String> = std::fs::read_dir(&device_build)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(made, ["host"], "only the host build in {}", device_build.display());
 }
 
 #[test]
@@ -137,4 +273,66 @@ fn address_sanitizer_catches_a_seeded_overrun_at_its_line() {
     assert!(text.contains("overrun.c:11"), "caught at its line: {text}");
     assert!(text.contains("past the end of argument 0"), "in tensor terms: {text}");
     assert!(text.contains("core 0"), "{text}");
+}
+
+/// The newcomer's path (issue 26, "Done when"): a project made by `ncop new` outside
+/// the checkout, debugged with `ncop debug` as the guide shows, stops at a line of its
+/// kernel and prints a local and a tensor element, and the op's result is still right.
+#[test]
+fn a_new_project_stops_under_gdb_at_its_kernel_line_and_prints_a_local_and_an_element() {
+    let root = std::env::temp_dir().join(format!("host-tier-newcomer-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let dir = root.join("mykernel");
+    let ncop = |cwd: &std::path::Path, args: &[&str]| {
+        let output =
+            std::process::Command::new(env!("CARGO_BIN_EXE_ncop")).current_dir(cwd).args(args).output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        (output.status.success(), text)
+    };
+    assert!(ncop(&root, &["new", "mykernel", "--lang", "c"]).0);
+    // x[i] = 1.5 i: element 3 is 4.5; the result is x * 0.5.
+    let x = Array::from_vec(vec![2, 5], (0..10).map(|i| i as f32 * 1.5).collect::<Vec<f32>>()).unwrap();
+    let want = Array::from_vec(vec![2, 5], (0..10).map(|i| i as f32 * 0.75).collect::<Vec<f32>>()).unwrap();
+    neuroncustomop_host::npy::write(&dir.join("x.npy"), &x).unwrap();
+    neuroncustomop_host::npy::write(&dir.join("want.npy"), &want).unwrap();
+    // In the project's folder, as the guide shows.
+    let (ok, text) = ncop(
+        &dir,
+        &[
+            "debug",
+            "scale",
+            "--arg",
+            "x.npy",
+            "--arg",
+            "float:0.5",
+            "--expect",
+            "want.npy",
+            "--gdb-batch",
+            "--gdb-ex",
+            "break kernels.c:28 if i == 3",
+            "--gdb-ex",
+            "continue",
+            "--gdb-ex",
+            "bt",
+            "--gdb-ex",
+            "print i",
+            "--gdb-ex",
+            "print factor",
+            "--gdb-ex",
+            "print src[i]",
+            "--gdb-ex",
+            "delete",
+            "--gdb-ex",
+            "continue",
+        ],
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+    assert!(ok, "{text}");
+    assert!(text.contains("kernels.c:28"), "stopped at the line: {text}");
+    assert!(text.contains("in scale ()") || text.contains(" scale () at"), "the backtrace: {text}");
+    assert!(text.contains("$1 = 3\n"), "the local i: {text}");
+    assert!(text.contains("$2 = 0.5\n"), "the local factor: {text}");
+    assert!(text.contains("$3 = 4.5\n"), "the element x[3]: {text}");
+    assert!(text.contains("result      OK: matches want.npy"), "the op's result: {text}");
 }

@@ -62,11 +62,11 @@ fn the_job_selects_any_memcpy_backend_for_the_tcm_copies() {
     assert!(dma <= 2 * vector, "C {c}, vector {vector}, DMA {dma}: waiting for the engine costs too much");
 
     // An invalid method is refused by the runtime: the library keeps its own (DMA).
-    let mut job = library.package().job(1).expect("job");
+    let mut job = library.package().unwrap().job(1).expect("job");
     job.header.memcpy_method = NeuronMemcpyMethod::MAX_METHODS;
     let staged = stage(&mut job, &[Arg::Tensor(x.clone())], Output::Like(0)).expect("staged");
-    push(&mut job, library.package().function_id("relu_tcm").expect("relu_tcm"), staged);
-    let report = device::run(&library.package().images, &job).expect("QEMU runs");
+    push(&mut job, library.package().unwrap().function_id("relu_tcm").expect("relu_tcm"), staged);
+    let report = device::run(&library.package().unwrap().images, &job).expect("QEMU runs");
     assert_eq!(report.core(0).ops[0].status, OpStatus::Returned(0));
     assert_eq!(report.dumps[&0], relu_of(&x).bytes());
 }

@@ -4,7 +4,8 @@
 //! function-local statics, `_init` (the static constructors) and `null_environ`.
 //!
 //! Symbols are the 32-bit Xtensa Itanium-ABI ones (`size_t` is `unsigned int`, mangled
-//! `j`): `_Znwj` is `operator new(size_t)`. A failed throwing `operator new` cannot
+//! `j`): `_Znwj` is `operator new(size_t)`; on the host tier (x86-64, `size_t` is
+//! `unsigned long`, `m`) `_Znwm`. A failed throwing `operator new` cannot
 //! throw (kernels are built with `-fno-exceptions`): it ends the op with
 //! [`Status::OUT_OF_MEMORY`](crate::wrapper_api::Status::OUT_OF_MEMORY), which the
 //! loader reports as the op's status (`0x60 OUT_OF_MEMORY`), instead of returning null into code that assumes it
@@ -49,11 +50,14 @@ fn new_or_null(size: usize, align: usize) -> *mut c_void {
     allocate_object(size, align).map_or(ptr::null_mut(), |block| block.as_ptr().cast())
 }
 
-/// Declares the `operator new` forms: `symbol => allocator(size, align)`.
+/// Declares the `operator new` forms: `symbol / symbol64 name(..) => allocator(size,
+/// align)`, `symbol64` the mangling where `size_t` is `unsigned long` (`m`: the host
+/// tier's x86-64).
 macro_rules! operator_new {
-    ($($(#[$doc:meta])* $symbol:literal $name:ident($($arg:ident: $ty:ty),*) => $allocate:ident($size:expr, $align:expr);)*) => {$(
+    ($($(#[$doc:meta])* $symbol:literal / $symbol64:literal $name:ident($($arg:ident: $ty:ty),*) => $allocate:ident($size:expr, $align:expr);)*) => {$(
         $(#[$doc])*
-        #[cfg_attr(c_abi, unsafe(export_name = $symbol))]
+        #[cfg_attr(all(c_abi, target_pointer_width = "32"), unsafe(export_name = $symbol))]
+        #[cfg_attr(all(c_abi, target_pointer_width = "64"), unsafe(export_name = $symbol64))]
         pub extern "C" fn $name($($arg: $ty),*) -> *mut c_void {
             $allocate($size, $align)
         }
@@ -65,31 +69,32 @@ type NothrowRef = *const c_void;
 
 operator_new! {
     /// `operator new(size_t)`.
-    "_Znwj" cxx_new(size: usize) => new_or_end_op(size, GRANULE);
+    "_Znwj" / "_Znwm" cxx_new(size: usize) => new_or_end_op(size, GRANULE);
     /// `operator new[](size_t)`.
-    "_Znaj" cxx_new_array(size: usize) => new_or_end_op(size, GRANULE);
+    "_Znaj" / "_Znam" cxx_new_array(size: usize) => new_or_end_op(size, GRANULE);
     /// `operator new(size_t, std::align_val_t)`.
-    "_ZnwjSt11align_val_t" cxx_new_aligned(size: usize, align: usize) => new_or_end_op(size, align);
+    "_ZnwjSt11align_val_t" / "_ZnwmSt11align_val_t" cxx_new_aligned(size: usize, align: usize) => new_or_end_op(size, align);
     /// `operator new[](size_t, std::align_val_t)`.
-    "_ZnajSt11align_val_t" cxx_new_array_aligned(size: usize, align: usize) => new_or_end_op(size, align);
+    "_ZnajSt11align_val_t" / "_ZnamSt11align_val_t" cxx_new_array_aligned(size: usize, align: usize) => new_or_end_op(size, align);
     /// `operator new(size_t, const std::nothrow_t&)`.
-    "_ZnwjRKSt9nothrow_t" cxx_new_nothrow(size: usize, _tag: NothrowRef) => new_or_null(size, GRANULE);
+    "_ZnwjRKSt9nothrow_t" / "_ZnwmRKSt9nothrow_t" cxx_new_nothrow(size: usize, _tag: NothrowRef) => new_or_null(size, GRANULE);
     /// `operator new[](size_t, const std::nothrow_t&)`.
-    "_ZnajRKSt9nothrow_t" cxx_new_array_nothrow(size: usize, _tag: NothrowRef) => new_or_null(size, GRANULE);
+    "_ZnajRKSt9nothrow_t" / "_ZnamRKSt9nothrow_t" cxx_new_array_nothrow(size: usize, _tag: NothrowRef) => new_or_null(size, GRANULE);
     /// `operator new(size_t, std::align_val_t, const std::nothrow_t&)`.
-    "_ZnwjSt11align_val_tRKSt9nothrow_t"
+    "_ZnwjSt11align_val_tRKSt9nothrow_t" / "_ZnwmSt11align_val_tRKSt9nothrow_t"
         cxx_new_aligned_nothrow(size: usize, align: usize, _tag: NothrowRef) => new_or_null(size, align);
     /// `operator new[](size_t, std::align_val_t, const std::nothrow_t&)`.
-    "_ZnajSt11align_val_tRKSt9nothrow_t"
+    "_ZnajSt11align_val_tRKSt9nothrow_t" / "_ZnamSt11align_val_tRKSt9nothrow_t"
         cxx_new_array_aligned_nothrow(size: usize, align: usize, _tag: NothrowRef) => new_or_null(size, align);
 }
 
 /// Declares the `operator delete` forms; every one frees the block, whatever size or
 /// alignment it is told (the heap knows both).
 macro_rules! operator_delete {
-    ($($(#[$doc:meta])* $symbol:literal $name:ident($($arg:ident: $ty:ty),*);)*) => {$(
+    ($($(#[$doc:meta])* $symbol:literal / $symbol64:literal $name:ident($($arg:ident: $ty:ty),*);)*) => {$(
         $(#[$doc])*
-        #[cfg_attr(c_abi, unsafe(export_name = $symbol))]
+        #[cfg_attr(all(c_abi, target_pointer_width = "32"), unsafe(export_name = $symbol))]
+        #[cfg_attr(all(c_abi, target_pointer_width = "64"), unsafe(export_name = $symbol64))]
         pub extern "C" fn $name(block: *mut c_void $(, $arg: $ty)*) {
             free_object(block)
         }
@@ -98,29 +103,29 @@ macro_rules! operator_delete {
 
 operator_delete! {
     /// `operator delete(void*)`.
-    "_ZdlPv" cxx_delete();
+    "_ZdlPv" / "_ZdlPv" cxx_delete();
     /// `operator delete[](void*)`.
-    "_ZdaPv" cxx_delete_array();
+    "_ZdaPv" / "_ZdaPv" cxx_delete_array();
     /// `operator delete(void*, size_t)`.
-    "_ZdlPvj" cxx_delete_sized(_size: usize);
+    "_ZdlPvj" / "_ZdlPvm" cxx_delete_sized(_size: usize);
     /// `operator delete[](void*, size_t)`.
-    "_ZdaPvj" cxx_delete_array_sized(_size: usize);
+    "_ZdaPvj" / "_ZdaPvm" cxx_delete_array_sized(_size: usize);
     /// `operator delete(void*, std::align_val_t)`.
-    "_ZdlPvSt11align_val_t" cxx_delete_aligned(_align: usize);
+    "_ZdlPvSt11align_val_t" / "_ZdlPvSt11align_val_t" cxx_delete_aligned(_align: usize);
     /// `operator delete[](void*, std::align_val_t)`.
-    "_ZdaPvSt11align_val_t" cxx_delete_array_aligned(_align: usize);
+    "_ZdaPvSt11align_val_t" / "_ZdaPvSt11align_val_t" cxx_delete_array_aligned(_align: usize);
     /// `operator delete(void*, size_t, std::align_val_t)`.
-    "_ZdlPvjSt11align_val_t" cxx_delete_sized_aligned(_size: usize, _align: usize);
+    "_ZdlPvjSt11align_val_t" / "_ZdlPvmSt11align_val_t" cxx_delete_sized_aligned(_size: usize, _align: usize);
     /// `operator delete[](void*, size_t, std::align_val_t)`.
-    "_ZdaPvjSt11align_val_t" cxx_delete_array_sized_aligned(_size: usize, _align: usize);
+    "_ZdaPvjSt11align_val_t" / "_ZdaPvmSt11align_val_t" cxx_delete_array_sized_aligned(_size: usize, _align: usize);
     /// `operator delete(void*, const std::nothrow_t&)`.
-    "_ZdlPvRKSt9nothrow_t" cxx_delete_nothrow(_tag: NothrowRef);
+    "_ZdlPvRKSt9nothrow_t" / "_ZdlPvRKSt9nothrow_t" cxx_delete_nothrow(_tag: NothrowRef);
     /// `operator delete[](void*, const std::nothrow_t&)`.
-    "_ZdaPvRKSt9nothrow_t" cxx_delete_array_nothrow(_tag: NothrowRef);
+    "_ZdaPvRKSt9nothrow_t" / "_ZdaPvRKSt9nothrow_t" cxx_delete_array_nothrow(_tag: NothrowRef);
     /// `operator delete(void*, std::align_val_t, const std::nothrow_t&)`.
-    "_ZdlPvSt11align_val_tRKSt9nothrow_t" cxx_delete_aligned_nothrow(_align: usize, _tag: NothrowRef);
+    "_ZdlPvSt11align_val_tRKSt9nothrow_t" / "_ZdlPvSt11align_val_tRKSt9nothrow_t" cxx_delete_aligned_nothrow(_align: usize, _tag: NothrowRef);
     /// `operator delete[](void*, std::align_val_t, const std::nothrow_t&)`.
-    "_ZdaPvSt11align_val_tRKSt9nothrow_t" cxx_delete_array_aligned_nothrow(_align: usize, _tag: NothrowRef);
+    "_ZdaPvSt11align_val_tRKSt9nothrow_t" / "_ZdaPvSt11align_val_tRKSt9nothrow_t" cxx_delete_array_aligned_nothrow(_align: usize, _tag: NothrowRef);
 }
 
 /// A destructor `__cxa_atexit` registered: `destructor(object)`.

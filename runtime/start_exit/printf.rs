@@ -7,7 +7,9 @@
 //! assembly (`runtime/arch/xtensa/variadic.S`): they store the argument registers into a
 //! `va_list` the way the Xtensa ABI lays it out, which [`VaList`] walks. LLVM 22's own
 //! `va_arg` reads one register late (docs/toolchain.md, defect 6), so neither clang's
-//! nor rustc's variadic functions can be used here.
+//! nor rustc's variadic functions can be used here. On the host tier they are C whose
+//! `va_arg` is clang's for x86-64 (`runtime/arch/host_tier/variadic.c`), reading each
+//! argument for this formatter through a callback (`printf/host_tier.rs`).
 //!
 //! Conversions: `d i u o x X c s p n f F e E g G a A %`, flags `- 0 + space #`, width and
 //! precision (also `*`), length modifiers `hh h l ll j z t L` with the target's C sizes
@@ -18,6 +20,9 @@
 //! `%Lf` of a host's 80-bit long double (the device's is a double).
 
 mod decimal;
+// The host tier's variadic entries (C, `runtime/arch/host_tier/variadic.c`) call it.
+#[cfg(all(c_abi, not(target_os = "none")))]
+mod host_tier;
 mod va_list;
 
 use decimal::{Digits, Rounded};
@@ -592,7 +597,7 @@ pub unsafe fn format_into(buffer: *mut u8, size: usize, fmt: &[u8], args: &mut i
 }
 
 /// C's `int` for a length: C asks for a negative value when it does not fit.
-#[cfg(target_os = "none")]
+#[cfg(c_abi)]
 fn c_int_length(len: usize) -> core::ffi::c_int {
     core::ffi::c_int::try_from(len).unwrap_or(-1)
 }

@@ -37,6 +37,7 @@ use neuroncustomop_machine::job::{Job, JobError, Op, TENSOR_AREA, TENSOR_AREA_SI
 use neuroncustomop_package::cxx::Registration;
 use neuroncustomop_package::package::{Package, PackageError};
 use neuroncustomop_package::project::{Project, ProjectError};
+use neuroncustomop_package::ucode_lib::UcodeLib;
 use neuroncustomop_wire::Descriptor;
 use neuroncustomop_wire::job::OutputDump;
 use std::collections::BTreeMap;
@@ -488,6 +489,9 @@ pub enum CallError {
     /// The host tier could not build or start the library.
     #[error("running on the host tier")]
     Host(#[source] neuroncustomop_hosttier::HostError),
+    /// A library loaded for the host tier could not be packaged for its first device call.
+    #[error("packaging the library for the device")]
+    Packaging(#[source] ProjectError),
     /// The call ran but its profile could not be made ([`Options::profile`]).
     #[error("profiling the call")]
     Profile(#[source] neuroncustomop_profile::profile::ProfileError),
@@ -565,6 +569,9 @@ pub enum LoadError {
     /// The package could not be made or read.
     #[error(transparent)]
     Package(#[from] PackageError),
+    /// The host tier could not build the library ([`Library::load_for`]).
+    #[error("building the library for the host tier")]
+    Host(#[source] neuroncustomop_hosttier::HostError),
 }
 
 /// `error` and every cause under it, one per line, outermost first: the whole story of
@@ -590,7 +597,14 @@ pub fn describe(error: &dyn std::error::Error) -> String {
 /// enters the library, later calls only dispatch.
 #[derive(Debug)]
 pub struct Library {
-    package: Package,
+    /// The library's name.
+    name: String,
+    /// Its kernels and their FunctionIds (`ucode_lib.json`'s table): the package's, or
+    /// for a library loaded for the host tier, one made from its host build.
+    table: UcodeLib,
+    /// Its device package: made at load, or (a library loaded for the host tier) at its
+    /// first device call.
+    package: OnceLock<Package>,
     sessions: Mutex<BTreeMap<SessionKey, Session>>,
     /// A C++ library's shape driver: its shape functions, run on the host
     /// ([`Library::output_of`]).
@@ -636,15 +650,69 @@ impl Library {
         Self::from_project(&project)
     }
 
+    /// Loads the library at `path` for calls on `target`: [`Library::load`] for the
+    /// device; for the host tier, a project folder built only for the host (no Xtensa
+    /// build: its kernels are those its host build registers), packaged for the device
+    /// only if a call asks for the device.
+    ///
+    /// # Errors
+    /// [`LoadError`]: not a library, its build failed, or (the host tier) a package
+    /// folder, which has no sources to build for the host.
+    pub fn load_for(path: impl AsRef<Path>, target: Target) -> Result<Self, LoadError> {
+        let path = path.as_ref();
+        if target == Target::Device || path.join("ucode_lib.json").is_file() {
+            let library = Self::load(path)?;
+            if target == Target::Host {
+                return Err(LoadError::Host(neuroncustomop_hosttier::HostError::Unsupported(format!(
+                    "{} is a package: the host tier builds from the project's sources (load the project folder)",
+                    path.display()
+                ))));
+            }
+            return Ok(library);
+        }
+        let project = Project::open(path)?.ok_or_else(|| LoadError::NotALibrary(path.into()))?;
+        Self::from_project_for_host(&project)
+    }
+
+    /// A project built for the host tier only: its kernels from the host build.
+    fn from_project_for_host(project: &Project) -> Result<Self, LoadError> {
+        let host = neuroncustomop_hosttier::build(project, None).map_err(LoadError::Host)?;
+        let kernels = neuroncustomop_hosttier::kernels(&host).map_err(LoadError::Host)?;
+        let table = neuroncustomop_package::package::ucode_lib(&project.name, &kernels).map_err(PackageError::from)?;
+        let mut library = Self::new(project.name.clone(), table, None, host.shape_driver.clone());
+        library.host.get_mut().unwrap_or_else(PoisonError::into_inner).insert(None, host);
+        library.with_project(project);
+        Ok(library)
+    }
+
     /// Packages `project`; a C++ project's `"multicore": true` makes 8 cores its default.
     fn from_project(project: &Project) -> Result<Self, LoadError> {
         let mut library = Self::from_package(project.package()?);
-        library.project = Some(project.clone());
+        library.with_project(project);
+        Ok(library)
+    }
+
+    /// Remembers the project the library comes from (the host tier builds it), and a
+    /// C++ project's `"multicore": true`.
+    fn with_project(&mut self, project: &Project) {
+        self.project = Some(project.clone());
         if project.language == neuroncustomop_package::project::Language::Cxx {
             let cxx = neuroncustomop_package::cxx::Library::open(&project.dir).ok();
-            library.multicore = cxx.is_some_and(|cxx| cxx.manifest.multicore);
+            self.multicore = cxx.is_some_and(|cxx| cxx.manifest.multicore);
         }
-        Ok(library)
+    }
+
+    /// The built-in example `name` built for `target` ([`Library::load_for`]).
+    ///
+    /// # Errors
+    /// As [`Library::example`].
+    pub fn example_for(name: &str, target: Target) -> Result<Self, LoadError> {
+        let project =
+            Project::example(name)?.ok_or_else(|| ProjectError::UnknownExample(name.into(), Project::examples()))?;
+        match target {
+            Target::Device => Self::from_project(&project),
+            Target::Host => Self::from_project_for_host(&project),
+        }
     }
 
     /// The built-in example `name` of this repository (`examples/`), packaged.
@@ -663,8 +731,15 @@ impl Library {
     pub fn from_package(package: Package) -> Self {
         let shape_driver =
             Some(package.dir.join(neuroncustomop_package::package::SHAPE_DRIVER)).filter(|driver| driver.is_file());
+        let (name, table) = (package.name().to_owned(), package.ucode_lib.clone());
+        Self::new(name, table, Some(package), shape_driver)
+    }
+
+    fn new(name: String, table: UcodeLib, package: Option<Package>, shape_driver: Option<PathBuf>) -> Self {
         Self {
-            package,
+            name,
+            table,
+            package: package.map(OnceLock::from).unwrap_or_default(),
             sessions: Mutex::new(BTreeMap::new()),
             shape_driver,
             registration: OnceLock::new(),
@@ -682,7 +757,7 @@ impl Library {
 
     /// The library's name.
     pub fn name(&self) -> &str {
-        self.package.name()
+        &self.name
     }
 
     /// The output `kernel` makes of `args`, as the library's own shape function says:
@@ -773,12 +848,21 @@ impl Library {
 
     /// Its kernels, in registration order.
     pub fn kernels(&self) -> Vec<&str> {
-        self.package.kernels()
+        self.table.libraries[0].functions.iter().map(|function| function.name.as_str()).collect()
     }
 
-    /// Its package.
-    pub fn package(&self) -> &Package {
-        &self.package
+    /// Its device package; a library loaded for the host tier ([`Library::load_for`])
+    /// is packaged now, once.
+    ///
+    /// # Errors
+    /// [`CallError::Packaging`]: the device build or packaging failed.
+    pub fn package(&self) -> Result<&Package, CallError> {
+        if let Some(package) = self.package.get() {
+            return Ok(package);
+        }
+        let project = self.project.as_ref().expect("a library without a package was loaded from a project");
+        let package = project.package().map_err(CallError::Packaging)?;
+        Ok(self.package.get_or_init(|| package))
     }
 
     /// Calls `kernel` with `args` on one core ([`Options::default`]).
@@ -874,7 +958,15 @@ impl Library {
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Call, CallError> {
         let RunWith { fill, debugger } = with;
-        let mut job = self.package.job(options.cores).map_err(CallError::Job)?;
+        let mut job = match options.target {
+            Target::Device => self.package()?.job(options.cores),
+            // No images: the host tier's loader finds the library's entry points itself.
+            Target::Host => {
+                let images = neuroncustomop_machine::images::Images { name: self.name.clone(), cores: Vec::new() };
+                neuroncustomop_package::package::job_for(&images, &self.table, options.cores)
+            }
+        }
+        .map_err(CallError::Job)?;
         job.header.memcpy_method = options.memcpy as u32;
         job.header.set_max_instructions(options.max_instructions);
         let staged = stage_filled(&mut job, args, output, fill)?;
@@ -898,7 +990,7 @@ impl Library {
                 let host = self.host_library(options.sanitize)?;
                 neuroncustomop_hosttier::debug(&host, &job, debugger).map_err(CallError::Host)?
             }
-            None => self.dispatch(&job, kernel, options, cancelled)?,
+            None => self.dispatch(&job, options, cancelled)?,
         };
         let wall = started.elapsed();
 
@@ -947,7 +1039,7 @@ impl Library {
             // The loader's image too: the op's markers and the services kernels call are its.
             let loader =
                 neuroncustomop_machine::images::build("loader").map_err(|e| CallError::Run(RunError::Build(e)))?;
-            let images: Vec<PathBuf> = self.package.images.cores.iter().chain(&loader.cores).cloned().collect();
+            let images: Vec<PathBuf> = self.package()?.images.cores.iter().chain(&loader.cores).cloned().collect();
             let profile = neuroncustomop_profile::profile::Folder::new(&images)
                 .and_then(|mut folder| {
                     let output = neuroncustomop_profile::profile::Output {
@@ -988,13 +1080,14 @@ impl Library {
     /// be read: a report then shows addresses).
     fn symbolizer(&self) -> Option<neuroncustomop_machine::symbolize::Symbolizer> {
         let loader = neuroncustomop_machine::images::build("loader").ok()?;
-        let elves: Vec<PathBuf> = self.package.images.cores.iter().chain(&loader.cores).cloned().collect();
+        let elves: Vec<PathBuf> = self.package.get()?.images.cores.iter().chain(&loader.cores).cloned().collect();
         neuroncustomop_machine::symbolize::Symbolizer::new(&elves).ok()
     }
 
     /// The FunctionId of `kernel`, or [`CallError::UnknownKernel`] listing the library's.
     fn function_id(&self, kernel: &str) -> Result<neuroncustomop_wire::FunctionId, CallError> {
-        self.package.function_id(kernel).ok_or_else(|| CallError::UnknownKernel {
+        let id = self.table.libraries[0].functions.iter().find(|f| f.name == kernel).map(|f| f.sub_opcode);
+        id.ok_or_else(|| CallError::UnknownKernel {
             library: self.name().into(),
             kernel: kernel.into(),
             known: self.kernels().iter().map(|k| k.to_string()).collect(),
@@ -1005,7 +1098,6 @@ impl Library {
     fn dispatch(
         &self,
         job: &Job,
-        kernel: &str,
         options: &Options,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<neuroncustomop_machine::device::Report, CallError> {
@@ -1029,14 +1121,18 @@ impl Library {
                         ..SessionOptions::default()
                     };
                     slot.insert(
-                        Session::boot(&self.package.images, options.cores, session_options).map_err(CallError::Run)?,
+                        Session::boot(&self.package()?.images, options.cores, session_options)
+                            .map_err(CallError::Run)?,
                     )
                 }
             };
             let report = session.dispatch_cancellable(job, cancelled).map_err(CallError::Run)?;
-            if options.target == Target::Host && self.stopped(kernel, &report, options.target).is_some() {
-                // The host tier's loader ends its session when a kernel stops (the
-                // core's thread is parked where it stopped): the next call starts anew.
+            if options.target == Target::Host
+                && report.outcome.stderr.contains(neuroncustomop_hosttier::loader::SESSION_ENDS)
+            {
+                // The host tier's loader ends its session when a kernel leaves without
+                // returning (stops, or ends its op with `exit`): the core's thread is
+                // parked where it stopped, and the next call starts anew.
                 sessions.remove(&key);
             }
             report
@@ -1076,7 +1172,11 @@ impl Library {
         // (file:line)`), and a panic's message is in what the core printed.
         let on_host = (target == Target::Host).then(|| {
             let printed = report.core(core).stdout.get(&0).map(|(text, _)| String::from_utf8_lossy(text).into_owned());
-            format!("{}{}", printed.unwrap_or_default(), report.outcome.stderr).trim_end().to_string()
+            // (Without its note that the session ends: the host API's business.)
+            let stderr =
+                report.outcome.stderr.lines().filter(|line| *line != neuroncustomop_hosttier::loader::SESSION_ENDS);
+            let stderr: String = stderr.map(|line| format!("{line}\n")).collect();
+            format!("{}{stderr}", printed.unwrap_or_default()).trim_end().to_string()
         });
         let explained = on_host
             .filter(|text| !text.is_empty())

@@ -1,5 +1,5 @@
-//! `neuroncustomop-hosttier`: the host tier. An op author's unchanged kernels (Rust, C)
-//! built for x86-64 against the same runtime, and run by a host process that does what
+//! `neuroncustomop-hosttier`: the host tier. An op author's unchanged kernels (Rust, C,
+//! C++ on the AWS torch API: [`cxx`]) built for x86-64 against the same runtime, and run by a host process that does what
 //! the simulated device's loader does ([`loader`]): the same job frames, the device
 //! memory at the device's addresses, the same pull stream, translate and accessors,
 //! each core a thread. The QEMU device stays the reference; the host tier is for
@@ -8,6 +8,7 @@
 //! Layer: above the package crate (it builds an author's [`Project`]), below the host
 //! API, which runs its jobs through a machine [`Session`] over [`loader_program`].
 
+mod cxx;
 pub mod loader;
 
 use neuroncustomop_machine::device::{Session, SessionOptions};
@@ -80,6 +81,8 @@ pub struct HostLibrary {
     pub cores: Vec<PathBuf>,
     /// The sanitizer it was built with.
     pub sanitizer: Option<Sanitizer>,
+    /// A C++ library's shape driver (its shape functions, run on the host), built with it.
+    pub shape_driver: Option<PathBuf>,
 }
 
 /// Builds `project` for the host: `target/hosttier/<name>/core<i>.so` in this
@@ -87,13 +90,14 @@ pub struct HostLibrary {
 /// project. Needs no Xtensa tool.
 ///
 /// # Errors
-/// [`HostError`]: the build failed, or the library is C++ (not yet on the host tier).
+/// [`HostError`]: the build failed, or a sanitizer was asked of a Rust library.
 pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibrary, HostError> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let repo = toolchain::repo_root();
     let out = host_dir(project).join(sanitizer.map_or("plain", Sanitizer::name));
     fs::create_dir_all(&out)?;
+    let mut shape_driver = None;
     let built = match &project.language {
         Language::Rust { .. } if sanitizer.is_some() => {
             return Err(HostError::Unsupported(format!(
@@ -103,13 +107,14 @@ pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibr
             )));
         }
         Language::Rust { bin, device_feature } => build_rust(project, bin, *device_feature, &repo)?,
-        Language::C(sources) => build_c(project, sources, &repo, &out, sanitizer)?,
+        Language::C(sources) => {
+            let objects = compile_c(project, sources, &repo, &out, sanitizer)?;
+            link(project, objects, &repo, &out, sanitizer)?
+        }
         Language::Cxx => {
-            return Err(HostError::Unsupported(format!(
-                "{} is a C++ library: the host tier builds Rust and C libraries so far; run it on the device \
-                 (without --host)",
-                project.name
-            )));
+            let compiled = cxx::compile(project, &repo, &out, sanitizer)?;
+            shape_driver = Some(compiled.shape_driver);
+            link(project, vec![compiled.object], &repo, &out, sanitizer)?
         }
     };
     let mut cores = Vec::new();
@@ -119,7 +124,7 @@ pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibr
         fs::copy(&built, &copy)?;
         cores.push(copy);
     }
-    Ok(HostLibrary { name: project.name.clone(), cores, sanitizer })
+    Ok(HostLibrary { name: project.name.clone(), cores, sanitizer, shape_driver })
 }
 
 /// Where a project's host build goes.
@@ -186,41 +191,66 @@ fn runtime_archive(repo: &Path) -> Result<PathBuf, HostError> {
     Ok(cargo_target(repo).join("release/libneuroncustomop.a"))
 }
 
-/// A C library: each source compiled by clang for x86-64 with the runtime's headers,
-/// linked with the runtime into one shared object.
-fn build_c(
+/// The compiler flags of `sanitizer`.
+fn sanitize_flags(sanitizer: Option<Sanitizer>) -> Vec<String> {
+    match sanitizer {
+        Some(sanitizer) => vec![format!("-fsanitize={}", sanitizer.name()), "-fno-omit-frame-pointer".into()],
+        None => Vec::new(),
+    }
+}
+
+/// Compiles one C source for x86-64 with the runtime's headers into `object`.
+fn compile_c_source(source: &Path, object: &Path, repo: &Path, sanitizer: Option<Sanitizer>) -> Result<(), String> {
+    run(Command::new(CLANG)
+        // -O0: every local is there for gdb; no optimisation changes a float's bits.
+        .args(["-std=c11", "-g", "-O0", "-fPIC", "-ffreestanding", "-nostdlibinc", "-Wall", "-Wextra", "-Werror"])
+        .args(EXACT_FLOAT)
+        .args(sanitize_flags(sanitizer))
+        .arg("-I")
+        .arg(repo.join("runtime/include/libc"))
+        .arg("-I")
+        .arg(repo.join("runtime/include"))
+        .arg("-c")
+        .arg(source)
+        .arg("-o")
+        .arg(object))
+}
+
+/// A C library's sources, each compiled by clang for x86-64 with the runtime's headers.
+fn compile_c(
     project: &Project,
     sources: &[PathBuf],
+    repo: &Path,
+    out: &Path,
+    sanitizer: Option<Sanitizer>,
+) -> Result<Vec<PathBuf>, HostError> {
+    let mut objects = Vec::new();
+    for source in sources {
+        let stem = source.file_stem().expect("a .c file has a stem").to_string_lossy();
+        let object = out.join(format!("{stem}.o"));
+        compile_c_source(source, &object, repo, sanitizer)
+            .map_err(|what| HostError::Build { name: project.name.clone(), what })?;
+        objects.push(object);
+    }
+    Ok(objects)
+}
+
+/// Links a C or C++ library's `objects` with the runtime, and with the host tier's C
+/// variadic `printf` family (`runtime/arch/host_tier/variadic.c`, which hands its
+/// arguments to the runtime's formatter), into one shared object.
+fn link(
+    project: &Project,
+    mut objects: Vec<PathBuf>,
     repo: &Path,
     out: &Path,
     sanitizer: Option<Sanitizer>,
 ) -> Result<PathBuf, HostError> {
     let error = |what: String| HostError::Build { name: project.name.clone(), what };
     let archive = runtime_archive(repo)?;
-    let sanitize: Vec<String> = match sanitizer {
-        Some(sanitizer) => vec![format!("-fsanitize={}", sanitizer.name()), "-fno-omit-frame-pointer".into()],
-        None => Vec::new(),
-    };
-    let mut objects = Vec::new();
-    for source in sources {
-        let stem = source.file_stem().expect("a .c file has a stem").to_string_lossy();
-        let object = out.join(format!("{stem}.o"));
-        run(Command::new(CLANG)
-            // -O0: every local is there for gdb; no optimisation changes a float's bits.
-            .args(["-std=c11", "-g", "-O0", "-fPIC", "-ffreestanding", "-nostdlibinc", "-Wall", "-Wextra", "-Werror"])
-            .args(EXACT_FLOAT)
-            .args(&sanitize)
-            .arg("-I")
-            .arg(repo.join("runtime/include/libc"))
-            .arg("-I")
-            .arg(repo.join("runtime/include"))
-            .arg("-c")
-            .arg(source)
-            .arg("-o")
-            .arg(&object))
-        .map_err(error)?;
-        objects.push(object);
-    }
+    let variadic = out.join("neuroncustomop_variadic.o");
+    compile_c_source(&repo.join("runtime/arch/host_tier/variadic.c"), &variadic, repo, None).map_err(error)?;
+    objects.push(variadic);
+    let sanitize = sanitize_flags(sanitizer);
     let library = out.join(format!("lib{}.so", project.name));
     run(Command::new(CLANG)
         // No C start files: the runtime defines `__dso_handle` and `_init` itself.
@@ -293,6 +323,35 @@ pub fn session(library: &HostLibrary, cores: usize) -> Result<Session, HostError
     let (program, args) = loader_command(library, cores)?;
     Session::process(&library.name, &program, args, cores, SessionOptions::default())
         .map_err(|e| HostError::Build { name: library.name.clone(), what: format!("starting the host loader: {e}") })
+}
+
+/// The kernels `library` registers, in registration order: the loader enters core 0's
+/// copy with a job of no op and reports what `register_funcs` registered, as the
+/// device's packaging asks the simulated device (so a host-first library needs no
+/// device build to know its kernels).
+///
+/// # Errors
+/// [`HostError::Build`] when the loader does not start, the library's entry fails, or
+/// it registers no kernel.
+pub fn kernels(library: &HostLibrary) -> Result<Vec<String>, HostError> {
+    let error = |what: String| HostError::Build { name: library.name.clone(), what };
+    // No images: the host tier's loader finds a library's entry points itself (dlsym).
+    let images = neuroncustomop_machine::images::Images { name: library.name.clone(), cores: Vec::new() };
+    let job = neuroncustomop_machine::job::Job::new(&images, 1).map_err(|e| error(format!("the job: {e}")))?;
+    let mut session = session(library, 1)?;
+    let report = session.dispatch(&job).map_err(|e| error(format!("entering the library: {e}")))?;
+    let core = report.core(0);
+    if core.entry_status != Some(0) || !report.done {
+        return Err(error(format!(
+            "its entry_func failed (status {:?}):\n{}{}",
+            core.entry_status, report.outcome.stdout, report.outcome.stderr
+        )));
+    }
+    let names: Vec<String> = core.kernels.into_iter().map(|kernel| kernel.name).collect();
+    if names.is_empty() {
+        return Err(error("the library registers no kernel".into()));
+    }
+    Ok(names)
 }
 
 /// The loader's command line for `cores` copies of `library`: `env` with the loader's

@@ -428,9 +428,9 @@ thread_local! {
     static STOP: RefCell<Option<Running>> = const { RefCell::new(None) };
 }
 
-/// The kernel a core runs now: where its answer goes if it stops, its op, its name and
-/// its library's stdout ring.
-type Running = (Sender<Answer>, u32, String, *mut RingHeader);
+/// The kernel a core runs now: where its answer goes if it stops, its op, its name,
+/// its library's stdout ring and invocation status.
+type Running = (Sender<Answer>, u32, String, *mut RingHeader, StatusFn);
 
 fn record(line: &Line<'_>) {
     LINES.with(|lines| lines.borrow_mut().push(line.to_string()));
@@ -454,7 +454,13 @@ fn core_thread(core: u32, library: Library, inbox: Receiver<Work>, outbox: Sende
                     OpStatus::NotEntered
                 } else if let Some(kernel) = find_kernel(&function) {
                     STOP.with(|stop| {
-                        *stop.borrow_mut() = Some((outbox.clone(), index, function.clone(), library.stdout_ring))
+                        *stop.borrow_mut() = Some((
+                            outbox.clone(),
+                            index,
+                            function.clone(),
+                            library.stdout_ring,
+                            library.invocation_status,
+                        ))
                     });
                     let status = invoke(&library, &job, kernel, &op);
                     STOP.with(|stop| *stop.borrow_mut() = None);
@@ -656,12 +662,27 @@ extern "C" fn host_exit(status: c_int) -> ! {
     kernel_stopped(OpStatus::Exit(status), None)
 }
 
+/// What the loader says on stderr when a kernel left without returning: its thread
+/// stays parked, so the loader ends after the job (the host API starts a new one).
+pub const SESSION_ENDS: &str = "ncop-hostrun: a kernel left without returning; this loader ends after the job";
+
 /// A kernel stopped without returning: its answer goes to the loader now (what it
 /// printed, the op's status, and where it stopped), and the thread parks for good,
 /// its frames kept (the device discards them; a host thread cannot).
 fn kernel_stopped(status: OpStatus, fault: Option<String>) -> ! {
     let core = core();
-    if let Some((outbox, index, function, ring)) = STOP.with(|stop| stop.borrow_mut().take()) {
+    if let Some((outbox, index, function, ring, invocation_status)) = STOP.with(|stop| stop.borrow_mut().take()) {
+        // As the device's loader: a kernel that recorded a failing status and exited
+        // with it (the C++ headers' `end_op`: DTYPE_MISMATCH, ASSERT_FAILED, ...) ended
+        // its op with that status.
+        let status = match status {
+            // SAFETY: the library's export of this signature, on its core's thread.
+            OpStatus::Exit(code) if code != 0 && unsafe { invocation_status() } == code as u32 => {
+                OpStatus::Returned(code as u32)
+            }
+            other => other,
+        };
+        eprintln!("{SESSION_ENDS}");
         drain_stdout(ring, core, index);
         record(&Line::Op { index, core, function: &function, status, count: None, error: None });
         if let Some(fault) = fault {

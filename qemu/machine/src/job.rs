@@ -125,7 +125,8 @@ impl Job {
     /// ([`DEFAULT_MAX_INSTRUCTIONS`]), one translate window ([`FRAMEWORK_BASE`] onto
     /// [`TENSOR_AREA`]), and the printf ring size of
     /// `NEURON_RT_GPSIMD_STDOUT_QUEUE_SIZE_BYTES` when it is set (else each library
-    /// keeps its own, 16 KiB).
+    /// keeps its own, 16 KiB). `library` without images (`cores` empty) gives a job
+    /// whose library entry points are all 0: the host tier's loader finds them itself.
     ///
     /// # Errors
     /// A missing symbol, an unreadable image, or a bad ring size.

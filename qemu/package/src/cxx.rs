@@ -244,16 +244,24 @@ impl Library {
     /// # Errors
     /// [`PackageError::CBuild`] with the compiler's diagnostics.
     pub fn shape_driver(&self, tools: &Toolchain) -> Result<PathBuf, PackageError> {
-        let work = self.work_dir(tools);
-        fs::create_dir_all(&work)?;
+        fs::create_dir_all(self.work_dir(tools))?;
         let driver = self.shape_driver_path(tools);
+        self.shape_driver_at(tools, &driver)?;
+        Ok(driver)
+    }
+
+    /// Compiles the shape sources with the shape driver for the host into `driver`
+    /// (the host tier keeps its own).
+    ///
+    /// # Errors
+    /// [`PackageError::CBuild`] with the compiler's diagnostics.
+    pub fn shape_driver_at(&self, tools: &Toolchain, driver: &Path) -> Result<(), PackageError> {
         let include = tools.repo.join("runtime/include");
         let mut command = Command::new(HOST_CXX);
         command.args(["-std=c++17", "-O1", "-DTORCHNEURON_HOST", "-I"]).arg(&include);
         command.args(self.manifest.shape_srcs.iter().map(|s| self.dir.join(s)));
-        command.arg(include.join("torchneuron/shape_driver.cpp")).arg("-o").arg(&driver);
-        compile(&mut command, "the shape sources")?;
-        Ok(driver)
+        command.arg(include.join("torchneuron/shape_driver.cpp")).arg("-o").arg(driver);
+        compile(&mut command, "the shape sources")
     }
 }
 

@@ -192,13 +192,22 @@ impl Package {
     /// # Errors
     /// As [`Job::new`].
     pub fn job(&self, cores: usize) -> Result<Job, JobError> {
-        let mut job = Job::new(&self.images, cores)?;
-        job.names = (0..=u8::MAX)
-            .map_while(FunctionId::new)
-            .map_while(|id| self.ucode_lib.function_name(id).map(str::to_owned))
-            .collect();
-        Ok(job)
+        job_for(&self.images, &self.ucode_lib, cores)
     }
+}
+
+/// A job for `images` on `cores` cores whose name table is `ucode_lib`'s (no images:
+/// a job for the host tier, whose loader finds the library's entry points itself).
+///
+/// # Errors
+/// As [`Job::new`].
+pub fn job_for(images: &Images, ucode_lib: &UcodeLib, cores: usize) -> Result<Job, JobError> {
+    let mut job = Job::new(images, cores)?;
+    job.names = (0..=u8::MAX)
+        .map_while(FunctionId::new)
+        .map_while(|id| ucode_lib.function_name(id).map(str::to_owned))
+        .collect();
+    Ok(job)
 }
 
 /// Reads the kernels `built` registers and writes the package of library `name` into

@@ -18,6 +18,8 @@ type Registration = (String, Vec<(String, Vec<&'static str>)>);
 #[pyclass(module = "neuroncustomop._native", frozen)]
 pub struct Library {
     library: host::Library,
+    /// Where its calls run: the simulated device, or the host tier (`target="host"`).
+    target: host::Target,
 }
 
 /// The Python exception for a call the host API refused or could not run.
@@ -34,25 +36,47 @@ fn call_error(error: CallError) -> PyErr {
         | CallError::ShapeFunction { .. } => PyValueError::new_err(message),
         // `call` hands a stopped kernel back as a `RawCall` (`RawCall::stopped`), which
         // the Python half raises as a `KernelError`: it never gets here.
-        // The host tier (`target=` is not offered from Python yet) is a device too.
+        // The host tier (`target="host"`) is a device too.
         CallError::Job(_)
         | CallError::Run(_)
         | CallError::Host(_)
         | CallError::Unfinished { .. }
         | CallError::Stopped { .. }
         | CallError::Profile(_) => DeviceError::new_err(message),
+        CallError::Packaging(_) => PackageError::new_err(message),
     }
 }
 
 #[pymethods]
 impl Library {
-    /// Loads the library at `path`: a package folder (`ucode_lib.json`), or a project
-    /// (`ncop new`, the checkout's `examples/<name>/`), built and packaged first.
+    /// Loads the library at `path` for calls on `target` (`"device"`, the default, or
+    /// `"host"`): a package folder (`ucode_lib.json`), or a project (`ncop new`, the
+    /// checkout's `examples/<name>/`), built and packaged first (for the host tier:
+    /// built for the host only, `host::Library::load_for`).
     #[new]
-    fn new(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let loaded = py.detach(|| host::Library::load(&path).map_err(|e| host::describe(&e)));
+    #[pyo3(signature = (path, target="device"))]
+    fn new(py: Python<'_>, path: PathBuf, target: &str) -> PyResult<Self> {
+        let target = match target {
+            "device" => host::Target::Device,
+            "host" => host::Target::Host,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "target={other:?}: \"device\" (the simulated device) or \"host\" (the host tier)"
+                )));
+            }
+        };
+        let loaded = py.detach(|| host::Library::load_for(&path, target).map_err(|e| host::describe(&e)));
         let library = loaded.map_err(|why| PackageError::new_err(format!("{}: {why}", path.display())))?;
-        Ok(Self { library })
+        Ok(Self { library, target })
+    }
+
+    /// Where its calls run: `"device"` or `"host"`.
+    #[getter]
+    fn target(&self) -> &'static str {
+        match self.target {
+            host::Target::Device => "device",
+            host::Target::Host => "host",
+        }
     }
 
     /// The library's name.
@@ -63,8 +87,9 @@ impl Library {
 
     /// The package folder (the 8 images and `ucode_lib.json`).
     #[getter]
-    fn package_dir(&self) -> PathBuf {
-        self.library.package().dir.clone()
+    fn package_dir(&self, py: Python<'_>) -> PyResult<PathBuf> {
+        let package = py.detach(|| self.library.package().map(|package| package.dir.clone()));
+        package.map_err(call_error)
     }
 
     /// The cores a call runs on unless it says otherwise: 8 for a C++ library whose
@@ -155,8 +180,16 @@ impl Library {
         let defaults = Options::default();
         let max_instructions = max_instructions.unwrap_or(defaults.max_instructions);
         let checked = checked.unwrap_or(defaults.checked);
-        let options =
-            Options { cores, count_instructions, max_instructions, checked, profile, partial_output, ..defaults };
+        let options = Options {
+            cores,
+            count_instructions,
+            max_instructions,
+            checked,
+            profile,
+            partial_output,
+            target: self.target,
+            ..defaults
+        };
         let library = &self.library;
         // Exact either way: the TCG plugin's counts without -icount, ICOUNT's under it.
         // Ctrl-C: the device runs without the GIL, and the call takes it back about

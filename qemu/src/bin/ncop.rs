@@ -4,6 +4,8 @@
 //! ncop new <dir> [--lang rust|c]     a library with a kernel and a test, ready to build
 //! ncop package [<dir>]               build it for the device and package it
 //! ncop run <kernel> [options]        package, call one kernel under QEMU, save and check
+//!                                    (--host: on the host tier, the same kernels on x86-64)
+//! ncop debug <kernel> [options]      call one kernel on the host tier under gdb
 //! ```
 //!
 //! Installed with `cargo install --path <checkout>/qemu --bin ncop`; the tool records
@@ -29,6 +31,7 @@ enum Command {
     Package(package::PackageArgs),
     // Boxed: the call's options make it far larger than the other commands' arguments.
     Run(Box<run::RunArgs>),
+    Debug(Box<run::DebugArgs>),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +39,7 @@ fn main() -> ExitCode {
         Command::New(args) => new::exec(args),
         Command::Package(args) => package::exec(args),
         Command::Run(args) => run::exec(*args),
+        Command::Debug(args) => run::exec_debug(*args),
     };
     outcome.unwrap_or_else(|error| {
         cli::report("ncop", error.as_ref());

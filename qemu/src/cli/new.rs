@@ -84,6 +84,7 @@ pub fn exec(args: NewArgs) -> super::Outcome {
     create(&args.dir, args.lang, &name)?;
     println!("made {} ({:?}, library {name}); in it:", args.dir.display(), args.lang);
     println!("  ncop run scale --arg gen:float32:4x8 --arg float:2   call the kernel on the simulated device");
+    println!("  ncop debug scale --arg gen:float32:4x8 --arg float:2 the same on the host tier, under gdb");
     println!("  cargo test                                          its test (tests/kernels.rs)");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! `ncop package` and `sim package`: build a library for the device and package it.
 
 use clap::Args;
-use neuroncustomop_host::library::{Library, LoadError};
+use neuroncustomop_host::library::{Library, LoadError, Target};
 use neuroncustomop_package::project::Project;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,19 +17,24 @@ pub struct PackageArgs {
 
 /// Runs `ncop package`.
 pub fn exec(args: PackageArgs) -> super::Outcome {
-    let library = load(&args.dir)?;
-    let package = library.package();
+    let library = load(&args.dir, Target::Device)?;
+    let package = library.package()?;
     println!("{} in {} (kernels: {})", library.name(), package.dir.display(), library.kernels().join(", "));
     Ok(ExitCode::SUCCESS)
 }
 
-/// Loads the library at `dir`, saying first that a build is coming (the first one
-/// compiles `core` and `alloc` for the device: cargo shows its progress).
-pub fn load(dir: &Path) -> Result<Library, LoadError> {
+/// Loads the library at `dir` for calls on `target`, saying first that a build is
+/// coming (the first one for the device compiles `core` and `alloc` for it: cargo shows
+/// its progress; the host tier's builds only for the host).
+pub fn load(dir: &Path, target: Target) -> Result<Library, LoadError> {
     if let Ok(Some(project)) = Project::open(dir) {
-        eprintln!("building {} for the device ({})", project.name, project.dir.display());
+        let machine = match target {
+            Target::Device => "the device",
+            Target::Host => "the host tier",
+        };
+        eprintln!("building {} for {machine} ({})", project.name, project.dir.display());
     }
-    Library::load(dir)
+    Library::load_for(dir, target)
 }
 
 /// Build a built-in example (examples/<name>/) and write its package to

@@ -92,7 +92,8 @@ pub struct CallArgs {
     #[arg(long, value_enum, default_value_t = Memcpy::Dma)]
     pub memcpy: Memcpy,
     /// Run on the host tier instead of the simulated device: the same kernels built
-    /// for x86-64, each core a thread (no instruction counts; Rust and C libraries).
+    /// for x86-64, each core a thread (no instruction counts; Rust, C and C++ libraries;
+    /// only the host build: no Xtensa build).
     /// The device stays the reference (docs/op-author-guide.md, "The host tier").
     #[arg(long)]
     pub host: bool,
@@ -302,6 +303,39 @@ pub fn exec(args: RunArgs) -> super::Outcome {
     call(&args.lib, &args.kernel, &args.call)
 }
 
+/// What `ncop debug` adds to `--help`.
+const DEBUG_HELP: &str = "\
+Example: ncop debug scale --arg gen:float32:4x8 --arg float:0.5 --gdb-ex 'break scale.c:41'
+  then, in gdb: continue, bt, info locals, print src[3], info threads, thread 2, next, finish;
+  `continue` to the kernel's end, and ncop checks and prints the result.
+For scripts: --gdb-batch with --gdb-ex commands (the last a `continue`).";
+
+/// Build the library for the host tier and call KERNEL once under Debian's gdb,
+/// stopped at the kernel's entry on core --gdb-core (the cores are threads `core <i>`):
+/// `ncop run KERNEL --host --gdb`. The result is checked once gdb has let the kernel
+/// finish (docs/op-author-guide.md, "The host tier").
+#[derive(Debug, Args)]
+#[command(after_help = format!("{ARGUMENTS_HELP}\n\n{DEBUG_HELP}"))]
+// What `debug` means already: not offered again.
+#[command(mut_arg("host", |arg| arg.hide(true)), mut_arg("gdb", |arg| arg.hide(true)))]
+pub struct DebugArgs {
+    /// The kernel to debug.
+    pub kernel: String,
+    /// The library: a project folder (the host tier builds from its sources).
+    #[arg(short, long, default_value = ".")]
+    pub lib: PathBuf,
+    /// The call's data and settings.
+    #[command(flatten)]
+    pub call: CallArgs,
+}
+
+/// Runs `ncop debug`: `ncop run --host --gdb`.
+pub fn exec_debug(mut args: DebugArgs) -> super::Outcome {
+    args.call.host = true;
+    args.call.gdb = true;
+    call(&args.lib, &args.kernel, &args.call)
+}
+
 /// Loads the library at `lib` and calls `kernel` as `args` say.
 pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     if args.gdb && (!args.host || args.repeat > 1) {
@@ -327,7 +361,7 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         Some(path) => CostModel::load(path)?,
         None => CostModel::default(),
     };
-    let library = super::package::load(lib)?;
+    let library = super::package::load(lib, if args.host { Target::Host } else { Target::Device })?;
     let output = match (&args.output, args.output_like) {
         (Some(spec), _) => Output::Shape { dtype: spec.dtype, shape: spec.shape.clone() },
         (None, Some(k)) => Output::Like(k),

@@ -281,6 +281,11 @@ class Library:
         return list(self._native.kernels)
 
     @property
+    def target(self) -> str:
+        """Where its calls run: ``"device"`` or ``"host"`` (the host tier)."""
+        return self._native.target
+
+    @property
     def package_dir(self) -> str:
         """The package folder: the 8 per-core images and ``ucode_lib.json``."""
         return str(self._native.package_dir)
@@ -335,6 +340,7 @@ def load(
     verbose: bool = False,
     *,
     shape_fns: Optional[Mapping[str, ShapeFn]] = None,
+    target: str = "device",
 ) -> Library:
     """Builds a kernel library from its sources, writes ``lib<name>.so`` and loads it:
     the vendor's ``custom_op.load``, with its arguments, in its order.
@@ -373,6 +379,12 @@ def load(
         an array or tensor of the output's shape and dtype (``np.empty(...)``,
         ``torch.empty(...)``), as the vendor's shape function returns an empty
         tensor. Its signature also checks the number of inputs.
+    target : str, default "device"
+        Where its calls run: ``"device"``, the simulated device (the reference), or
+        ``"host"``, the host tier (the same sources built for x86-64, each core a
+        thread: results, statuses and printed text are the device's; no instruction
+        counts). For the host tier the library is built for the host only, and no
+        ``lib<name>.so`` is written.
 
     Returns
     -------
@@ -398,7 +410,7 @@ def load(
         if shape_srcs is not None or build_directory is not None or extra_cflags is not None:
             raise TypeError("load(path) loads a library as it is: shape_srcs, build_directory and extra_cflags need compute_srcs")
         # multicore=False is load's default, not a choice: the library's own then decides.
-        return load_library(name, multicore=multicore or None, shape_fns=shape_fns, verbose=verbose)
+        return load_library(name, multicore=multicore or None, shape_fns=shape_fns, verbose=verbose, target=target)
     if name is None:
         raise TypeError("load(compute_srcs=...) needs name=: the library's name (it writes lib<name>.so)")
     if isinstance(compute_srcs, (str, os.PathLike)):
@@ -411,7 +423,10 @@ def load(
     with _build.locked(build_directory, os.fspath(name)):
         project = _build.project_of(os.fspath(name), sources, shapes, build_directory, multicore, extra_cflags)
         with _build.project_locked(project):
-            native = _build.quietly(lambda: _native.Library(project), os.fspath(name), verbose)
+            native = _build.quietly(lambda: _native.Library(project, target), os.fspath(name), verbose)
+        if target == "host":
+            # lib<name>.so names a device package, which the host tier does not make.
+            return _loaded(native, native.default_cores if not multicore else _native.CORES, shape_fns)
         built = _build.write_library_file(native.package_dir, build_directory, os.fspath(name), multicore)
     return load_library(built, shape_fns=shape_fns)
 
@@ -422,6 +437,7 @@ def load_library(
     multicore: Optional[bool] = None,
     shape_fns: Optional[Mapping[str, ShapeFn]] = None,
     verbose: bool = False,
+    target: str = "device",
 ) -> Library:
     """Loads a library: the vendor's ``custom_op.load_library``.
 
@@ -448,6 +464,9 @@ def load_library(
         As for :func:`load`.
     verbose : bool, default False
         As for :func:`load` (a project is built first).
+    target : str, default "device"
+        As for :func:`load`: ``"host"`` runs the calls on the host tier, built from a
+        project's sources (a package or ``lib<name>.so`` has none: ``PackageError``).
 
     Returns
     -------
@@ -462,12 +481,18 @@ def load_library(
     recorded = _build.read_library_file(path)
     if recorded is not None:
         package, recorded_multicore = recorded
-        native = _native.Library(package)
+        native = _native.Library(package, target)
         multicore = recorded_multicore if multicore is None else multicore
     else:
         with _build.project_locked(path):
-            native = _build.quietly(lambda: _native.Library(path), os.path.basename(path), verbose)
+            native = _build.quietly(lambda: _native.Library(path, target), os.path.basename(path), verbose)
     cores = native.default_cores if multicore is None else (_native.CORES if multicore else 1)
+    return _loaded(native, cores, shape_fns)
+
+
+def _loaded(native: Any, cores: int, shape_fns: Optional[Mapping[str, ShapeFn]]) -> Library:
+    """The :class:`Library` of ``native``, its ops registered with PyTorch when it is
+    installed."""
     library = Library(native, cores, shape_fns or {})
     if importlib.util.find_spec("torch") is not None:
         from . import _torch
