@@ -29,9 +29,9 @@ pub mod tcm;
 
 pub use exports::{HeapsGivenBack, NeuronAllocator, neuron_heap_status, neuron_heaps_give_back, neuron_heaps_mark};
 pub use heap::{GRANULE, GivenBack, Heap, HeapError, MAX_GRANULES, metadata_words};
+use sanitize::Pool;
 #[cfg(feature = "host-asan")]
 pub use sanitize::neuron_host_heap_observer;
-use sanitize::Pool;
 
 use crate::global::CoreLocal;
 use core::ptr::NonNull;

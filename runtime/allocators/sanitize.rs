@@ -58,11 +58,7 @@ pub(super) enum Pool {
 /// `block`, just allocated with `size` usable bytes from `pool`: unpoisoned and
 /// observed. Returns `block` as it came.
 #[inline(always)]
-pub(super) fn taken(
-    block: Result<NonNull<u8>, HeapError>,
-    size: usize,
-    pool: Pool,
-) -> Result<NonNull<u8>, HeapError> {
+pub(super) fn taken(block: Result<NonNull<u8>, HeapError>, size: usize, pool: Pool) -> Result<NonNull<u8>, HeapError> {
     #[cfg(feature = "host-asan")]
     if let Ok(start) = block {
         // SAFETY: the heap just handed out at least `size` bytes at `start`; unpoisoning

@@ -335,11 +335,7 @@ pub(crate) fn locate(pc: usize) -> Option<(String, String, u32)> {
         .and_then(|mut frames| frames.next().ok().flatten())
         .and_then(|frame| frame.function.and_then(|f| f.demangle().ok().map(|n| n.into_owned())));
     let location = loader.find_location(offset as u64).ok().flatten()?;
-    Some((
-        function.unwrap_or_else(|| "?".into()),
-        location.file.unwrap_or("?").to_string(),
-        location.line.unwrap_or(0),
-    ))
+    Some((function.unwrap_or_else(|| "?".into()), location.file.unwrap_or("?").to_string(), location.line.unwrap_or(0)))
 }
 
 /// How a host-tier call runs under gdb ([`debug`]).

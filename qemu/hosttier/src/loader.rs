@@ -14,6 +14,7 @@
 //! core has its own image) run on thread `core i`. The runtime's own code is the same
 //! source; only the CPU differs.
 
+use crate::sanitize::{self, Direction};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop::wrapper_api::ArgTensor;
 use neuroncustomop_machine::job::{TENSOR_AREA, TENSOR_AREA_SIZE};
@@ -28,7 +29,6 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use crate::sanitize::{self, Direction};
 use std::sync::mpsc::{self, Receiver, Sender};
 
 /// Core i's dataram scratch, as the device loader hands it out:

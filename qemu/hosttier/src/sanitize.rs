@@ -88,7 +88,9 @@ impl Sanitizer {
             Self::Address => "ASAN_OPTIONS=detect_leaks=0".into(),
             Self::Undefined => "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1".into(),
             // The cores' threads wait for work until the process ends: not leaks.
-            Self::Thread => format!("TSAN_OPTIONS=halt_on_error=1:report_thread_leaks=0:external_symbolizer_path={SYMBOLIZER}"),
+            Self::Thread => {
+                format!("TSAN_OPTIONS=halt_on_error=1:report_thread_leaks=0:external_symbolizer_path={SYMBOLIZER}")
+            }
         });
         variables
     }
@@ -373,7 +375,9 @@ fn explain_race(output: &str, at: usize, tensors: &[(String, u32, u32)]) -> Stri
             let rest = line.trim().strip_prefix(&format!("Thread {thread} '"))?;
             rest.strip_prefix("core ").and_then(|r| r.split('\'').next()).map(str::to_string)
         });
-        named.unwrap_or_else(|| thread.trim_start_matches('T').parse::<u32>().map_or("?".into(), |t| (t - 1).to_string()))
+        named.unwrap_or_else(|| {
+            thread.trim_start_matches('T').parse::<u32>().map_or("?".into(), |t| (t - 1).to_string())
+        })
     };
     let mut accesses = Vec::new();
     let mut element = None;
@@ -389,7 +393,7 @@ fn explain_race(output: &str, at: usize, tensors: &[(String, u32, u32)]) -> Stri
         let (kind, size, address) = access_words(words);
         let thread = trimmed.split("by thread ").nth(1).map(|t| t.trim_end_matches(':').split_whitespace().next());
         let core = thread.flatten().map_or("?".into(), core_of);
-        let place = lines[index + 1..].iter().map(|l| l.trim()).find(|l| l.starts_with('#')).and_then(|f| frame_place(f));
+        let place = lines[index + 1..].iter().map(|l| l.trim()).find(|l| l.starts_with('#')).and_then(frame_place);
         if element.is_none()
             && let Some(address) = address
         {
