@@ -275,13 +275,16 @@ fn heap_block_at(blocks: &[Block], address: usize) -> Option<String> {
 }
 
 /// The first frame of `stack` in the author's code: not the runtime's, nor Rust's
-/// standard library's, nor the loader's. `file:line (function)`.
+/// standard library's, nor the loader's (this crate's). `file:line (function)`.
 fn kernel_line(stack: &[usize]) -> Option<String> {
-    let runtime = neuroncustomop_machine::toolchain::repo_root().join("runtime");
+    let repo = neuroncustomop_machine::toolchain::repo_root();
+    let ours = [repo.join("runtime"), Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()];
     stack.iter().find_map(|&pc| {
         // A return address: the call is the instruction before.
         let (function, file, line) = crate::locate(pc.checked_sub(1)?)?;
-        let ours = Path::new(&file).starts_with(&runtime) || file.starts_with("/rustc/") || file.contains("/library/");
+        let ours = ours.iter().any(|dir| Path::new(&file).starts_with(dir))
+            || file.starts_with("/rustc/")
+            || file.contains("/library/");
         (!ours).then(|| format!("{}:{line} ({function})", short(&file)))
     })
 }
