@@ -20,6 +20,7 @@ mod entry_contract;
 mod faults;
 mod foundation;
 mod host_api;
+mod host_sanitizers;
 mod host_tier;
 mod hot_paths;
 mod libm;

@@ -24,10 +24,14 @@
 
 pub mod exports;
 mod heap;
+mod sanitize;
 pub mod tcm;
 
 pub use exports::{HeapsGivenBack, NeuronAllocator, neuron_heap_status, neuron_heaps_give_back, neuron_heaps_mark};
 pub use heap::{GRANULE, GivenBack, Heap, HeapError, MAX_GRANULES, metadata_words};
+use sanitize::Pool;
+#[cfg(feature = "host-asan")]
+pub use sanitize::neuron_host_heap_observer;
 
 use crate::global::CoreLocal;
 use core::ptr::NonNull;
@@ -169,6 +173,9 @@ pub unsafe fn init_heaps(
         let hbm = unsafe { memory.hbm.build_in_place(Heap::place_in_region(hbm_base, hbm_size)) };
         // SAFETY: as above.
         let dataram = unsafe { memory.dataram.build_in_place(Heap::place_in_region(dataram_base, dataram_size)) };
+        for heap in [&memory.hbm, &memory.dataram] {
+            sanitize::arena(heap.arena_start(), heap.arena_bytes());
+        }
         hbm.and(dataram)
     })
 }
@@ -178,7 +185,7 @@ pub unsafe fn init_heaps(
 /// # Errors
 /// [`HeapError::OutOfMemory`], [`HeapError::SizeOverflow`], [`HeapError::InvalidAlignment`].
 pub fn allocate(id: HeapId, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
-    with_memory(|memory| memory.heap(id).allocate(size, align))
+    sanitize::taken(with_memory(|memory| memory.heap(id).allocate(sanitize::padded(size), align)), size, Pool::Heap)
 }
 
 /// Allocates `count * size` zeroed bytes from heap `id`, 64-byte aligned (`calloc`).
@@ -186,7 +193,9 @@ pub fn allocate(id: HeapId, size: usize, align: usize) -> Result<NonNull<u8>, He
 /// # Errors
 /// [`HeapError::SizeOverflow`] when `count * size` overflows, else as [`allocate`].
 pub fn allocate_zeroed(id: HeapId, count: usize, size: usize) -> Result<NonNull<u8>, HeapError> {
-    with_memory(|memory| memory.heap(id).allocate_zeroed(count, size))
+    let (padded_count, padded_size) = sanitize::padded_zeroed(count, size);
+    let block = with_memory(|memory| memory.heap(id).allocate_zeroed(padded_count, padded_size));
+    sanitize::taken(block, count.wrapping_mul(size), Pool::Heap)
 }
 
 /// Frees `block` into whichever heap owns it; null is a no-op.
@@ -199,7 +208,7 @@ pub fn free(block: *mut u8) -> Result<(), HeapError> {
         if block.is_null() {
             return Ok(());
         }
-        memory.owner(block)?.free(block).map(drop)
+        memory.owner(block)?.free(block).map(|bytes| sanitize::given_back(block, bytes))
     })
 }
 
@@ -208,7 +217,12 @@ pub fn free(block: *mut u8) -> Result<(), HeapError> {
 /// # Errors
 /// As [`free`]; a block of the other heap is [`HeapError::ForeignPointer`].
 pub fn free_in(id: HeapId, block: *mut u8) -> Result<(), HeapError> {
-    with_memory(|memory| if block.is_null() { Ok(()) } else { memory.heap(id).free(block).map(drop) })
+    with_memory(|memory| {
+        if block.is_null() {
+            return Ok(());
+        }
+        memory.heap(id).free(block).map(|bytes| sanitize::given_back(block, bytes))
+    })
 }
 
 /// Resizes `block` within the heap that owns it (see [`Heap::reallocate`]).
@@ -216,7 +230,16 @@ pub fn free_in(id: HeapId, block: *mut u8) -> Result<(), HeapError> {
 /// # Errors
 /// As [`free`] for `block`, as [`allocate`] for the new size; `block` is untouched.
 pub fn reallocate(block: *mut u8, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
-    with_memory(|memory| memory.owner(block)?.reallocate(block, size, align))
+    let moved = with_memory(|memory| {
+        let heap = memory.owner(block)?;
+        let old_bytes = sanitize::block_bytes(heap, block);
+        let moved = heap.reallocate(block, sanitize::padded(size), align)?;
+        // Under ASan the old block is poisoned, then the new one unpoisoned (in place,
+        // the same bytes: what remains poisoned is past the new size).
+        sanitize::given_back(block, old_bytes);
+        Ok(moved)
+    });
+    sanitize::taken(moved, size, Pool::Heap)
 }
 
 /// Usable size of the live block at `block`, in whichever heap owns it.

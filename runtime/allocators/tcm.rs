@@ -8,6 +8,7 @@
 //! every op ([`tcm_reset`]), which rebuilds the heap only if a block was taken since the
 //! last rebuild: most ops never touch TCM, and a rebuild costs hundreds of instructions.
 
+use super::sanitize::{self, Pool};
 use super::{GRANULE, Heap, HeapError, HeapStats, metadata_words, with_core_memory, with_memory};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
@@ -71,6 +72,7 @@ impl TcmPool {
         // holds `metadata_words(TCM_POOL_MAX)` words, enough as `size <= TCM_POOL_MAX`,
         // and only this heap uses it; any previous heap over it is replaced right here.
         let result = unsafe { self.heap.build_in_place(placement) };
+        sanitize::arena(self.heap.arena_start(), self.heap.arena_bytes());
         self.fresh = result.is_ok();
         result
     }
@@ -112,13 +114,26 @@ pub fn tcm_reset() {
 
 /// Takes `size` bytes (64-byte aligned) from this op's TCM pool; null when it cannot.
 pub fn tcm_alloc(size: usize) -> *mut u8 {
-    with_memory(|memory| memory.tcm.allocate(size)).map_or(ptr::null_mut(), |block| block.as_ptr())
+    take(size, size)
+}
+
+/// A block of `size` usable bytes, asking the pool for `ask` (`size` and a redzone
+/// under the host tier's ASan, `tcm_malloc`'s; `size` for the stream accessors'
+/// buffers, four of which fill the pool).
+fn take(size: usize, ask: usize) -> *mut u8 {
+    let block = with_memory(|memory| memory.tcm.allocate(ask));
+    sanitize::taken(block, size, Pool::Tcm).map_or(ptr::null_mut(), |block| block.as_ptr())
 }
 
 /// Gives back a block from [`tcm_alloc`]; null is a no-op, anything else that is not a
 /// live TCM block is refused (see `neuron_heap_status`).
 pub fn tcm_release(ptr: *mut u8) {
-    let _ = with_memory(|memory| if ptr.is_null() { Ok(()) } else { memory.tcm.heap.free(ptr).map(drop) });
+    let _ = with_memory(|memory| {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        memory.tcm.heap.free(ptr).map(|bytes| sanitize::given_back(ptr, bytes))
+    });
 }
 
 /// Occupancy of the TCM pool (`largest_free` is the most `tcm_alloc` can return now).
@@ -126,10 +141,11 @@ pub fn tcm_stats() -> HeapStats {
     with_core_memory(|memory| HeapStats::of(&memory.tcm.heap))
 }
 
-/// C ABI `void *tcm_malloc(size_t size)`: [`tcm_alloc`].
+/// C ABI `void *tcm_malloc(size_t size)`: [`tcm_alloc`] (under the host tier's ASan,
+/// with a redzone after the block).
 #[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn tcm_malloc(size: usize) -> *mut c_void {
-    tcm_alloc(size).cast()
+    take(size, sanitize::padded(size)).cast()
 }
 
 /// C ABI `void tcm_free(void *ptr)`: [`tcm_release`].

@@ -154,7 +154,7 @@ pub struct Options {
     /// the host tier (the same source built for x86-64, each core a thread: no
     /// instruction counts; for debuggers and sanitizers, docs/op-author-guide.md).
     pub target: Target,
-    /// On the host tier: build the library with this sanitizer (C libraries).
+    /// On the host tier: build the library with this sanitizer (C, C++ and Rust libraries; `undefined` C and C++ only).
     pub sanitize: Option<Sanitizer>,
 }
 

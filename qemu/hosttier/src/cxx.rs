@@ -50,7 +50,7 @@ pub(crate) fn compile(
             .args(["-std=c++17", "-g", "-O0", "-fPIC", "-ffreestanding", "-nostdlibinc"])
             .args(["-Wall", "-Wno-unused-parameter", "-fno-exceptions", "-fno-rtti"])
             .args(EXACT_FLOAT)
-            .args(crate::sanitize_flags(sanitizer))
+            .args(sanitizer.map(crate::Sanitizer::clang_flags).unwrap_or_default())
             .arg("-I")
             .arg(repo.join("runtime/include/libc"))
             .arg("-I")

@@ -10,6 +10,9 @@
 
 mod cxx;
 pub mod loader;
+pub mod sanitize;
+
+pub use sanitize::{Sanitizer, explain as explain_sanitizer};
 
 use neuroncustomop_machine::device::{Session, SessionOptions};
 use neuroncustomop_machine::toolchain;
@@ -39,38 +42,6 @@ pub enum HostError {
     Io(#[from] std::io::Error),
 }
 
-/// A sanitizer the host tier builds a library with (`--sanitize`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Sanitizer {
-    /// AddressSanitizer: out-of-bounds accesses (the space around every tensor is
-    /// poisoned), use after free.
-    Address,
-    /// UndefinedBehaviorSanitizer: signed overflow, bad shifts, misaligned pointers...
-    Undefined,
-}
-
-impl Sanitizer {
-    /// Its name, as `--sanitize` takes it and clang's `-fsanitize=` too.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Address => "address",
-            Self::Undefined => "undefined",
-        }
-    }
-
-    /// Clang's runtime for it, preloaded into the loader (which is not instrumented).
-    fn runtime(self) -> PathBuf {
-        let file = match self {
-            Self::Address => "libclang_rt.asan-x86_64.so",
-            Self::Undefined => "libclang_rt.ubsan_standalone-x86_64.so",
-        };
-        Path::new(CLANG_RUNTIMES).join(file)
-    }
-}
-
-/// Where Debian's libclang-rt-22-dev puts the sanitizer runtimes.
-const CLANG_RUNTIMES: &str = "/usr/lib/llvm-22/lib/clang/22/lib/linux";
-
 /// A library built for the host: one copy per core (each its own statics, as each
 /// device core has its own image).
 #[derive(Debug, Clone)]
@@ -99,14 +70,14 @@ pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibr
     fs::create_dir_all(&out)?;
     let mut shape_driver = None;
     let built = match &project.language {
-        Language::Rust { .. } if sanitizer.is_some() => {
+        Language::Rust { .. } if sanitizer == Some(Sanitizer::Undefined) => {
             return Err(HostError::Unsupported(format!(
-                "{} is a Rust library: --sanitize builds C libraries so far (Rust's own checks already catch what \
-                 ASan would in safe code)",
+                "{} is a Rust library: rustc has no UndefinedBehaviorSanitizer (Rust's own checks catch overflow \
+                 and bad shifts in debug builds); use --sanitize address or thread",
                 project.name
             )));
         }
-        Language::Rust { bin, device_feature } => build_rust(project, bin, *device_feature, &repo)?,
+        Language::Rust { bin, device_feature } => build_rust(project, bin, *device_feature, &repo, sanitizer)?,
         Language::C(sources) => {
             let objects = compile_c(project, sources, &repo, &out, sanitizer)?;
             link(project, objects, &repo, &out, sanitizer)?
@@ -148,14 +119,30 @@ fn cargo_target(repo: &Path) -> PathBuf {
 const EXACT_FLOAT: [&str; 2] = ["-ffp-contract=off", "-fno-fast-math"];
 
 /// A Rust library: its device binary, linked as a shared object against the runtime
-/// built with `host-tier` (which exports the C ABI the loader calls).
-fn build_rust(project: &Project, bin: &str, device_feature: bool, repo: &Path) -> Result<PathBuf, HostError> {
+/// built with `host-tier` (which exports the C ABI the loader calls). With a
+/// sanitizer, the author's crate is instrumented by rustc ([`sanitize`]).
+fn build_rust(
+    project: &Project,
+    bin: &str,
+    device_feature: bool,
+    repo: &Path,
+    sanitizer: Option<Sanitizer>,
+) -> Result<PathBuf, HostError> {
     let error = |what: String| HostError::Build { name: project.name.clone(), what };
     let mut features = String::from("neuroncustomop/host-tier");
+    if let Some(feature) = sanitizer.and_then(Sanitizer::runtime_feature) {
+        features.push_str(&format!(",neuroncustomop/{feature}"));
+    }
     if device_feature {
         features.push_str(",device");
     }
-    let status = Command::new(toolchain::CARGO)
+    let sanitize = sanitizer.and_then(Sanitizer::rustc_flags).unwrap_or_default();
+    let mut cargo = Command::new(toolchain::CARGO);
+    if !sanitize.is_empty() {
+        // rustc's -Z flags on the stable toolchain, as qemu/fuzz/run.sh enables them.
+        cargo.env("RUSTC_BOOTSTRAP", "1");
+    }
+    let status = cargo
         .env("CARGO_TARGET_DIR", cargo_target(repo))
         .env_remove("RUSTC_WRAPPER")
         .args(["rustc", "--release", "--manifest-path"])
@@ -168,6 +155,7 @@ fn build_rust(project: &Project, bin: &str, device_feature: bool, repo: &Path) -
         // The author's own crate unoptimised, with full debug information: every local
         // is there for gdb (Rust never fuses float operations, so the bits are the same).
         .args(["-C", "opt-level=0", "-C", "debuginfo=2"])
+        .args(&sanitize)
         .status()
         .map_err(|e| error(format!("cannot run {}: {e}", toolchain::CARGO)))?;
     if !status.success() {
@@ -176,12 +164,14 @@ fn build_rust(project: &Project, bin: &str, device_feature: bool, repo: &Path) -
     Ok(cargo_target(repo).join("release").join(bin))
 }
 
-/// The runtime as a static library for the host tier (C libraries link it).
-fn runtime_archive(repo: &Path) -> Result<PathBuf, HostError> {
+/// The runtime as a static library for the host tier (C and C++ libraries link it), with the
+/// sanitizer's feature if it has one.
+fn runtime_archive(repo: &Path, sanitizer: Option<Sanitizer>) -> Result<PathBuf, HostError> {
+    let features = sanitizer.and_then(Sanitizer::runtime_feature).unwrap_or("host-tier");
     let status = Command::new(toolchain::CARGO)
         .env("CARGO_TARGET_DIR", cargo_target(repo))
         .env_remove("RUSTC_WRAPPER")
-        .args(["build", "--release", "--lib", "--features", "host-tier", "--manifest-path"])
+        .args(["build", "--release", "--lib", "--features", features, "--manifest-path"])
         .arg(repo.join("Cargo.toml"))
         .status()
         .map_err(|e| HostError::Build { name: "neuroncustomop".into(), what: format!("cannot run cargo: {e}") })?;
@@ -191,21 +181,13 @@ fn runtime_archive(repo: &Path) -> Result<PathBuf, HostError> {
     Ok(cargo_target(repo).join("release/libneuroncustomop.a"))
 }
 
-/// The compiler flags of `sanitizer`.
-fn sanitize_flags(sanitizer: Option<Sanitizer>) -> Vec<String> {
-    match sanitizer {
-        Some(sanitizer) => vec![format!("-fsanitize={}", sanitizer.name()), "-fno-omit-frame-pointer".into()],
-        None => Vec::new(),
-    }
-}
-
 /// Compiles one C source for x86-64 with the runtime's headers into `object`.
 fn compile_c_source(source: &Path, object: &Path, repo: &Path, sanitizer: Option<Sanitizer>) -> Result<(), String> {
     run(Command::new(CLANG)
         // -O0: every local is there for gdb; no optimisation changes a float's bits.
         .args(["-std=c11", "-g", "-O0", "-fPIC", "-ffreestanding", "-nostdlibinc", "-Wall", "-Wextra", "-Werror"])
         .args(EXACT_FLOAT)
-        .args(sanitize_flags(sanitizer))
+        .args(sanitizer.map(Sanitizer::clang_flags).unwrap_or_default())
         .arg("-I")
         .arg(repo.join("runtime/include/libc"))
         .arg("-I")
@@ -246,11 +228,11 @@ fn link(
     sanitizer: Option<Sanitizer>,
 ) -> Result<PathBuf, HostError> {
     let error = |what: String| HostError::Build { name: project.name.clone(), what };
-    let archive = runtime_archive(repo)?;
+    let archive = runtime_archive(repo, sanitizer)?;
     let variadic = out.join("neuroncustomop_variadic.o");
     compile_c_source(&repo.join("runtime/arch/host_tier/variadic.c"), &variadic, repo, None).map_err(error)?;
     objects.push(variadic);
-    let sanitize = sanitize_flags(sanitizer);
+    let sanitize = sanitizer.map(Sanitizer::clang_flags).unwrap_or_default();
     let library = out.join(format!("lib{}.so", project.name));
     run(Command::new(CLANG)
         // No C start files: the runtime defines `__dso_handle` and `_init` itself.
@@ -364,11 +346,7 @@ fn loader_command(library: &HostLibrary, cores: usize) -> Result<(PathBuf, Vec<O
     let program = loader_program()?;
     let mut args: Vec<OsString> = vec!["GLIBC_TUNABLES=glibc.rtld.optional_static_tls=1048576".into()];
     if let Some(sanitizer) = library.sanitizer {
-        args.push(format!("LD_PRELOAD={}", sanitizer.runtime().display()).into());
-        args.push("ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer".into());
-        args.push("UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1".into());
-        // Leaks are the runtime heap's business, not ASan's.
-        args.push("ASAN_OPTIONS=detect_leaks=0".into());
+        args.extend(sanitizer.environment().into_iter().map(OsString::from));
     }
     args.push(program.into_os_string());
     args.extend(library.cores[..cores].iter().map(|p| p.clone().into_os_string()));
@@ -378,6 +356,14 @@ fn loader_command(library: &HostLibrary, cores: usize) -> Result<(PathBuf, Vec<O
 /// Where `pc` is, for a fault report: `function (file:line)` from the library's DWARF,
 /// else the library and the offset.
 pub fn place(pc: usize) -> String {
+    match locate(pc) {
+        Some((function, file, line)) => format!("{function} ({file}:{line})"),
+        None => object_of(pc).map_or_else(|| format!("{pc:#x}"), |(path, offset)| format!("{path}+{offset:#x}")),
+    }
+}
+
+/// The loaded object `pc` is in, and its offset there.
+fn object_of(pc: usize) -> Option<(String, usize)> {
     let mut info: libc::Dl_info = libc::Dl_info {
         dli_fname: std::ptr::null(),
         dli_fbase: std::ptr::null_mut(),
@@ -386,25 +372,24 @@ pub fn place(pc: usize) -> String {
     };
     // SAFETY: dladdr only reads the loader's tables and fills `info`.
     if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null() {
-        return format!("{pc:#x}");
+        return None;
     }
     // SAFETY: dladdr filled a NUL-terminated path.
     let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
-    let offset = pc - info.dli_fbase as usize;
-    let located = addr2line::Loader::new(&path).ok().and_then(|loader| {
-        let function = loader
-            .find_frames(offset as u64)
-            .ok()
-            .and_then(|mut frames| frames.next().ok().flatten())
-            .and_then(|frame| frame.function.and_then(|f| f.demangle().ok().map(|n| n.into_owned())));
-        let location = loader
-            .find_location(offset as u64)
-            .ok()
-            .flatten()
-            .map(|l| format!("{}:{}", l.file.unwrap_or("?"), l.line.unwrap_or(0)));
-        Some(format!("{} ({})", function.unwrap_or_else(|| "?".into()), location?))
-    });
-    located.unwrap_or_else(|| format!("{path}+{offset:#x}"))
+    Some((path, pc - info.dli_fbase as usize))
+}
+
+/// `(function, file, line)` of `pc`, from the DWARF of the object it is in.
+pub(crate) fn locate(pc: usize) -> Option<(String, String, u32)> {
+    let (path, offset) = object_of(pc)?;
+    let loader = addr2line::Loader::new(&path).ok()?;
+    let function = loader
+        .find_frames(offset as u64)
+        .ok()
+        .and_then(|mut frames| frames.next().ok().flatten())
+        .and_then(|frame| frame.function.and_then(|f| f.demangle().ok().map(|n| n.into_owned())));
+    let location = loader.find_location(offset as u64).ok().flatten()?;
+    Some((function.unwrap_or_else(|| "?".into()), location.file.unwrap_or("?").to_string(), location.line.unwrap_or(0)))
 }
 
 /// How a host-tier call runs under gdb ([`debug`]).
@@ -492,59 +477,4 @@ pub fn debug(
         )));
     }
     Ok(neuroncustomop_machine::device::report_from(report, Vec::new()))
-}
-
-/// A sanitizer's report (in `output`) said again in the device's terms: which tensor
-/// the bad address is in or past (`tensors`: name, device address, bytes), on which
-/// core, at which line of the kernel. `None` when `output` holds no such report.
-pub fn explain_sanitizer(output: &str, tensors: &[(String, u32, u32)]) -> Option<String> {
-    let error =
-        output.lines().find(|line| line.contains("ERROR: AddressSanitizer") || line.contains("runtime error:"))?;
-    let mut said = Vec::new();
-    let access = output.lines().find(|line| line.starts_with("READ of size") || line.starts_with("WRITE of size"));
-    if let Some(access) = access {
-        let mut words = access.split_whitespace();
-        let kind = words.next().unwrap_or("").to_lowercase();
-        let size = words.nth(2).unwrap_or("?");
-        let address = access
-            .split_whitespace()
-            .skip_while(|w| *w != "at")
-            .nth(1)
-            .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
-        // The loader starts its cores' threads first and in order: T1 is core 0.
-        let thread = access.split("thread T").nth(1).and_then(|rest| rest.split_whitespace().next());
-        let core = thread.and_then(|t| t.parse::<u32>().ok()).and_then(|t| t.checked_sub(1)).map(|c| c.to_string());
-        let place = address.map(|address| where_in(address, tensors)).unwrap_or_default();
-        said.push(format!(
-            "a {kind} of {size} bytes{place}{}",
-            core.map(|c| format!(", on core {c}")).unwrap_or_default()
-        ));
-    }
-    // The first frame of the report outside the sanitizer's runtime: the kernel's line.
-    let frames = output.lines().map(str::trim).filter(|line| line.starts_with('#'));
-    if let Some(at) = frames.clone().find(|line| !line.contains("libclang_rt")).and_then(|f| f.split(" in ").nth(1)) {
-        said.push(format!("at {at}"));
-    }
-    Some(format!("{}\nin the device's terms: {}", error.trim(), said.join(", ")))
-}
-
-/// ` N bytes past the end of argument k (…)`, or ` inside …`, for `address`.
-fn where_in(address: u64, tensors: &[(String, u32, u32)]) -> String {
-    let inside = tensors
-        .iter()
-        .find(|(_, start, len)| address >= u64::from(*start) && address < u64::from(*start) + u64::from(*len));
-    if let Some((name, start, len)) = inside {
-        return format!(" at byte {} of {name} ({len} bytes at {start:#x})", address - u64::from(*start));
-    }
-    let before = tensors
-        .iter()
-        .filter(|(_, start, len)| u64::from(*start) + u64::from(*len) <= address)
-        .max_by_key(|(_, start, len)| u64::from(*start) + u64::from(*len));
-    match before {
-        Some((name, start, len)) => format!(
-            " {} bytes past the end of {name} ({len} bytes at {start:#x})",
-            address - u64::from(*start) - u64::from(*len)
-        ),
-        None => format!(" at {address:#x}, outside every tensor"),
-    }
 }

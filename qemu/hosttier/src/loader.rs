@@ -14,6 +14,7 @@
 //! core has its own image) run on thread `core i`. The runtime's own code is the same
 //! source; only the CPU differs.
 
+use crate::sanitize::{self, Direction};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop::wrapper_api::ArgTensor;
 use neuroncustomop_machine::job::{TENSOR_AREA, TENSOR_AREA_SIZE};
@@ -32,7 +33,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 
 /// Core i's dataram scratch, as the device loader hands it out:
 /// `DATA_SCRATCH_BASE + i * DATA_SCRATCH_SIZE` (qemu/firmware/src/loader.rs).
-const DATA_SCRATCH_BASE: u32 = 0x7F80_0000;
+pub(crate) const DATA_SCRATCH_BASE: u32 = 0x7F80_0000;
 const DATA_SCRATCH_SIZE: u32 = 0x1_0000;
 /// Core i's HBM scratch: `HBM_SCRATCH_BASE + i * HBM_SCRATCH_SIZE` (the same file).
 const HBM_SCRATCH_BASE: u32 = 0x6A00_0000;
@@ -83,6 +84,7 @@ fn serve(libraries: Vec<PathBuf>, mut stdin: Box<dyn Read>, to_file: bool) -> i3
         eprintln!("ncop-hostrun: {message}");
         return 1;
     }
+    sanitize::install_asan_report();
     let mut cores = Vec::new();
     for (core, path) in libraries.iter().enumerate() {
         match Core::spawn(core as u32, path) {
@@ -310,6 +312,7 @@ struct Answer {
 
 /// One core: its thread and the channels to it.
 struct Core {
+    core: u32,
     work: Sender<Work>,
     answers: Receiver<Answer>,
 }
@@ -324,10 +327,11 @@ impl Core {
             .name(format!("core {core}"))
             .spawn(move || core_thread(core, library, inbox, outbox))
             .map_err(|e| format!("starting core {core}'s thread: {e}"))?;
-        Ok(Self { work, answers })
+        Ok(Self { core, work, answers })
     }
 
     fn send(&self, work: Work) {
+        sanitize::handed_over(self.core, Direction::ToCore);
         let _ = self.work.send(work);
     }
 
@@ -335,6 +339,7 @@ impl Core {
     fn answer(&self) -> bool {
         match self.answers.recv() {
             Ok(answer) => {
+                sanitize::taken_over(self.core, Direction::ToLoader);
                 for line in &answer.lines {
                     println!("{line}");
                 }
@@ -386,6 +391,7 @@ impl Library {
             };
             return Err(format!("cannot load it: {text}"));
         }
+        sanitize::watch_heaps(handle);
         let symbol = |name: &str| -> Result<*mut c_void, String> {
             let c_name = CString::new(name).expect("no NUL");
             // SAFETY: a loaded handle and a NUL-terminated name.
@@ -446,6 +452,7 @@ fn core_thread(core: u32, library: Library, inbox: Receiver<Work>, outbox: Sende
     install_fault_handlers();
     let mut entered = false;
     for work in inbox {
+        sanitize::taken_over(core, Direction::ToCore);
         match work {
             Work::Enter { job } => entered = enter(&library, &job, core),
             Work::Op(work) => {
@@ -472,6 +479,7 @@ fn core_thread(core: u32, library: Library, inbox: Receiver<Work>, outbox: Sende
                 record(&Line::Op { index, core, function: &function, status, count: None, error: None });
             }
         }
+        sanitize::handed_over(core, Direction::ToLoader);
         if outbox.send(Answer { lines: take_lines(), stopped: false }).is_err() {
             return;
         }
@@ -550,7 +558,8 @@ fn handle(core: u32) -> *mut c_void {
     (HANDLE_BASE | core as usize) as *mut c_void
 }
 
-fn core() -> u32 {
+/// The core whose thread this is.
+pub(crate) fn core() -> u32 {
     CORE.with(Cell::get)
 }
 
@@ -689,6 +698,7 @@ fn kernel_stopped(status: OpStatus, fault: Option<String>) -> ! {
             // The fault's place, on the job's stderr (the report's explanation).
             eprintln!("{fault}");
         }
+        sanitize::handed_over(core, Direction::ToLoader);
         let _ = outbox.send(Answer { lines: take_lines(), stopped: true });
     }
     loop {

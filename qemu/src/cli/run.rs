@@ -23,6 +23,8 @@ pub enum SanitizeArg {
     Address,
     /// UndefinedBehaviorSanitizer.
     Undefined,
+    /// ThreadSanitizer.
+    Thread,
 }
 
 /// How `--arg` is written, for the commands that take it.
@@ -103,9 +105,10 @@ pub struct CallArgs {
     /// gdbstub (docs/simulation.md, "Debugger"). Anywhere else an error.
     #[arg(long)]
     pub gdb: bool,
-    /// With --host: build the library with clang's sanitizer (C libraries): `address`
-    /// (the space around every tensor poisoned: an overrun is caught at its line) or
-    /// `undefined`.
+    /// With --host: build the library with a sanitizer (clang's for C, rustc's
+    /// -Zsanitizer for Rust): `address` (the space around every tensor and heap block
+    /// poisoned: an overrun or a use after free is caught at its line), `thread` (two
+    /// cores accessing one element unordered, one writing) or `undefined` (C only).
     #[arg(long, value_enum, value_name = "SANITIZER")]
     pub sanitize: Option<SanitizeArg>,
     /// With --gdb: the core whose kernel entry gdb stops at.
@@ -396,6 +399,7 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         sanitize: args.sanitize.map(|sanitize| match sanitize {
             SanitizeArg::Address => Sanitizer::Address,
             SanitizeArg::Undefined => Sanitizer::Undefined,
+            SanitizeArg::Thread => Sanitizer::Thread,
         }),
         profile: args.profile.is_some(),
     };

@@ -1,0 +1,155 @@
+//! The host tier's sanitizers (`--sanitize address|thread`) on seeded bugs: each report
+//! is said again in the device's terms, and these tests check its kernel, core, source
+//! line and region. Each builds a small library of its own, in a folder of its own.
+
+use neuroncustomop::wrapper_api::Dtype;
+use neuroncustomop_host::array::Array;
+use neuroncustomop_host::generate::{Distribution, generate};
+use neuroncustomop_host::library::{Arg, CallError, Library, Options, Output, Sanitizer, Target, describe};
+use std::path::PathBuf;
+
+fn floats(shape: Vec<usize>, seed: u64) -> Array {
+    generate(Dtype::Float32, shape, Distribution::Uniform { low: -100.0, high: 100.0 }, seed)
+}
+
+/// A project folder of its own for the test `name`, removed when dropped.
+struct Project(PathBuf);
+
+impl Project {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("host-sanitizers-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        Self(dir)
+    }
+
+    /// A C library: `source` as `src/<name>.c`, its one kernel `kernel` in a table.
+    fn c(name: &str, kernel: &str, source: &str) -> Self {
+        let project = Self::new(name);
+        let table = format!(
+            "int get_func_cnt(void) {{ return 1; }}\n\
+             void *get_func_ptr(int index) {{ return index == 0 ? (void *){kernel} : NULL; }}\n\
+             const char *get_func_name(int index) {{ return index == 0 ? \"{kernel}\" : NULL; }}\n"
+        );
+        std::fs::write(project.0.join(format!("src/{name}.c")), format!("{source}{table}")).unwrap();
+        project
+    }
+
+    /// Calls `kernel` on the host tier under `sanitizer` and returns its error's text.
+    fn sanitized_error(&self, kernel: &str, sanitizer: Sanitizer, args: &[Arg], cores: usize) -> String {
+        let library = Library::load(&self.0).unwrap();
+        let options = Options { target: Target::Host, sanitize: Some(sanitizer), cores, ..Options::default() };
+        let error = library.call_with(kernel, args, Output::Like(0), &options).unwrap_err();
+        assert!(matches!(error, CallError::Unfinished { .. }), "{error:?}");
+        describe(&error)
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The sentence after "in the device's terms:" in `text`.
+fn device_terms(text: &str) -> &str {
+    text.lines().find_map(|line| line.strip_prefix("in the device's terms: ")).unwrap_or_else(|| panic!("{text}"))
+}
+
+/// The arguments' preamble the C kernels below share: lines 1 to 7.
+const C_PREAMBLE: &str = "#include <neuroncustomop.h>\n\
+    #include <stdlib.h>\n\
+    static void KERNEL(void) {\n\
+    \x20   customop_setup(false);\n\
+    \x20   const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *x = customop_next_tensor();\n\
+    \x20   const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *out = get_dst_tensor();\n\
+    \x20   const float *src = customop_tensor_data(x);\n";
+
+/// The rest of each C kernel: its output returned, the invocation ended.
+const C_END: &str = "    customop_return_tensor(out);\n\
+    \x20   customop_cleanup();\n\
+    }\n";
+
+#[test]
+fn a_heap_block_overrun_is_caught_at_its_line() {
+    let body = "    float *scratch = malloc(16 * sizeof(float));\n\
+        \x20   for (int i = 0; i <= 16; i++) {\n\
+        \x20       scratch[i] = src[0];\n\
+        \x20   }\n\
+        \x20   free(scratch);\n";
+    let source = format!("{}{body}{C_END}", C_PREAMBLE.replace("KERNEL", "heap_overrun"));
+    let project = Project::c("heap_overrun", "heap_overrun", &source);
+    let text = project.sanitized_error("heap_overrun", Sanitizer::Address, &[Arg::Tensor(floats(vec![8], 1))], 1);
+    assert!(text.contains("ERROR: AddressSanitizer"), "{text}");
+    let said = device_terms(&text);
+    assert!(said.starts_with("a write of 4 bytes 0 bytes past the end of a 64-byte block of the HBM heap"), "{said}");
+    assert!(said.contains("allocated on core 0 at heap_overrun.c:8 (heap_overrun)"), "{said}");
+    assert!(said.contains("at heap_overrun (heap_overrun.c:10)"), "caught at its line: {said}");
+}
+
+#[test]
+fn a_use_after_free_names_the_block_and_where_it_was_freed() {
+    let body = "    float *scratch = neuron_hbm_malloc(8 * sizeof(float));\n\
+        \x20   scratch[1] = src[0];\n\
+        \x20   neuron_hbm_free(scratch);\n\
+        \x20   ((float *)customop_tensor_data(out))[0] = scratch[1];\n";
+    let source = format!("{}{body}{C_END}", C_PREAMBLE.replace("KERNEL", "stale"));
+    let project = Project::c("stale", "stale", &source);
+    let text = project.sanitized_error("stale", Sanitizer::Address, &[Arg::Tensor(floats(vec![8], 2))], 1);
+    let said = device_terms(&text);
+    assert!(said.starts_with("a read of 4 bytes at byte 4 of a freed 32-byte block of the HBM heap"), "{said}");
+    assert!(said.contains("allocated on core 0 at stale.c:8 (stale), freed at stale.c:10 (stale)"), "{said}");
+    assert!(said.contains("at stale (stale.c:11)"), "{said}");
+}
+
+#[test]
+fn two_cores_writing_one_element_are_named_by_thread_sanitizer() {
+    // Every core writes its id into element 3 of the output: a race on lines 8.
+    let body = "    ((float *)customop_tensor_data(out))[3] = src[0] + (float)get_cpu_id();\n";
+    let source = format!("{}{body}{C_END}", C_PREAMBLE.replace("KERNEL", "clash"));
+    let project = Project::c("clash", "clash", &source);
+    let text = project.sanitized_error("clash", Sanitizer::Thread, &[Arg::Tensor(floats(vec![8], 3))], 2);
+    assert!(text.contains("WARNING: ThreadSanitizer: data race"), "{text}");
+    let said = device_terms(&text);
+    assert!(said.starts_with("two cores accessed element 3 of the output (byte 12 of its 32)"), "{said}");
+    for core in ["core 0", "core 1"] {
+        assert!(said.contains(&format!("{core} wrote 4 bytes at clash (clash.c:8)")), "{core}: {said}");
+    }
+}
+
+#[test]
+fn a_rust_kernels_unsafe_overrun_is_caught_at_its_line() {
+    let project = Project::new("rust_overrun");
+    let repo = neuroncustomop_machine::toolchain::repo_root();
+    let manifest = format!(
+        "[package]\nname = \"rust-overrun\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\
+         [features]\ndevice = []\n\
+         [[bin]]\nname = \"rust_overrun\"\npath = \"src/kernels.rs\"\nrequired-features = [\"device\"]\n\
+         test = false\nbench = false\n\
+         [dependencies]\nneuroncustomop = {{ path = \"{}\" }}\n\
+         [profile.release]\nopt-level = \"s\"\npanic = \"abort\"\ndebug = true\ncodegen-units = 1\n\
+         [workspace]\n",
+        repo.display()
+    );
+    std::fs::write(project.0.join("Cargo.toml"), manifest).unwrap();
+    let kernels = "#![no_std]\n\
+        #![no_main]\n\
+        use neuroncustomop::wrapper_api::{Args, KernelError, Tensor};\n\
+        fn doubled(args: &Args) -> Result<Tensor<'_>, KernelError> {\n\
+        \x20   let x = args.tensor()?;\n\
+        \x20   let mut out = args.output()?;\n\
+        \x20   let (src, dst) = (x.as_slice::<f32>()?, out.as_mut_slice::<f32>()?.as_mut_ptr());\n\
+        \x20   for i in 0..=src.len() {\n\
+        \x20       // SAFETY: not at i = len: the seeded overrun.\n\
+        \x20       unsafe { *dst.add(i) = src[i.min(src.len() - 1)] * 2.0 };\n\
+        \x20   }\n\
+        \x20   Ok(out)\n\
+        }\n\
+        neuroncustomop::kernels! { fn doubled }\n";
+    std::fs::write(project.0.join("src/kernels.rs"), kernels).unwrap();
+    let text = project.sanitized_error("doubled", Sanitizer::Address, &[Arg::Tensor(floats(vec![10], 4))], 1);
+    let said = device_terms(&text);
+    assert!(said.starts_with("a write of 4 bytes 0 bytes past the end of the output (40 bytes at"), "{said}");
+    assert!(said.contains("on core 0"), "{said}");
+    assert!(said.contains("(kernels.rs:10)"), "caught at its line: {said}");
+}
