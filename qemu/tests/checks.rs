@@ -141,12 +141,16 @@ fn two_cores_writing_one_output_byte_are_a_race_naming_both_cores_and_lines() {
 fn a_finding_in_a_helper_carries_its_backtrace_to_the_kernels_line() {
     let library = c_library();
     let (found, _) = call(library, "past_end_nested", vec![64], 8);
-    let finding = only(&found, FindingKind::OutOfBoundsStore, 0, C_SOURCE, "misuse.c", "((volatile float *)p)[i] = 4.0f");
+    let finding =
+        only(&found, FindingKind::OutOfBoundsStore, 0, C_SOURCE, "misuse.c", "((volatile float *)p)[i] = 4.0f");
     assert_eq!(finding.place(), "bytes 0 to 64 past the end of output 0 ([64] float32)");
     // Innermost first: the kernel's call of the helper.
     let caller = format!("misuse.c:{}", line_of(C_SOURCE, "scribble(out + n, 16)"));
     assert!(!finding.backtrace.is_empty(), "{finding}");
-    assert!(finding.backtrace_at[0].starts_with("past_end_nested (") && finding.backtrace_at[0].contains(&caller), "{finding}");
+    assert!(
+        finding.backtrace_at[0].starts_with("past_end_nested (") && finding.backtrace_at[0].contains(&caller),
+        "{finding}"
+    );
     assert!(finding.to_string().contains(&format!("\n  called from past_end_nested (")), "{finding}");
     let (found, whole) = call(library, "copy", vec![64], 8);
     assert!(found.is_empty() && whole, "{found}");

@@ -183,7 +183,9 @@ pub const READABLE: [&str; 5] = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.c
 /// warning says so once.
 #[cfg(target_os = "linux")]
 pub fn spawn_sandboxed(mut command: Command, readable: &[PathBuf], writable: &[PathBuf]) -> io::Result<Child> {
-    use landlock::{ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules};
+    use landlock::{
+        ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
+    };
     let (readable, writable) = (readable.to_vec(), writable.to_vec());
     thread::spawn(move || {
         // A path that does not exist here (no `/lib64`) is left out: nothing to grant.

@@ -7,8 +7,10 @@
 //! - a call instruction's callback notes the call's PC and return address
 //!   ([`CallStack::call`]);
 //! - the next block to start pushes a frame with the callee's entry
-//!   ([`CallStack::block`]); a block starting at a frame's return address returns from
-//!   it (and from any frame above it that never returned the usual way).
+//!   ([`CallStack::block`]), unless it is the call's own return address (the callee
+//!   ran where the module watches no block); a block starting at a frame's return
+//!   address returns from it (and from any frame above it that never returned the
+//!   usual way).
 //!
 //! Popping by return address, not on `retw`/`ret`, keeps the stack true whichever way a
 //! function leaves. A window overflow or underflow handler runs inside the frame that
@@ -51,9 +53,16 @@ impl CallStack {
     /// A block starting at `pc` is about to run: [`Step::Entered`] makes `pc` the
     /// entry of the new top frame.
     pub(crate) fn block(&mut self, pc: u64) -> Step {
-        if let Some((site, ret)) = self.pending.take() {
+        let pending = self.pending.take();
+        if let Some((site, ret)) = pending
+            && pc != ret
+        {
             self.frames.push(Frame { site, ret });
             Step::Entered
+        } else if pending.is_some() {
+            // Back at the return address before any block of the callee: it ran where
+            // the module puts no block callback (the loader's services, for the checks).
+            Step::Within
         } else if let Some(depth) = self.frames.iter().rposition(|frame| frame.ret == pc) {
             self.frames.truncate(depth);
             Step::Returned
