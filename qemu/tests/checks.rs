@@ -151,7 +151,7 @@ fn a_finding_in_a_helper_carries_its_backtrace_to_the_kernels_line() {
         finding.backtrace_at[0].starts_with("past_end_nested (") && finding.backtrace_at[0].contains(&caller),
         "{finding}"
     );
-    assert!(finding.to_string().contains(&format!("\n  called from past_end_nested (")), "{finding}");
+    assert!(finding.to_string().contains("\n  called from past_end_nested ("), "{finding}");
     let (found, whole) = call(library, "copy", vec![64], 8);
     assert!(found.is_empty() && whole, "{found}");
 }

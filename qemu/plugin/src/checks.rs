@@ -414,7 +414,7 @@ impl State {
                 if let Some((other, other_pc)) = self.race(&core, vcpu, pc, address, size, &region) {
                     core.finding(Kind::Race, pc, bytes, Some(other), Some(other_pc))
                 } else {
-                    return self.queued(&mut *core, vcpu, pc, info, address, &region);
+                    return self.queued(&mut core, vcpu, pc, info, address, &region);
                 }
             }
             Verdict::Wrong(kind, other) => core.finding(kind, pc, bytes, other, None),
