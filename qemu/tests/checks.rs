@@ -26,7 +26,7 @@ fn checked() -> SessionOptions {
 /// Op `index`'s findings, their lines named from the images' debug information.
 fn symbolized(mut found: OpFindings, images: &[std::path::PathBuf]) -> OpFindings {
     let symbols = Symbolizer::new(images).expect("symbols");
-    found.shown.iter_mut().for_each(|finding| finding.symbolize(|pc| symbols.describe(pc)));
+    found.shown.iter_mut().for_each(|finding| finding.symbolize(&symbols));
     found
 }
 
@@ -133,6 +133,47 @@ fn two_cores_writing_one_output_byte_are_a_race_naming_both_cores_and_lines() {
     let lines = [line("out[0] = x[0]"), line("dst[i] = src[i]")];
     assert!(lines.iter().any(|l| at.contains(l)) && lines.iter().any(|l| other_at.contains(l)), "{race}");
     let (found, whole) = call(library, "copy", vec![64], 8);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
+fn a_finding_in_a_helper_carries_its_backtrace_to_the_kernels_line() {
+    let library = c_library();
+    let (found, _) = call(library, "past_end_nested", vec![64], 8);
+    let finding =
+        only(&found, FindingKind::OutOfBoundsStore, 0, C_SOURCE, "misuse.c", "((volatile float *)p)[i] = 4.0f");
+    assert_eq!(finding.place(), "bytes 0 to 64 past the end of output 0 ([64] float32)");
+    // Innermost first: the kernel's call of the helper.
+    let caller = format!("misuse.c:{}", line_of(C_SOURCE, "scribble(out + n, 16)"));
+    assert!(!finding.backtrace.is_empty(), "{finding}");
+    assert!(
+        finding.backtrace_at[0].starts_with("past_end_nested (") && finding.backtrace_at[0].contains(&caller),
+        "{finding}"
+    );
+    assert!(finding.to_string().contains("\n  called from past_end_nested ("), "{finding}");
+    let (found, whole) = call(library, "copy", vec![64], 8);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
+fn a_dma_transfer_past_the_output_or_the_input_names_the_kernels_line_and_the_next_op_runs() {
+    let library = c_library();
+    let (found, _) = call(library, "dma_past_end", vec![4, 32], 8);
+    let finding = only(&found, FindingKind::OutOfBoundsStore, 0, C_SOURCE, "misuse.c", "neuron_memcpy(dst, src,");
+    assert!(finding.dma, "{finding}");
+    assert_eq!(finding.place(), "bytes 0 to 256 past the end of output 0 ([4, 32] float32)");
+    assert!(finding.to_string().starts_with("out-of-bounds store by a DMA transfer on core 0: "), "{finding}");
+    // The backtrace reaches the kernel's call of the helper.
+    let caller = format!("misuse.c:{}", line_of(C_SOURCE, "send(out + n, x, 64)"));
+    assert!(finding.backtrace_at.iter().any(|site| site.contains(&caller)), "{finding}");
+    let (found, whole) = call(library, "copy", vec![4, 32], 8);
+    assert!(found.is_empty() && whole, "{found}");
+
+    let (found, _) = call(library, "dma_reads_past", vec![4, 32], 8);
+    let finding = only(&found, FindingKind::OutOfBoundsLoad, 0, C_SOURCE, "misuse.c", "neuron_memcpy(dst, src,");
+    assert!(finding.dma, "{finding}");
+    assert_eq!(finding.place(), "bytes 0 to 16 past the end of input 0 ([4, 32] float32)");
+    let (found, whole) = call(library, "copy", vec![4, 32], 8);
     assert!(found.is_empty() && whole, "{found}");
 }
 

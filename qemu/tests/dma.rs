@@ -71,8 +71,8 @@ fn completion_out_of_order_still_copies_everything_on_all_cores() {
 #[test]
 fn an_engine_that_never_completes_is_a_timeout_and_loses_nothing() {
     let reports = dma_check(DmaMode::Stuck, Check { longest: 2, large: false, aligned_only: true }, 1);
-    // Lengths 0, 1, 2 and the ordering check; status 2 is DmaError::Timeout. The two
-    // non-empty copies timed out (the empty one never reaches the engine), and the CPU
+    // Lengths 0, 1, 2 and the ordering check; status 2 is DmaError::Stopped. The two
+    // non-empty copies found the engine stopped (the empty one never reaches the engine), and the CPU
     // made every copy right anyway.
     assert_eq!(reports, [[4, 0, 2, 2]]);
 }

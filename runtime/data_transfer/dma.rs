@@ -11,15 +11,21 @@
 //! descriptors, then bumps both queues' `produced` (after a `memw`, so the engine never
 //! sees a count ahead of its descriptors). The engine moves the bytes, marks both
 //! descriptors [`DESCRIPTOR_DONE`] and bumps `completed`, in any order it likes. The core
-//! waits until every transfer it queued is done, for at most [`TIMEOUT_TICKS`], asleep
-//! (`waiti`) between looks: woken by an edge interrupt from the engine, or after
-//! [`WAIT_TICKS`] at the latest (`arch::wait_for_interrupt`).
+//! waits until every transfer it queued is done, asleep (`waiti`) between looks: woken
+//! by an edge interrupt from the engine, or after [`WAIT_TICKS`] at the latest
+//! (`arch::wait_for_interrupt`).
+//!
+//! The wait has no timeout: a transfer the engine holds is one it will make, so a copy
+//! by the CPU after giving up on it would later be overwritten by the engine's (under
+//! a loaded host a simulated engine was once 1 s late, and 3,550 elements a relu had
+//! rectified in place went back to their input values). An engine that will serve
+//! nothing says so in its queues' [`DmaQueueHeader::stopped`].
 //!
 //! Nothing is lost when the engine fails: if the queues are not configured (no
-//! `entry_func` yet) or the engine does not finish in time, the copy is done by the CPU
-//! instead, and the failure stays in [`last_error`] (`neuron_dma_status` from C).
+//! `entry_func` yet) or the engine has stopped, the copy is done by the CPU instead, and
+//! the failure stays in [`last_error`] (`neuron_dma_status` from C).
 
-use crate::arch::{get_cycle_count, memw, wait_for_interrupt};
+use crate::arch::{memw, wait_for_interrupt};
 use core::ffi::{c_int, c_void};
 use core::mem::{offset_of, size_of};
 use core::ptr::write_volatile;
@@ -31,9 +37,6 @@ pub const DMA_QUEUE_WINDOW: usize = 0x7E00_0000;
 pub const QUEUE_SLOTS: u32 = 32;
 /// The most bytes one descriptor moves.
 pub const MAX_TRANSFER: usize = 64 * 1024;
-/// How long the core waits for the engine: 1 s of the core's 40 MHz CCOUNT. Generous:
-/// it only has to tell a dead engine from a busy one (under QEMU, on a loaded host).
-pub const TIMEOUT_TICKS: u32 = 40_000_000;
 /// The longest the core sleeps between two looks at the queues while it waits: 25 µs
 /// of the 40 MHz CCOUNT. Short next to a 64 KiB transfer, long next to the few
 /// instructions a look costs.
@@ -56,8 +59,10 @@ pub struct DmaQueueHeader {
     pub completed: u32,
     /// [`QUEUE_SLOTS`], written by the core when it first uses the queue.
     pub slots: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// Nonzero when the engine will serve none of the transfers queued and not yet
+    /// completed (it has stopped, and says so); written by the engine (and zeroed by
+    /// the loader before each op).
+    pub stopped: u32,
 }
 
 /// One side of one transfer.
@@ -82,6 +87,7 @@ const _: () = {
     assert!(offset_of!(DmaQueueHeader, produced) == 0);
     assert!(offset_of!(DmaQueueHeader, completed) == 4);
     assert!(offset_of!(DmaQueueHeader, slots) == 8);
+    assert!(offset_of!(DmaQueueHeader, stopped) == 12);
     assert!(size_of::<DmaDescriptor>() == 16);
     assert!(offset_of!(DmaDescriptor, address) == 0);
     assert!(offset_of!(DmaDescriptor, len) == 4);
@@ -95,8 +101,9 @@ const _: () = {
 pub enum DmaError {
     /// No usable queues: `entry_func` has not run, or gave two overlapping queues.
     NotConfigured,
-    /// The engine did not finish every transfer within [`TIMEOUT_TICKS`].
-    Timeout,
+    /// The engine has stopped: it will not make the transfers
+    /// ([`DmaQueueHeader::stopped`]).
+    Stopped,
     /// An address does not fit the engine's 32-bit descriptors.
     AddressRange,
 }
@@ -106,7 +113,7 @@ impl DmaError {
     pub const fn code(self) -> c_int {
         match self {
             Self::NotConfigured => 1,
-            Self::Timeout => 2,
+            Self::Stopped => 2,
             Self::AddressRange => 3,
         }
     }
@@ -156,8 +163,8 @@ impl Queues {
     /// Copies `len` bytes from `src` to `dst` through the engine and waits for it.
     ///
     /// # Errors
-    /// [`DmaError::Timeout`] if the engine does not finish in time (the bytes at `dst`
-    /// are then unspecified), [`DmaError::AddressRange`] for an address the engine's
+    /// [`DmaError::Stopped`] if the engine has stopped (the bytes at `dst` are then
+    /// unspecified, and no transfer is left to the engine), [`DmaError::AddressRange`] for an address the engine's
     /// 32-bit descriptors cannot hold.
     ///
     /// # Safety
@@ -201,9 +208,9 @@ impl Queues {
         Ok(())
     }
 
-    /// Waits until both queues have `produced` transfers completed.
+    /// Waits until both queues have `produced` transfers completed, or the engine says
+    /// it has stopped; however long that takes (see the module's documentation).
     fn wait(&self, produced: u32) -> Result<(), DmaError> {
-        let start = get_cycle_count();
         loop {
             let done = [self.m2s, self.s2m].iter().all(|&header| {
                 // SAFETY: as in `copy`; the engine writes `completed`, the core only reads it.
@@ -213,8 +220,12 @@ impl Queues {
                 memw();
                 return Ok(());
             }
-            if get_cycle_count().wrapping_sub(start) > TIMEOUT_TICKS {
-                return Err(DmaError::Timeout);
+            let stopped = [self.m2s, self.s2m].iter().any(|&header| {
+                // SAFETY: as above; the engine writes `stopped`, the core only reads it.
+                unsafe { AtomicU32::from_ptr(&raw mut (*header).stopped) }.load(Ordering::Acquire) != 0
+            });
+            if stopped {
+                return Err(DmaError::Stopped);
             }
             // Sleep instead of spinning: an engine that raises an edge interrupt on
             // completion wakes the core at once; the timer bounds the sleep either way.

@@ -216,7 +216,7 @@ int neuron_set_memcpy_method(uint32_t m);
 NeuronMemcpyMethod neuron_get_memcpy_method(void);
 void neuron_memcpy(void* dst, const void* src, size_t n);
 /* Why the last DMA copy was made by the CPU instead (0: it was not; 1 no queues,
- * 2 the engine timed out, 3 an address the engine cannot reach). */
+ * 2 the engine has stopped, 3 an address the engine cannot reach). */
 int neuron_dma_status(void);
 
 /* Runs fn(arg) on a new stack of stack_size bytes (1 KiB..400 KiB) taken from the

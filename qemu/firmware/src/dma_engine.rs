@@ -5,7 +5,9 @@
 //! the bytes of each new transfer (m2s descriptor: where to read; s2m: where to write),
 //! marks both descriptors done and publishes `completed`, then pulses the board's wake
 //! interrupt. Between passes that find nothing it sleeps. The job's `dma_mode` makes
-//! it misbehave on purpose: complete out of order, or never.
+//! it misbehave on purpose: complete out of order, or never (a stopped engine: it drops
+//! what the cores queue and says so in their queues' `stopped`, so they copy by CPU
+//! with no transfer of the engine's left to overwrite it later).
 
 use crate::loader::job;
 use core::ptr::{read_volatile, write_volatile};
@@ -77,7 +79,17 @@ pub fn run() -> ! {
             let (m2s, s2m) = (queue(m2s), queue(s2m));
             // SAFETY: the core writes `produced` after its descriptors (memw between).
             let produced = unsafe { read_volatile(&raw const (*m2s).produced) };
-            if produced == *served || mode == DmaMode::Stuck {
+            if mode == DmaMode::Stuck {
+                // Dropped, never made: not even when a later job's mode serves again.
+                *served = produced;
+                for queue in [m2s, s2m] {
+                    // SAFETY: `stopped` is the engine's to write (the loader zeroes it
+                    // before each op, while this core's queues are idle).
+                    unsafe { write_volatile(&raw mut (*queue).stopped, 1) };
+                }
+                continue;
+            }
+            if produced == *served {
                 continue;
             }
             memw();

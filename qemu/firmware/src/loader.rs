@@ -30,7 +30,7 @@ use core::ptr::{self, read_volatile, write_volatile};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop::arch::{mask_interrupts, memw, prid, restore_interrupts, wait_for_interrupt};
-use neuroncustomop::data_transfer::dma::DMA_QUEUE_WINDOW;
+use neuroncustomop::data_transfer::dma::{DMA_QUEUE_WINDOW, DmaQueueHeader};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop::translate::{self, TranslateRecord};
 use neuroncustomop::wrapper_api::ArgTensor;
@@ -310,6 +310,7 @@ impl Library {
             (self.set_memcpy_method)(job.memcpy_method);
         }
         announce_regions(job, &inputs[..op.inputs().len()], op.output().map(|_| &output));
+        engine_running();
         // What the heaps hold now is the library's; what the kernel takes, `resume` gives
         // back if it stops without returning.
         (self.heaps_mark)();
@@ -317,6 +318,19 @@ impl Library {
         kernel();
         let count = Count { instructions: icount::stop(), exact: true };
         ((self.invocation_status)(), count)
+    }
+}
+
+/// Zeroes this core's DMA queues' `stopped` before an op: the engine sets it again
+/// while its job's mode has it stopped, and a core never falls back to the CPU on a
+/// word left over from an earlier job (a transfer the engine would then still make).
+fn engine_running() {
+    let (m2s, s2m) = dma_queue_offsets(prid());
+    for offset in [m2s, s2m] {
+        let header = (DMA_QUEUE_WINDOW + offset as usize) as *mut DmaQueueHeader;
+        // SAFETY: this core's own queue header in the SoC's queue window; no transfer
+        // of this core is queued between ops.
+        unsafe { write_volatile(&raw mut (*header).stopped, 0) };
     }
 }
 

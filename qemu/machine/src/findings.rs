@@ -6,9 +6,10 @@
 //! The plugin writes a `FINDING` line for each of the first
 //! [`SHOWN`] findings of an op on a core, and a `CHECKED` line with the op's totals;
 //! [`collect`] reads them back (`Report::findings` for one op of a job), [`Finding::symbolize`] names the
-//! lines of code.
+//! lines of code: the PC's and each call site's of the backtrace.
 
 use crate::elf;
+use crate::symbolize::Symbolizer;
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_wire::checks::RegionKind;
 use neuroncustomop_wire::report::Fields;
@@ -32,6 +33,9 @@ pub enum FindingKind {
     /// A store to output bytes another core also stored to in the same op
     /// ([`Finding::other_core`], [`Finding::other_pc`]).
     Race,
+    /// A semihosting call (`simcall`) of the kernel's own: a request to the host
+    /// running the simulation, which a device does not have.
+    Simcall,
 }
 
 impl FindingKind {
@@ -43,6 +47,7 @@ impl FindingKind {
             "cross-core" => Self::CrossCoreStore,
             "load" => Self::OutOfBoundsLoad,
             "race" => Self::Race,
+            "simcall" => Self::Simcall,
             _ => return None,
         })
     }
@@ -55,6 +60,7 @@ impl FindingKind {
             Self::CrossCoreStore => "store into another core's image",
             Self::OutOfBoundsLoad => "out-of-bounds load",
             Self::Race => "race",
+            Self::Simcall => "semihosting call",
         }
     }
 }
@@ -125,10 +131,19 @@ pub struct Finding {
     pub other_core: Option<u32>,
     /// A race's other core's instruction.
     pub other_pc: Option<u32>,
-    /// The PC as function and `file:line`, once symbolized.
+    /// Made by a DMA transfer the kernel queued: [`Finding::pc`] is the store that
+    /// completed its descriptor, the bytes are the transfer's.
+    pub dma: bool,
+    /// The call sites under [`Finding::pc`], innermost first (at most 16).
+    pub backtrace: Vec<u32>,
+    /// The PC as function and `file:line`, once symbolized: for a DMA transfer, the
+    /// kernel's line that queued it (the innermost frame outside the runtime).
     pub at: Option<String>,
     /// The other PC as function and `file:line`, once symbolized.
     pub other_at: Option<String>,
+    /// Each call site of [`Finding::backtrace`] as function and `file:line`, once
+    /// symbolized (functions inlined at a site too, innermost first).
+    pub backtrace_at: Vec<String>,
 }
 
 impl Finding {
@@ -167,16 +182,27 @@ impl Finding {
             region,
             other_core: f.number("other").ok(),
             other_pc: f.number("other_pc").ok(),
+            dma: f.number::<u32>("dma").is_ok_and(|dma| dma == 1),
+            backtrace: f
+                .text("backtrace")
+                .map(|sites| sites.split(';').filter_map(|pc| u32::from_str_radix(pc, 16).ok()).collect())
+                .unwrap_or_default(),
             at: None,
             other_at: None,
+            backtrace_at: Vec::new(),
         })
     }
 
-    /// Names the PCs' functions and lines with `describe` (the images' debug
-    /// information: `crate::symbolize::Symbolizer::describe`).
-    pub fn symbolize(&mut self, describe: impl Fn(u32) -> String) {
-        self.at = Some(describe(self.pc));
-        self.other_at = self.other_pc.map(&describe);
+    /// Names the PCs' functions and lines from the images' debug information.
+    pub fn symbolize(&mut self, symbols: &Symbolizer) {
+        self.at = Some(if self.dma {
+            // The runtime's store of a descriptor: name the kernel's line that asked.
+            symbols.describe_kernels(std::iter::once(self.pc).chain(self.backtrace.iter().copied()))
+        } else {
+            symbols.describe(self.pc)
+        });
+        self.other_at = self.other_pc.map(|pc| symbols.describe(pc));
+        self.backtrace_at = self.backtrace.iter().map(|&site| symbols.describe_call(site)).collect();
     }
 
     /// Where the accessed bytes are, in words: `12 bytes past the end of output 0
@@ -186,6 +212,9 @@ impl Finding {
         let span = |from: u32, to: u32| {
             if to - from <= 4 { format!("{from} bytes") } else { format!("bytes {from} to {to}") }
         };
+        if self.kind == FindingKind::Simcall {
+            return "a request to the host running the simulation".into();
+        }
         if self.kind == FindingKind::CrossCoreStore
             && let Some(victim) = self.other_core
         {
@@ -215,12 +244,22 @@ impl Finding {
 }
 
 impl fmt::Display for Finding {
-    /// Two lines: what, where and how often; then the code.
+    /// What, where and how often; then the code, and the backtrace.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let times = if self.accesses == 1 { String::new() } else { format!(" ({} accesses)", self.accesses) };
-        write!(f, "{} on core {}: {}{times}", self.kind.name(), self.core, self.place())?;
+        let (times, by) = match (self.accesses, self.dma) {
+            (1, true) => (String::new(), " by a DMA transfer"),
+            (n, true) => (format!(" ({n} transfers)"), " by DMA transfers"),
+            (1, false) => (String::new(), ""),
+            (n, false) => (format!(" ({n} accesses)"), ""),
+        };
+        write!(f, "{}{by} on core {}: {}{times}", self.kind.name(), self.core, self.place())?;
         let at = self.at.clone().unwrap_or_else(|| format!("{:#010x}", self.pc));
-        write!(f, "\n  at {at}")?;
+        let queued = if self.dma { "queued " } else { "" };
+        write!(f, "\n  {queued}at {at}")?;
+        for (index, site) in self.backtrace.iter().enumerate() {
+            let site = self.backtrace_at.get(index).cloned().unwrap_or_else(|| format!("{site:#010x}"));
+            write!(f, "\n  called from {site}")?;
+        }
         if self.kind == FindingKind::Race
             && let Some(other) = self.other_core
         {

@@ -6,20 +6,23 @@
 //! holds the images at their production addresses under the MMU's reset-time identity
 //! map, and semihosting carries their output and exit status.
 //!
-//! Semihosting also lets any code on the cores open, write and close host files as the
-//! user running QEMU (`simcall`: open 5, write 4, close 6), and QEMU cannot restrict
-//! which calls it serves. So QEMU runs sandboxed ([`spawn_sandboxed`]): on Linux it is
-//! started from a thread that has given up, through Landlock, every right to create,
-//! write, truncate, rename or remove a file, which QEMU and its guest inherit. A
-//! kernel's `open` for writing then fails (`EACCES`); the loader's pipes, open before,
-//! work as they did. The one exception is what the host names in [`Boot::writable`]:
-//! files it made for the TCG plugin's output, which QEMU may write (not create, rename
-//! or remove).
+//! Semihosting also lets any code on the cores open, read, write and close host files as
+//! the user running QEMU (`simcall`: open 5, read 3, write 4, close 6), and QEMU cannot
+//! restrict which calls it serves. So QEMU runs sandboxed ([`spawn_sandboxed`]): on
+//! Linux it is started from a thread that has given up, through Landlock, every right
+//! to create, write, truncate, rename or remove a file, and to read any file but what
+//! QEMU itself needs ([`READABLE`]: its binary, libraries and modules; the files the
+//! boot names: images, data, the plugin), which QEMU and its guest inherit. A kernel's
+//! `open` of any other host file then fails (`EACCES`); the loader's pipes, open
+//! before, work as they did. The one exception for writing is what the host names in
+//! [`Boot::writable`]: files it made for the TCG plugin's output, which QEMU may write
+//! (not create, rename or remove). The memory checks also name a kernel's own
+//! `simcall` as a finding with its line (`crate::findings`).
 
 use crate::debugger::GdbOptions;
 use crate::toolchain::QEMU;
 use std::io::{self, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -123,14 +126,21 @@ impl Boot {
     pub fn spawn(&self) -> io::Result<Child> {
         let mut command = self.command();
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        spawn_sandboxed(command, &self.writable)
+        spawn_sandboxed(command, &self.readable(), &self.writable)
+    }
+
+    /// The files of the boot QEMU reads: the images, the data files, the plugin.
+    fn readable(&self) -> Vec<PathBuf> {
+        let plugin = self.plugin.as_deref().and_then(|plugin| plugin.split(',').next()).map(PathBuf::from);
+        let data = self.data.iter().map(|(file, _)| file.clone());
+        self.images.iter().chain(&self.elf_data).cloned().chain(data).chain(plugin).collect()
     }
 
     /// Runs QEMU to completion (or to the timeout) and collects its output.
     pub fn run(&self) -> io::Result<Outcome> {
         let mut command = self.command();
         command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = spawn_sandboxed(command, &self.writable)?;
+        let mut child = spawn_sandboxed(command, &self.readable(), &self.writable)?;
         let stdout = drain(child.stdout.take().expect("piped"));
         let stderr = drain(child.stderr.take().expect("piped"));
         let deadline = Instant::now() + self.timeout;
@@ -154,25 +164,38 @@ impl Boot {
     }
 }
 
-/// Starts `command` (QEMU) unable to write any host file but the existing files of
-/// `writable` (which it may write and truncate): from a thread of its own that
-/// first restricts itself with Landlock (`AccessFs::from_write`: write, truncate, make,
-/// remove, rename), a restriction its children inherit and cannot lift; the caller's
-/// other threads keep their rights. Files already open (the pipes) are not affected.
+/// What QEMU reads besides the boot's files, and may execute: its binary, the dynamic
+/// loader's cache, the shared libraries and QEMU's modules and data (under `/usr`;
+/// `/lib` and `/lib64` are links into it or hold the loader). Nothing of a home,
+/// `/tmp` or a project.
+pub const READABLE: [&str; 5] = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache"];
+
+/// Starts `command` (QEMU) unable to read any host file but [`READABLE`] and the
+/// files of `readable`, and to write any but the existing files of `writable` (which
+/// it may write and truncate): from a thread of its own that first restricts itself
+/// with Landlock (`AccessFs::from_all`: read, execute, write, truncate, make, remove,
+/// rename), a restriction its children inherit and cannot lift; the caller's other
+/// threads keep their rights. Files already open (the pipes) are not affected.
 ///
 /// # Errors
 /// The spawn's error, or Landlock's when it refuses the restriction; on a kernel
 /// without Landlock (before Linux 5.13, or not enabled) QEMU runs unsandboxed and a
 /// warning says so once.
 #[cfg(target_os = "linux")]
-pub fn spawn_sandboxed(mut command: Command, writable: &[PathBuf]) -> io::Result<Child> {
-    use landlock::{ABI, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules};
-    let writable = writable.to_vec();
+pub fn spawn_sandboxed(mut command: Command, readable: &[PathBuf], writable: &[PathBuf]) -> io::Result<Child> {
+    use landlock::{
+        ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
+    };
+    let (readable, writable) = (readable.to_vec(), writable.to_vec());
     thread::spawn(move || {
+        // A path that does not exist here (no `/lib64`) is left out: nothing to grant.
+        let system: Vec<&Path> = READABLE.iter().map(Path::new).filter(|path| path.exists()).collect();
         let status = Ruleset::default()
-            .handle_access(AccessFs::from_write(ABI::V3))
+            .handle_access(AccessFs::from_all(ABI::V3))
             .and_then(|ruleset| ruleset.create())
-            // Each named file (not its folder): write and truncate, no more.
+            .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(&system, AccessFs::from_read(ABI::V3))))
+            // Each named file (not its folder): read; write and truncate, no more.
+            .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(&readable, AccessFs::ReadFile)))
             .and_then(|ruleset| {
                 ruleset.add_rules(path_beneath_rules(&writable, AccessFs::WriteFile | AccessFs::Truncate))
             })
@@ -183,7 +206,7 @@ pub fn spawn_sandboxed(mut command: Command, writable: &[PathBuf]) -> io::Result
             WARNED.call_once(|| {
                 eprintln!(
                     "warning: this Linux kernel has no Landlock, so the simulated device is not sandboxed: \
-                     a kernel's semihosting calls can write host files"
+                     a kernel's semihosting calls can read and write host files"
                 )
             });
         }
@@ -195,7 +218,7 @@ pub fn spawn_sandboxed(mut command: Command, writable: &[PathBuf]) -> io::Result
 
 /// Starts `command` (QEMU): without Landlock, as it is (the sandbox is Linux's).
 #[cfg(not(target_os = "linux"))]
-pub fn spawn_sandboxed(mut command: Command, _writable: &[PathBuf]) -> io::Result<Child> {
+pub fn spawn_sandboxed(mut command: Command, _readable: &[PathBuf], _writable: &[PathBuf]) -> io::Result<Child> {
     command.spawn()
 }
 

@@ -129,6 +129,12 @@ impl Place {
         self.file.as_deref().is_some_and(|file| !self.is_library() && !REPORTING.iter().any(|part| file.contains(part)))
     }
 
+    /// Whether this line is the kernel's: the author's, and not the runtime's (which a
+    /// kernel calls, e.g. to queue a DMA transfer).
+    fn is_kernels(&self) -> bool {
+        self.is_authors() && self.file.as_deref().is_some_and(|file| !file.starts_with("runtime/"))
+    }
+
     fn source(&self) -> String {
         match (&self.file, self.line) {
             (Some(file), Some(line)) => format!("{file}:{line}"),
@@ -219,6 +225,33 @@ impl Symbolizer {
             Some(place) => format!("{} ({})", place.function, place.source()),
             None => format!("{pc:#010x} (in no image)"),
         }
+    }
+
+    /// The first of `pcs` (innermost first: a PC, then its backtrace's call sites)
+    /// that is the kernel's own line, in words as [`Symbolizer::describe`] puts it;
+    /// the first PC's description if none is.
+    pub fn describe_kernels(&self, pcs: impl IntoIterator<Item = u32>) -> String {
+        let mut pcs = pcs.into_iter().peekable();
+        let first = pcs.peek().copied().unwrap_or(0);
+        for pc in pcs {
+            if let Some(place) = self.places(pc).iter().find(|place| place.is_kernels()) {
+                return format!("{} ({})", place.function, place.source());
+            }
+        }
+        self.describe(first)
+    }
+
+    /// A call site in words: its function and line, then each function inlined there,
+    /// outermost last (`relu (src/lib.rs:12), inlined into entry (src/lib.rs:30)`),
+    /// library helpers left out.
+    pub fn describe_call(&self, site: u32) -> String {
+        let places = self.places(site);
+        let shown: Vec<String> = places
+            .iter()
+            .filter(|place| !place.is_library())
+            .map(|place| format!("{} ({})", place.function, place.source()))
+            .collect();
+        if shown.is_empty() { self.describe(site) } else { shown.join(", inlined into ") }
     }
 
     fn relative(&self, file: &str) -> String {

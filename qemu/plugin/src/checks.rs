@@ -13,7 +13,14 @@
 //!   window: `cross-core`, naming the core whose image it is;
 //! - a load outside what the op may read (every region, its own whole image): `load`;
 //! - a store to an output byte another core stored to in the same op: `race`, naming
-//!   both cores and both PCs.
+//!   both cores and both PCs;
+//! - a DMA transfer the kernel queues (`dma.rs`: its stores into its descriptors) is
+//!   checked as the accesses it makes: its destination as stores, its source as loads,
+//!   each at the PC of the store that completed the descriptor (`dma=1`);
+//! - a `simcall` (QEMU's semihosting, which reaches the host): `simcall`.
+//!
+//! Each finding carries its backtrace: the call sites of the core's shadow call stack
+//! (`calls.rs`), innermost first, at most [`DEPTH`].
 //!
 //! Accesses of one instruction into one place are folded into one finding (a loop
 //! writing 64 floats past an output is one finding of 64 stores over 256 bytes). At
@@ -22,11 +29,16 @@
 //! reads them).
 //!
 //! The loader's own code and the DMA engine's are not checked: the loader is the
-//! device's firmware, and a DMA transfer is the engine's access, not the kernel's.
+//! device's firmware, and the engine moves only what the kernels queued, which is
+//! checked when they queue it.
 
+use crate::calls::{CallStack, is_call};
+use crate::dma::{Descriptors, Side};
 use crate::{Arguments, Firmware, Lines, Module};
 use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
-use qemu_plugin::{CallbackFlags, MemRW, MemoryInfo, TranslationBlock, VCPUIndex, qemu_plugin_read_memory_vaddr};
+use qemu_plugin::{
+    CallbackFlags, MemRW, MemValue, MemoryInfo, TranslationBlock, VCPUIndex, qemu_plugin_read_memory_vaddr,
+};
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +52,9 @@ const RACE_LIMIT: u32 = 64 << 20;
 
 /// Accesses within this many bytes of a finding's range, by the same instruction, join it.
 const FOLD_GAP: u32 = 64;
+
+/// Call sites kept in a finding's backtrace.
+pub const DEPTH: usize = 16;
 
 /// One core's library image, as the host describes it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -58,6 +73,7 @@ enum Kind {
     CrossCore,
     Load,
     Race,
+    Simcall,
 }
 
 impl Kind {
@@ -68,6 +84,7 @@ impl Kind {
             Self::CrossCore => "cross-core",
             Self::Load => "load",
             Self::Race => "race",
+            Self::Simcall => "simcall",
         }
     }
 }
@@ -84,6 +101,11 @@ struct Finding {
     other: Option<u32>,
     /// The other core's PC in a race.
     other_pc: Option<u32>,
+    /// Made by a DMA transfer the kernel queued at `pc`.
+    dma: bool,
+    /// The call sites under `pc`, innermost first: `backtrace[..depth]`.
+    backtrace: [u32; DEPTH],
+    depth: u8,
 }
 
 impl Finding {
@@ -93,6 +115,7 @@ impl Finding {
             && self.pc == other.pc
             && self.other == other.other
             && self.other_pc == other.other_pc
+            && self.dma == other.dma
             && other.bytes.0 <= self.bytes.1.saturating_add(FOLD_GAP)
             && other.bytes.1.saturating_add(FOLD_GAP) >= self.bytes.0
     }
@@ -113,9 +136,39 @@ struct Core {
     findings: u32,
     /// Accesses of the op found wrong, over every finding.
     accesses: u64,
+    /// The kernel's calls, for the backtraces.
+    calls: CallStack,
+    /// The DMA descriptors it is writing.
+    descriptors: Descriptors,
 }
 
 impl Core {
+    /// A finding of `kind` at `pc` over `bytes`, with the current backtrace.
+    fn finding(&self, kind: Kind, pc: u32, bytes: (u32, u32), other: Option<u32>, other_pc: Option<u32>) -> Finding {
+        let mut backtrace = [0; DEPTH];
+        let mut depth = 0;
+        for (slot, frame) in backtrace.iter_mut().zip(self.calls.frames().iter().rev()) {
+            *slot = frame.site as u32;
+            depth += 1;
+        }
+        Finding { kind, pc, bytes, accesses: 1, other, other_pc, dma: false, backtrace, depth }
+    }
+
+    /// Adds `found` to the finding it continues, or starts a new one with it.
+    fn found(&mut self, found: Finding) {
+        match &mut self.pending {
+            Some(pending) if pending.folds(&found) => {
+                pending.bytes = (pending.bytes.0.min(found.bytes.0), pending.bytes.1.max(found.bytes.1));
+                pending.accesses += 1;
+            }
+            pending => {
+                if let Some(previous) = pending.replace(found) {
+                    self.record(previous);
+                }
+            }
+        }
+    }
+
     /// Counts `finding`, and keeps it if it is among the op's first.
     fn record(&mut self, finding: Finding) {
         self.findings += 1;
@@ -192,12 +245,36 @@ impl Checks {
 }
 
 impl Module for Checks {
-    /// A memory callback on every instruction of the library images.
+    /// A memory callback on every instruction of the library images; a callback on
+    /// each of their blocks and calls (the backtraces) and on each `simcall`.
     fn translate(&self, tb: &TranslationBlock<'_>, _: &Firmware) {
+        if self.code.contains(&tb.vaddr()) {
+            let (state, pc) = (Arc::clone(&self.state), tb.vaddr());
+            tb.register_execute_callback_flags(
+                move |vcpu| state.calls(vcpu, |calls| _ = calls.block(pc)),
+                CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+            );
+        }
         for insn in tb.instructions() {
             let pc = insn.vaddr();
             if !self.code.contains(&pc) {
                 continue;
+            }
+            let mnemonic = insn.disas().unwrap_or_default();
+            let mnemonic = mnemonic.split_whitespace().next().unwrap_or_default();
+            if is_call(mnemonic) {
+                let (state, ret) = (Arc::clone(&self.state), pc + insn.size() as u64);
+                insn.register_execute_callback_flags(
+                    move |vcpu| state.calls(vcpu, |calls| calls.call(pc, ret)),
+                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                );
+            }
+            if mnemonic == "simcall" {
+                let state = Arc::clone(&self.state);
+                insn.register_execute_callback_flags(
+                    move |vcpu| state.simcall(vcpu, pc as u32),
+                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                );
             }
             let state = Arc::clone(&self.state);
             insn.register_memory_access_callback_flags(
@@ -271,7 +348,7 @@ impl State {
         }
         let op = core.ops - 1;
         for finding in &core.shown {
-            let Finding { kind, pc, bytes: (lo, hi), accesses, other, other_pc } = *finding;
+            let Finding { kind, pc, bytes: (lo, hi), accesses, other, other_pc, dma, backtrace, depth } = *finding;
             let mut text = format!(
                 "op={op} kind={} pc={pc:#x} address={lo:#x} bytes={} accesses={accesses}",
                 kind.name(),
@@ -282,6 +359,13 @@ impl State {
             }
             if let Some(other_pc) = other_pc {
                 let _ = write!(text, " other_pc={other_pc:#x}");
+            }
+            if dma {
+                text += " dma=1";
+            }
+            if depth > 0 {
+                let sites: Vec<String> = backtrace[..usize::from(depth)].iter().map(|pc| format!("{pc:x}")).collect();
+                let _ = write!(text, " backtrace={}", sites.join(";"));
             }
             if let Some(region) = core.table.as_ref().and_then(|table| nearest(table, lo, hi)) {
                 let shape: Vec<String> = region.shape().iter().map(u16::to_string).collect();
@@ -301,6 +385,20 @@ impl State {
         lines.line("CHECKED", format_args!("op={op} findings={} accesses={}", core.findings, core.accesses));
     }
 
+    /// Runs `step` on `vcpu`'s call stack while its kernel runs.
+    fn calls(&self, vcpu: VCPUIndex, step: impl FnOnce(&mut CallStack)) {
+        if let Some(mut core) = self.core(vcpu).filter(|core| core.running) {
+            step(&mut core.calls);
+        }
+    }
+
+    /// The kernel on `vcpu` is about to make a semihosting call at `pc`.
+    fn simcall(&self, vcpu: VCPUIndex, pc: u32) {
+        let Some(mut core) = self.core(vcpu).filter(|core| core.running) else { return };
+        let found = core.finding(Kind::Simcall, pc, (0, 0), None, None);
+        core.found(found);
+    }
+
     /// One access of the instruction at `pc` on `vcpu`.
     fn access(&self, vcpu: VCPUIndex, pc: u32, info: &MemoryInfo, address: u32) {
         let Some(mut core) = self.core(vcpu) else { return };
@@ -310,36 +408,59 @@ impl State {
         let store = info.is_store();
         let size = 1u32 << info.size_shift();
         let bytes = (address, address.wrapping_add(size));
-        let found = match self.classify(&core, vcpu, address, store) {
+        let found = match self.classify(&core, vcpu, address, store).0 {
             Verdict::Allowed => return,
-            Verdict::Output(region) => match self.race(&core, vcpu, pc, address, size, &region) {
-                Some((other, other_pc)) => {
-                    Finding { kind: Kind::Race, pc, bytes, accesses: 1, other: Some(other), other_pc: Some(other_pc) }
+            Verdict::Output(region) => {
+                if let Some((other, other_pc)) = self.race(&core, vcpu, pc, address, size, &region) {
+                    core.finding(Kind::Race, pc, bytes, Some(other), Some(other_pc))
+                } else {
+                    return self.queued(&mut core, vcpu, pc, info, address, &region);
                 }
-                None => return,
-            },
-            Verdict::Wrong(kind, other) => Finding { kind, pc, bytes, accesses: 1, other, other_pc: None },
+            }
+            Verdict::Wrong(kind, other) => core.finding(kind, pc, bytes, other, None),
         };
-        match &mut core.pending {
-            Some(pending) if pending.folds(&found) => {
-                pending.bytes = (pending.bytes.0.min(bytes.0), pending.bytes.1.max(bytes.1));
-                pending.accesses += 1;
+        core.found(found);
+    }
+
+    /// A store the kernel made into its own DMA queues (`region`): a transfer it
+    /// completes is checked as the engine's accesses will be.
+    fn queued(&self, core: &mut Core, vcpu: VCPUIndex, pc: u32, info: &MemoryInfo, address: u32, region: &Region) {
+        if region.kind() != Some(RegionKind::DmaQueues) {
+            return;
+        }
+        let MemValue::U32(value) = info.value() else { return };
+        let Some(transfer) = core.descriptors.store(address - region.start, value) else { return };
+        let (lo, hi) = (transfer.address, transfer.address.saturating_add(transfer.len));
+        let store = transfer.side == Side::Write;
+        let mut at = lo;
+        while at < hi {
+            let (verdict, end) = self.classify(core, vcpu, at, store);
+            let end = end.clamp(at + 1, hi);
+            let found = match verdict {
+                Verdict::Allowed => None,
+                Verdict::Output(output) => self
+                    .race(core, vcpu, pc, at, end - at, &output)
+                    .map(|(other, other_pc)| core.finding(Kind::Race, pc, (at, end), Some(other), Some(other_pc))),
+                // The rest of the transfer: one finding for it.
+                Verdict::Wrong(kind, other) => Some(core.finding(kind, pc, (at, hi), other, None)),
+            };
+            if let Some(found) = found {
+                core.found(Finding { dma: true, ..found });
+                return;
             }
-            pending => {
-                if let Some(previous) = pending.replace(found) {
-                    core.record(previous);
-                }
-            }
+            at = end;
         }
     }
 
-    /// What an access to `address` by `vcpu`'s kernel is.
-    fn classify(&self, core: &Core, vcpu: VCPUIndex, address: u32, store: bool) -> Verdict {
+    /// What an access to `address` by `vcpu`'s kernel is, and where the place that
+    /// decided it ends (the region's or image's end; for no place, the address space's).
+    fn classify(&self, core: &Core, vcpu: VCPUIndex, address: u32, store: bool) -> (Verdict, u32) {
         if let Some(region) = core.table.as_ref().and_then(|t| t.regions().iter().find(|r| r.contains(address))) {
+            let end = region.start.saturating_add(region.len);
             return match region.kind() {
-                Some(RegionKind::Input) if store => Verdict::Wrong(Kind::InputStore, None),
-                Some(RegionKind::Output) if store => Verdict::Output(*region),
-                _ => Verdict::Allowed,
+                Some(RegionKind::Input) if store => (Verdict::Wrong(Kind::InputStore, None), end),
+                Some(RegionKind::Output | RegionKind::DmaQueues) if store => (Verdict::Output(*region), end),
+                _ => (Verdict::Allowed, end),
             };
         }
         if let Some(image) = self.images.get(vcpu as usize)
@@ -347,21 +468,24 @@ impl State {
         {
             // Its own image: read anywhere, written past its code and constants.
             return if !store || address >= image.writable {
-                Verdict::Allowed
+                (Verdict::Allowed, image.window.1)
             } else {
-                Verdict::Wrong(Kind::Store, Some(vcpu))
+                (Verdict::Wrong(Kind::Store, Some(vcpu)), image.writable)
             };
         }
         let owner = self.images.iter().position(|image| (image.window.0..image.window.1).contains(&address));
-        match (owner, store) {
+        let end = owner.map_or(u32::MAX, |owner| self.images[owner].window.1);
+        let verdict = match (owner, store) {
             (Some(owner), true) => Verdict::Wrong(Kind::CrossCore, Some(owner as u32)),
             (owner, false) => Verdict::Wrong(Kind::Load, owner.map(|o| o as u32)),
             (None, true) => Verdict::Wrong(Kind::Store, None),
-        }
+        };
+        (verdict, end)
     }
 
     /// Records `vcpu`'s store of `size` bytes at `address` in `output`; the other core
-    /// and its PC if another core stored to one of these bytes in this op.
+    /// and its PC if another core stored to one of these bytes in this op (none for a
+    /// store into the DMA queues, which are the core's own).
     fn race(
         &self,
         core: &Core,
@@ -371,6 +495,9 @@ impl State {
         size: u32,
         output: &Region,
     ) -> Option<(u32, u32)> {
+        if output.kind() != Some(RegionKind::Output) {
+            return None;
+        }
         let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
         let op = u64::from(core.ops);
         let mine = op << 40 | (u64::from(vcpu) + 1) << 32 | u64::from(pc);
@@ -390,7 +517,8 @@ impl State {
 /// What an access is.
 enum Verdict {
     Allowed,
-    /// A store into the op's output: allowed, unless another core wrote those bytes.
+    /// A store into the op's output: allowed, unless another core wrote those bytes;
+    /// or into its DMA queues: allowed, and a transfer is checked when queued.
     Output(Region),
     /// Wrong, and the core whose image it hit (if any).
     Wrong(Kind, Option<u32>),

@@ -65,8 +65,10 @@
 //! instruction other than a block's first has an inline op and `-icount` is on; the
 //! host loads the plugin only without `-icount` (`qemu/machine/src/device.rs`).
 
+mod calls;
 mod checks;
 mod count;
+mod dma;
 mod profile;
 
 use qemu_plugin::{Args, CallbackFlags, HasCallbacks, Info, PluginId, Register, TranslationBlock, VCPUIndex};

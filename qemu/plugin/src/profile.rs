@@ -12,9 +12,9 @@
 //! | what | how | exact? |
 //! |---|---|---|
 //! | instructions per PC | one per-vCPU inline counter per instruction (QEMU's scoreboard, 8-byte slots in chunks of [`CHUNK`]), and one more for the core's running total | yes: the same instructions as the count |
-//! | instructions per call path | a shadow call stack per vCPU: a call instruction's callback notes its return address, the next block's callback pushes the callee; a block starting at a frame's return address pops to it; at each push and pop the core's count since the last one goes to the path on top | yes: every instruction lies between two such events |
+//! | instructions per call path | a shadow call stack per vCPU (`calls.rs`): a call instruction's callback notes its return address, the next block's callback pushes the callee; a block starting at a frame's return address pops to it; at each push and pop the core's count since the last one goes to the path on top | yes: every instruction lies between two such events |
 //! | loads and stores | a memory callback per access, counted per 16 MiB page of the address, per vCPU | yes |
-//! | DMA bytes | the `len` the core stores into its m2s queue's descriptors ([`DMA_QUEUE_STRIDE`]) | yes |
+//! | DMA bytes | the `len` the core stores into its m2s queue's descriptors (`dma.rs`) | yes |
 //! | the timeline | the host's monotonic clock at the op's start and end, each `waiti` and its wake, each DMA transfer queued | wall time of the simulation, not of the device |
 //!
 //! The call stack is the real calls only (`call0`/`call4`/`call8`/`call12` and their
@@ -40,7 +40,9 @@
 //! - `EVENT core=C kind=op|wait|dma ns=T dur=D bytes=B at=I`: `ns` from the plugin's
 //!   start, `at` the core's instructions since its start PC; at most [`MAX_EVENTS`].
 
+use crate::calls::{CallStack, Step, is_call};
 use crate::count::Entry;
+use crate::dma::{Descriptors, Side};
 use crate::{Arguments, Firmware, Lines, Module};
 use qemu_plugin::sys::{qemu_plugin_scoreboard, qemu_plugin_scoreboard_new};
 use qemu_plugin::{
@@ -60,11 +62,6 @@ const MAX_VCPUS: usize = 16;
 pub const MAX_EVENTS: usize = 100_000;
 /// Written ranges kept per core and op before they are merged, and the most reported.
 const MAX_RANGES: usize = 1 << 16;
-/// `neuroncustomop_wire::job::dma_queue_offsets`: core `c`'s m2s queue is at
-/// `c * STRIDE`, its s2m queue half a stride on; a queue is a 16-byte header, then
-/// 16-byte descriptors whose word at offset 4 is the transfer's length
-/// (runtime/data_transfer/dma.rs).
-const DMA_QUEUE_STRIDE: u64 = 0x2000;
 /// The queues' window: room for far more cores than the board's.
 const DMA_QUEUE_WINDOW: u64 = 0x10_0000;
 
@@ -135,10 +132,10 @@ struct Core {
     started_ns: u64,
     nodes: Vec<Node>,
     children: HashMap<(usize, u64), usize>,
-    /// The shadow stack: (node, return address), the loader's root at the bottom.
-    stack: Vec<(usize, u64)>,
-    /// A call's return address, until the callee's first block runs.
-    pending: Option<u64>,
+    /// The shadow call stack.
+    calls: CallStack,
+    /// The node of each of its frames, the loader's root at the bottom.
+    path: Vec<usize>,
     /// Loads and stores per 16 MiB page.
     memory: Vec<[u64; 2]>,
     dma_bytes: u64,
@@ -151,9 +148,9 @@ struct Core {
     written: Vec<(u64, u64)>,
     /// More ranges than [`MAX_RANGES`] even merged: no longer tracked.
     written_overflow: bool,
-    /// An s2m descriptor's destination and length, as the core writes them: a DMA
-    /// transfer writes the tensor area for the core.
-    dma_destination: (Option<u64>, Option<u64>),
+    /// The DMA descriptors the core is writing: a transfer writes the tensor area
+    /// for the core.
+    descriptors: Descriptors,
 }
 
 impl Core {
@@ -164,7 +161,7 @@ impl Core {
             last: executed,
             started_ns: ns,
             nodes: vec![Node { pc: 0, parent: 0, count: 0 }],
-            stack: vec![(0, u64::MAX)],
+            path: vec![0],
             memory: vec![[0; 2]; 256],
             ..Core::default()
         };
@@ -172,7 +169,7 @@ impl Core {
 
     /// Gives the instructions since the last event to the path on top of the stack.
     fn attribute(&mut self, executed: u64) {
-        let top = self.stack.last().map_or(0, |&(node, _)| node);
+        let top = self.path.last().copied().unwrap_or(0);
         self.nodes[top].count += executed - self.last;
         self.last = executed;
     }
@@ -190,18 +187,22 @@ impl Core {
         if let Some((since, at)) = self.waiting.take() {
             self.event(Event { kind: "wait", ns: since, dur: ns - since, bytes: 0, at });
         }
-        if let Some(ret) = self.pending.take() {
-            self.attribute(executed);
-            let parent = self.stack.last().map_or(0, |&(node, _)| node);
-            let next = self.nodes.len();
-            let node = *self.children.entry((parent, pc)).or_insert(next);
-            if node == next {
-                self.nodes.push(Node { pc, parent, count: 0 });
+        match self.calls.block(pc) {
+            Step::Entered => {
+                self.attribute(executed);
+                let parent = self.path.last().copied().unwrap_or(0);
+                let next = self.nodes.len();
+                let node = *self.children.entry((parent, pc)).or_insert(next);
+                if node == next {
+                    self.nodes.push(Node { pc, parent, count: 0 });
+                }
+                self.path.push(node);
             }
-            self.stack.push((node, ret));
-        } else if let Some(depth) = self.stack.iter().rposition(|&(_, ret)| ret == pc) {
-            self.attribute(executed);
-            self.stack.truncate(depth);
+            Step::Returned => {
+                self.attribute(executed);
+                self.path.truncate(self.calls.frames().len() + 1);
+            }
+            Step::Within => {}
         }
     }
 
@@ -392,12 +393,12 @@ impl Profiler {
                 1,
             );
         }
-        if mnemonic.starts_with("call") {
+        if is_call(&mnemonic) {
             let (me, ret) = (Arc::clone(self), pc + insn.size() as u64);
             insn.register_execute_callback_flags(
                 move |vcpu| {
                     if let Some(mut core) = me.active(vcpu) {
-                        core.pending = Some(ret);
+                        core.calls.call(pc, ret);
                     }
                 },
                 CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
@@ -428,35 +429,23 @@ impl Profiler {
                 }
                 let queues = |window: &u64| (*window..*window + DMA_QUEUE_WINDOW).contains(&vaddr);
                 let Some(window) = me.dma.filter(|window| store && queues(window)) else { return };
-                let offset = (vaddr - window) % DMA_QUEUE_STRIDE;
-                let value = match info.value() {
-                    MemValue::U32(value) => u64::from(value),
-                    _ => return,
-                };
-                // An s2m descriptor's address (offset 0) and length (4): where a
-                // transfer writes (the engine's addresses are device addresses).
-                let half = DMA_QUEUE_STRIDE / 2;
-                if offset >= half + 16 && offset % 16 < 8 {
-                    let destination = &mut core.dma_destination;
-                    if offset.is_multiple_of(16) {
-                        destination.0 = Some(value)
-                    } else {
-                        destination.1 = Some(value)
-                    }
-                    if let (Some(address), Some(len)) = core.dma_destination {
-                        core.dma_destination = (None, None);
+                let MemValue::U32(value) = info.value() else { return };
+                let Some(transfer) = core.descriptors.store((vaddr - window) as u32, value) else { return };
+                let (address, bytes) = (u64::from(transfer.address), u64::from(transfer.len));
+                match transfer.side {
+                    // Where a transfer writes (the engine's addresses are device addresses).
+                    Side::Write => {
                         if me.tensors.as_ref().is_some_and(|tensors| tensors.contains(&address)) {
-                            core.wrote(address, len);
+                            core.wrote(address, bytes);
                         }
                     }
-                }
-                // An m2s descriptor's length word: one per transfer.
-                if (16..half).contains(&offset) && offset % 16 == 4 {
-                    let bytes = value;
-                    let (ns, at) = (me.now(), me.executed.get(vcpu) - core.started);
-                    core.dma_bytes += bytes;
-                    core.dma_transfers += 1;
-                    core.event(Event { kind: "dma", ns, dur: 0, bytes, at });
+                    // One m2s descriptor per transfer.
+                    Side::Read => {
+                        let (ns, at) = (me.now(), me.executed.get(vcpu) - core.started);
+                        core.dma_bytes += bytes;
+                        core.dma_transfers += 1;
+                        core.event(Event { kind: "dma", ns, dur: 0, bytes, at });
+                    }
                 }
             },
             MemRW::QEMU_PLUGIN_MEM_RW,

@@ -96,9 +96,10 @@ pub struct RawCall {
     pub stdout_lost: Vec<u32>,
     /// Wall time of the device run, in seconds.
     pub wall: f64,
-    /// The memory checks' first findings, each `(kind, core, text)`: the kind as
-    /// `FindingKind`'s name, the text with its place and source line.
-    pub findings: Vec<(String, u32, String)>,
+    /// The memory checks' first findings, each `(kind, core, text, backtrace)`: the
+    /// kind as `FindingKind`'s name, the text with its place, source line and
+    /// backtrace, the backtrace's call sites as function and `file:line`, innermost first.
+    pub findings: Vec<(String, u32, String, Vec<String>)>,
     /// How many findings there were in all.
     pub findings_total: u64,
     /// When output elements were never written (and the call did not declare a partial
@@ -133,7 +134,12 @@ impl RawCall {
             stdout_lost: call.stdout.iter().map(|printed| printed.lost).collect(),
             stdout: call.stdout.into_iter().map(|printed| printed.text).collect(),
             wall: call.wall.as_secs_f64(),
-            findings: call.findings.shown.iter().map(|f| (f.kind.name().to_owned(), f.core, f.to_string())).collect(),
+            findings: call
+                .findings
+                .shown
+                .iter()
+                .map(|f| (f.kind.name().to_owned(), f.core, f.to_string(), f.backtrace_at.clone()))
+                .collect(),
             findings_total: call.findings.total,
             unwritten: call.unwritten.filter(|unwritten| unwritten.elements > 0).map(|unwritten| unwritten.to_string()),
             // A Profile holds only numbers, strings and lists: it always serializes.

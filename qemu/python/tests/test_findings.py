@@ -36,3 +36,16 @@ def test_two_cores_writing_one_element_raise_a_race(misuse):
     with pytest.raises(RaceError) as raised:
         misuse.race.run(x, cores=8)
     assert raised.value.findings[0].kind == "race"
+
+
+def test_a_finding_in_a_helper_carries_its_backtrace(misuse):
+    x = np.arange(64, dtype=np.float32)
+    with pytest.raises(OutOfBoundsError) as raised:
+        misuse.past_end_nested.run(x, cores=8)
+    (finding,) = raised.value.findings
+    # The helper's store, called from the kernel's line: innermost first.
+    assert "scribble (" in finding.text
+    assert finding.backtrace and finding.backtrace[0].startswith("past_end_nested (")
+    assert "misuse.c:" in finding.backtrace[0]
+    assert f"called from {finding.backtrace[0]}" in finding.text
+    np.testing.assert_array_equal(misuse.copy(x, cores=8), x)

@@ -13,7 +13,7 @@ enum Engine {
     InOrder,
     /// Each batch it finds, last transfer first.
     Reversed,
-    /// Never completes anything.
+    /// Never completes anything, and says so (`stopped`).
     Stuck,
 }
 
@@ -70,6 +70,13 @@ fn serve(base: SendPtr, data: SendPtr, mode: Engine, stop: &AtomicBool) {
         let produced =
             unsafe { std::sync::atomic::AtomicU32::from_ptr(&raw mut (*m2s).produced) }.load(Ordering::Acquire);
         std::sync::atomic::fence(Ordering::SeqCst);
+        if mode == Engine::Stuck {
+            for queue in [m2s, s2m] {
+                // SAFETY: as above; `stopped` is the engine's to write.
+                unsafe { std::sync::atomic::AtomicU32::from_ptr(&raw mut (*queue).stopped) }
+                    .store(1, Ordering::Release);
+            }
+        }
         if produced == seen || mode == Engine::Stuck {
             std::hint::spin_loop();
             continue;
@@ -152,11 +159,11 @@ fn the_engine_copies_in_order_and_out_of_order() {
 }
 
 #[test]
-fn an_engine_that_never_finishes_is_a_timeout() {
+fn an_engine_that_has_stopped_is_said_so() {
     let mut device = Device::new(Engine::Stuck, 128);
     let queues = device.queues();
     let (src, dst) = device.arena.split_at_mut(64);
     // SAFETY: both ranges hold 64 bytes of the arena and do not overlap.
     let result = unsafe { queues.copy(dst.as_mut_ptr(), src.as_ptr(), 64) };
-    assert_eq!(result, Err(DmaError::Timeout));
+    assert_eq!(result, Err(DmaError::Stopped));
 }

@@ -38,7 +38,7 @@ TypeError, ValueError, OverflowError
 
 from ._args import DTYPES
 from ._errors import KernelError, UnknownKernelError, UnwrittenOutputError
-from ._findings import Finding, FindingsError, OutOfBoundsError, RaceError
+from ._findings import Finding, FindingsError, OutOfBoundsError, RaceError, SandboxError
 from ._library import CallResult, Kernel, Library, load, load_library
 from ._native import CORES, DeviceError, PackageError
 
@@ -55,6 +55,7 @@ __all__ = [
     "OutOfBoundsError",
     "PackageError",
     "RaceError",
+    "SandboxError",
     "UnknownKernelError",
     "UnwrittenOutputError",
     "load",

@@ -21,17 +21,21 @@ class Finding:
     ----------
     kind : str
         ``out-of-bounds store``, ``store into an input``, ``store into another core's
-        image``, ``out-of-bounds load`` or ``race``.
+        image``, ``out-of-bounds load``, ``race`` or ``semihosting call``.
     core : int
         The core whose kernel did it.
     text : str
         What, where (a region and offset: ``12 bytes past the end of output 0 ([64, 128]
-        float32)``, ``input 1, element [3, 17]``) and the source line.
+        float32)``, ``input 1, element [3, 17]``), the source line and the backtrace.
+    backtrace : tuple of str
+        The call sites that led there, innermost first, each as function and
+        ``file:line``.
     """
 
     kind: str
     core: int
     text: str
+    backtrace: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return self.text
@@ -59,15 +63,21 @@ class RaceError(FindingsError):
     """Two cores wrote the same output bytes in one op."""
 
 
+class SandboxError(FindingsError):
+    """The kernel made a semihosting call (``simcall``): a request to the host running
+    the simulation, which the device does not serve."""
+
+
 def raise_for(kernel: str, result: "CallResult", raw: Any) -> None:
     """Raises the error for the first finding of ``raw`` (a native ``RawCall``), if any."""
-    findings = [Finding(kind, core, text) for kind, core, text in raw.findings]
+    findings = [Finding(kind, core, text, tuple(backtrace)) for kind, core, text, backtrace in raw.findings]
     if not findings:
         return
-    error = RaceError if findings[0].kind == "race" else OutOfBoundsError
+    errors = {"race": RaceError, "semihosting call": SandboxError}
+    error = errors.get(findings[0].kind, OutOfBoundsError)
     raise error(kernel, result, findings, raw.findings_total)
 
 
 # Shown as neuroncustomop.<Name> in tracebacks, where users import them from.
-for _error in (Finding, FindingsError, OutOfBoundsError, RaceError):
+for _error in (Finding, FindingsError, OutOfBoundsError, RaceError, SandboxError):
     _error.__module__ = "neuroncustomop"

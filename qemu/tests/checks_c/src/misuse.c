@@ -105,6 +105,52 @@ static void reads_past(void) {
     customop_cleanup();
 }
 
+/* Sends count floats from src to dst by DMA (neuron_memcpy's default backend); kept a
+ * function of its own so the findings' backtraces have a frame to name. */
+__attribute__((noinline)) static void send(float *dst, const float *src, uint32_t count) {
+    neuron_memcpy(dst, src, count * sizeof(float));
+}
+
+/* A DMA transfer of 64 floats (256 bytes) that lands past the end of the output. */
+static void dma_past_end(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        send(out + n, x, 64);
+    }
+    customop_cleanup();
+}
+
+/* A DMA transfer into core 0's share of the output that reads 16 bytes past the input. */
+static void dma_reads_past(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        send(out, x + n - n / get_cpu_count() + 4, n / get_cpu_count());
+    }
+    customop_cleanup();
+}
+
+/* Stores count floats past p, one at a time: a frame under the kernel's. */
+__attribute__((noinline)) static void scribble(float *p, uint32_t count) {
+    for (uint32_t i = 0; i < count; i++) {
+        ((volatile float *)p)[i] = 4.0f;
+    }
+}
+
+/* 16 floats past the end of the output, from a helper. */
+static void past_end_nested(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        scribble(out + n, 16);
+    }
+    customop_cleanup();
+}
+
 /* A row softmax of a [rows, cols] tensor, the rows split over the cores: a well-behaved
  * kernel for the checks' cost (qemu/examples/checks_bench.rs). */
 static void softmax_rows(void) {
@@ -175,6 +221,7 @@ static const struct {
     {"copy", copy}, {"past_end_256", past_end_256}, {"past_end_1m", past_end_1m}, {"into_input", into_input},
     {"cross_core", cross_core}, {"race", race}, {"reads_past", reads_past}, {"softmax_rows", softmax_rows},
     {"hoards_and_aborts", hoards_and_aborts}, {"needs_6_mib", needs_6_mib},
+    {"dma_past_end", dma_past_end}, {"dma_reads_past", dma_reads_past}, {"past_end_nested", past_end_nested},
 };
 
 #define KERNEL_COUNT ((int)(sizeof kernels / sizeof kernels[0]))
