@@ -7,6 +7,8 @@
 use neuroncustomop_machine::machine::Outcome;
 use std::collections::HashMap;
 
+// This test uses `boot` and `field` only.
+#[allow(dead_code)]
 mod common;
 use common::{boot, field};
 

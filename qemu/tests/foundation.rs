@@ -6,6 +6,8 @@ use neuroncustomop_machine::elf;
 use neuroncustomop_machine::images::{self, CORES};
 use neuroncustomop_machine::machine::Outcome;
 
+// This test uses `boot` and `field` only.
+#[allow(dead_code)]
 mod common;
 use common::{boot, field};
 

@@ -9,6 +9,8 @@ use std::process::Command;
 use neuroncustomop_machine::elf;
 use neuroncustomop_machine::toolchain::{self, repo_root};
 
+// This test uses `boot` and `field` only.
+#[allow(dead_code)]
 mod common;
 use common::{boot, field};
 
