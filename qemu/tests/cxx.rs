@@ -13,23 +13,12 @@ use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_machine::toolchain::{self, Toolchain};
 use neuroncustomop_package::cxx::{self, Library, OutputShape, RUNTIME_SYMBOLS, ShapeArg};
 use neuroncustomop_package::package::{Package, PackageError};
-use neuroncustomop_package::program;
 use neuroncustomop_wire::job::OutputDump;
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 
-/// Packages `name` once per test binary.
-fn packaged(name: &str) -> Package {
-    static PACKAGED: Mutex<BTreeMap<String, Package>> = Mutex::new(BTreeMap::new());
-    let mut packaged = PACKAGED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    packaged
-        .entry(name.to_string())
-        .or_insert_with(|| program::package(name).unwrap_or_else(|e| panic!("packaging {name}: {e}")))
-        .clone()
-}
+use crate::common::packaged;
 
 fn shape_driver(name: &str) -> PathBuf {
     let tools = Toolchain::locate().expect("the toolchain");

@@ -11,22 +11,12 @@ use neuroncustomop_host::library::{Arg, Library, Options, Output, Staged, stage}
 use neuroncustomop_machine::device::{self, OpStatus, Report};
 use neuroncustomop_machine::images::CORES;
 use neuroncustomop_package::package::{ISA_VERSION, Package, library_file_name, ucode_version};
-use neuroncustomop_package::program;
 use neuroncustomop_package::ucode_lib::UcodeLib;
 use neuroncustomop_wire::{FunctionId, encode};
 use std::collections::BTreeMap;
 use std::fs;
-use std::sync::Mutex;
 
-/// Packages example `name` once per test binary.
-fn package(name: &str) -> Package {
-    static PACKAGED: Mutex<BTreeMap<String, Package>> = Mutex::new(BTreeMap::new());
-    let mut packaged = PACKAGED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    packaged
-        .entry(name.to_string())
-        .or_insert_with(|| program::package(name).unwrap_or_else(|e| panic!("packaging {name}: {e}")))
-        .clone()
-}
+use crate::common::packaged;
 
 fn relu_input(elements: usize, seed: u64) -> Array {
     generate(Dtype::Float32, vec![elements], Distribution::Uniform { low: -100.0, high: 100.0 }, seed)
@@ -40,7 +30,7 @@ fn relu_of(x: &Array) -> Array {
 fn the_job_selects_any_memcpy_backend_for_the_tcm_copies() {
     // One 1,024-element TCM chunk: one copy in, one copy out.
     let x = relu_input(1000, 23);
-    let library = Library::from_package(package("relu"));
+    let library = Library::from_package(packaged("relu"));
     let mut counts = BTreeMap::new();
     for memcpy in NeuronMemcpyMethod::ALL {
         let options = Options { memcpy, ..Options::default() };
@@ -86,7 +76,7 @@ fn a_real_package_round_trips_through_the_strict_reader() {
     for (name, kernels) in
         [("relu", &["relu", "relu_tcm", "relu_multicore"][..]), ("c_kernel", &["scale", "scale_multicore"][..])]
     {
-        let packaged = package(name);
+        let packaged = packaged(name);
         let text = fs::read_to_string(packaged.dir.join("ucode_lib.json")).expect("ucode_lib.json");
         let read = UcodeLib::from_json(&text).expect("the strict reader accepts it");
         assert_eq!(read, packaged.ucode_lib);
@@ -124,7 +114,7 @@ fn a_real_package_round_trips_through_the_strict_reader() {
 /// A job of the relu package on one core with op 0 a good `relu` and op 1 given as raw
 /// words by `words`, from the descriptors of a second relu call.
 fn run_words(words: impl FnOnce(&Package, &Staged) -> Vec<u8>) -> Report {
-    let package = package("relu");
+    let package = packaged("relu");
     let mut job = package.job(1).expect("job");
     let x = relu_input(64, 21);
     let good = stage(&mut job, &[Arg::Tensor(x.clone())], Output::Like(0)).expect("staged");

@@ -10,6 +10,7 @@
 //! | [`translate`] | `translate::configure`, `translate`, `translate_range`: the record list in order, u128 arithmetic |
 //! | [`heap`] | `allocators::Heap` placement: first fit over one flag per 64-byte granule |
 //! | [`platform`] | the pull stream's platform: host windows as translate, a TCM pool, call logs |
+//! | [`pull_stream`] | `wrapper_api::Invocation`: each call's status in each phase, what it resolves to, output/input aliasing |
 //! | [`printf_cases`] | C's `printf`: generated conversions with one argument each, compared with glibc |
 //!
 //! Host only: the models use `std`.
@@ -18,4 +19,5 @@ pub mod descriptor;
 pub mod heap;
 pub mod platform;
 pub mod printf_cases;
+pub mod pull_stream;
 pub mod translate;

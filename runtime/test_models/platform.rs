@@ -53,6 +53,22 @@ impl State {
         self.windows.push(Window { base, words, skew, len });
         host
     }
+
+    /// The host address of the `len` bytes at `addr` (0 counts as 1), as the fake
+    /// `translate_range` answers without counting a call: the first window holding
+    /// `addr` must hold them all.
+    pub fn lookup(&mut self, addr: u64, len: usize) -> Result<*mut u8, RangeError> {
+        for w in &mut self.windows {
+            if addr >= w.base && addr - w.base < w.len as u64 {
+                let offset = (addr - w.base) as usize;
+                if len.max(1) > w.len - offset {
+                    return Err(RangeError::OutsideWindow);
+                }
+                return Ok(w.words.as_mut_ptr().cast::<u8>().wrapping_add(w.skew + offset));
+            }
+        }
+        Err(RangeError::Miss)
+    }
 }
 
 std::thread_local! {
@@ -69,20 +85,11 @@ pub fn reset() {
     with(|state| *state = State::default());
 }
 
-/// The window holding `addr`, as `translate_range` sees it: the bytes must all be in it.
+/// The platform's `translate_range`: [`State::lookup`], counted.
 fn translate(addr: u64, len: usize) -> Result<*mut u8, RangeError> {
     with(|state| {
         state.translations += 1;
-        for w in &mut state.windows {
-            if addr >= w.base && addr - w.base < w.len as u64 {
-                let offset = (addr - w.base) as usize;
-                if len.max(1) > w.len - offset {
-                    return Err(RangeError::OutsideWindow);
-                }
-                return Ok(w.words.as_mut_ptr().cast::<u8>().wrapping_add(w.skew + offset));
-            }
-        }
-        Err(RangeError::Miss)
+        state.lookup(addr, len)
     })
 }
 

@@ -5,6 +5,7 @@
 use super::*;
 use crate::test_models::descriptor::{self as descriptor_model, le16, le32, le64};
 use crate::test_models::platform;
+use crate::test_models::pull_stream as pull_model;
 use crate::translate::TranslateError;
 use proptest::prelude::*;
 use std::boxed::Box;
@@ -741,6 +742,9 @@ fn the_output_may_not_alias_an_input_in_rust_kernels() {
 }
 
 // ------------------------------------------------------------ state machine model --
+// The reference is `crate::test_models::pull_stream`, the fuzz target `pull_stream`'s
+// too; these are its simple cases: well-formed arguments in windows of their own, an
+// unknown dtype, an unmapped address, and an output, valid or not, to return.
 
 #[derive(Debug, Clone)]
 enum Spec {
@@ -793,116 +797,6 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-#[derive(PartialEq, Clone, Copy, Debug)]
-enum ModelPhase {
-    Idle,
-    Pending,
-    Active,
-}
-
-/// The reference state machine, from the rules in `docs/abi/descriptors.md`.
-struct Model {
-    phase: ModelPhase,
-    specs: Vec<Spec>,
-    too_many: bool,
-    output: bool,
-    next: usize,
-    dst_taken: bool,
-    invocation: Status,
-}
-
-/// What a pull of a scalar `kind` (None: a tensor) gives for `spec`.
-fn expected_pull(spec: &Spec, kind: Option<ScalarKind>) -> Status {
-    let found = match spec {
-        Spec::Tensor | Spec::BadDtype | Spec::Unmapped => None,
-        Spec::Int(_) => Some(ScalarKind::Int),
-        Spec::LongLong(_) => Some(ScalarKind::LongLong),
-        Spec::Float(_) => Some(ScalarKind::Float),
-    };
-    match (kind, found) {
-        (None, Some(_)) => Status::EXPECTED_TENSOR,
-        (Some(_), None) => Status::EXPECTED_SCALAR,
-        (Some(k), Some(f)) if k != f => Status::SCALAR_KIND_MISMATCH,
-        _ => match spec {
-            Spec::BadDtype => Status::UNKNOWN_DTYPE,
-            Spec::Unmapped => Status::TRANSLATE_MISS,
-            _ => Status::OK,
-        },
-    }
-}
-
-impl Model {
-    fn pull(&mut self, kind: Option<ScalarKind>) -> Status {
-        if self.phase != ModelPhase::Active {
-            return Status::NOT_SET_UP;
-        }
-        let Some(spec) = self.specs.get(self.next) else {
-            return Status::NO_MORE_ARGS;
-        };
-        let status = expected_pull(spec, kind);
-        if status.is_ok() {
-            self.next += 1;
-        }
-        status
-    }
-
-    fn step(&mut self, op: &Op) -> Status {
-        let status = match op {
-            Op::HandOff { specs, eleven, output } => {
-                *self = Model {
-                    phase: ModelPhase::Pending,
-                    specs: specs.clone(),
-                    too_many: *eleven,
-                    output: *output,
-                    next: 0,
-                    dst_taken: false,
-                    invocation: Status::OK,
-                };
-                if *eleven { Status::TOO_MANY_ARGS } else { Status::OK }
-            }
-            Op::Setup(_) => match self.phase {
-                ModelPhase::Active => Status::ALREADY_SET_UP,
-                ModelPhase::Idle => Status::NO_INVOCATION,
-                ModelPhase::Pending if self.too_many => Status::TOO_MANY_ARGS,
-                ModelPhase::Pending => {
-                    (self.phase, self.next, self.dst_taken) = (ModelPhase::Active, 0, false);
-                    Status::OK
-                }
-            },
-            Op::Tensor => self.pull(None),
-            Op::Int => self.pull(Some(ScalarKind::Int)),
-            Op::LongLong => self.pull(Some(ScalarKind::LongLong)),
-            Op::Float => self.pull(Some(ScalarKind::Float)),
-            Op::Dst => match () {
-                _ if self.phase != ModelPhase::Active => Status::NOT_SET_UP,
-                _ if self.dst_taken => Status::DST_ALREADY_TAKEN,
-                _ if !self.output => Status::NO_OUTPUT,
-                _ => {
-                    self.dst_taken = true;
-                    Status::OK
-                }
-            },
-            Op::Return { valid } => match () {
-                _ if self.phase != ModelPhase::Active => Status::NOT_SET_UP,
-                _ if !self.output => Status::NO_OUTPUT,
-                _ if !valid => Status::RANK_ZERO,
-                _ => Status::OK,
-            },
-            Op::Data if self.phase != ModelPhase::Active => Status::NOT_SET_UP,
-            Op::Data => Status::OK,
-            Op::Cleanup if self.phase != ModelPhase::Active => Status::NOT_SET_UP,
-            Op::Cleanup => {
-                self.phase = ModelPhase::Idle;
-                Status::OK
-            }
-        };
-        if self.invocation.is_ok() {
-            self.invocation = status;
-        }
-        status
-    }
-}
-
 /// The descriptors of `specs` in fake memory.
 fn build_args(fake: &mut Fake, specs: &[Spec], eleven: bool) -> Vec<ArgTensor> {
     if eleven {
@@ -929,20 +823,19 @@ proptest! {
     fn random_call_orders_follow_the_model(ops in proptest::collection::vec(op(), 1..40)) {
         let mut fake = Fake::new();
         let mut inv = fake.invocation();
-        let mut model = Model {
-            phase: ModelPhase::Idle, specs: Vec::new(), too_many: false, output: false,
-            next: 0, dst_taken: false, invocation: Status::OK,
-        };
+        let mut model = pull_model::Model::default();
         // Everything handed to the invocation stays alive (and in place) to the end.
         let mut arg_blocks: Vec<Vec<ArgTensor>> = Vec::new();
         let mut results: Vec<Box<ArgTensor>> = Vec::new();
+        // The last hand-off's arguments: what a scalar pull must return.
+        let mut handed: Vec<Spec> = Vec::new();
         let valid_return = fake.tensor(&[2], &[7i32, 8]);
         let invalid_return = ArgTensor { num_dim: 0, ..valid_return };
         for op in &ops {
-            let expected = model.step(op);
-            let status = match op {
+            let (status, expected) = match op {
                 Op::HandOff { specs, eleven, output } => {
                     arg_blocks.push(build_args(&mut fake, specs, *eleven));
+                    handed.clone_from(specs);
                     let args = arg_blocks.last().unwrap();
                     let result = if *output {
                         results.push(Box::new(fake.tensor(&[2, 2], &[0f32; 4])));
@@ -950,55 +843,70 @@ proptest! {
                     } else {
                         core::ptr::null_mut()
                     };
+                    let count = args.len() as u32;
+                    let expected = model.hand_off(Some(args), count, output.then(|| **results.last().unwrap()));
                     // SAFETY: `args` and `result` live until the end of the case.
-                    unsafe { inv.set_invocation(args.as_ptr(), args.len() as u32, result) }
+                    (unsafe { inv.set_invocation(args.as_ptr(), count, result) }, expected)
                 }
-                Op::Setup(first) => inv.setup(*first).map_or_else(Status::from, |()| Status::OK),
-                Op::Tensor => inv.next_tensor().map_or_else(Status::from, |_| Status::OK),
+                Op::Setup(first) => (inv.setup(*first).map_or_else(Status::from, |()| Status::OK), model.setup(*first)),
+                Op::Tensor => {
+                    let (got, expected) = (inv.next_tensor(), model.pull(None));
+                    if let (Ok(desc), Ok(resolved)) = (got, expected) {
+                        prop_assert_eq!(desc.to_bytes(), resolved.desc.to_bytes());
+                    }
+                    (got.map_or_else(Status::from, |_| Status::OK), model.last)
+                }
                 Op::Int => {
                     let got = inv.next_int();
+                    model.pull(Some(ScalarKind::Int)).ok();
                     if let Ok(v) = got {
-                        prop_assert!(matches!(model.specs[model.next - 1], Spec::Int(w) if w == v));
+                        prop_assert!(matches!(handed[model.pulled() - 1], Spec::Int(w) if w == v));
                     }
-                    got.map_or_else(Status::from, |_| Status::OK)
+                    (got.map_or_else(Status::from, |_| Status::OK), model.last)
                 }
                 Op::LongLong => {
                     let got = inv.next_longlong();
+                    model.pull(Some(ScalarKind::LongLong)).ok();
                     if let Ok(v) = got {
-                        prop_assert!(matches!(model.specs[model.next - 1], Spec::LongLong(w) if w == v));
+                        prop_assert!(matches!(handed[model.pulled() - 1], Spec::LongLong(w) if w == v));
                     }
-                    got.map_or_else(Status::from, |_| Status::OK)
+                    (got.map_or_else(Status::from, |_| Status::OK), model.last)
                 }
                 Op::Float => {
                     let got = inv.next_float();
+                    model.pull(Some(ScalarKind::Float)).ok();
                     if let Ok(v) = got {
-                        prop_assert!(matches!(model.specs[model.next - 1], Spec::Float(w) if w == v));
+                        prop_assert!(matches!(handed[model.pulled() - 1], Spec::Float(w) if w == v));
                     }
-                    got.map_or_else(Status::from, |_| Status::OK)
+                    (got.map_or_else(Status::from, |_| Status::OK), model.last)
                 }
-                Op::Dst => inv.dst_tensor().map_or_else(Status::from, |_| Status::OK),
+                Op::Dst => {
+                    let (got, expected) = (inv.dst_tensor(), model.dst());
+                    if let (Ok(desc), Ok(resolved)) = (got, expected) {
+                        prop_assert_eq!(desc.to_bytes(), resolved.desc.to_bytes());
+                    }
+                    (got.map_or_else(Status::from, |_| Status::OK), model.last)
+                }
                 Op::Return { valid } => {
                     let desc = if *valid { valid_return } else { invalid_return };
-                    let before = results.last().map(|r| **r);
-                    let status = inv.return_tensor(&desc).map_or_else(Status::from, |()| Status::OK);
-                    let after = results.last().map(|r| **r);
-                    if status.is_ok() {
-                        prop_assert_eq!(after, Some(valid_return));
-                    } else {
-                        prop_assert_eq!(after, before);
+                    (inv.return_tensor(&desc).map_or_else(Status::from, |()| Status::OK), model.return_tensor(&desc))
+                }
+                Op::Data => {
+                    let (got, expected) = (inv.tensor_data(&valid_return), model.tensor_data(&valid_return));
+                    if let (Ok(data), Ok(resolved)) = (got, expected) {
+                        prop_assert_eq!(data as usize, resolved.data);
                     }
-                    status
+                    (got.map_or_else(Status::from, |_| Status::OK), model.last)
                 }
-                Op::Data => inv.tensor_data(&valid_return).map_or_else(Status::from, |_| Status::OK),
-                Op::Cleanup => {
-                    let returned = inv.cleanup();
-                    prop_assert_eq!(returned, model.invocation);
-                    inv.last_status()
-                }
+                Op::Cleanup => (inv.cleanup(), model.cleanup()),
             };
             prop_assert_eq!(status, expected, "{:?}", op);
-            prop_assert_eq!(inv.last_status(), expected);
+            prop_assert_eq!(inv.last_status(), model.last);
             prop_assert_eq!(inv.invocation_status(), model.invocation);
+            prop_assert_eq!(&pull_model::OpCalls::seen(), &model.op_calls);
+            if model.has_output {
+                prop_assert_eq!(results.last().map(|r| r.to_bytes()), model.result.map(|r| r.to_bytes()));
+            }
         }
     }
 }

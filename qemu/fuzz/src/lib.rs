@@ -12,9 +12,10 @@
 //! | [`wire`] | `neuroncustomop_wire::decode` / `decode_prefix` | a byte-level acceptor; re-encoding gives the same bytes |
 //! | [`ucode_lib`] | `UcodeLib::from_json` | the schema's rules; write and read back |
 //!
-//! The reference models of `descriptor`, `translate`, `heap` and `pull_stream`'s fake
-//! platform are `neuroncustomop::test_models` (the `test-models` feature): the same
-//! models the runtime's unit and property tests check against.
+//! The reference models of `descriptor`, `translate`, `heap` and `pull_stream` (its
+//! state machine and fake platform) are `neuroncustomop::test_models` (the
+//! `test-models` feature): the same models the runtime's unit and property tests check
+//! against.
 //!
 //! Each module's `check(data)` is the whole target: `fuzz_targets/<name>.rs` only hands
 //! it libFuzzer's bytes, and the unit tests below hand it pseudo-random ones, so the

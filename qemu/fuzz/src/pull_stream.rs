@@ -1,7 +1,9 @@
 //! The pull stream's state machine (`wrapper_api::Invocation`) under random call
-//! orders, through its C-facing methods and through a Rust kernel's `Args`, against a
-//! model of the rules in `docs/abi/descriptors.md` §3, over a fake platform whose
-//! translate maps three windows of framework addresses onto host buffers.
+//! orders, through its C-facing methods and through a Rust kernel's `Args`, against the
+//! runtime's model of the rules in `docs/abi/descriptors.md` §3
+//! (`neuroncustomop::test_models::pull_stream`, which its property test checks against
+//! too), over the fake platform with three windows of framework addresses on host
+//! buffers.
 //!
 //! Input: a sequence of calls: hand-offs (0 to 10 descriptors, or a lie about the
 //! count, or a null array; an output or none), the last hand-off again (the same bytes
@@ -19,8 +21,9 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use neuroncustomop::test_models::platform::{self, Window};
+use neuroncustomop::test_models::pull_stream::{Model, OpCalls, Resolved};
 use neuroncustomop::wrapper_api::{
-    ARG_TENSOR_SIZE, ArgError, ArgTensor, ArgType, Invocation, KernelError, MAX_ARGS, ScalarKind, Status, Tensor,
+    ARG_TENSOR_SIZE, ArgError, ArgTensor, Args, Invocation, KernelError, MAX_ARGS, ScalarKind, Status,
 };
 
 use crate::ensure_eq;
@@ -39,14 +42,6 @@ fn pattern(window: usize, offset: usize) -> u8 {
 /// The host address of window `window` (mapped by `check`, skew 0).
 fn host_base(window: usize) -> usize {
     platform::with(|fake| fake.windows[window].words.as_ptr() as usize)
-}
-
-/// The window holding framework address `addr`, and the offset in it.
-fn window_of(addr: u64) -> Option<(usize, usize)> {
-    WINDOW_BASES
-        .iter()
-        .position(|&base| addr >= base && addr - base < WINDOW_LEN as u64)
-        .map(|w| (w, (addr - WINDOW_BASES[w]) as usize))
 }
 
 /// Where a descriptor points.
@@ -175,171 +170,6 @@ enum Op {
     },
 }
 
-/// A translated host range, half-open; empty for empty tensors and scalars.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct Range {
-    start: usize,
-    end: usize,
-}
-
-impl Range {
-    fn overlaps(self, other: Range) -> bool {
-        self.start < other.end && other.start < self.end
-    }
-}
-
-/// A pull's success: the host address of the data (0 when empty) and its range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Resolved {
-    data: usize,
-    range: Range,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Idle,
-    Pending,
-    Active,
-}
-
-/// The reference state machine.
-struct Model {
-    phase: Phase,
-    /// The hand-off: descriptors, whether the block is refused, and the output.
-    args: Vec<ArgTensor>,
-    block_error: Option<Status>,
-    has_output: bool,
-    /// What the loader's result descriptor holds now.
-    result: Option<ArgTensor>,
-    /// The copies taken at setup.
-    parsed: Vec<ArgTensor>,
-    dst: ArgTensor,
-    next: usize,
-    input_ranges: Vec<Range>,
-    dst_taken: bool,
-    dst_range: Range,
-    initialized: bool,
-    last: Status,
-    invocation: Status,
-    begin_ops: Vec<bool>,
-    end_ops: usize,
-}
-
-impl Model {
-    fn record(&mut self, status: Status) -> Status {
-        self.last = status;
-        if self.invocation.is_ok() {
-            self.invocation = status;
-        }
-        status
-    }
-
-    /// Translates `desc`'s bytes: the range must start in a window and end in it.
-    fn translate(desc: &ArgTensor) -> Result<Resolved, Status> {
-        let view = desc.validate().map_err(Status::from)?;
-        let len = view.byte_len();
-        if len == 0 {
-            return Ok(Resolved { data: 0, range: Range::default() });
-        }
-        let (window, offset) = window_of(view.address()).ok_or(Status::TRANSLATE_MISS)?;
-        if offset as u64 + len > WINDOW_LEN as u64 {
-            return Err(Status::RANGE_OUTSIDE_WINDOW);
-        }
-        let start = host_base(window) + offset;
-        Ok(Resolved { data: start, range: Range { start, end: start + len as usize } })
-    }
-
-    /// `peek`: the next argument, which must be of `wanted` (None: a tensor).
-    fn peek(&self, wanted: Option<ScalarKind>) -> Result<Resolved, Status> {
-        if self.phase != Phase::Active {
-            return Err(Status::NOT_SET_UP);
-        }
-        let Some(desc) = self.parsed.get(self.next) else { return Err(Status::NO_MORE_ARGS) };
-        let found = ArgType::from_raw(desc.arg_type).ok_or(Status::UNKNOWN_ARG_TYPE)?;
-        match (wanted, found) {
-            (None, ArgType::Tensor) => {}
-            (None, _) => return Err(Status::EXPECTED_TENSOR),
-            (Some(_), ArgType::Tensor) => return Err(Status::EXPECTED_SCALAR),
-            (Some(kind), found) if kind.arg_type() == found => {}
-            (Some(_), _) => return Err(Status::SCALAR_KIND_MISMATCH),
-        }
-        Model::translate(desc)
-    }
-
-    fn consume(&mut self, resolved: Resolved, tensor: bool) {
-        self.input_ranges[self.next] = if tensor { resolved.range } else { Range::default() };
-        self.next += 1;
-    }
-
-    fn peek_dst(&self) -> Result<Resolved, Status> {
-        if self.phase != Phase::Active {
-            return Err(Status::NOT_SET_UP);
-        }
-        if self.dst_taken {
-            return Err(Status::DST_ALREADY_TAKEN);
-        }
-        if !self.has_output {
-            return Err(Status::NO_OUTPUT);
-        }
-        let view = self.dst.validate().map_err(Status::from)?;
-        if view.arg_type() != ArgType::Tensor {
-            return Err(Status::EXPECTED_TENSOR);
-        }
-        Model::translate(&self.dst)
-    }
-
-    fn setup(&mut self, first_call: bool) -> Status {
-        let status = match self.phase {
-            Phase::Active => Status::ALREADY_SET_UP,
-            Phase::Idle => Status::NO_INVOCATION,
-            Phase::Pending => match self.block_error {
-                Some(error) => error,
-                None => {
-                    self.parsed = self.args.clone();
-                    self.next = 0;
-                    self.input_ranges = vec![Range::default(); self.parsed.len()];
-                    self.dst = self.result.unwrap_or(ArgTensor::ZEROED);
-                    self.dst_taken = false;
-                    self.begin_ops.push(first_call || !self.initialized);
-                    self.initialized = true;
-                    self.phase = Phase::Active;
-                    Status::OK
-                }
-            },
-        };
-        self.record(status)
-    }
-
-    fn return_tensor(&mut self, desc: &ArgTensor) -> Status {
-        let status = if self.phase != Phase::Active {
-            Status::NOT_SET_UP
-        } else if !self.has_output {
-            Status::NO_OUTPUT
-        } else {
-            match desc.validate() {
-                Err(error) => error.into(),
-                Ok(view) if view.arg_type() != ArgType::Tensor => Status::EXPECTED_TENSOR,
-                Ok(_) => {
-                    self.result = Some(*desc);
-                    Status::OK
-                }
-            }
-        };
-        self.record(status)
-    }
-
-    fn cleanup(&mut self) -> Status {
-        if self.phase == Phase::Active {
-            self.end_ops += 1;
-            self.phase = Phase::Idle;
-            self.record(Status::OK);
-        } else {
-            self.record(Status::NOT_SET_UP);
-        }
-        self.invocation
-    }
-}
-
 fn status_of<T>(result: &Result<T, ArgError>) -> Status {
     result.as_ref().map_or_else(|e| Status::from(*e), |_| Status::OK)
 }
@@ -353,150 +183,63 @@ fn scalar_bytes<const N: usize>(resolved: Resolved) -> [u8; N] {
     core::array::from_fn(|i| pattern(w, offset + i))
 }
 
-/// One pull through the C-facing methods.
-fn pull(inv: &Invocation, model: &mut Model, kind: Option<ScalarKind>) -> Status {
-    let expected = model.peek(kind);
-    let (status, value) = match kind {
-        None => {
-            let got = inv.next_tensor();
-            (status_of(&got), got.ok().map(|desc| desc.to_bytes().to_vec()))
-        }
-        Some(ScalarKind::Int) => {
-            let got = inv.next_int();
-            (status_of(&got), got.ok().map(|v| v.to_le_bytes().to_vec()))
-        }
-        Some(ScalarKind::LongLong) => {
-            let got = inv.next_longlong();
-            (status_of(&got), got.ok().map(|v| v.to_le_bytes().to_vec()))
-        }
-        Some(ScalarKind::Float) => {
-            let got = inv.next_float();
-            (status_of(&got), got.ok().map(|v| v.to_bits().to_le_bytes().to_vec()))
-        }
-    };
-    match expected {
-        Ok(resolved) => {
-            let wanted = match kind {
-                None => model.parsed[model.next].to_bytes().to_vec(),
-                Some(ScalarKind::Int | ScalarKind::Float) => scalar_bytes::<4>(resolved).to_vec(),
-                Some(ScalarKind::LongLong) => scalar_bytes::<8>(resolved).to_vec(),
-            };
-            ensure_eq!(value, Some(wanted), "pulled value ({kind:?})");
-            model.consume(resolved, kind.is_none());
-            model.record(status)
-        }
-        Err(error) => model.record(error),
-    }
+/// A scalar pull of `kind` that gave `got` (the value's bytes), C's or a Rust kernel's.
+fn scalar_pull<const N: usize>(model: &mut Model, kind: ScalarKind, got: Result<[u8; N], ArgError>, what: &str) {
+    ensure_eq!(got.map_err(Status::from), model.pull(Some(kind)).map(scalar_bytes::<N>), "{what}");
 }
 
-/// A Rust kernel's pull of a tensor: the C rules, then no overlap with a taken output.
-fn rust_tensor<'a>(args: &'a neuroncustomop::wrapper_api::Args, model: &mut Model) -> (Status, Option<Tensor<'a>>) {
-    let expected = model.peek(None).and_then(|resolved| {
-        if model.dst_taken && resolved.range.overlaps(model.dst_range) {
-            Err(Status::OUTPUT_ALIASES_INPUT)
-        } else {
-            Ok(resolved)
-        }
-    });
+/// A Rust kernel's pull of a tensor.
+fn rust_tensor(args: &Args, model: &mut Model) {
+    let expected = model.rust_tensor();
     let got = args.tensor();
-    let status = status_of(&got);
     if let (Ok(tensor), Ok(resolved)) = (&got, expected) {
-        let desc = model.parsed[model.next];
+        let desc = resolved.desc;
         ensure_eq!(tensor.data_ptr() as usize, resolved.data, "tensor data");
         ensure_eq!(tensor.shape(), &desc.shape[..usize::from(desc.num_dim)], "tensor shape");
         assert!(!tensor.is_writable(), "an input is writable");
-        model.consume(resolved, true);
     }
-    let expected = expected.map_or_else(|e| e, |_| Status::OK);
-    ensure_eq!(status, expected, "Args::tensor");
-    model.record(expected);
-    (status, got.ok())
+    ensure_eq!(status_of(&got), model.last, "Args::tensor");
 }
 
 fn run_kernel(inv: &mut Invocation, model: &mut Model, ops: &[RustOp], fail: Option<u16>) {
     let setup = model.setup(false);
-    let mut kernel_seen = false;
+    let mut outcome = None;
     let returned = inv.run(|args| {
-        kernel_seen = true;
         ensure_eq!(setup, Status::OK, "the kernel ran after a failed setup");
         let mut output = None;
         for op in ops {
             match op {
-                RustOp::Tensor => drop(rust_tensor(args, model)),
-                RustOp::Int => {
-                    let expected = model.peek(Some(ScalarKind::Int));
-                    let got = args.int();
-                    if let (Ok(v), Ok(r)) = (&got, expected) {
-                        ensure_eq!(v.to_le_bytes(), scalar_bytes::<4>(r), "Args::int");
-                        model.consume(r, false);
-                    }
-                    ensure_eq!(status_of(&got), expected.map_or_else(|e| e, |_| Status::OK), "Args::int status");
-                    model.record(status_of(&got));
-                }
+                RustOp::Tensor => rust_tensor(args, model),
+                RustOp::Int => scalar_pull(model, ScalarKind::Int, args.int().map(i32::to_le_bytes), "Args::int"),
                 RustOp::LongLong => {
-                    let expected = model.peek(Some(ScalarKind::LongLong));
-                    let got = args.longlong();
-                    if let (Ok(v), Ok(r)) = (&got, expected) {
-                        ensure_eq!(v.to_le_bytes(), scalar_bytes::<8>(r), "Args::longlong");
-                        model.consume(r, false);
-                    }
-                    ensure_eq!(status_of(&got), expected.map_or_else(|e| e, |_| Status::OK), "Args::longlong status");
-                    model.record(status_of(&got));
+                    scalar_pull(model, ScalarKind::LongLong, args.longlong().map(i64::to_le_bytes), "Args::longlong")
                 }
                 RustOp::Float => {
-                    let expected = model.peek(Some(ScalarKind::Float));
-                    let got = args.float();
-                    if let (Ok(v), Ok(r)) = (&got, expected) {
-                        ensure_eq!(v.to_bits().to_le_bytes(), scalar_bytes::<4>(r), "Args::float");
-                        model.consume(r, false);
-                    }
-                    ensure_eq!(status_of(&got), expected.map_or_else(|e| e, |_| Status::OK), "Args::float status");
-                    model.record(status_of(&got));
+                    let got = args.float().map(|v| v.to_bits().to_le_bytes());
+                    scalar_pull(model, ScalarKind::Float, got, "Args::float")
                 }
                 RustOp::Output => {
-                    let pulled = &model.input_ranges[..model.next];
-                    let expected = model.peek_dst().and_then(|resolved| {
-                        if pulled.iter().any(|r| r.overlaps(resolved.range)) {
-                            Err(Status::OUTPUT_ALIASES_INPUT)
-                        } else {
-                            Ok(resolved)
-                        }
-                    });
+                    let expected = model.rust_output();
                     let got = args.output();
                     if let (Ok(tensor), Ok(resolved)) = (&got, expected) {
                         ensure_eq!(tensor.data_ptr() as usize, resolved.data, "output data");
                         assert!(tensor.is_writable(), "the output is read-only");
-                        model.dst_taken = true;
-                        model.dst_range = resolved.range;
                     }
-                    let status = status_of(&got);
-                    ensure_eq!(status, expected.map_or_else(|e| e, |_| Status::OK), "Args::output");
-                    if let Ok(tensor) = got {
-                        output = Some(tensor);
-                    }
-                    model.record(status);
+                    ensure_eq!(status_of(&got), model.last, "Args::output");
+                    output = got.ok().or(output);
                 }
-                RustOp::Remaining => {
-                    ensure_eq!(args.remaining(), model.parsed.len() - model.next, "Args::remaining");
-                }
+                RustOp::Remaining => ensure_eq!(args.remaining(), model.remaining(), "Args::remaining"),
             }
         }
-        match (output, fail) {
-            (Some(tensor), None) => {
-                let desc = *tensor.descriptor();
-                model.return_tensor(&desc);
-                Ok(tensor)
-            }
-            (_, code) => {
-                let code = code.unwrap_or(0);
-                model.record(Status::from(KernelError::Op(code)));
-                Err(KernelError::Op(code))
-            }
-        }
+        let result = match (output, fail) {
+            (Some(tensor), None) => Ok(tensor),
+            (_, code) => Err(KernelError::Op(code.unwrap_or(0))),
+        };
+        outcome = Some(result.as_ref().map(|tensor| *tensor.descriptor()).map_err(|e| *e));
+        result
     });
-    ensure_eq!(kernel_seen, setup.is_ok(), "whether the kernel ran");
-    let expected = if setup.is_ok() { model.cleanup() } else { model.invocation };
-    ensure_eq!(returned, expected, "Invocation::run's status");
+    ensure_eq!(outcome.is_some(), setup.is_ok(), "whether the kernel ran");
+    ensure_eq!(returned, model.end_run(outcome), "Invocation::run's status");
 }
 
 /// What the harness keeps alive for the invocation: every argument array and result
@@ -515,7 +258,7 @@ fn hand_off(
     args: &[ArgSpec],
     claim: Claim,
     output: &Option<ArgSpec>,
-) -> Status {
+) {
     let descs: Box<[ArgTensor]> = args.iter().take(MAX_ARGS).map(ArgSpec::desc).collect();
     let real = descs.len() as u32;
     buffers.arg_blocks.push(descs);
@@ -527,23 +270,18 @@ fn hand_off(
         }
         None => core::ptr::null_mut(),
     };
-    let (pointer, count, block_error) = match claim {
-        Claim::Exact => (block.as_ptr(), real, None),
-        Claim::TooMany(extra) => (block.as_ptr(), 11u32.saturating_add(extra), Some(Status::TOO_MANY_ARGS)),
-        Claim::NullArgs => (core::ptr::null(), real, (real > 0).then_some(Status::NULL_POINTER)),
+    let (pointer, count) = match claim {
+        Claim::Exact => (block.as_ptr(), real),
+        Claim::TooMany(extra) => (block.as_ptr(), 11u32.saturating_add(extra)),
+        Claim::NullArgs => (core::ptr::null(), real),
     };
     // SAFETY: with at most 10 arguments and a non-null array, the array holds `count`
     // descriptors; `result` is null or a boxed descriptor; both live in `buffers` until
     // the case ends.
     let status = unsafe { inv.set_invocation(pointer, count, result) };
-    model.phase = Phase::Pending;
-    model.args = block.to_vec();
-    model.block_error = block_error;
-    model.has_output = output.is_some();
-    model.result = output.as_ref().map(ArgSpec::desc);
-    model.invocation = Status::OK;
-    ensure_eq!(status, model.record(block_error.unwrap_or(Status::OK)), "set_invocation");
-    status
+    let expected =
+        model.hand_off((!pointer.is_null()).then_some(&block[..]), count, output.as_ref().map(ArgSpec::desc));
+    ensure_eq!(status, expected, "set_invocation");
 }
 
 /// The whole target.
@@ -565,24 +303,7 @@ pub fn check(data: &[u8]) {
     // buffer, the same for the whole run (windows are never removed); TCM blocks are
     // host buffers of their own.
     let mut inv = unsafe { Invocation::with_platform(platform::PLATFORM) };
-    let mut model = Model {
-        phase: Phase::Idle,
-        args: Vec::new(),
-        block_error: None,
-        has_output: false,
-        result: None,
-        parsed: Vec::new(),
-        dst: ArgTensor::ZEROED,
-        next: 0,
-        input_ranges: Vec::new(),
-        dst_taken: false,
-        dst_range: Range::default(),
-        initialized: false,
-        last: Status::OK,
-        invocation: Status::OK,
-        begin_ops: Vec::new(),
-        end_ops: 0,
-    };
+    let mut model = Model::default();
     let mut buffers = Buffers { arg_blocks: Vec::new(), results: Vec::new() };
     let mut last_hand_off = None;
     for op in &ops {
@@ -603,22 +324,22 @@ pub fn check(data: &[u8]) {
                 let got = inv.setup(*first_call);
                 ensure_eq!(status_of(&got), model.setup(*first_call), "setup");
             }
-            Op::Tensor => ensure_eq!(pull(&inv, &mut model, None), inv.last_status(), "next_tensor"),
-            Op::Int => ensure_eq!(pull(&inv, &mut model, Some(ScalarKind::Int)), inv.last_status(), "next_int"),
-            Op::LongLong => {
-                ensure_eq!(pull(&inv, &mut model, Some(ScalarKind::LongLong)), inv.last_status(), "next_longlong")
+            Op::Tensor => {
+                let got = inv.next_tensor().map(ArgTensor::to_bytes).map_err(Status::from);
+                ensure_eq!(got, model.pull(None).map(|resolved| resolved.desc.to_bytes()), "next_tensor");
             }
-            Op::Float => ensure_eq!(pull(&inv, &mut model, Some(ScalarKind::Float)), inv.last_status(), "next_float"),
+            Op::Int => scalar_pull(&mut model, ScalarKind::Int, inv.next_int().map(i32::to_le_bytes), "next_int"),
+            Op::LongLong => {
+                let got = inv.next_longlong().map(i64::to_le_bytes);
+                scalar_pull(&mut model, ScalarKind::LongLong, got, "next_longlong")
+            }
+            Op::Float => {
+                let got = inv.next_float().map(|v| v.to_bits().to_le_bytes());
+                scalar_pull(&mut model, ScalarKind::Float, got, "next_float")
+            }
             Op::Dst => {
-                let expected = model.peek_dst();
-                let got = inv.dst_tensor();
-                if let (Ok(desc), Ok(resolved)) = (&got, expected) {
-                    ensure_eq!(desc.to_bytes(), model.dst.to_bytes(), "get_dst_tensor");
-                    model.dst_taken = true;
-                    model.dst_range = resolved.range;
-                }
-                let status = status_of(&got);
-                ensure_eq!(status, model.record(expected.map_or_else(|e| e, |_| Status::OK)), "get_dst_tensor status");
+                let got = inv.dst_tensor().map(ArgTensor::to_bytes).map_err(Status::from);
+                ensure_eq!(got, model.dst().map(|resolved| resolved.desc.to_bytes()), "get_dst_tensor");
             }
             Op::Return(spec) => {
                 let desc = spec.desc();
@@ -627,29 +348,19 @@ pub fn check(data: &[u8]) {
             }
             Op::Data(spec) => {
                 let desc = spec.desc();
-                let expected =
-                    if model.phase == Phase::Active { Model::translate(&desc) } else { Err(Status::NOT_SET_UP) };
-                let got = inv.tensor_data(&desc);
-                if let (Ok(data), Ok(resolved)) = (&got, expected) {
-                    ensure_eq!(*data as usize, resolved.data, "tensor_data");
-                }
-                let status = status_of(&got);
-                ensure_eq!(status, model.record(expected.map_or_else(|e| e, |_| Status::OK)), "tensor_data status");
+                let got = inv.tensor_data(&desc).map(|data| data as usize).map_err(Status::from);
+                ensure_eq!(got, model.tensor_data(&desc).map(|resolved| resolved.data), "tensor_data");
             }
             Op::Cleanup => ensure_eq!(inv.cleanup(), model.cleanup(), "cleanup"),
             Op::Run { ops, fail } => run_kernel(&mut inv, &mut model, ops, *fail),
         }
         ensure_eq!(inv.last_status(), model.last, "last status after {op:?}");
         ensure_eq!(inv.invocation_status(), model.invocation, "invocation status after {op:?}");
-        let result = buffers.results.last().map(|r| r.to_bytes());
         if model.has_output {
+            let result = buffers.results.last().map(|r| r.to_bytes());
             ensure_eq!(result, model.result.map(|r| r.to_bytes()), "the loader's result descriptor after {op:?}");
         }
-        platform::with(|fake| {
-            let begin_ops: Vec<bool> = fake.begin_ops.iter().map(|&(first_call, _)| first_call).collect();
-            ensure_eq!(begin_ops, model.begin_ops, "begin_op calls");
-            ensure_eq!(fake.end_ops, model.end_ops, "end_op calls");
-        });
+        ensure_eq!(OpCalls::seen(), model.op_calls, "begin_op / end_op calls after {op:?}");
     }
 }
 

@@ -23,19 +23,6 @@ pub const TENSOR_AREA_SIZE: u32 = 0x0800_0000;
 /// The framework-address window the default translate record maps onto the tensor area.
 pub const FRAMEWORK_BASE: u64 = 0x0000_7F00_0000_0000;
 
-/// The symbols every library image must define for the loader.
-const LIBRARY_SYMBOLS: [&str; 9] = [
-    "entry_func",
-    "register_funcs",
-    "customop_set_invocation",
-    "customop_invocation_status",
-    "neuron_translate_configure",
-    "neuron_stdout_ring",
-    "neuron_set_memcpy_method",
-    "neuron_heaps_mark",
-    "neuron_heaps_give_back",
-];
-
 /// Why a job could not be built.
 #[derive(Debug)]
 pub enum JobError {
@@ -138,34 +125,13 @@ impl Job {
         let mut libraries = [LibrarySymbols::default(); CORES];
         for (core, image) in library.cores.iter().enumerate() {
             let bytes = std::fs::read(image).map_err(JobError::Io)?;
-            let mut addresses = [0u32; LIBRARY_SYMBOLS.len()];
-            for (address, symbol) in addresses.iter_mut().zip(LIBRARY_SYMBOLS) {
+            let mut addresses = [0u32; LibrarySymbols::NAMES.len()];
+            for (address, symbol) in addresses.iter_mut().zip(LibrarySymbols::NAMES) {
                 *address = elf::symbol(&bytes, symbol)
                     .map_err(JobError::Elf)?
                     .ok_or(JobError::MissingSymbol { core, symbol })?;
             }
-            let [
-                entry_func,
-                register_funcs,
-                set_invocation,
-                invocation_status,
-                translate_configure,
-                stdout_ring,
-                set_memcpy_method,
-                heaps_mark,
-                heaps_give_back,
-            ] = addresses;
-            libraries[core] = LibrarySymbols {
-                entry_func,
-                register_funcs,
-                set_invocation,
-                invocation_status,
-                translate_configure,
-                stdout_ring,
-                set_memcpy_method,
-                heaps_mark,
-                heaps_give_back,
-            };
+            libraries[core] = LibrarySymbols::from_addresses(addresses);
         }
         let mut job = Self {
             header: JobHeader {

@@ -1,7 +1,12 @@
-//! Helpers shared by the QEMU tests that boot firmware programs directly (no loader).
+//! Helpers shared by the QEMU tests: firmware programs booted directly (no loader),
+//! and examples packaged for the simulated loader.
 
 use neuroncustomop_machine::images;
 use neuroncustomop_machine::machine::{Boot, Outcome};
+use neuroncustomop_package::package::Package;
+use neuroncustomop_package::program;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 /// Builds `program` and boots its images on cores `0..cores`; fails the test if it hangs.
 pub fn boot(program: &str, cores: usize, count_instructions: bool) -> Outcome {
@@ -16,4 +21,14 @@ pub fn boot(program: &str, cores: usize, count_instructions: bool) -> Outcome {
 /// `key=value` from a line of guest output.
 pub fn field<'a>(line: &'a str, key: &str) -> &'a str {
     neuroncustomop_wire::report::Fields::new(line).text(key).unwrap_or_else(|_| panic!("no {key}= in {line:?}"))
+}
+
+/// Packages example `name` (`cargo sim package`) once per test binary.
+pub fn packaged(name: &str) -> Package {
+    static PACKAGED: Mutex<BTreeMap<String, Package>> = Mutex::new(BTreeMap::new());
+    let mut packaged = PACKAGED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    packaged
+        .entry(name.to_string())
+        .or_insert_with(|| program::package(name).unwrap_or_else(|e| panic!("packaging {name}: {e}")))
+        .clone()
 }

@@ -132,6 +132,38 @@ pub struct LibrarySymbols {
     pub heaps_give_back: u32,
 }
 
+impl LibrarySymbols {
+    /// The symbol of each field, in field order: what the host looks up in every
+    /// library image (a library without one of them cannot be loaded).
+    pub const NAMES: [&'static str; 9] = [
+        "entry_func",
+        "register_funcs",
+        "customop_set_invocation",
+        "customop_invocation_status",
+        "neuron_translate_configure",
+        "neuron_stdout_ring",
+        "neuron_set_memcpy_method",
+        "neuron_heaps_mark",
+        "neuron_heaps_give_back",
+    ];
+
+    /// The entry points at `addresses`, one for each of [`NAMES`](Self::NAMES), in
+    /// its order.
+    pub const fn from_addresses(addresses: [u32; 9]) -> Self {
+        Self {
+            entry_func: addresses[0],
+            register_funcs: addresses[1],
+            set_invocation: addresses[2],
+            invocation_status: addresses[3],
+            translate_configure: addresses[4],
+            stdout_ring: addresses[5],
+            set_memcpy_method: addresses[6],
+            heaps_mark: addresses[7],
+            heaps_give_back: addresses[8],
+        }
+    }
+}
+
 /// What the loader prints after op k (all of it, once every core has run the op).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
