@@ -341,8 +341,9 @@ pub(super) mod fields {
         if tensor.is_null() || !tensor.cast::<u16>().is_aligned() {
             return None;
         }
-        // SAFETY (both reads): not null, so readable (the contract); offsets 2 and 3.
+        // SAFETY: not null, so readable (the contract); offset 2.
         let shape_type = u32::from(unsafe { byte(tensor, offset_of!(ArgTensor, framework_shape_type)) });
+        // SAFETY: as above; offset 3.
         let rank = u32::from(unsafe { byte(tensor, offset_of!(ArgTensor, num_dim)) });
         if shape_type != u32::from(shape_type::INLINE) {
             return None;
@@ -374,8 +375,11 @@ pub(super) mod fields {
         if tensor.is_null() || !tensor.cast::<u32>().is_aligned() {
             return None;
         }
-        // SAFETY (both reads): words inside the readable descriptor, 4-aligned (checked).
-        let word = |offset: usize| u32::from_le(unsafe { tensor.cast::<u8>().add(offset).cast::<u32>().read() });
+        let word = |offset: usize| {
+            // SAFETY: a word inside the readable descriptor (both offsets below are), and
+            // 4-aligned (the descriptor is, checked, and so are the offsets).
+            u32::from_le(unsafe { tensor.cast::<u8>().add(offset).cast::<u32>().read() })
+        };
         let kind_word = word(offset_of!(ArgTensor, storage_kind));
         if kind_word > u32::from(storage_kind::HBM) {
             return None;
