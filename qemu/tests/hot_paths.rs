@@ -29,25 +29,26 @@ fn own(rows: &[(String, f64)], case: &str) -> f64 {
 fn the_math_and_the_accessors_run_within_their_goals() {
     let rows = own_instructions();
     // Goal: 60 a call (issue 23); the libm crate's, in software float, took 2,400 to
-    // 4,000. `tanhf` misses it (69: docs/PERFORMANCE.md says where the rest would come
-    // from); its bound is a guard at today's figure.
-    for (function, bound) in [("expf", 60.0), ("logf", 60.0), ("tanhf", 70.0)] {
+    // 4,000.
+    for function in ["expf", "logf", "tanhf"] {
         let fpu = own(&rows, function);
-        assert!(fpu <= bound, "{function}: {fpu} instructions a call, bound {bound} ({rows:?})");
+        assert!(fpu <= 60.0, "{function}: {fpu} instructions a call, goal 60 ({rows:?})");
         let libm = own(&rows, &format!("libm_{function}"));
         assert!(libm > 20.0 * fpu, "the libm crate's {function}, {libm}, against {fpu}: the bench measures nothing");
     }
     // Goal: 40 for an exact division; compiler_builtins' __divsf3 took about 210.
     let divide = own(&rows, "divsf3");
     assert!(divide <= 40.0, "__divsf3: {divide} instructions a call, goal 40 ({rows:?})");
-    // Goal: 20 for the C shape accessors (issue 23; 333 before). Of a copy the runtime
-    // handed out they read it directly (17); of any other descriptor they check all 48
-    // bytes (about 340).
-    for accessor in ["numel", "dtype", "rank"] {
-        let handed = own(&rows, &format!("{accessor}_handed"));
-        let checked = own(&rows, accessor);
-        assert!(handed <= 20.0, "{accessor} of a handed-out copy: {handed} instructions a call, goal 20 ({rows:?})");
-        assert!(checked > 5.0 * handed, "{accessor}: {checked} checked against {handed}: the bench measures nothing");
+    // Goal: 20 for the C shape accessors (issue 23; 333 before), on a descriptor of the
+    // kernel's own and on a copy the runtime handed out: each reads and checks only the
+    // fields its answer comes from. `dim` misses it (24: docs/PERFORMANCE.md says
+    // where); its bound is a guard at today's figure. (At least 10: the look at the
+    // invocation and the status alone are 7, so less means the bench measures nothing.)
+    for (accessor, bound) in [("numel", 20.0), ("dtype", 20.0), ("rank", 20.0), ("dim", 24.0)] {
+        for case in [accessor.to_string(), format!("{accessor}_handed")] {
+            let count = own(&rows, &case);
+            assert!((10.0..=bound).contains(&count), "{case}: {count} instructions a call, bound {bound} ({rows:?})");
+        }
     }
 }
 

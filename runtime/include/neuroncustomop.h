@@ -273,7 +273,8 @@ const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* NEURONCUSTOMOP_GET_DST_TENSOR(void) _
 #undef NEURONCUSTOMOP_GET_DST_TENSOR
 /* The device pointer of a tensor's first element (translated); NULL on failure. */
 void* customop_tensor_data(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor);
-/* A tensor's shape, from its descriptor (validated: 0 and a status if it is not valid).
+/* A tensor's shape, from its descriptor (the fields each reads are checked: 0 and the
+   descriptor's first error as the status if one is not valid).
    numel: the element count; dtype: a NEURON_ISA_TPB_DTYPE value (above); rank: 1 to 8;
    dim: dimension `index`, outermost first, 0 at and past the rank. */
 uint32_t customop_tensor_numel(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR* tensor);

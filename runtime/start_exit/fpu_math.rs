@@ -1,9 +1,9 @@
 //! `expf`, `logf` and `tanhf` for the core's FPU: the kernels' (and `torch::exp`'s,
 //! softmax's inner call) in single-precision arithmetic and fused multiply-adds
-//! (`madd.s`), 39, 53 and 69 instructions a call where the `libm` crate's, built
+//! (`madd.s`), 36, 45 and 58 instructions a call where the `libm` crate's, built
 //! without the FPU (docs/toolchain.md, "LLVM defects" 5), take 2,400 to 4,000
 //! (docs/PERFORMANCE.md, "Math on the FPU"). Each leaves the inputs outside its fast
-//! range (special values, subnormals, overflow) to the crate's function.
+//! range (special values, overflow; subnormals but for `tanhf`) to the crate's function.
 //!
 //! `expf`'s method is the classic one, with Cody and Waite's two-part ln 2 and the
 //! polynomial of S. L. Moshier's Cephes `expf` (Cephes Math Library 2.2,
@@ -67,38 +67,72 @@ pub fn expf(x: f32) -> f32 {
     if x.abs() <= FAST_LIMIT { expf_core(x) } else { libm::expf(x) }
 }
 
-/// The constants of [`exp_parts`] in the order of its use, and 1 and 2 for
-/// [`tanhf`].
-static CONSTANTS: [f32; 12] =
-    [INV_LN2, ROUNDER, MINUS_LN2_HI, MINUS_LN2_LO, P[5], P[4], P[3], P[2], P[1], P[0], 1.0, 2.0];
+/// What [`exp_parts`] reads, in the order of its use: the reduction's constants and
+/// the coefficients of P in Horner's order (highest first).
+#[repr(C)]
+struct ExpConstants<const DEGREE: usize> {
+    inv_ln2: f32,
+    rounder: f32,
+    minus_ln2_hi: f32,
+    minus_ln2_lo: f32,
+    p: [f32; DEGREE],
+}
 
-/// The constants, through an address the optimiser cannot see into, so that each is one
-/// `lsi` from the table; as literals LLVM 22 loads each with `l32r` and `wfr`, two
-/// instructions.
-#[inline(always)]
-fn constants() -> &'static [f32; 12] {
-    core::hint::black_box(&CONSTANTS)
+/// The constants of [`expf`] (Cephes' P, degree 5).
+static EXPF_CONSTANTS: Opaque<ExpConstants<6>> = Opaque::new(ExpConstants {
+    inv_ln2: INV_LN2,
+    rounder: ROUNDER,
+    minus_ln2_hi: MINUS_LN2_HI,
+    minus_ln2_lo: MINUS_LN2_LO,
+    p: [P[5], P[4], P[3], P[2], P[1], P[0]],
+});
+
+/// A table of constants the optimiser cannot see into, so that each is one `lsi` from
+/// its address (one `l32r`); as literals LLVM 22 loads each float with `l32r` and
+/// `wfr`, two instructions. An `UnsafeCell` makes the static writable in LLVM's eyes,
+/// so it neither folds its loads nor, with the symbol exported (`export_name`: code
+/// outside the crate could write it), proves them constant; nothing writes it.
+#[repr(transparent)]
+struct Opaque<T>(core::cell::UnsafeCell<T>);
+
+// SAFETY: nothing writes the tables (their symbols are the runtime's own, named in no
+// header), so sharing them between threads (the host tests) shares immutable data.
+unsafe impl<T> Sync for Opaque<T> {}
+
+impl<T> Opaque<T> {
+    const fn new(table: T) -> Self {
+        Opaque(core::cell::UnsafeCell::new(table))
+    }
+
+    #[inline(always)]
+    fn get(&self) -> &T {
+        // SAFETY: never written (see the `Sync` impl), so a shared reference is sound.
+        unsafe { &*self.0.get() }
+    }
 }
 
 /// e<sup>x</sup> as 2<sup>n</sup> and e<sup>r</sup> - 1 (x = n·ln 2 + r), for
 /// |x| <= [`FAST_LIMIT`]: e<sup>x</sup> = 2<sup>n</sup> + 2<sup>n</sup>·(e<sup>r</sup> - 1).
-/// `c` is [`constants`]'s table (once per function: each `black_box` costs a store and
-/// a load).
+/// `c.rounder` sets the bias of 2<sup>n</sup>'s exponent: 127 for 2<sup>n</sup>, 126 for
+/// 2<sup>n - 1</sup>.
 #[inline(always)]
-fn exp_parts(c: &[f32; 12], x: f32) -> (f32, f32) {
-    let shifted = fma(x, c[0], c[1]);
-    let n = shifted - c[1];
-    let r = fma(n, c[3], fma(n, c[2], x));
-    // n + 127 in 1..=253: shifted into the exponent field, 2^n.
+fn exp_parts<const DEGREE: usize>(c: &ExpConstants<DEGREE>, x: f32) -> (f32, f32) {
+    let shifted = fma(x, c.inv_ln2, c.rounder);
+    let n = shifted - c.rounder;
+    let r = fma(n, c.minus_ln2_lo, fma(n, c.minus_ln2_hi, x));
+    // n + bias in 1..=253: shifted into the exponent field, 2^n (or 2^(n - 1)).
     let scale = f32::from_bits(shifted.to_bits() << 23);
-    let q = fma(fma(fma(fma(fma(c[4], r, c[5]), r, c[6]), r, c[7]), r, c[8]), r, c[9]);
+    let mut q = c.p[0];
+    for &coefficient in &c.p[1..] {
+        q = fma(q, r, coefficient);
+    }
     (scale, fma(r * r, q, r))
 }
 
 /// [`expf`] for |x| <= [`FAST_LIMIT`]: the last step one fused multiply-add.
 #[inline(always)]
 fn expf_core(x: f32) -> f32 {
-    let (scale, expm1) = exp_parts(constants(), x);
+    let (scale, expm1) = exp_parts(EXPF_CONSTANTS.get(), x);
     fma(scale, expm1, scale)
 }
 
@@ -169,19 +203,19 @@ const LOG_CONSTANTS: [f32; 8] = [
 ];
 
 /// [`LOG_CONSTANTS`] and [`LOG_TABLE`] in one static, so that one address reaches both
-/// (see [`constants`]).
+/// (see [`Opaque`]).
 #[repr(C)]
 struct LogData {
     constants: [f32; 8],
     table: [[f32; 4]; 16],
 }
 
-static LOG_DATA: LogData = LogData { constants: LOG_CONSTANTS, table: LOG_TABLE };
+static LOG_DATA: Opaque<LogData> = Opaque::new(LogData { constants: LOG_CONSTANTS, table: LOG_TABLE });
 
 /// [`logf`] of the positive normal float of bits `ix`.
 #[inline(always)]
 fn logf_core(ix: u32) -> f32 {
-    let data = core::hint::black_box(&LOG_DATA);
+    let data = LOG_DATA.get();
     let c = &data.constants;
     let tmp = ix.wrapping_sub(LOG_OFF);
     let row = &data.table[(tmp >> 19) as usize & 15];
@@ -204,38 +238,39 @@ fn logf_core(ix: u32) -> f32 {
 /// crate's `tanhf`, which is itself up to 2 ulp from it).
 ///
 /// |x| <= ln 3 / 2 (0.549): x + x³·P(x²), P of degree 4 (from a Chebyshev interpolation
-/// of (tanh x - x) / x³ over the range, the coefficients rounded to floats).
-/// ln 3 / 2 < |x| <= 10: 1 - 2 / d with d = e<sup>2|x|</sup> + 1 from `exp_parts` in one
-/// fused multiply-add, and the sign of x restored. The quotient without a division
-/// (`__divsf3` is 30 instructions): `reciprocal`'s 1/d to 16 bits, q = 2/d from it,
-/// and one step of Markstein's correction, q + (2 - d·q)·(1/d), which squares q's error
-/// (2<sup>-32</sup>, far below the last rounding of 1 - q).
-/// Subnormals, zeros, |x| > 10 (±1), infinities and NaN go to the crate's `tanhf`.
+/// of (tanh x - x) / x³ over the range, the coefficients rounded to floats); zeros and
+/// subnormals come out as x.
+/// ln 3 / 2 < |x| <= 10: 1 - 1/h with h = (e<sup>2|x|</sup> + 1) / 2, from `exp_parts`
+/// with 2<sup>n - 1</sup> and a polynomial one degree lower than [`expf`]'s (tanh needs
+/// e<sup>2|x|</sup> to about 2<sup>-26</sup>, not 2<sup>-30</sup>), in one fused
+/// multiply-add. The quotient without a division (`__divsf3` is 30 instructions):
+/// `reciprocal`'s 1/h to 16 bits, then one step of Markstein's correction,
+/// q + (1 - h·q)·q, which squares its error (2<sup>-32</sup>, far below the last
+/// rounding of 1 - q). The sign of x by a branch.
+/// |x| > 10 (±1), infinities and NaN go to the crate's `tanhf`.
 #[inline]
 pub fn tanhf(x: f32) -> f32 {
-    let ix = x.to_bits();
-    let w = ix & 0x7fff_ffff;
-    if w.wrapping_sub(0x0080_0000) > 0x4120_0000 - 0x0080_0000 {
-        return libm::tanhf(x);
-    }
+    let w = x.to_bits() & 0x7fff_ffff;
     let a = f32::from_bits(w);
+    let c = TANH_CONSTANTS.get();
     let magnitude = if w <= 0x3f0c_9f54 {
-        let c = core::hint::black_box(&TANH_P);
         let a2 = a * a;
-        let p = fma(fma(fma(fma(c[4], a2, c[3]), a2, c[2]), a2, c[1]), a2, c[0]);
+        let mut p = c.small[0];
+        for &coefficient in &c.small[1..] {
+            p = fma(p, a2, coefficient);
+        }
         fma(a * a2, p, a)
+    } else if w <= 0x4120_0000 {
+        let (scale, expm1) = exp_parts(&c.exp, a + a);
+        let h = fma(scale, expm1, scale + c.half);
+        let y = reciprocal(h, c.one);
+        // 2/(e^2|x| + 1) = 1/h, corrected with the exact residual 1 - h·y.
+        let residual = fma(-h, y, c.one);
+        c.one - fma(residual, y, y)
     } else {
-        let c = constants();
-        let (one, two) = (c[10], c[11]);
-        let (scale, expm1) = exp_parts(c, a + a);
-        let d = fma(scale, expm1, scale + one);
-        let y = reciprocal(d, one);
-        // 2/d, and its exact residual 2 - d·q.
-        let q = y + y;
-        let residual = fma(-d, q, two);
-        one - fma(residual, y, q)
+        return libm::tanhf(x);
     };
-    f32::from_bits(magnitude.to_bits() | (ix & 0x8000_0000))
+    if x.is_sign_negative() { -magnitude } else { magnitude }
 }
 
 /// 1/d for a normal positive `d`, to about 16 bits: the bit pattern's estimate
@@ -251,14 +286,44 @@ fn reciprocal(d: f32, one: f32) -> f32 {
     y
 }
 
-/// [`tanhf`]'s P: (tanh x - x) / x³ ≈ P(x²) on |x| <= ln 3 / 2, within 6·10⁻⁹ relative.
-static TANH_P: [f32; 5] = [
-    f32::from_bits(0xbeaa_aaaa),
-    f32::from_bits(0x3e08_87f7),
-    f32::from_bits(0xbd5c_d08f),
-    f32::from_bits(0x3cae_963e),
-    f32::from_bits(0xbbd8_c1e8),
-];
+/// [`tanhf`]'s constants, both branches' from one address.
+#[repr(C)]
+struct TanhConstants {
+    /// For e<sup>2|x|</sup>: the rounder with the exponent bias 126 (2<sup>n - 1</sup>),
+    /// and P of degree 4, a Chebyshev interpolation of (e<sup>r</sup> - 1 - r) / r² on
+    /// |r| <= ln 2 / 2 (within 7·10⁻⁸; the coefficients rounded to floats).
+    exp: ExpConstants<5>,
+    one: f32,
+    half: f32,
+    /// P of the small branch, highest first: (tanh x - x) / x³ ≈ P(x²) on
+    /// |x| <= ln 3 / 2, within 6·10⁻⁹ relative.
+    small: [f32; 5],
+}
+
+static TANH_CONSTANTS: Opaque<TanhConstants> = Opaque::new(TanhConstants {
+    exp: ExpConstants {
+        inv_ln2: INV_LN2,
+        rounder: f32::from_bits(ROUNDER.to_bits() - 1),
+        minus_ln2_hi: MINUS_LN2_HI,
+        minus_ln2_lo: MINUS_LN2_LO,
+        p: [
+            f32::from_bits(0x3ab6_887e),
+            f32::from_bits(0x3c09_05b1),
+            f32::from_bits(0x3d2a_aa8d),
+            f32::from_bits(0x3e2a_aa6f),
+            f32::from_bits(0x3f00_0000),
+        ],
+    },
+    one: 1.0,
+    half: 0.5,
+    small: [
+        f32::from_bits(0xbbd8_c1e8),
+        f32::from_bits(0x3cae_963e),
+        f32::from_bits(0xbd5c_d08f),
+        f32::from_bits(0x3e08_87f7),
+        f32::from_bits(0xbeaa_aaaa),
+    ],
+});
 
 #[cfg(test)]
 mod tests {

@@ -276,6 +276,118 @@ mod wire {
     pub(super) const RESERVED1: usize = offset_of!(ArgTensor, reserved1);
 }
 
+/// What the C shape accessors read of a descriptor that is not a copy the runtime
+/// handed out (`customop_tensor_dtype` and the others, docs/abi/descriptors.md §4): only
+/// the fields the accessor's answer comes from, each checked as
+/// [`ArgTensor::check_in_order`] checks it, straight from the caller's memory (no copy,
+/// nothing else checked). `None` when one of them is not valid, or the pointer is null
+/// or not aligned for the reads: the accessor then runs the whole check, which names
+/// the descriptor's first error.
+///
+/// Each function's contract: `tensor` is null or valid for reads of one descriptor (any
+/// alignment).
+pub(super) mod fields {
+    use super::{ArgTensor, Dtype, MAX_RANK, shape_type, storage_kind, wire};
+    use core::mem::offset_of;
+
+    /// Byte `offset` of the descriptor at `tensor`, not null.
+    ///
+    /// # Safety
+    /// `tensor` is valid for reads of one descriptor; `offset` is below 48.
+    #[inline(always)]
+    unsafe fn byte(tensor: *const ArgTensor, offset: usize) -> u8 {
+        // SAFETY: inside the readable descriptor (the contract); a byte is always aligned.
+        unsafe { tensor.cast::<u8>().add(offset).read() }
+    }
+
+    /// The `dtype` byte, a [`Dtype`]'s raw value.
+    ///
+    /// # Safety
+    /// See the module.
+    #[inline(always)]
+    pub(in super::super) unsafe fn dtype(tensor: *const ArgTensor) -> Option<u32> {
+        if tensor.is_null() {
+            return None;
+        }
+        // SAFETY: not null, so readable (the contract); offset 0.
+        let raw = u32::from(unsafe { byte(tensor, offset_of!(ArgTensor, dtype)) });
+        // Dtype's raw values are 1..=8 (`Dtype::ALL`), compared as a word: a byte's
+        // arithmetic costs masks.
+        const _: () = assert!(Dtype::ALL[0] as u8 == 1 && Dtype::ALL[7] as u8 == Dtype::ALL.len() as u8);
+        (raw.wrapping_sub(1) < Dtype::ALL.len() as u32).then_some(raw)
+    }
+
+    /// The rank, 1 to [`MAX_RANK`].
+    ///
+    /// # Safety
+    /// See the module.
+    #[inline(always)]
+    pub(in super::super) unsafe fn rank(tensor: *const ArgTensor) -> Option<u32> {
+        if tensor.is_null() {
+            return None;
+        }
+        // SAFETY: not null, so readable (the contract); offset 3.
+        let rank = u32::from(unsafe { byte(tensor, offset_of!(ArgTensor, num_dim)) });
+        (rank.wrapping_sub(1) < MAX_RANK as u32).then_some(rank)
+    }
+
+    /// Dimension `index` of an inline shape, 0 at and past the rank; the rank checked
+    /// as [`rank`]'s.
+    ///
+    /// # Safety
+    /// See the module.
+    #[inline(always)]
+    pub(in super::super) unsafe fn dim(tensor: *const ArgTensor, index: u32) -> Option<u32> {
+        if tensor.is_null() || !tensor.cast::<u16>().is_aligned() {
+            return None;
+        }
+        // SAFETY: not null, so readable (the contract); offset 2.
+        let shape_type = u32::from(unsafe { byte(tensor, offset_of!(ArgTensor, framework_shape_type)) });
+        // SAFETY: as above; offset 3.
+        let rank = u32::from(unsafe { byte(tensor, offset_of!(ArgTensor, num_dim)) });
+        if shape_type != u32::from(shape_type::INLINE) {
+            return None;
+        }
+        if index >= rank {
+            // Rank 0 is not valid either.
+            return (rank.wrapping_sub(1) < MAX_RANK as u32).then_some(0);
+        }
+        // 0 <= index < rank: the rank is not 0, so only its top is left to check.
+        if rank > MAX_RANK as u32 {
+            return None;
+        }
+        let offset = offset_of!(ArgTensor, shape) + 2 * index as usize;
+        // SAFETY: entry `index` < 8 of the shape, inside the readable descriptor, and
+        // 2-aligned (the descriptor is, checked, and so is the shape's offset).
+        let dim = unsafe { tensor.cast::<u8>().add(offset).cast::<u16>().read() };
+        Some(u32::from(u16::from_le(dim)))
+    }
+
+    /// The storage's element count, at the offset of the form the storage kind names;
+    /// the kind's word (the kind and the three reserved bytes after it) checked.
+    ///
+    /// # Safety
+    /// See the module.
+    #[inline(always)]
+    pub(in super::super) unsafe fn numel(tensor: *const ArgTensor) -> Option<u32> {
+        const _: () =
+            assert!(wire::HBM_NUM_ELEM == wire::TPB_NUM_ELEM + 4 && storage_kind::HBM == storage_kind::TPB + 1);
+        if tensor.is_null() || !tensor.cast::<u32>().is_aligned() {
+            return None;
+        }
+        let word = |offset: usize| {
+            // SAFETY: a word inside the readable descriptor (both offsets below are), and
+            // 4-aligned (the descriptor is, checked, and so are the offsets).
+            u32::from_le(unsafe { tensor.cast::<u8>().add(offset).cast::<u32>().read() })
+        };
+        let kind_word = word(offset_of!(ArgTensor, storage_kind));
+        if kind_word > u32::from(storage_kind::HBM) {
+            return None;
+        }
+        Some(word(wire::TPB_NUM_ELEM + 4 * kind_word as usize))
+    }
+}
+
 /// The vendor's C name for [`ArgTensor`].
 #[allow(non_camel_case_types)]
 pub type NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR = ArgTensor;
@@ -738,17 +850,6 @@ impl ArgTensor {
             | (self.word_at(shape + 4) & unused[1])
             | (self.word_at(shape + 8) & unused[2])
             | (self.word_at(shape + 12) & unused[3])
-    }
-
-    /// The storage's `num_elem` field, of the form `storage_kind` names (HBM for any
-    /// value but TPB's): the element count of a valid descriptor, read without checking.
-    #[inline(always)]
-    pub(crate) fn num_elem_field(&self) -> u32 {
-        if self.storage_kind == storage_kind::TPB {
-            self.word_at(wire::TPB_NUM_ELEM)
-        } else {
-            self.word_at(wire::HBM_NUM_ELEM)
-        }
     }
 
     /// The 64-bit address of the HBM storage form.

@@ -330,30 +330,8 @@ pub struct Invocation {
     /// What C kernels are handed: a copy of argument `i` (of the output at `MAX_ARGS`)
     /// made when it is pulled, so that a C kernel writing through its pointer changes
     /// nothing setup may reuse. Each is written once per invocation (see `hand_out`).
-    handed: [UnsafeCell<HandedCopy>; MAX_ARGS + 1],
+    handed: [UnsafeCell<ArgTensor>; MAX_ARGS + 1],
 }
-
-/// A copy handed to a C kernel, and what the C shape accessors read of it: 64 bytes, so
-/// that a pointer is found to be the start of one by its low six bits.
-#[repr(C, align(64))]
-pub(super) struct HandedCopy {
-    /// The descriptor, the pointer C is given.
-    pub(super) desc: ArgTensor,
-    /// Its element count, as it was handed out.
-    pub(super) numel: u32,
-    /// Not zero once `desc` holds a copy the runtime checked and handed out (in this
-    /// invocation or an earlier one).
-    handed: u32,
-}
-
-impl HandedCopy {
-    const ZEROED: HandedCopy = HandedCopy { desc: ArgTensor::ZEROED, numel: 0, handed: 0 };
-}
-
-const _: () = {
-    use core::mem::offset_of;
-    assert!(size_of::<HandedCopy>() == 64 && offset_of!(HandedCopy, desc) == 0);
-};
 
 /// The `reusable` bit of the output (bits `0..MAX_ARGS` are the arguments'): bit 31,
 /// which `setup.S` tests for slot -1 (a bit test takes the index's low five bits).
@@ -532,7 +510,7 @@ impl Invocation {
             dst_taken: Cell::new(true),
             aliasing: Cell::new(0),
             reusable: 0,
-            handed: [const { UnsafeCell::new(HandedCopy::ZEROED) }; MAX_ARGS + 1],
+            handed: [const { UnsafeCell::new(ArgTensor::ZEROED) }; MAX_ARGS + 1],
             output_overlaps: 0,
             first_overlap: 16,
             resolved_generation: 0,
@@ -985,41 +963,15 @@ impl Invocation {
         // pulled once, the output taken once), before anything has a pointer to it in
         // this invocation; references to it borrow `self`, which `set_invocation` and
         // `setup` take mutably, so none from an earlier invocation is live. `desc` is
-        // the runtime's copy, not it, and a valid descriptor (checked by setup or the
-        // pull), so its `num_elem` field is its element count.
-        unsafe {
-            ArgTensor::copy(desc, &raw mut (*handed).desc);
-            (*handed).numel = desc.num_elem_field();
-            (*handed).handed = 1;
-        }
-        handed.cast()
+        // the runtime's copy, not it.
+        unsafe { ArgTensor::copy(desc, handed) };
+        handed
     }
 
-    /// The copy a C kernel was handed (by `customop_next_tensor` or `get_dst_tensor`)
-    /// that `desc` points to, if it points to the start of one; records `OK` then. The
-    /// fast path of the C shape accessors: the copy was checked when it was handed out
-    /// (a valid descriptor, from setup's checks or the pull's), so they read it without
-    /// checking all 48 bytes again on every call: its element count as it was handed
-    /// out, the rest as the copy holds it (a kernel that writes into its copy, which is
-    /// `const`, reads back what it wrote; `customop_tensor_data` and
-    /// `customop_return_tensor` check every descriptor).
+    /// Records `OK`: a C shape accessor's answer (read from the descriptor's fields).
     #[inline(always)]
-    pub(super) fn handed_copy(&self, desc: *const ArgTensor) -> Option<&HandedCopy> {
-        let offset = desc.addr().wrapping_sub(self.handed.as_ptr().addr());
-        let slot = offset / size_of::<HandedCopy>();
-        if slot >= self.handed.len() || !offset.is_multiple_of(size_of::<HandedCopy>()) {
-            return None;
-        }
-        // SAFETY: `handed[slot]` is only written by `hand_out`, which takes `self`
-        // (shared, but not while this borrow of `self` lives: the accessors run nothing
-        // else), and by C through its pointer, which is not running while the runtime
-        // is; its bytes are plain integers, any value valid.
-        let copy = unsafe { &*self.handed[slot].get() };
-        if copy.handed == 0 {
-            return None;
-        }
+    pub(super) fn record_ok(&self) {
         self.last_status.set(Status::OK);
-        Some(copy)
     }
 
     /// The next argument as scalar `T` of `kind`: its one element, read.

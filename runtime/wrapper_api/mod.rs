@@ -62,7 +62,6 @@ mod tensor;
 pub use cxx::{__assert_func, end_op, neuron_cxx_fail, neuron_cxx_record, record_failure};
 pub use descriptor::*;
 pub use element::{Bf16, Element, F16};
-use invocation::HandedCopy;
 pub use invocation::{Args, Invocation, Platform, TranslateFn};
 pub use status::{ArgError, KernelError, Status, TensorError};
 pub use tensor::{ReadStream, STREAM_BUFFER_BYTES, Strides, TcmBuffer, Tensor, WriteStream};
@@ -217,28 +216,26 @@ unsafe fn described(tensor: *const ArgTensor) -> Option<TensorDesc> {
     unsafe { with_descriptor(tensor, |invocation, desc| invocation.describe(desc).ok()) }.flatten()
 }
 
-/// A C shape accessor: `fast` of the copy `tensor` points to when it is one the runtime
-/// handed out (`Invocation::handed_copy`: a few instructions, no check of the 48 bytes;
-/// not while the invocation is borrowed, a Rust kernel calling the accessor, which the
-/// slow path refuses as re-entry),
-/// else `slow` of its validated form (`described`: the whole check, its status
-/// recorded), or `R::default()` on error.
+/// A C shape accessor: `own`, the answer read from the fields it comes from, each
+/// checked (`descriptor::fields`: a few instructions, straight from the kernel's memory,
+/// a copy the runtime handed out or a descriptor of the kernel's own), with `OK`
+/// recorded; not while the invocation is borrowed (a Rust kernel calling the accessor,
+/// which the slow path refuses as re-entry). Else (a field not valid, a null or
+/// misaligned pointer) `slow` of its validated form (`described`: the whole check, its
+/// first error recorded), or `R::default()` on error.
 ///
 /// # Safety
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
 #[inline(always)]
-unsafe fn accessor<R: Default>(
-    tensor: *const ArgTensor,
-    fast: impl FnOnce(&HandedCopy) -> R,
-    slow: impl FnOnce(TensorDesc) -> R,
-) -> R {
-    // SAFETY: `handed_copy` and `fast` read the invocation and set its last status; they
-    // call nothing that reaches it again.
-    match unsafe { peek_session(|invocation| invocation.handed_copy(tensor).map(fast)) }.flatten() {
-        Some(answer) => answer,
-        // SAFETY: forwarded from this function's contract.
-        None => unsafe { described_cold(tensor) }.map_or_else(R::default, slow),
+unsafe fn accessor<R: Default>(tensor: *const ArgTensor, own: Option<R>, slow: impl FnOnce(TensorDesc) -> R) -> R {
+    if let Some(answer) = own {
+        // SAFETY: `record_ok` sets the invocation's last status and reaches nothing else.
+        if unsafe { peek_session(Invocation::record_ok) }.is_some() {
+            return answer;
+        }
     }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { described_cold(tensor) }.map_or_else(R::default, slow)
 }
 
 /// [`described`] out of line: the accessors' slow path.
@@ -260,7 +257,7 @@ unsafe fn described_cold(tensor: *const ArgTensor) -> Option<TensorDesc> {
 #[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_numel(tensor: *const ArgTensor) -> u32 {
     // SAFETY: forwarded from this function's contract.
-    unsafe { accessor(tensor, |copy| copy.numel, |desc| desc.num_elem()) }
+    unsafe { accessor(tensor, fields::numel(tensor), |desc| desc.num_elem()) }
 }
 
 /// C ABI `customop_tensor_dtype`: a tensor's `NEURON_ISA_TPB_DTYPE` (0, which no dtype
@@ -271,7 +268,7 @@ pub unsafe extern "C" fn customop_tensor_numel(tensor: *const ArgTensor) -> u32 
 #[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_dtype(tensor: *const ArgTensor) -> u32 {
     // SAFETY: forwarded from this function's contract.
-    unsafe { accessor(tensor, |copy| u32::from(copy.desc.dtype), |desc| desc.dtype() as u32) }
+    unsafe { accessor(tensor, fields::dtype(tensor), |desc| desc.dtype() as u32) }
 }
 
 /// C ABI `customop_tensor_rank`: a tensor's number of dimensions, 1 to 8 (0 on error).
@@ -281,7 +278,7 @@ pub unsafe extern "C" fn customop_tensor_dtype(tensor: *const ArgTensor) -> u32 
 #[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_rank(tensor: *const ArgTensor) -> u32 {
     // SAFETY: forwarded from this function's contract.
-    unsafe { accessor(tensor, |copy| u32::from(copy.desc.num_dim), |desc| desc.rank() as u32) }
+    unsafe { accessor(tensor, fields::rank(tensor), |desc| desc.rank() as u32) }
 }
 
 /// C ABI `customop_tensor_dim`: dimension `index` of a tensor, outermost first (0 at
@@ -291,13 +288,9 @@ pub unsafe extern "C" fn customop_tensor_rank(tensor: *const ArgTensor) -> u32 {
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
 #[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_dim(tensor: *const ArgTensor, index: u32) -> u32 {
-    let index = index as usize;
-    let fast = |copy: &HandedCopy| match copy.desc.shape.get(index) {
-        Some(&dim) if index < usize::from(copy.desc.num_dim) => u32::from(dim),
-        _ => 0,
-    };
+    let slow = move |desc: TensorDesc| desc.shape().get(index as usize).copied().map_or(0, u32::from);
     // SAFETY: forwarded from this function's contract.
-    unsafe { accessor(tensor, fast, |desc| desc.shape().get(index).copied().map_or(0, u32::from)) }
+    unsafe { accessor(tensor, fields::dim(tensor, index), slow) }
 }
 
 /// C ABI `customop_fail`: the kernel's own failure, reported as `0x1_0000 + code` (as a

@@ -33,22 +33,12 @@ unsafe extern "C" {
     fn __divsf3(a: f32, b: f32) -> f32;
 }
 
-/// The harness of a one-float function: a call that does nothing.
+/// The harness of a one-float function: a call that does nothing. (Called through a
+/// pointer the optimiser cannot see, as the measured functions are: called directly,
+/// LLVM would know it returns its argument and drop the call.)
 #[inline(never)]
 extern "C" fn nothing(x: f32) -> f32 {
     x
-}
-
-/// The harness of [`logf_positive`]: the same shift and call, of [`nothing`].
-#[inline(never)]
-extern "C" fn shifted_nothing(x: f32) -> f32 {
-    nothing(0.5 - x)
-}
-
-/// The harness of [`tanhf_scaled`].
-#[inline(never)]
-extern "C" fn scaled_nothing(x: f32) -> f32 {
-    nothing(0.2 * x)
 }
 
 /// The harness of a two-float function.
@@ -63,36 +53,28 @@ extern "C" fn nothing_desc(_: *const ArgTensor) -> u32 {
     0
 }
 
+/// The harness of `customop_tensor_dim`.
+#[inline(never)]
+extern "C" fn nothing_dim(_: *const ArgTensor, _: u32) -> u32 {
+    0
+}
+
 /// The `libm` crate's `expf`, what the kernels' `expf` was.
 #[inline(never)]
 extern "C" fn libm_expf(x: f32) -> f32 {
     libm::expf(x)
 }
 
-/// `logf` on [0.5, 20.5] (the loop's inputs, shifted; [`shifted_nothing`] is its
-/// harness).
+/// The `libm` crate's `logf`.
 #[inline(never)]
-extern "C" fn logf_positive(x: f32) -> f32 {
-    math::logf(0.5 - x)
+extern "C" fn libm_logf(x: f32) -> f32 {
+    libm::logf(x)
 }
 
-/// The `libm` crate's `logf` on the same inputs.
+/// The `libm` crate's `tanhf`.
 #[inline(never)]
-extern "C" fn libm_logf_positive(x: f32) -> f32 {
-    libm::logf(0.5 - x)
-}
-
-/// `tanhf` on [-4, 0], where it is neither linear nor saturated (the loop's inputs,
-/// scaled; [`scaled_nothing`] is its harness).
-#[inline(never)]
-extern "C" fn tanhf_scaled(x: f32) -> f32 {
-    math::tanhf(0.2 * x)
-}
-
-/// The `libm` crate's `tanhf` on the same inputs.
-#[inline(never)]
-extern "C" fn libm_tanhf_scaled(x: f32) -> f32 {
-    libm::tanhf(0.2 * x)
+extern "C" fn libm_tanhf(x: f32) -> f32 {
+    libm::tanhf(x)
 }
 
 /// Prints a `HOT` row: per call, and the function's own instructions.
@@ -101,32 +83,33 @@ fn row(case: &str, per_call: u64, harness: u64) {
     println!("HOT {case} {per_call} {own}");
 }
 
-fn float_case(case: &str, f: extern "C" fn(f32) -> f32, harness: u64) {
-    let per_call = float_loop(case, f);
-    row(case, per_call, harness);
+/// A float case and its harness, the same loop around `f` and around [`nothing`]:
+/// prints the case's `HOT` row.
+fn float_case(case: &str, f: extern "C" fn(f32) -> f32, input: impl Fn(f32) -> f32 + Copy) {
+    let harness = float_loop("nothing_loop", nothing, input);
+    row(case, float_loop(case, f, input), harness);
 }
 
-/// Instructions per call (x100) of the float cases' loop around `f`.
-fn float_loop(case: &str, f: extern "C" fn(f32) -> f32) -> u64 {
+/// Instructions per call (x100) of a loop around `f` on `input` of x, for x across
+/// softmax's range, e^(x - max) for x - max in [-20, 0].
+fn float_loop(case: &str, f: extern "C" fn(f32) -> f32, input: impl Fn(f32) -> f32) -> u64 {
     let f = black_box(f);
-    // Inputs across softmax's range, e^(x - max) for x - max in [-20, 0].
     let mut x = -20.0f32;
-    let per_call = bench::measure(case, CALLS, || {
-        black_box(f(black_box(x)));
+    bench::measure(case, CALLS, || {
+        black_box(f(black_box(input(x))));
         x = if x >= 0.0 { -20.0 } else { x + 0.003 };
-    });
-    per_call
+    })
 }
 
-fn divide_case(case: &str, f: unsafe extern "C" fn(f32, f32) -> f32, harness: u64) {
+/// Instructions per call (x100) of a loop of divisions by `f`.
+fn divide_loop(case: &str, f: unsafe extern "C" fn(f32, f32) -> f32) -> u64 {
     let f = black_box(f);
     let mut a = 1.0f32;
-    let per_call = bench::measure(case, CALLS, || {
-        // SAFETY: `f` is a division of two floats; any floats are valid.
+    bench::measure(case, CALLS, || {
+        // SAFETY: `f` is a division of two floats, or `nothing2`; any floats are valid.
         black_box(unsafe { f(black_box(a), black_box(3.7)) });
         a += 0.25;
-    });
-    row(case, per_call, harness);
+    })
 }
 
 fn accessor_case(case: &str, f: unsafe extern "C" fn(*const ArgTensor) -> u32, desc: &ArgTensor, harness: u64) {
@@ -138,11 +121,29 @@ fn accessor_case(case: &str, f: unsafe extern "C" fn(*const ArgTensor) -> u32, d
     row(case, per_call, harness);
 }
 
-/// `customop_tensor_dim(desc, 1)` with an accessor's signature.
-#[inline(never)]
-unsafe extern "C" fn dim_1(desc: *const ArgTensor) -> u32 {
-    // SAFETY: forwarded.
-    unsafe { customop_tensor_dim(desc, 1) }
+/// Instructions per call (x100) of a loop of `f(desc, 1)`: `customop_tensor_dim` or
+/// its harness.
+fn dim_loop(case: &str, f: unsafe extern "C" fn(*const ArgTensor, u32) -> u32, desc: &ArgTensor) -> u64 {
+    let f = black_box(f);
+    bench::measure(case, CALLS, || {
+        // SAFETY: `desc` is a valid descriptor for the whole loop.
+        black_box(unsafe { f(black_box(desc), black_box(1)) });
+    })
+}
+
+/// The accessors' `HOT` rows on `desc`: `numel`, `dtype`, `rank` and `dim` (of
+/// dimension 1), under the names `cases`.
+fn accessor_cases(cases: [&str; 4], desc: &ArgTensor) {
+    let harness = bench::measure("nothing_desc", CALLS, {
+        let f = black_box(nothing_desc as extern "C" fn(*const ArgTensor) -> u32);
+        move || {
+            black_box(f(black_box(desc)));
+        }
+    });
+    accessor_case(cases[0], customop_tensor_numel, desc, harness);
+    accessor_case(cases[1], customop_tensor_dtype, desc, harness);
+    accessor_case(cases[2], customop_tensor_rank, desc, harness);
+    row(cases[3], dim_loop(cases[3], customop_tensor_dim, desc), dim_loop("nothing_dim", nothing_dim, desc));
 }
 
 #[unsafe(no_mangle)]
@@ -153,39 +154,21 @@ extern "C" fn main() -> i32 {
             black_box(f(black_box(1.0)));
         }
     });
-    // The harness of the float cases includes the input's update, and the shift or
-    // scaling of `logf`'s and `tanhf`'s; each is measured the same way.
-    let float_harness_loop = float_loop("nothing_loop", nothing);
-    let shifted_harness = float_loop("shifted_nothing", shifted_nothing);
-    let scaled_harness = float_loop("scaled_nothing", scaled_nothing);
     println!("HOT nothing {float_harness} {}", NOTHING_OWN * 100);
-    float_case("expf", math::expf, float_harness_loop);
-    float_case("libm_expf", libm_expf, float_harness_loop);
-    float_case("logf", logf_positive, shifted_harness);
-    float_case("libm_logf", libm_logf_positive, shifted_harness);
-    float_case("tanhf", tanhf_scaled, scaled_harness);
-    float_case("libm_tanhf", libm_tanhf_scaled, scaled_harness);
+    // `logf` on [0.5, 20.5]; `tanhf` on [-4, 0], where it is neither linear nor
+    // saturated.
+    let (across, positive, tanh_range) = (|x: f32| x, |x: f32| 0.5 - x, |x: f32| 0.2 * x);
+    float_case("expf", math::expf, across);
+    float_case("libm_expf", libm_expf, across);
+    float_case("logf", math::logf, positive);
+    float_case("libm_logf", libm_logf, positive);
+    float_case("tanhf", math::tanhf, tanh_range);
+    float_case("libm_tanhf", libm_tanhf, tanh_range);
+    row("divsf3", divide_loop("divsf3", __divsf3), divide_loop("nothing2", nothing2));
 
-    let mut a = 1.0f32;
-    let divide_harness = bench::measure("nothing2", CALLS, || {
-        black_box(nothing2(black_box(a), black_box(3.7)));
-        a += 0.25;
-    });
-    divide_case("divsf3", __divsf3, divide_harness);
-
-    // A descriptor of the kernel's own: the accessors check all 48 bytes.
+    // A descriptor of the kernel's own.
     let desc = ArgTensor::hbm_tensor(Dtype::Float32, &[64, 1024], 0x6200_0000).expect("a valid descriptor");
-    let accessor_harness = bench::measure("nothing_desc", CALLS, {
-        let f = black_box(nothing_desc as extern "C" fn(*const ArgTensor) -> u32);
-        let desc = &desc;
-        move || {
-            black_box(f(black_box(desc)));
-        }
-    });
-    accessor_case("numel", customop_tensor_numel, &desc, accessor_harness);
-    accessor_case("dtype", customop_tensor_dtype, &desc, accessor_harness);
-    accessor_case("rank", customop_tensor_rank, &desc, accessor_harness);
-    accessor_case("dim", dim_1, &desc, accessor_harness);
+    accessor_cases(["numel", "dtype", "rank", "dim"], &desc);
 
     // A copy the runtime handed out (`customop_next_tensor`): the accessors' fast path.
     // Its window maps 4 KiB of the job tensor area, unused by a firmware boot.
@@ -204,9 +187,6 @@ extern "C" fn main() -> i32 {
         println!("HOT_ERROR no handed-out descriptor");
         return 1;
     };
-    accessor_case("numel_handed", customop_tensor_numel, handed, accessor_harness);
-    accessor_case("dtype_handed", customop_tensor_dtype, handed, accessor_harness);
-    accessor_case("rank_handed", customop_tensor_rank, handed, accessor_harness);
-    accessor_case("dim_handed", dim_1, handed, accessor_harness);
+    accessor_cases(["numel_handed", "dtype_handed", "rank_handed", "dim_handed"], handed);
     0
 }
