@@ -26,7 +26,7 @@ fn checked() -> SessionOptions {
 /// Op `index`'s findings, their lines named from the images' debug information.
 fn symbolized(mut found: OpFindings, images: &[std::path::PathBuf]) -> OpFindings {
     let symbols = Symbolizer::new(images).expect("symbols");
-    found.shown.iter_mut().for_each(|finding| finding.symbolize(&symbols));
+    found.shown.iter_mut().for_each(|finding| symbols.symbolize_finding(finding));
     found
 }
 

@@ -1033,7 +1033,7 @@ impl Library {
         if !findings.is_empty()
             && let Some(symbols) = self.symbolizer()
         {
-            findings.shown.iter_mut().for_each(|finding| finding.symbolize(&symbols));
+            findings.shown.iter_mut().for_each(|finding| symbols.symbolize_finding(finding));
         }
         let profile = if options.profile {
             // The loader's image too: the op's markers and the services kernels call are its.

@@ -8,6 +8,7 @@
 //! Layer: above the package crate (it builds an author's [`Project`]), below the host
 //! API, which runs its jobs through a machine [`Session`] over [`loader_program`].
 
+mod cores;
 mod cxx;
 pub mod loader;
 pub mod sanitize;

@@ -14,6 +14,7 @@
 //! core has its own image) run on thread `core i`. The runtime's own code is the same
 //! source; only the CPU differs.
 
+use crate::cores::{self, DATA_SCRATCH_BASE, DATA_SCRATCH_SIZE, core};
 use crate::sanitize::{self, Direction};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop::wrapper_api::ArgTensor;
@@ -31,10 +32,6 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
 
-/// Core i's dataram scratch, as the device loader hands it out:
-/// `DATA_SCRATCH_BASE + i * DATA_SCRATCH_SIZE` (qemu/firmware/src/loader.rs).
-pub(crate) const DATA_SCRATCH_BASE: u32 = 0x7F80_0000;
-const DATA_SCRATCH_SIZE: u32 = 0x1_0000;
 /// Core i's HBM scratch: `HBM_SCRATCH_BASE + i * HBM_SCRATCH_SIZE` (the same file).
 const HBM_SCRATCH_BASE: u32 = 0x6A00_0000;
 const HBM_SCRATCH_SIZE: u32 = 0x0080_0000;
@@ -420,8 +417,6 @@ impl Library {
 }
 
 thread_local! {
-    /// This thread's core.
-    static CORE: Cell<u32> = const { Cell::new(0) };
     /// The job being entered or run (for the callbacks' injected faults).
     static FAULTS: Cell<u32> = const { Cell::new(0) };
     static FAIL_REGISTRATION_AT: Cell<u32> = const { Cell::new(NEVER) };
@@ -448,7 +443,7 @@ fn take_lines() -> Vec<String> {
 
 /// A core's thread: work after work until the loader goes.
 fn core_thread(core: u32, library: Library, inbox: Receiver<Work>, outbox: Sender<Answer>) {
-    CORE.with(|c| c.set(core));
+    cores::set_core(core);
     install_fault_handlers();
     let mut entered = false;
     for work in inbox {
@@ -556,11 +551,6 @@ fn enter(library: &Library, job: &JobHeader, core: u32) -> bool {
 
 fn handle(core: u32) -> *mut c_void {
     (HANDLE_BASE | core as usize) as *mut c_void
-}
-
-/// The core whose thread this is.
-pub(crate) fn core() -> u32 {
-    CORE.with(Cell::get)
 }
 
 unsafe extern "C" fn get_data_scratch(addr: *mut *mut c_void, size: *mut u32) {

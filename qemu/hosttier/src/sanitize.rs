@@ -187,7 +187,7 @@ fn stack() -> Vec<usize> {
 
 /// The runtime's heap observer (`neuron_host_heap_observer`): records the blocks.
 unsafe extern "C" fn observe(event: u32, block: *const c_void, bytes: usize) {
-    let (start, core) = (block as usize, crate::loader::core());
+    let (start, core) = (block as usize, crate::cores::core());
     let overlaps = |b: &Block| b.start < start + bytes.max(1) && start < b.start + b.bytes.max(1);
     let mut blocks = BLOCKS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     match event {
@@ -252,7 +252,7 @@ fn heap_block_at(blocks: &[Block], address: usize) -> Option<String> {
         .max_by_key(|b| (b.freed.is_none(), b.start))?;
     let pool = if block.tcm {
         "the TCM pool"
-    } else if address >= crate::loader::DATA_SCRATCH_BASE as usize {
+    } else if address >= crate::cores::DATA_SCRATCH_BASE as usize {
         "the dataram heap"
     } else {
         "the HBM heap"

@@ -9,7 +9,6 @@
 //! lines of code: the PC's and each call site's of the backtrace.
 
 use crate::elf;
-use crate::symbolize::Symbolizer;
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_wire::checks::RegionKind;
 use neuroncustomop_wire::report::Fields;
@@ -191,18 +190,6 @@ impl Finding {
             other_at: None,
             backtrace_at: Vec::new(),
         })
-    }
-
-    /// Names the PCs' functions and lines from the images' debug information.
-    pub fn symbolize(&mut self, symbols: &Symbolizer) {
-        self.at = Some(if self.dma {
-            // The runtime's store of a descriptor: name the kernel's line that asked.
-            symbols.describe_kernels(std::iter::once(self.pc).chain(self.backtrace.iter().copied()))
-        } else {
-            symbols.describe(self.pc)
-        });
-        self.other_at = self.other_pc.map(|pc| symbols.describe(pc));
-        self.backtrace_at = self.backtrace.iter().map(|&site| symbols.describe_call(site)).collect();
     }
 
     /// Where the accessed bytes are, in words: `12 bytes past the end of output 0

@@ -166,9 +166,10 @@ impl Boot {
 
 /// What QEMU reads besides the boot's files, and may execute: its binary, the dynamic
 /// loader's cache, the shared libraries and QEMU's modules and data (under `/usr`;
-/// `/lib` and `/lib64` are links into it or hold the loader). Nothing of a home,
-/// `/tmp` or a project.
-pub const READABLE: [&str; 5] = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache"];
+/// `/lib` and `/lib64` are links into it or hold the loader), and `/dev/null`, which
+/// a boot whose stdin is null (`Boot::run`) opens in the sandboxed thread before QEMU
+/// starts. Nothing of a home, `/tmp` or a project.
+pub const READABLE: [&str; 6] = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/dev/null"];
 
 /// Starts `command` (QEMU) unable to read any host file but [`READABLE`] and the
 /// files of `readable`, and to write any but the existing files of `writable` (which

@@ -21,6 +21,7 @@
 
 use crate::device::{OpStatus, Report};
 use crate::elf::{self, LoadSegment};
+use crate::findings::Finding;
 use neuroncustomop_wire::report::Fields;
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
@@ -156,6 +157,19 @@ struct Image {
 }
 
 impl Symbolizer {
+    /// Names a finding's PCs (its access, the other core's, its backtrace) as functions
+    /// and lines. A DMA finding's PC is the runtime's store of the descriptor: it is
+    /// named by the kernel's line that asked for the transfer.
+    pub fn symbolize_finding(&self, finding: &mut Finding) {
+        finding.at = Some(if finding.dma {
+            self.describe_kernels(std::iter::once(finding.pc).chain(finding.backtrace.iter().copied()))
+        } else {
+            self.describe(finding.pc)
+        });
+        finding.other_at = finding.other_pc.map(|pc| self.describe(pc));
+        finding.backtrace_at = finding.backtrace.iter().map(|&site| self.describe_call(site)).collect();
+    }
+
     /// Reads the ELF files' segments and debug information.
     ///
     /// # Errors
