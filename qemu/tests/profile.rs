@@ -2,7 +2,8 @@
 //! `neuroncustomop-profile`) and the device cost model, on the AWS tutorial's three
 //! ReLU designs (`examples/relu`): the profile's instructions are the call's, the
 //! memory regions and DMA bytes are the ones each design must touch, the files open,
-//! and the cost model ranks the designs as the tutorial measured.
+//! and the cost model ranks the designs as the tutorial measured. And on a softmax as
+//! a newcomer writes it: the summary's inclusive ranking puts `expf` first.
 
 use neuroncustomop_host::array::Array;
 use neuroncustomop_host::generate::{Distribution, generate};
@@ -133,4 +134,59 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
     }
     assert!(spans.iter().any(|e| e["cat"] == "dma"), "DMA transfers on the timeline");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_softmax_on_the_libm_crates_expf_ranks_expf_first_with_what_it_calls() {
+    use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
+    use neuroncustomop_machine::device::{Session, SessionOptions};
+    use neuroncustomop_machine::images;
+    use neuroncustomop_machine::job::{Job, Op};
+    use neuroncustomop_profile::profile::Folder;
+    use neuroncustomop_wire::job::OutputDump;
+
+    let library = images::build("count_probe").expect("build count_probe");
+    let loader = images::build("loader").expect("build the loader");
+    // One row of 64: about 150 k instructions, nearly all in `expf`.
+    let x: Vec<f32> = (0..64).map(|i| (i * 37 % 64) as f32 / 8.0 - 4.0).collect();
+    let mut job = Job::new(&library, 1).expect("job");
+    let (input, _) = job.place(0, x.iter().flat_map(|v| v.to_le_bytes()).collect());
+    let (out, out_device) = job.place(0x1000, vec![0; 4 * x.len()]);
+    let tensor = |at| ArgTensor::hbm_tensor(Dtype::Float32, &[x.len() as u32], at).unwrap().to_bytes();
+    let function = job.function("softmax");
+    job.push(&Op {
+        function,
+        output: Some(tensor(out)),
+        inputs: vec![tensor(input)],
+        dump: OutputDump { address: out_device, len: 4 * x.len() as u32 },
+    })
+    .expect("op");
+    let options = SessionOptions { count_instructions: false, checked: false, profile: true, ..Default::default() };
+    let report = Session::boot(&library, 1, options).expect("QEMU boots").dispatch(&job).expect("QEMU runs");
+    assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
+    let y: Vec<f32> = report.dumps[&0].chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    let largest = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = x.iter().map(|v| (v - largest).exp()).sum();
+    for (y, x) in y.iter().zip(&x) {
+        assert!((y - (x - largest).exp() / sum).abs() < 1e-6, "softmax {y} at {x}");
+    }
+
+    let op = &report.core(0).ops[0];
+    let images: Vec<_> = library.cores.iter().chain(&loader.cores).cloned().collect();
+    let profile = Folder::new(&images)
+        .expect("symbols")
+        .profile("softmax", &[op.plugin.lines.as_slice()], None)
+        .expect("a profile");
+    let inclusive = profile.top_inclusive(5);
+    let own = profile.top(5);
+    println!("inclusive {inclusive:#?}\nown {own:#?}");
+    // `expf` and its soft-float calls hold most of the op, and the ranking says so...
+    let first = &inclusive[0];
+    assert!(first.name.ends_with("expf"), "{inclusive:?}");
+    assert!(first.share > 0.8, "{first:?}");
+    assert_eq!(first.instructions, profile.cores[0].inclusive[0].instructions);
+    // ...where `expf`'s own code is a small part of it, behind the soft-float helpers.
+    let expf_own = own.iter().find(|hot| hot.name.ends_with("expf")).map_or(0, |hot| hot.instructions);
+    assert!(expf_own < first.instructions / 4, "{own:?}");
+    assert!(!own[0].name.ends_with("expf"), "{own:?}");
 }

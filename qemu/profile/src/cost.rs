@@ -307,6 +307,7 @@ mod tests {
             instructions,
             functions: vec![],
             stacks: vec![],
+            inclusive: vec![],
             mix: BTreeMap::new(),
             in_runtime: 0,
             in_libm: 0,

@@ -95,6 +95,17 @@ pub struct Stack {
     pub instructions: u64,
 }
 
+/// Instructions of one function and of everything it called, on one core: every call
+/// path through it, each path once however often the function recurs on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Inclusive {
+    /// The function, as the call paths name it (a function inlined into another counts
+    /// in that one: the paths hold real calls only).
+    pub name: String,
+    /// Instructions run in it and in all it called.
+    pub instructions: u64,
+}
+
 /// One event of a core's timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Event {
@@ -135,6 +146,10 @@ pub struct CoreProfile {
     pub functions: Vec<Function>,
     /// Per call path.
     pub stacks: Vec<Stack>,
+    /// Per function with what it called ([`Inclusive`]), most first, from the call
+    /// paths: the functions every path starts with (the kernel's entry, and what the
+    /// loader called it through) are left out, as they hold all of the op.
+    pub inclusive: Vec<Inclusive>,
     /// Per instruction class.
     pub mix: BTreeMap<Class, u64>,
     /// Instructions run in the runtime's code (runtime/ and its include/ headers).
@@ -189,11 +204,26 @@ impl Profile {
         self.cores.iter().map(|c| c.instructions).sum()
     }
 
-    /// The `n` functions with the most instructions over every core, most first.
+    /// The `n` functions with the most instructions of their own (at their PCs, inlined
+    /// functions under their own names) over every core, most first.
     pub fn top(&self, n: usize) -> Vec<Hot> {
+        let functions = self.cores.iter().flat_map(|c| &c.functions);
+        self.rank(functions.map(|f| (f.name.as_str(), f.instructions)), n)
+    }
+
+    /// The `n` functions with the most instructions in them and all they called
+    /// ([`CoreProfile::inclusive`]) over every core, most first: where the op's time
+    /// goes. The kernel's entry, which holds all of it, is not among them.
+    pub fn top_inclusive(&self, n: usize) -> Vec<Hot> {
+        let functions = self.cores.iter().flat_map(|c| &c.inclusive);
+        self.rank(functions.map(|f| (f.name.as_str(), f.instructions)), n)
+    }
+
+    /// The `n` names with the most instructions, each name's summed over `figures`.
+    fn rank<'a>(&self, figures: impl Iterator<Item = (&'a str, u64)>, n: usize) -> Vec<Hot> {
         let mut sums: BTreeMap<&str, u64> = BTreeMap::new();
-        for function in self.cores.iter().flat_map(|c| &c.functions) {
-            *sums.entry(&function.name).or_default() += function.instructions;
+        for (name, instructions) in figures {
+            *sums.entry(name).or_default() += instructions;
         }
         let total = self.instructions().max(1) as f64;
         let mut hot: Vec<Hot> = sums
@@ -204,6 +234,42 @@ impl Profile {
         hot.truncate(n);
         hot
     }
+}
+
+/// Each function on `stacks` with the instructions of every path through it
+/// ([`CoreProfile::inclusive`]), most first, less the kernel's entry: the frames that
+/// every path of the outermost frame with the most instructions starts with (the
+/// loader calls a few functions of its own beside the kernel, between the markers).
+fn inclusive(stacks: &[Stack]) -> Vec<Inclusive> {
+    let mut outermost: BTreeMap<&str, u64> = BTreeMap::new();
+    for stack in stacks {
+        if let Some(first) = stack.frames.first() {
+            *outermost.entry(first).or_default() += stack.instructions;
+        }
+    }
+    let Some((kernel, _)) = outermost.into_iter().max_by_key(|&(name, n)| (n, std::cmp::Reverse(name))) else {
+        return Vec::new();
+    };
+    let mut paths =
+        stacks.iter().map(|stack| &stack.frames).filter(|frames| frames.first().map(String::as_str) == Some(kernel));
+    let Some(first) = paths.next() else { return Vec::new() };
+    let common = paths
+        .fold(first.len(), |common, frames| common.min(first.iter().zip(frames).take_while(|(a, b)| a == b).count()));
+    let entry = &first[..common];
+    let mut sums: BTreeMap<&str, u64> = BTreeMap::new();
+    for stack in stacks {
+        let mut seen: Vec<&str> = Vec::new();
+        for frame in stack.frames.iter().filter(|frame| !entry.contains(frame)) {
+            if !seen.contains(&frame.as_str()) {
+                seen.push(frame);
+                *sums.entry(frame).or_default() += stack.instructions;
+            }
+        }
+    }
+    let mut inclusive: Vec<Inclusive> =
+        sums.into_iter().map(|(name, instructions)| Inclusive { name: name.into(), instructions }).collect();
+    inclusive.sort_by(|a, b| b.instructions.cmp(&a.instructions).then_with(|| a.name.cmp(&b.name)));
+    inclusive
 }
 
 /// Why a profile could not be made.
@@ -323,6 +389,7 @@ impl Folder {
                 stacks.push(Stack { frames, instructions: *n });
             }
         }
+        let inclusive = inclusive(&stacks);
         let mut memory: BTreeMap<Region, Accesses> = BTreeMap::new();
         for (&page, &(loads, stores)) in &raw.memory {
             let region = memory.entry(Region::of(page)).or_default();
@@ -353,6 +420,7 @@ impl Folder {
             instructions,
             functions,
             stacks,
+            inclusive,
             mix,
             in_runtime,
             in_libm,
@@ -407,6 +475,29 @@ mod tests {
         assert_eq!(output.elements_in(&[(0x100, 0x101), (0x103, 0x105)]), 2);
         assert_eq!(output.elements_in(&[(0x200, 0x300)]), 0, "past its end");
         assert_eq!(output.elements_in(&[]), 0);
+    }
+
+    #[test]
+    fn a_function_counts_every_path_through_it_once_and_the_entry_is_left_out() {
+        let stack = |frames: &[&str], instructions| Stack {
+            frames: frames.iter().map(|f| f.to_string()).collect(),
+            instructions,
+        };
+        let stacks = [
+            stack(&["entry", "kernel"], 10),
+            stack(&["entry", "kernel", "expf"], 50),
+            stack(&["entry", "kernel", "expf", "__mulsf3"], 30),
+            stack(&["entry", "kernel", "__divsf3"], 7),
+            // A recursion counts once on its path.
+            stack(&["entry", "kernel", "walk", "walk"], 3),
+            // The loader's own call between the markers.
+            stack(&["icount_read"], 2),
+        ];
+        let figures: Vec<(String, u64)> = inclusive(&stacks).into_iter().map(|f| (f.name, f.instructions)).collect();
+        let want = [("expf", 80), ("__mulsf3", 30), ("__divsf3", 7), ("walk", 3), ("icount_read", 2)];
+        assert_eq!(figures, want.map(|(name, n)| (name.to_string(), n)));
+        assert_eq!(inclusive(&[]), []);
+        assert_eq!(inclusive(&stacks[..1]), [], "a kernel that calls nothing");
     }
 
     #[test]

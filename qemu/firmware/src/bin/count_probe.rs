@@ -2,7 +2,10 @@
 //! tests (`qemu/tests/counting.rs`): `work` reads `iterations` (an i32 tensor `[n]`)
 //! and runs a loop of `n[core]` turns on core `core`, writing what it computed; `deep`
 //! does `n[core]` times a recursion 100 calls deep and back, which takes window
-//! overflow and underflow exceptions in the middle of translated blocks.
+//! overflow and underflow exceptions in the middle of translated blocks; `softmax` is a
+//! row softmax as a newcomer writes it, with the `libm` crate's `expf` (software float)
+//! and a division per element, for the profile's test (`qemu/tests/profile.rs`): nearly
+//! all its instructions are under `expf`, few of them in `expf`'s own code.
 #![no_std]
 #![no_main]
 
@@ -52,4 +55,22 @@ fn deep(args: &Args) -> Result<Tensor<'_>, KernelError> {
     Ok(out)
 }
 
-neuroncustomop::kernels! { fn work, fn deep }
+/// (x: f32 [n]) -> out: f32 [n], the softmax of `x`: e^(x - max) over their sum.
+fn softmax(args: &Args) -> Result<Tensor<'_>, KernelError> {
+    let x = args.tensor()?;
+    let x = x.as_slice::<f32>()?;
+    let largest = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut out = args.output()?;
+    let y = out.as_mut_slice::<f32>()?;
+    let mut sum = 0.0;
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y = libm::expf(x - largest);
+        sum += *y;
+    }
+    for y in y.iter_mut() {
+        *y /= sum;
+    }
+    Ok(out)
+}
+
+neuroncustomop::kernels! { fn work, fn deep, fn softmax }
