@@ -17,7 +17,8 @@
 //!   block's instructions from that address on are taken back, the excepting one
 //!   included, which `ICOUNT` counts only when it completes. (A counter per instruction
 //!   counted it twice: `qemu/tests/counting.rs`'s `deep` showed 3,940 too many for as
-//!   many window exceptions.) QEMU 10.0.2
+//!   many window exceptions; the profile's per-PC counters take it back on
+//!   [`crate::Module::rerun`], which this module raises for every module there.) QEMU 10.0.2
 //!   shows a plugin none of the xtensa registers (`qemu_plugin_get_registers` lists
 //!   none), so `EPC1` cannot be read at the vector; API v5's discontinuity callback
 //!   (QEMU 10.1) would give the address directly.
@@ -44,7 +45,7 @@
 //! `qemu/tests/counting.rs` checks them equal, also for kernels whose blocks window
 //! exceptions and interrupts cut short.
 
-use crate::{Arguments, Firmware, Lines, Module};
+use crate::{Arguments, Events, Firmware, Lines, Module};
 use qemu_plugin::sys::{qemu_plugin_scoreboard, qemu_plugin_scoreboard_new};
 use qemu_plugin::{
     CallbackFlags, PluginCondition, PluginOp, PluginU64, TranslationBlock, VCPUIndex,
@@ -85,7 +86,7 @@ impl Entry {
         qemu_plugin_u64_get(self.0, vcpu)
     }
 
-    fn set(self, vcpu: VCPUIndex, value: u64) {
+    pub(crate) fn set(self, vcpu: VCPUIndex, value: u64) {
         qemu_plugin_u64_set(self.0, vcpu, value);
     }
 }
@@ -165,6 +166,8 @@ struct State {
     vectors: HashSet<u64>,
     /// Per vCPU (up to [`MAX_VCPUS`]).
     in_flight: Vec<Mutex<InFlight>>,
+    /// Every module, told of each instruction that runs again.
+    events: Arc<Events>,
 }
 
 impl State {
@@ -199,14 +202,17 @@ impl State {
     }
 
     /// The first block after a return starts at the excepting instruction, `pc`: takes
-    /// back the interrupted block's instructions from it on.
+    /// back the interrupted block's instructions from it on, and tells every module.
     fn resumed(&self, vcpu: VCPUIndex, pc: u64) {
         self.armed.set(vcpu, 0);
         let Some(id) = self.in_flight(vcpu).and_then(|mut in_flight| in_flight.returned.take()) else { return };
-        let blocks = self.blocks.read().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(block) = blocks.list.get(id as usize) {
-            self.executed.set(vcpu, self.executed.get(vcpu).wrapping_sub(block.since_pc(pc)));
+        {
+            let blocks = self.blocks.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Some(block) = blocks.list.get(id as usize) {
+                self.executed.set(vcpu, self.executed.get(vcpu).wrapping_sub(block.since_pc(pc)));
+            }
         }
+        self.events.rerun(vcpu, pc);
     }
 
     /// The exact count of vCPU `vcpu` before the marker of the block it is in.
@@ -243,6 +249,7 @@ impl Count {
                 blocks: RwLock::default(),
                 vectors,
                 in_flight: (0..MAX_VCPUS).map(|_| Mutex::default()).collect(),
+                events: arguments.events(),
             }),
         }))
     }

@@ -55,6 +55,10 @@
 //!   vCPU's registers and memory (it is registered with `QEMU_PLUGIN_CB_R_REGS`).
 //! - `Module::op_end` writes the module's findings for that op into `Lines`, with
 //!   a `KIND` word of its own; the host parses the lines of its kind.
+//! - `Module::rerun` is called on the vCPU's own thread when an exception handler
+//!   has returned to the instruction it interrupted, which runs again (`count` finds
+//!   these, and tells every module through `Arguments::events`): a module that counts
+//!   per instruction counted it once already, as it first started, and takes that back.
 //!
 //! Modules run on every vCPU thread at once: state shared between vCPUs needs a lock or
 //! atomics; per-vCPU state is best in a scoreboard, indexed by the vCPU.
@@ -77,7 +81,7 @@ use std::fmt::{self, Write as _};
 use std::fs::File;
 use std::io::Write as _;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A module's constructor: takes its arguments, sets up its state.
 type Install = fn(&mut Arguments) -> Result<Box<dyn Module>, String>;
@@ -95,12 +99,20 @@ trait Module: Send + Sync {
 
     /// Core `vcpu`'s kernel has returned or was stopped: write what this module found.
     fn op_end(&self, _vcpu: VCPUIndex, _lines: &mut Lines) {}
+
+    /// On core `vcpu` an exception handler has returned to the instruction at `pc`,
+    /// which the exception had interrupted: it starts again, as the first of a new
+    /// block, and this is called before any of that block's inline ops or other
+    /// callbacks run. Its first start, before the exception, did not complete.
+    fn rerun(&self, _vcpu: VCPUIndex, _pc: u64) {}
 }
 
-/// The `key=value` arguments no common key took, for the modules' constructors.
+/// What the modules' constructors get: the `key=value` arguments no common key took,
+/// and the way to tell every module of an event ([`Events`]).
 struct Arguments {
     /// Values by key, in the order given.
     rest: BTreeMap<String, Vec<String>>,
+    events: Arc<Events>,
 }
 
 impl Arguments {
@@ -108,6 +120,25 @@ impl Arguments {
     /// see it.
     fn take(&mut self, key: &str) -> Vec<String> {
         self.rest.remove(key).unwrap_or_default()
+    }
+
+    /// What a module's callbacks call to tell every module of an event.
+    fn events(&self) -> Arc<Events> {
+        Arc::clone(&self.events)
+    }
+}
+
+/// Every module, for the callbacks of one module to tell them all of an event: filled
+/// once all are installed, before any block is translated.
+#[derive(Default)]
+struct Events(OnceLock<Arc<Ops>>);
+
+impl Events {
+    /// [`Module::rerun`] on every module.
+    fn rerun(&self, vcpu: VCPUIndex, pc: u64) {
+        for module in self.0.get().iter().flat_map(|ops| &ops.modules) {
+            module.rerun(vcpu, pc);
+        }
     }
 }
 
@@ -168,7 +199,7 @@ fn parse(args: &Args) -> Result<(File, Firmware, Arguments), String> {
     if firmware.starts.is_empty() || firmware.stops.is_empty() {
         return Err("no start=PC or no stop=PC argument: no op would begin or end".into());
     }
-    Ok((out, firmware, Arguments { rest }))
+    Ok((out, firmware, Arguments { rest, events: Arc::default() }))
 }
 
 /// One op's lines, written to the output file in one piece when the op ends.
@@ -229,7 +260,10 @@ impl Register for Plugin {
             if let Some(key) = arguments.rest.keys().next() {
                 return Err(format!("unknown argument `{key}`: no module of the plugin takes it"));
             }
-            Ok((firmware, Arc::new(Ops { modules, out: Mutex::new(out) })))
+            let ops = Arc::new(Ops { modules, out: Mutex::new(out) });
+            // Set once, here: the cell was new.
+            let _ = arguments.events.0.set(Arc::clone(&ops));
+            Ok((firmware, ops))
         };
         let setup = setup().unwrap_or_else(|message: String| {
             // QEMU gives a plugin no way to refuse with a message: say it and stop

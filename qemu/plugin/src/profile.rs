@@ -20,9 +20,12 @@
 //! The call stack is the real calls only (`call0`/`call4`/`call8`/`call12` and their
 //! `callx` forms); inlined functions show in the per-PC figures, which the host folds
 //! to functions through the images' DWARF. A window overflow or underflow handler runs
-//! inside the frame that caused it. An ICOUNT wrap (every 2³² instructions) counts the
-//! interrupted instruction twice in its per-PC figure; the count takes it back
-//! (`rerun`), the per-PC figures do not.
+//! inside the frame that caused it. An instruction that an exception interrupts (a
+//! window overflow at `entry`, an underflow at `retw`, an ICOUNT wrap) starts twice:
+//! once before the exception, again after its handler returns. Its counter and the
+//! running total take the first start back when the count module says it runs again
+//! ([`Module::rerun`]), so a core's per-PC figures add up to its count (plus the
+//! loader's op markers), as `ICOUNT` counts.
 //!
 //! # Output
 //!
@@ -309,6 +312,12 @@ impl Module for Profile {
             profiler.stop(vcpu, lines);
         }
     }
+
+    fn rerun(&self, vcpu: VCPUIndex, pc: u64) {
+        if let Some((profiler, _)) = &self.0 {
+            profiler.rerun(vcpu, pc);
+        }
+    }
 }
 
 /// The profiler's state, shared by its callbacks.
@@ -450,6 +459,19 @@ impl Profiler {
             },
             MemRW::QEMU_PLUGIN_MEM_RW,
         );
+    }
+
+    /// The instruction at `pc` runs again after an exception's handler: its first start
+    /// (counted in its PC's counter and the running total) did not complete. Before
+    /// the block's inline ops, so the block's callback reads the total taken back.
+    fn rerun(&self, vcpu: VCPUIndex, pc: u64) {
+        let slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // A PC with no slot is not profiled: nothing was counted.
+        let Some(&slot) = slots.index.get(&pc) else { return };
+        let entry = slots.entry(slot);
+        qemu_plugin_u64_set(entry, vcpu, qemu_plugin_u64_get(entry, vcpu).wrapping_sub(1));
+        drop(slots);
+        self.executed.set(vcpu, self.executed.get(vcpu).wrapping_sub(1));
     }
 
     /// At a start PC: forget what the core gathered before, zero its PC counters.
