@@ -29,7 +29,7 @@
 //!   blocks: nothing to take back.
 //! - **`waiti`**: QEMU leaves the block there (the core halts, or takes the interrupt
 //!   already pending); the instructions after it run in a new block once it wakes. A
-//!   callback on the `waiti` takes them back (13 in each of fault_probe's `sleeps`).
+//!   callback on the `waiti` takes them back.
 //! - **the op markers**: the count at a marker is the counter less its block's
 //!   instructions from the marker on, so both ends leave the marker out alike.
 //!
