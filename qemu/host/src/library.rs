@@ -127,9 +127,13 @@ pub struct Options {
     /// The backend of the runtime's `neuron_memcpy` for this op; the default is the
     /// library's own, the DMA engine (a core waiting for it sleeps, docs/PERFORMANCE.md).
     pub memcpy: NeuronMemcpyMethod,
-    /// Run QEMU under `-icount` (the default): a deterministic clock. Each core's
-    /// count is exact either way (its ICOUNT register under it; without, the TCG
-    /// plugin's, and each core runs on a host thread of its own).
+    /// Run QEMU under `-icount` (off by default): all cores in turn on one host
+    /// thread, with a deterministic virtual clock, so a sleeping core's wake-up costs
+    /// no wall time and a kernel that waits (for DMA, for other cores) counts the same
+    /// every run. Off, each core runs on a host thread of its own (QEMU's MTTCG) and
+    /// the TCG plugin counts; each core's count is exact either way (its ICOUNT
+    /// register under `-icount`). Only an unchecked, unprofiled call can have it: the
+    /// checks and the profile run in the plugin, which QEMU 10.0.2 cannot run there.
     pub count_instructions: bool,
     /// Stop the kernel after this many instructions on a core ([`CallError::Stopped`],
     /// naming where it was): an infinite loop ends instead of hanging the call.
@@ -143,7 +147,7 @@ pub struct Options {
     /// outside what the op was given, output bytes two cores wrote ([`Call::findings`],
     /// and [`Call::check`] fails on them). The checks run in the device's TCG plugin,
     /// which runs without `-icount`: a checked call runs without it whatever
-    /// [`Options::count_instructions`] says (the plugin's counts are as exact).
+    /// [`Options::count_instructions`] says.
     pub checked: bool,
     /// Profile the call ([`Call::profile`]): where each core's instructions went, by
     /// function, call path, class and memory region, and its timeline. Slower (every
@@ -174,7 +178,7 @@ impl Default for Options {
         Self {
             cores: 1,
             memcpy: NeuronMemcpyMethod::Dma,
-            count_instructions: true,
+            count_instructions: false,
             max_instructions: neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS,
             partial_output: false,
             checked: true,

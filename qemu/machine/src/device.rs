@@ -272,17 +272,25 @@ impl Report {
 /// How a session's device is run.
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
-    /// Run QEMU with `-icount shift=0,sleep=off` ([`Boot::count_instructions`]), the
-    /// default: all cores on one host thread, in turn, with a deterministic virtual
-    /// clock (CCOUNT) that jumps ahead when every core sleeps. Instruction counts do not
+    /// Run QEMU with `-icount shift=0,sleep=off` ([`Boot::count_instructions`]): all
+    /// cores on one host thread, in turn, with a deterministic virtual clock (CCOUNT,
+    /// 1 tick per instruction) that jumps ahead when every core sleeps. Counts do not
     /// need it ([`OpReport::instructions`] is each core's own exact count either way:
     /// the TCG plugin's without `-icount`, the loader's `ICOUNT` under it, where QEMU
-    /// 10.0.2 cannot run the plugin), but waits do: with `false` each core is a host
-    /// thread of its own (QEMU's MTTCG),
-    /// and a core that sleeps (waiting for a DMA transfer, for another core) waits for
-    /// the host's scheduler to wake its thread, milliseconds on a loaded machine, so
-    /// kernels that wait often run far slower, and the runtime's DMA timeout (1 s of
-    /// CCOUNT, then real time) can expire.
+    /// 10.0.2 cannot run the plugin, so nothing is checked or profiled). Deterministic
+    /// time does: a sleeping core's wake-up costs no wall time and comes at the same
+    /// instruction every run, so a kernel that waits (for a DMA transfer, another
+    /// core) counts the same every run, and CCOUNT measures instructions (the firmware
+    /// benchmarks that time code with it). With `false` each core is a host thread of
+    /// its own (QEMU's MTTCG): a sleeping core waits for the host's scheduler to wake
+    /// its thread (milliseconds on a loaded machine; the runtime's DMA wait has no
+    /// timeout, so that costs wall time only), and CCOUNT is real time.
+    ///
+    /// The default here is `true`: `device::run` and the tests and firmware programs
+    /// that use the machine directly count and time with `ICOUNT` and CCOUNT. The front
+    /// ends default to `false` and ask for it only when told (the host API's
+    /// `Options::count_instructions`, Python's `count_instructions=True`, `ncop run
+    /// --icount`).
     pub count_instructions: bool,
     /// Without `-icount`, count with the TCG plugin (`qemu/plugin`, the default);
     /// `false` leaves it out, and the counts are the loader's `ICOUNT` figures (the

@@ -146,9 +146,11 @@ impl Library {
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of
     /// `output_dtype` and `output_shape`, stopping a core past `max_instructions`
     /// (default: the host API's); `count_instructions` runs QEMU under `-icount` (a
-    /// deterministic clock); `checked` (default) checks every memory access, and runs
-    /// without `-icount` (the device's TCG plugin checks and counts). Each core's own ICOUNT register counts its instructions
-    /// either way (without, waits follow the host's timing). The library's device for
+    /// deterministic clock) when the call is neither checked nor profiled; `checked`
+    /// (default) checks every memory access in the device's TCG plugin. Without
+    /// `-icount` each core is a host thread and the plugin counts; under it, each
+    /// core's ICOUNT register: exact either way (without, waits follow the host's
+    /// timing). The library's device for
     /// that core count and counting mode stays booted between calls. `profile` also
     /// returns the call's profile, as JSON ([`RawCall::profile`]); without `partial_output`,
     /// output elements no core wrote are in [`RawCall::unwritten`]. A signal handler's

@@ -84,6 +84,14 @@ pub struct CallArgs {
     /// store is checked against what the op was given, and a finding fails the call.
     #[arg(long)]
     pub unchecked: bool,
+    /// With --unchecked: run QEMU under -icount, all cores in turn on one host thread
+    /// with a deterministic clock, so a kernel that waits (for DMA, for other cores)
+    /// counts the same every run and its waits cost no wall time. Without it each core
+    /// runs on a host thread of its own and the device's TCG plugin counts; the counts
+    /// are exact either way. The checks and --profile need the plugin, which does not
+    /// run under -icount.
+    #[arg(long, requires = "unchecked", conflicts_with_all = ["profile", "host"])]
+    pub icount: bool,
     /// Call the kernel R times (the device stays booted); each core's count is its
     /// fewest (every count is exactly what that core ran; a core that waits, for a DMA
     /// transfer or another core, can run a few more instructions in one call than in
@@ -391,7 +399,7 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     let options = Options {
         cores: args.cores.map_or_else(|| library.default_cores(), usize::from),
         memcpy,
-        count_instructions: true,
+        count_instructions: args.icount,
         max_instructions: args.max_instructions,
         partial_output: args.partial_output,
         checked: !args.unchecked,

@@ -39,9 +39,9 @@ class CallResult:
         (it keeps the newest).
     instructions : list of int
         Per core, the guest instructions the kernel took on that core, exactly (the
-        core's own count, whatever the other cores did). Without
-        ``count_instructions`` a kernel that waits (for DMA, for other cores) may
-        count a few more or fewer wake-ups from run to run.
+        core's own count, whatever the other cores did). Unless
+        ``count_instructions=True``, a kernel that waits (for DMA, for other cores)
+        may count a few more or fewer wake-ups from run to run.
     exact : list of bool
         Per core, whether its count is exactly the kernel's instructions, as the
         device says (``exact=yes``); False marks an estimate.
@@ -106,7 +106,7 @@ class Kernel:
         out_shape: Optional[Sequence[int]] = None,
         out_dtype: Any = None,
         cores: Optional[int] = None,
-        count_instructions: bool = True,
+        count_instructions: bool = False,
         max_instructions: Optional[int] = None,
         checked: bool = True,
         profile: bool = False,
@@ -130,11 +130,13 @@ class Kernel:
         cores : int, optional
             Cores to run on, 1 to 8. Default: 8 for a library loaded with
             ``multicore=True``, else 1.
-        count_instructions : bool, default True
+        count_instructions : bool, default False
             Run under QEMU's ``-icount``: all cores on one host thread, with a
-            deterministic clock, so waits cost no wall time and counts repeat exactly.
-            ``False`` runs each core on a host thread of its own (QEMU 10 or newer:
-            the device's TCG plugin counts then); ``instructions`` are exact either
+            deterministic clock, so waits cost no wall time and a kernel that waits
+            counts the same every run. Only for an unchecked call without a profile
+            (``checked=False``): the checks and the profile need the device's TCG
+            plugin, which does not run there. By default each core runs on a host
+            thread of its own and the plugin counts; ``instructions`` are exact either
             way. The library keeps one booted device per core count and mode.
         max_instructions : int, optional
             Stop the kernel after this many guest instructions on a core (a

@@ -50,7 +50,7 @@ class _Binding:
 
     def cpu(self, *args: Any) -> torch.Tensor:
         kernel = self.library.kernel(self.kernel)
-        raw, shape, dtype = kernel._call(self.inputs(args), None, None, None, True)
+        raw, shape, dtype = kernel._call(self.inputs(args), None, None, None, False)
         _checked(self.kernel, raw, shape, dtype)
         return torch.from_numpy(raw.output).view(getattr(torch, dtype)).reshape(shape)
 
