@@ -58,6 +58,10 @@ def test_a_profile_accounts_for_every_instruction_and_defines_per_element(relu):
     name, count, share = profile.top(1)[0]
     in_all = sum(f.instructions for c in profile.cores for f in c.functions if f.name == name)
     assert count == in_all and share == pytest.approx(count / profile.instructions)
+    # With what it calls: the kernel's body under its entry, which is left out.
+    name, count, share = profile.top_inclusive(1)[0]
+    assert name.endswith("relu_through_tcm") and share > 0.9, profile.top_inclusive(3)
+    assert count == sum(f.instructions for c in profile.cores for f in c.inclusive if f.name == name)
     assert all(c.dma_bytes == 2 * 4 * 512 for c in profile.cores)
     # Without a profile, several cores' elements are not known; one core's are.
     assert relu["relu_multicore"].run(x, cores=8).per_element is None
