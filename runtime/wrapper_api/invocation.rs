@@ -40,8 +40,8 @@
 use core::cell::{Cell, UnsafeCell};
 
 use super::{
-    ArgError, ArgParser, ArgTensor, ArgType, Checked, DescriptorError, Dtype, Element, KernelError, MAX_ARGS,
-    ScalarKind, Status, TcmBuffer, Tensor, TensorDesc, TensorError,
+    ArgError, ArgFailure, ArgParser, ArgTensor, ArgType, Checked, DescriptorError, Dtype, Element, KernelError,
+    MAX_ARGS, ScalarKind, Status, TcmBuffer, Tensor, TensorDesc, TensorError,
 };
 use crate::translate::{RangeError, TranslateError};
 
@@ -331,6 +331,10 @@ pub struct Invocation {
     /// made when it is pulled, so that a C kernel writing through its pointer changes
     /// nothing setup may reuse. Each is written once per invocation (see `hand_out`).
     handed: [UnsafeCell<ArgTensor>; MAX_ARGS + 1],
+    /// The argument that caused the invocation's first failure, if one did: written by
+    /// the failing pull ([`note_failure`](Self::note_failure)), reported and cleared by
+    /// [`end_status`](Self::end_status). Last: no pull's fast path reads it.
+    failure: Cell<ArgFailure>,
 }
 
 /// The `reusable` bit of the output (bits `0..MAX_ARGS` are the arguments'): bit 31,
@@ -518,6 +522,7 @@ impl Invocation {
             last_status: Cell::new(Status::OK),
             invocation_status: Cell::new(Status::OK),
             initialized: false,
+            failure: Cell::new(ArgFailure::NONE),
         }
     }
 
@@ -563,6 +568,57 @@ impl Invocation {
         self.invocation_status.get()
     }
 
+    /// The argument that caused the invocation's first failure, while it is not
+    /// reported: [`ArgFailure::NONE`] when none did (or it was reported).
+    pub fn arg_failure(&self) -> ArgFailure {
+        self.failure.get()
+    }
+
+    /// [`invocation_status`](Self::invocation_status) for the loader once the kernel
+    /// has ended (`customop_invocation_status`): when an argument caused the failure,
+    /// the first call also writes its [`ArgFailure`] line to stdout, which the loader
+    /// drains with the kernel's output.
+    #[inline]
+    pub fn end_status(&self) -> Status {
+        if self.failure.get().status != 0 {
+            self.report_failure();
+        }
+        self.invocation_status()
+    }
+
+    /// Writes the [`ArgFailure`] line and clears the record (once per invocation).
+    #[cold]
+    #[inline(never)]
+    fn report_failure(&self) {
+        let [status, bytes] = self.failure.replace(ArgFailure::NONE).to_words();
+        let mut line = crate::start_exit::ReportLine::new();
+        line.text(ArgFailure::LINE_PREFIX).hex(status).text(" ").hex(bytes).end();
+        crate::start_exit::write_stdout(line.as_bytes());
+    }
+
+    /// Keeps which argument `error` is about, if it is the invocation's first failure
+    /// (called before it is recorded): `argument` (an index, or [`ArgFailure::OUTPUT`])
+    /// pulled as the raw arg type `pulled`.
+    #[cold]
+    #[inline(never)]
+    fn note_failure(&self, error: ArgError, argument: u32, pulled: u8) {
+        if !self.invocation_status.get().is_ok() {
+            return;
+        }
+        let passed = match self.parser.extractor.args.get(argument as usize) {
+            _ if argument == u32::from(ArgFailure::OUTPUT) => self.dst_desc.arg_type,
+            Some(desc) if argument < self.num_args => desc.arg_type,
+            _ => 0,
+        };
+        self.failure.set(ArgFailure {
+            status: Status::from(error).0,
+            argument: argument as u8,
+            pulled,
+            passed,
+            arguments: self.num_args.min(u32::from(u8::MAX)) as u8,
+        });
+    }
+
     /// The loader's hand-off: `num_args` descriptors at `args` (stride 48, any
     /// alignment) and the output descriptor at `result` (null when the op has none),
     /// which `dst_tensor` reads and `return_tensor` overwrites. Starts a new invocation
@@ -581,6 +637,7 @@ impl Invocation {
         self.num_args = num_args;
         self.result = result;
         self.invocation_status.set(Status::OK);
+        self.failure.set(ArgFailure::NONE);
         let status = match self.check_arg_block() {
             Ok(()) => Status::OK,
             Err(e) => e.into(),
@@ -891,6 +948,9 @@ impl Invocation {
             self.parser.curr_arg.set(index as u32 + 1);
             index
         });
+        if let Err(error) = result {
+            self.note_failure(error, self.parser.curr_arg.get(), raw_type(wanted));
+        }
         self.record(result)
     }
 
@@ -1035,6 +1095,9 @@ impl Invocation {
             }
             self.dst_taken.set(true);
         });
+        if let Err(error) = result {
+            self.note_failure(error, ArgFailure::OUTPUT.into(), ArgType::Tensor as u8);
+        }
         self.record(result)
     }
 
