@@ -327,14 +327,16 @@ pub struct Invocation {
     /// The runtime's copy of the output descriptor, made by setup.
     dst_desc: ArgTensor,
     parser: ArgParser,
+    /// The argument that caused the invocation's first failure, if one did: written by
+    /// the failing pull ([`reject_pull`](Self::reject_pull)), reported and cleared by
+    /// [`end_status`](Self::end_status). Kept as the record's word
+    /// ([`ArgFailure::to_word`]: one store), within a word load's reach (asserted
+    /// below); no pull's fast path reads it.
+    failure: Cell<u32>,
     /// What C kernels are handed: a copy of argument `i` (of the output at `MAX_ARGS`)
     /// made when it is pulled, so that a C kernel writing through its pointer changes
     /// nothing setup may reuse. Each is written once per invocation (see `hand_out`).
     handed: [UnsafeCell<ArgTensor>; MAX_ARGS + 1],
-    /// The argument that caused the invocation's first failure, if one did: written by
-    /// the failing pull ([`note_failure`](Self::note_failure)), reported and cleared by
-    /// [`end_status`](Self::end_status). Last: no pull's fast path reads it.
-    failure: Cell<ArgFailure>,
 }
 
 /// The `reusable` bit of the output (bits `0..MAX_ARGS` are the arguments'): bit 31,
@@ -458,6 +460,7 @@ const _: () = {
     assert!(offset_of!(Invocation, output_overlaps) <= L16UI_REACH);
     assert!(offset_of!(Invocation, ready) + size_of::<[Ready; MAX_ARGS]>() - 4 <= L32I_REACH);
     assert!(offset_of!(Invocation, dst_resolved) + size_of::<Ready>() - 4 <= L32I_REACH);
+    assert!(offset_of!(Invocation, failure) <= L32I_REACH);
 };
 
 /// The offsets `runtime/arch/xtensa/setup.S` uses.
@@ -522,7 +525,7 @@ impl Invocation {
             last_status: Cell::new(Status::OK),
             invocation_status: Cell::new(Status::OK),
             initialized: false,
-            failure: Cell::new(ArgFailure::NONE),
+            failure: Cell::new(0),
         }
     }
 
@@ -551,6 +554,7 @@ impl Invocation {
     /// Records `error` as the outcome of a call that failed (or that the C glue
     /// refused); returns its status.
     #[cold]
+    #[inline(never)]
     pub(super) fn reject(&self, error: ArgError) -> Status {
         let status = Status::from(error);
         self.record_status(status);
@@ -571,7 +575,7 @@ impl Invocation {
     /// The argument that caused the invocation's first failure, while it is not
     /// reported: [`ArgFailure::NONE`] when none did (or it was reported).
     pub fn arg_failure(&self) -> ArgFailure {
-        self.failure.get()
+        ArgFailure::from_word(self.failure.get())
     }
 
     /// [`invocation_status`](Self::invocation_status) for the loader once the kernel
@@ -580,43 +584,39 @@ impl Invocation {
     /// drains with the kernel's output.
     #[inline]
     pub fn end_status(&self) -> Status {
-        if self.failure.get().status != 0 {
-            self.report_failure();
-        }
+        self.report_failure();
         self.invocation_status()
     }
 
-    /// Writes the [`ArgFailure`] line and clears the record (once per invocation).
-    #[cold]
+    /// Writes the [`ArgFailure`] line, if there is a record, as the runtime writes its
+    /// other reports ([`ReportLine::report`](crate::start_exit::ReportLine::report)),
+    /// and clears the record (once per invocation). Out of line, the test included: the
+    /// C ABI's `customop_invocation_status` stays a call.
     #[inline(never)]
     fn report_failure(&self) {
-        let [status, bytes] = self.failure.replace(ArgFailure::NONE).to_words();
-        let mut line = crate::start_exit::ReportLine::new();
-        line.text(ArgFailure::LINE_PREFIX).hex(status).text(" ").hex(bytes).end();
-        crate::start_exit::write_stdout(line.as_bytes());
+        let word = self.failure.replace(0);
+        if word != 0 {
+            crate::start_exit::ReportLine::new().text(ArgFailure::LINE_PREFIX).hex(word).end().report();
+        }
     }
 
-    /// Keeps which argument `error` is about, if it is the invocation's first failure
-    /// (called before it is recorded): `argument` (an index, or [`ArgFailure::OUTPUT`])
-    /// pulled as the raw arg type `pulled`.
+    /// Records `error`, a failed pull of `argument` (an index, or [`ArgFailure::OUTPUT`])
+    /// as the raw arg type `pulled` ([`reject`](Self::reject)); when it is the
+    /// invocation's first failure, also which argument it was.
     #[cold]
     #[inline(never)]
-    fn note_failure(&self, error: ArgError, argument: u32, pulled: u8) {
-        if !self.invocation_status.get().is_ok() {
+    fn reject_pull(&self, error: ArgError, argument: u32, pulled: u8) {
+        let first = self.invocation_status.get().is_ok();
+        let status = self.reject(error);
+        if !first {
             return;
         }
-        let passed = match self.parser.extractor.args.get(argument as usize) {
-            _ if argument == u32::from(ArgFailure::OUTPUT) => self.dst_desc.arg_type,
-            Some(desc) if argument < self.num_args => desc.arg_type,
-            _ => 0,
-        };
-        self.failure.set(ArgFailure {
-            status: Status::from(error).0,
-            argument: argument as u8,
-            pulled,
-            passed,
-            arguments: self.num_args.min(u32::from(u8::MAX)) as u8,
-        });
+        // Past the last argument the byte is stale, and no message reads it; the
+        // output's is not kept (a loader passes a tensor there, or none: `NO_OUTPUT`).
+        let passed = self.parser.extractor.arg_types.get(argument as usize).copied().unwrap_or(0);
+        // A pull's status is below 0x100 (`Status::ALL`'s argument codes).
+        let failure = ArgFailure { status: status.0 as u8, argument: argument as u8, pulled, passed };
+        self.failure.set(failure.to_word());
     }
 
     /// The loader's hand-off: `num_args` descriptors at `args` (stride 48, any
@@ -637,7 +637,7 @@ impl Invocation {
         self.num_args = num_args;
         self.result = result;
         self.invocation_status.set(Status::OK);
-        self.failure.set(ArgFailure::NONE);
+        self.failure.set(0);
         let status = match self.check_arg_block() {
             Ok(()) => Status::OK,
             Err(e) => e.into(),
@@ -948,10 +948,11 @@ impl Invocation {
             self.parser.curr_arg.set(index as u32 + 1);
             index
         });
-        if let Err(error) = result {
-            self.note_failure(error, self.parser.curr_arg.get(), raw_type(wanted));
+        match result {
+            Ok(_) => self.last_status.set(Status::OK),
+            Err(error) => self.reject_pull(error, self.parser.curr_arg.get(), raw_type(wanted)),
         }
-        self.record(result)
+        result
     }
 
     /// Argument `index` as [`pull`](Self::pull) handed it out: its descriptor and
@@ -1095,10 +1096,11 @@ impl Invocation {
             }
             self.dst_taken.set(true);
         });
-        if let Err(error) = result {
-            self.note_failure(error, ArgFailure::OUTPUT.into(), ArgType::Tensor as u8);
+        match result {
+            Ok(()) => self.last_status.set(Status::OK),
+            Err(error) => self.reject_pull(error, ArgFailure::OUTPUT.into(), ArgType::Tensor as u8),
         }
-        self.record(result)
+        result
     }
 
     fn resolve_output(&self, exclusive: bool) -> Result<Ready, ArgError> {

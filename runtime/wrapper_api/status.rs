@@ -303,74 +303,73 @@ impl fmt::Display for ArgError {
 
 /// Which argument caused an invocation's first failure, what the call pulled and what
 /// was passed: the detail behind its status (`0x9 SCALAR_KIND_MISMATCH: argument 3:
-/// pulled as float, passed as int`). 8 bytes, documented as ABI in
-/// `docs/abi/descriptors.md` (§6, "The failing argument").
+/// pulled as float, passed as int`). 4 bytes, documented as ABI in
+/// `docs/abi/descriptors.md` (§6.1, "The failing argument").
 ///
 /// The runtime keeps one per core, written by the failing pull (or output take) when it
 /// is the invocation's first failure, and reports it once the kernel has ended:
 /// `customop_invocation_status`, which the loader calls after the kernel, writes it to
-/// stdout as one line ([`ArgFailure::LINE_PREFIX`] and the record's two words in hex),
+/// stdout as one line ([`ArgFailure::LINE_PREFIX`] and the record as one word in hex),
 /// and front ends read it back with [`ArgFailure::parse_line`]. A failure no argument
 /// caused (the kernel's own code, a tensor access, a C++ misuse) leaves no record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C)]
 pub struct ArgFailure {
-    /// The status it explains (the invocation's); 0: nothing recorded.
-    pub status: u32,
-    /// The argument's index, from 0, or [`ArgFailure::OUTPUT`].
+    /// The status it explains (the invocation's): a pull's status, all of which are
+    /// below 0x100; 0: nothing recorded.
+    pub status: u8,
+    /// The argument's index, from 0, or [`ArgFailure::OUTPUT`]. For `NO_MORE_ARGS`,
+    /// the index past the last: how many arguments were passed.
     pub argument: u8,
     /// The raw [`ArgType`] the call pulled ([`ArgType::Tensor`] for the output).
     pub pulled: u8,
-    /// The argument's raw `arg_type` byte; 0 when there is no such argument.
+    /// The argument's raw `arg_type` byte, for the statuses of a wrong kind (the
+    /// others leave it unread: past the last argument it is not one's); 0 for the
+    /// output (the runtime keeps no copy of its type).
     pub passed: u8,
-    /// How many arguments the loader passed.
-    pub arguments: u8,
 }
 
 const _: () = {
     use core::mem::{offset_of, size_of};
-    assert!(size_of::<ArgFailure>() == 8);
+    assert!(size_of::<ArgFailure>() == 4);
     assert!(offset_of!(ArgFailure, status) == 0);
-    assert!(offset_of!(ArgFailure, argument) == 4);
-    assert!(offset_of!(ArgFailure, pulled) == 5);
-    assert!(offset_of!(ArgFailure, passed) == 6);
-    assert!(offset_of!(ArgFailure, arguments) == 7);
+    assert!(offset_of!(ArgFailure, argument) == 1);
+    assert!(offset_of!(ArgFailure, pulled) == 2);
+    assert!(offset_of!(ArgFailure, passed) == 3);
 };
 
 impl ArgFailure {
     /// Nothing recorded.
-    pub const NONE: ArgFailure = ArgFailure { status: 0, argument: 0, pulled: 0, passed: 0, arguments: 0 };
+    pub const NONE: ArgFailure = ArgFailure { status: 0, argument: 0, pulled: 0, passed: 0 };
     /// The `argument` of the output descriptor (`get_dst_tensor`, `Args::output`).
     pub const OUTPUT: u8 = 0xFF;
-    /// How the reported line starts: `ARGFAIL 0x00000009 0x03040203`, the record's two
-    /// little-endian words.
+    /// How the reported line starts: `ARGFAIL 0x02040309`, the record as one
+    /// little-endian word.
     pub const LINE_PREFIX: &'static str = "ARGFAIL ";
 
-    /// The record as the two words of its line: `status`, then the four bytes in
-    /// field order, little-endian.
-    pub const fn to_words(self) -> [u32; 2] {
-        [self.status, u32::from_le_bytes([self.argument, self.pulled, self.passed, self.arguments])]
+    /// The record as the word of its line: its four bytes in field order, little-endian.
+    pub const fn to_word(self) -> u32 {
+        u32::from_le_bytes([self.status, self.argument, self.pulled, self.passed])
     }
 
-    /// The record of [`to_words`](Self::to_words)' two words.
-    pub const fn from_words(words: [u32; 2]) -> ArgFailure {
-        let [argument, pulled, passed, arguments] = words[1].to_le_bytes();
-        ArgFailure { status: words[0], argument, pulled, passed, arguments }
+    /// The record of [`to_word`](Self::to_word)'s word.
+    pub const fn from_word(word: u32) -> ArgFailure {
+        let [status, argument, pulled, passed] = word.to_le_bytes();
+        ArgFailure { status, argument, pulled, passed }
     }
 
     /// The record a reported line carries; `None` for any other line.
     pub fn parse_line(line: &str) -> Option<ArgFailure> {
-        let mut words = line.trim_end().strip_prefix(Self::LINE_PREFIX)?.split(' ');
-        let mut word = || u32::from_str_radix(words.next()?.strip_prefix("0x")?, 16).ok();
-        let parsed = [word()?, word()?];
-        words.next().is_none().then_some(ArgFailure::from_words(parsed))
+        let hex = line.trim_end().strip_prefix(Self::LINE_PREFIX)?.strip_prefix("0x")?;
+        let word = u32::from_str_radix(hex, 16).ok().filter(|_| hex.len() == 8)?;
+        Some(ArgFailure::from_word(word))
     }
 
     /// Whether this record explains `status`: it is that status, and one its argument
     /// says something about (a wrong kind, past the last, a bad descriptor, an
     /// untranslatable or overlapping tensor).
     pub fn explains(&self, status: Status) -> bool {
-        self.status == status.0
+        u32::from(self.status) == status.0
             && (matches!(
                 status,
                 Status::NO_MORE_ARGS
@@ -409,11 +408,10 @@ impl fmt::Display for KindName {
 /// use neuroncustomop::wrapper_api::{ArgFailure, ArgType, Status};
 ///
 /// let failure = ArgFailure {
-///     status: Status::SCALAR_KIND_MISMATCH.0,
+///     status: Status::SCALAR_KIND_MISMATCH.0 as u8,
 ///     argument: 3,
 ///     pulled: ArgType::Float as u8,
 ///     passed: ArgType::Int as u8,
-///     arguments: 4,
 /// };
 /// assert_eq!(failure.to_string(), "argument 3: pulled as float, passed as int");
 /// ```
@@ -423,15 +421,20 @@ impl fmt::Display for ArgFailure {
             ArgFailure::OUTPUT => f.write_str("the output")?,
             index => write!(f, "argument {index}")?,
         }
-        let (status, pulled, passed) = (Status(self.status), KindName(self.pulled), KindName(self.passed));
+        let (status, pulled, passed) = (Status(self.status.into()), KindName(self.pulled), KindName(self.passed));
         match status {
-            Status::NO_MORE_ARGS => match self.arguments {
+            // Past the last: the index is how many were passed.
+            Status::NO_MORE_ARGS => match self.argument {
                 0 => write!(f, ": pulled as {pulled}, but no argument was passed"),
                 1 => write!(f, ": pulled as {pulled}, but 1 argument was passed (argument 0)"),
                 n => write!(f, ": pulled as {pulled}, but {n} arguments were passed (0 to {})", n - 1),
             },
             Status::EXPECTED_TENSOR | Status::EXPECTED_SCALAR | Status::SCALAR_KIND_MISMATCH => {
-                write!(f, ": pulled as {pulled}, passed as {passed}")
+                write!(f, ": pulled as {pulled}")?;
+                match self.passed {
+                    0 => Ok(()),
+                    _ => write!(f, ", passed as {passed}"),
+                }
             }
             _ => {
                 write!(f, " (pulled as {pulled})")?;
@@ -573,6 +576,11 @@ mod tests {
         for status in Status::ALL {
             assert!(status.to_string().ends_with(status.name().unwrap()), "{status}");
         }
+    }
+
+    #[test]
+    fn every_runtime_status_fits_the_failure_records_byte() {
+        assert!(Status::ALL.iter().all(|status| status.0 < 0x100));
     }
 
     #[test]

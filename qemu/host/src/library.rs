@@ -26,7 +26,7 @@ use crate::array::{Array, dtype_name};
 use crate::compare::{canary, holding, second_canary};
 use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
-use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
+use neuroncustomop::wrapper_api::{ArgFailure, ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
 pub use neuroncustomop_hosttier::Sanitizer;
 use neuroncustomop_hosttier::{Debugger, HostLibrary};
 use neuroncustomop_machine::device::{OpStatus, RunError, Session, SessionOptions, describe_status};
@@ -240,6 +240,9 @@ pub struct Call {
     pub status: KernelStatus,
     /// Every core's status, in core order.
     pub statuses: Vec<KernelStatus>,
+    /// Per core, in core order: the argument behind its failing status, when the
+    /// runtime named one (`argument 3: pulled as float, passed as int`).
+    pub arg_failures: Vec<Option<ArgFailure>>,
     /// Per core, in core order: what it printed.
     pub stdout: Vec<CoreStdout>,
     /// Per core, in core order: guest instructions the kernel took (exact: the core's
@@ -310,6 +313,8 @@ pub struct KernelFailed {
     pub core: usize,
     /// Its status (`OK` when only the output is at fault).
     pub status: KernelStatus,
+    /// The argument behind the status, when the runtime named one.
+    pub arg_failure: Option<ArgFailure>,
     /// Output elements no core wrote, when every status was OK.
     pub unwritten: Option<Unwritten>,
     /// What the memory checks found (empty when they found nothing).
@@ -321,14 +326,38 @@ pub struct KernelFailed {
 /// [`KernelFailed`]'s message after the kernel's name: the findings first, since they
 /// explain a status or an unwritten output; then unwritten output; then the status.
 fn failure_text(failed: &KernelFailed) -> String {
-    let KernelFailed { core, status, unwritten, findings, .. } = failed;
+    let KernelFailed { core, status, arg_failure, unwritten, findings, .. } = failed;
     match unwritten {
         _ if !findings.is_empty() => {
             format!(": the memory checks found {} problem(s):\n{}", findings.total, findings.to_string().trim_end())
         }
         Some(unwritten) => format!(": {unwritten}"),
-        None => format!(" on core {core}: {status}"),
+        None => format!(" on core {core}: {}", status_text(*status, *arg_failure)),
     }
+}
+
+/// A status as the front ends show it: `0x9 SCALAR_KIND_MISMATCH`, and when the runtime
+/// named the argument behind it, `: argument 3: pulled as float, passed as int`.
+pub fn status_text(status: KernelStatus, arg_failure: Option<ArgFailure>) -> String {
+    match arg_failure {
+        Some(failure) => format!("{status}: {failure}"),
+        None => status.to_string(),
+    }
+}
+
+/// A core's printed text without the runtime's [`ArgFailure`] line, and the record it
+/// carried when it explains `status` (the runtime writes it only then; a kernel that
+/// printed such a line itself explains nothing).
+fn split_arg_failure(text: &str, status: KernelStatus) -> (String, Option<ArgFailure>) {
+    let mut failure = None;
+    let mut kept = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match ArgFailure::parse_line(line) {
+            Some(parsed) => failure = Some(parsed),
+            None => kept.push_str(line),
+        }
+    }
+    (kept, failure.filter(|failure| failure.explains(Status(status.0))))
 }
 
 /// What [`CallError::Stopped`] says of the heap blocks given back.
@@ -404,6 +433,18 @@ impl Call {
         Work { total, slowest_core, slowest, balance, elements, per_element }
     }
 
+    /// The first failing core's [`ArgFailure`], when the runtime named the argument
+    /// behind its status.
+    pub fn arg_failure(&self) -> Option<ArgFailure> {
+        let core = self.statuses.iter().position(|status| !status.is_ok())?;
+        self.arg_failures.get(core).copied().flatten()
+    }
+
+    /// The call's status as the front ends show it ([`status_text`]).
+    pub fn status_text(&self) -> String {
+        status_text(self.status, self.arg_failure())
+    }
+
     /// The call itself if every core succeeded, the memory checks found nothing, and
     /// the cores wrote the whole output (or the call declared a partial one).
     ///
@@ -415,6 +456,7 @@ impl Call {
             kernel: self.kernel.clone(),
             core,
             status: self.statuses[core],
+            arg_failure: self.arg_failures.get(core).copied().flatten(),
             unwritten,
             findings: self.findings.clone(),
             stdout: self.stdout.clone(),
@@ -995,6 +1037,7 @@ impl Library {
         let wall = started.elapsed();
 
         let mut statuses = Vec::with_capacity(options.cores);
+        let mut arg_failures = Vec::with_capacity(options.cores);
         let mut stdout = Vec::with_capacity(options.cores);
         let mut instructions = Vec::new();
         let mut exact = Vec::new();
@@ -1018,7 +1061,9 @@ impl Library {
             };
             statuses.push(KernelStatus(status));
             let (text, lost) = core_report.stdout.get(&0).cloned().unwrap_or_default();
-            stdout.push(CoreStdout { text: String::from_utf8_lossy(&text).into_owned(), lost });
+            let (text, arg_failure) = split_arg_failure(&String::from_utf8_lossy(&text), KernelStatus(status));
+            arg_failures.push(arg_failure);
+            stdout.push(CoreStdout { text, lost });
             instructions.extend(core_report.ops.first().and_then(|op| op.instructions));
             exact.extend(core_report.ops.first().filter(|op| op.instructions.is_some()).map(|op| op.exact));
         }
@@ -1064,6 +1109,7 @@ impl Library {
             output,
             status,
             statuses,
+            arg_failures,
             stdout,
             instructions,
             exact,
@@ -1196,8 +1242,12 @@ impl Library {
             .map(|core| {
                 let (text, lost) = core.stdout.get(&0).cloned().unwrap_or_default();
                 let text = String::from_utf8_lossy(&text);
-                let text: String =
-                    text.lines().filter(|line| !line.starts_with("FAULT ")).map(|line| format!("{line}\n")).collect();
+                // (Nor the runtime's `ARGFAIL` line: a stopped kernel's status is not read.)
+                let text: String = text
+                    .lines()
+                    .filter(|line| !line.starts_with("FAULT ") && ArgFailure::parse_line(line).is_none())
+                    .map(|line| format!("{line}\n"))
+                    .collect();
                 CoreStdout { text, lost }
             })
             .collect();
@@ -1342,6 +1392,7 @@ mod tests {
             output: Array::from_vec(vec![1], vec![0u8]).unwrap(),
             status: KernelStatus(0x1_0002),
             statuses: vec![KernelStatus(0), KernelStatus(0x1_0002)],
+            arg_failures: vec![None, None],
             stdout: vec![CoreStdout::default(), CoreStdout { text: "bad shape\n".into(), lost: 0 }],
             instructions: vec![],
             exact: vec![],
@@ -1355,12 +1406,45 @@ mod tests {
     }
 
     #[test]
+    fn a_status_an_argument_caused_names_the_argument() {
+        let status = KernelStatus(Status::SCALAR_KIND_MISMATCH.0);
+        let line = "ARGFAIL 0x02040309\n";
+        let (text, failure) = split_arg_failure(&format!("before\n{line}after\n"), status);
+        assert_eq!(text, "before\nafter\n", "the runtime's line is not the kernel's output");
+        let failure = failure.expect("the line explains the status");
+        assert_eq!(failure.to_string(), "argument 3: pulled as float, passed as int");
+        assert_eq!(split_arg_failure(line, KernelStatus(Status::NO_MORE_ARGS.0)).1, None, "another status");
+        let call = Call {
+            kernel: "k".into(),
+            output: Array::from_vec(vec![1], vec![0u8]).unwrap(),
+            status,
+            statuses: vec![status],
+            arg_failures: vec![Some(failure)],
+            stdout: vec![CoreStdout::default()],
+            instructions: vec![],
+            exact: vec![],
+            wall: Duration::ZERO,
+            unwritten: None,
+            findings: OpFindings::default(),
+            profile: None,
+        };
+        assert_eq!(call.status_text(), "0x9 SCALAR_KIND_MISMATCH: argument 3: pulled as float, passed as int");
+        let failed = call.check().unwrap_err();
+        assert_eq!(failed.arg_failure, Some(failure));
+        assert_eq!(
+            failed.to_string(),
+            "kernel k failed on core 0: 0x9 SCALAR_KIND_MISMATCH: argument 3: pulled as float, passed as int"
+        );
+    }
+
+    #[test]
     fn work_is_the_slowest_cores_instructions_per_element_it_wrote() {
         let call = |instructions: Vec<u64>, unwritten: Option<Unwritten>| Call {
             kernel: "k".into(),
             output: Array::from_vec(vec![1000], vec![0f32; 1000]).unwrap(),
             status: KernelStatus(0),
             statuses: vec![KernelStatus(0); instructions.len()],
+            arg_failures: vec![None; instructions.len()],
             stdout: vec![CoreStdout::default(); instructions.len()],
             exact: vec![true; instructions.len()],
             instructions,
@@ -1388,6 +1472,7 @@ mod tests {
             output: Array::from_vec(vec![1], vec![0u8]).unwrap(),
             status: KernelStatus(0),
             statuses: vec![KernelStatus(0); cores],
+            arg_failures: vec![None; cores],
             stdout: vec![CoreStdout::default(); cores],
             instructions: vec![],
             exact: vec![],
