@@ -1385,21 +1385,32 @@ mod tests {
         assert_eq!(names, ["OK", "NO_MORE_ARGS", "Op(1)", "0x20000"]);
     }
 
-    #[test]
-    fn a_failing_core_makes_check_fail_with_its_name_and_output() {
-        let call = Call {
+    /// A call of kernel `k` on `cores` cores that each returned OK and printed nothing;
+    /// each test changes what it is about.
+    fn ok_call(cores: usize) -> Call {
+        Call {
             kernel: "k".into(),
             output: Array::from_vec(vec![1], vec![0u8]).unwrap(),
-            status: KernelStatus(0x1_0002),
-            statuses: vec![KernelStatus(0), KernelStatus(0x1_0002)],
-            arg_failures: vec![None, None],
-            stdout: vec![CoreStdout::default(), CoreStdout { text: "bad shape\n".into(), lost: 0 }],
+            status: KernelStatus(0),
+            statuses: vec![KernelStatus(0); cores],
+            arg_failures: vec![None; cores],
+            stdout: vec![CoreStdout::default(); cores],
             instructions: vec![],
             exact: vec![],
             wall: Duration::ZERO,
             unwritten: None,
             findings: OpFindings::default(),
             profile: None,
+        }
+    }
+
+    #[test]
+    fn a_failing_core_makes_check_fail_with_its_name_and_output() {
+        let call = Call {
+            status: KernelStatus(0x1_0002),
+            statuses: vec![KernelStatus(0), KernelStatus(0x1_0002)],
+            stdout: vec![CoreStdout::default(), CoreStdout { text: "bad shape\n".into(), lost: 0 }],
+            ..ok_call(2)
         };
         let failed = call.check().unwrap_err();
         assert_eq!(failed.to_string(), "kernel k failed on core 1: 0x10002 Op(2)\ncore 1 printed:\nbad shape");
@@ -1414,20 +1425,7 @@ mod tests {
         let failure = failure.expect("the line explains the status");
         assert_eq!(failure.to_string(), "argument 3: pulled as float, passed as int");
         assert_eq!(split_arg_failure(line, KernelStatus(Status::NO_MORE_ARGS.0)).1, None, "another status");
-        let call = Call {
-            kernel: "k".into(),
-            output: Array::from_vec(vec![1], vec![0u8]).unwrap(),
-            status,
-            statuses: vec![status],
-            arg_failures: vec![Some(failure)],
-            stdout: vec![CoreStdout::default()],
-            instructions: vec![],
-            exact: vec![],
-            wall: Duration::ZERO,
-            unwritten: None,
-            findings: OpFindings::default(),
-            profile: None,
-        };
+        let call = Call { status, statuses: vec![status], arg_failures: vec![Some(failure)], ..ok_call(1) };
         assert_eq!(call.status_text(), "0x9 SCALAR_KIND_MISMATCH: argument 3: pulled as float, passed as int");
         let failed = call.check().unwrap_err();
         assert_eq!(failed.arg_failure, Some(failure));
@@ -1439,19 +1437,10 @@ mod tests {
 
     #[test]
     fn work_is_the_slowest_cores_instructions_per_element_it_wrote() {
-        let call = |instructions: Vec<u64>, unwritten: Option<Unwritten>| Call {
-            kernel: "k".into(),
-            output: Array::from_vec(vec![1000], vec![0f32; 1000]).unwrap(),
-            status: KernelStatus(0),
-            statuses: vec![KernelStatus(0); instructions.len()],
-            arg_failures: vec![None; instructions.len()],
-            stdout: vec![CoreStdout::default(); instructions.len()],
-            exact: vec![true; instructions.len()],
-            instructions,
-            wall: Duration::ZERO,
-            unwritten,
-            findings: OpFindings::default(),
-            profile: None,
+        let call = |instructions: Vec<u64>, unwritten: Option<Unwritten>| {
+            let cores = instructions.len();
+            let output = Array::from_vec(vec![1000], vec![0f32; 1000]).unwrap();
+            Call { output, exact: vec![true; cores], instructions, unwritten, ..ok_call(cores) }
         };
         let one = call(vec![5000], Some(Unwritten { elements: 0, total: 1000, cores: 1 })).work();
         assert_eq!((one.total, one.slowest, one.balance, one.elements), (5000, 5000, 1.0, Some(1000)));
@@ -1469,17 +1458,8 @@ mod tests {
     fn unwritten_output_fails_check_and_names_the_idle_cores() {
         let call = |cores: usize, elements: usize| Call {
             kernel: "relu_multicore".into(),
-            output: Array::from_vec(vec![1], vec![0u8]).unwrap(),
-            status: KernelStatus(0),
-            statuses: vec![KernelStatus(0); cores],
-            arg_failures: vec![None; cores],
-            stdout: vec![CoreStdout::default(); cores],
-            instructions: vec![],
-            exact: vec![],
-            wall: Duration::ZERO,
             unwritten: Some(Unwritten { elements, total: 1000, cores }),
-            findings: OpFindings::default(),
-            profile: None,
+            ..ok_call(cores)
         };
         assert_eq!(
             call(1, 875).check().unwrap_err().to_string(),

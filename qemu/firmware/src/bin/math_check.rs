@@ -275,7 +275,8 @@ extern "C" fn main() -> i32 {
     let mut at = 2;
     for _ in 0..sections {
         let name_words: [u32; NAME_WORDS] = core::array::from_fn(|i| word(at + i));
-        let name = name_of(&name_words, &mut [0; 4 * NAME_WORDS]);
+        let mut name_bytes = [0; 4 * NAME_WORDS];
+        let name = name_of(&name_words, &mut name_bytes);
         let name_str = core::str::from_utf8(name).unwrap_or("?");
         let (Some(kind), Some(function)) = (Kind::from_word(word(at + NAME_WORDS)), function(name)) else {
             println!("MATH_ERROR unknown function or kind: {name_str}");
