@@ -54,12 +54,23 @@ fn bad_calls_are_named_errors() {
     let status = |args: &[Arg], output: Output| library.call("scale", args, output).unwrap().check().unwrap_err();
     let few = status(&[Arg::Tensor(x.clone())], Output::Like(0));
     assert_eq!(few.status, KernelStatus(Status::NO_MORE_ARGS.0), "{few}");
-    assert!(few.to_string().starts_with("kernel scale failed on core 0: 0x6 NO_MORE_ARGS"), "{few}");
+    // The runtime names the argument: scale pulls a tensor, then a float.
+    let few_text = "kernel scale failed on core 0: 0x6 NO_MORE_ARGS: argument 1: pulled as float, but 1 argument was \
+                    passed (argument 0)";
+    assert!(few.to_string().starts_with(few_text), "{few}");
     let kind = status(&[Arg::Tensor(x.clone()), Arg::Int(2)], Output::Like(0));
     assert_eq!(kind.status, KernelStatus(Status::SCALAR_KIND_MISMATCH.0), "{kind}");
+    let failure = kind.arg_failure.expect("the runtime names the argument");
+    assert_eq!((failure.argument, failure.pulled, failure.passed), (1, 4, 2));
+    assert_eq!(
+        kind.to_string(),
+        "kernel scale failed on core 0: 0x9 SCALAR_KIND_MISMATCH: argument 1: pulled as float, passed as int",
+        "nothing printed: the runtime's line is not the kernel's output"
+    );
     let shape =
         status(&[Arg::Tensor(x.clone()), Arg::Float(2.0)], Output::Shape { dtype: Dtype::Float32, shape: vec![3] });
     assert_eq!(shape.status.kernel_code(), Some(1), "{shape}");
+    assert_eq!(shape.arg_failure, None, "the kernel's own failure is no argument's");
 }
 
 #[test]

@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 
 use neuroncustomop_machine::images;
 use neuroncustomop_machine::machine::Boot;
+use neuroncustomop_wire::math::{Kind, MAGIC, name_words};
 
 use crate::common::field;
 
@@ -83,27 +84,6 @@ fn allowed_special(name: &str, kind: Kind, args: &[u32]) -> Option<&'static str>
         "fmaxf" | "fminf" | "fmax" | "fmin" if values.iter().all(|v| v.0 == 0.0) => Some("the sign of a zero"),
         _ => None,
     }
-}
-
-/// A function's C signature, as the firmware's `Kind` numbers it.
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Kind {
-    F1 = 1,
-    F2,
-    F3,
-    D1,
-    D2,
-    D3,
-    FOutInt,
-    DOutInt,
-    FInt,
-    DInt,
-    IntF,
-    IntD,
-    FOutF,
-    DOutD,
-    F2OutInt,
-    D2OutInt,
 }
 
 /// glibc's function, typed.
@@ -458,12 +438,10 @@ fn glibc_results(function: Glibc, a: &[u32]) -> Vec<u32> {
 /// The table the firmware reads: every function's cases and glibc's results.
 fn table() -> Vec<u8> {
     let functions = functions();
-    let mut words = vec![u32::from_le_bytes(*b"MATH"), functions.len() as u32];
+    let mut words = vec![MAGIC, functions.len() as u32];
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for (name, function, scale) in functions {
-        let mut padded = [0u8; 16];
-        padded[..name.len()].copy_from_slice(name.as_bytes());
-        words.extend(padded.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())));
+        words.extend(name_words(name).unwrap_or_else(|| panic!("{name}: a longer name than the table holds")));
         let kind = function.kind();
         let cases = arguments(name, kind, scale, &mut rng);
         words.extend([kind as u32, cases.len() as u32]);

@@ -6,7 +6,7 @@
 
 use neuroncustomop::translate::{TranslateRecord, configure};
 use neuroncustomop::wrapper_api::{
-    ARG_TENSOR_SIZE, ArgError, ArgTensor, DescriptorError, Dtype, Invocation, ScalarKind, Status, Tensor,
+    ARG_TENSOR_SIZE, ArgError, ArgFailure, ArgTensor, DescriptorError, Dtype, Invocation, ScalarKind, Status, Tensor,
 };
 use neuroncustomop_machine::device::{self, OpStatus, Report};
 use neuroncustomop_machine::images::{self, Images};
@@ -39,6 +39,13 @@ fn run(job: &Job) -> Report {
     let outcome = &report.outcome;
     assert!(!outcome.timed_out && report.done, "the loader did not finish:\n{}\n{}", outcome.stdout, outcome.stderr);
     report
+}
+
+/// The runtime's account of the argument behind op `op`'s failure on core 0: its
+/// `ARGFAIL` line, which `customop_invocation_status` writes once the kernel has ended.
+fn arg_failure(report: &Report, op: u32) -> Option<ArgFailure> {
+    let (printed, _) = report.core(0).stdout.get(&op)?.clone();
+    String::from_utf8_lossy(&printed).lines().find_map(ArgFailure::parse_line)
 }
 
 fn f32_bytes(values: &[f32]) -> Vec<u8> {
@@ -117,6 +124,9 @@ fn a_tensor_int_float_tensor_kernel_matches_the_host_bit_for_bit() {
     let report = run(&job);
     let statuses: Vec<Option<u32>> = report.core(0).ops.iter().map(|op| op.status_code()).collect();
     assert_eq!(statuses, [Some(0), Some(0), Some(0), Some(Status::SCALAR_KIND_MISMATCH.0)]);
+    // The runtime names the argument of the failure, and of no success.
+    let named: Vec<Option<String>> = (0..4).map(|op| arg_failure(&report, op).map(|f| f.to_string())).collect();
+    assert_eq!(named, [None, None, None, Some("argument 1: pulled as int, passed as float".into())]);
     for (index, &(k, alpha)) in cases.iter().enumerate() {
         let expected = f32_bytes(&mix_reference(&x, k, alpha, &y));
         let got = &report.dumps[&(index as u32)];
@@ -178,6 +188,16 @@ fn each_malformed_descriptor_reaches_the_loader_as_its_own_status() {
         assert_eq!(ops[index].status_code(), Some(case.status.0), "{}", case.name);
         let expected = if case.status.is_ok() { f32_bytes(&input) } else { vec![UNTOUCHED; 4 * LEN as usize] };
         assert!(report.dumps[&(index as u32)] == expected, "{}: output bytes", case.name);
+        // The argument and, for a bad descriptor, its field, named.
+        match arg_failure(&report, index as u32) {
+            None => assert!(case.status.is_ok(), "{}: no argument named", case.name),
+            Some(failure) => {
+                assert!(failure.explains(case.status) && failure.argument == 0, "{}: {failure:?}", case.name);
+                let field = case.status.descriptor_field().map(|field| format!(": its descriptor's {field}"));
+                let expected = format!("argument 0 (pulled as a tensor){}", field.unwrap_or_default());
+                assert_eq!(failure.to_string(), expected, "{}", case.name);
+            }
+        }
     }
     // Each case its own status: no two failures share one.
     let failures: BTreeSet<u32> = cases[1..].iter().map(|case| case.status.0).collect();
@@ -211,6 +231,22 @@ fn misusing_the_pull_stream_reaches_the_loader_as_its_own_status() {
         assert_eq!((ops[index].function.as_str(), ops[index].status_code()), (*name, Some(status.0)));
         assert_eq!(report.dumps[&(index as u32)], vec![UNTOUCHED; 4 * LEN as usize], "{name} wrote its output");
     }
+    // The pulls of a wrong kind or past the end name their argument; taking the output
+    // twice or returning without setup is no argument's failure.
+    let named: Vec<Option<String>> = (0..cases.len() as u32)
+        .map(|op| arg_failure(&report, op).filter(|f| f.explains(cases[op as usize].2)).map(|f| f.to_string()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            Some("argument 1: pulled as a tensor, but 1 argument was passed (argument 0)".into()),
+            Some("argument 0: pulled as a tensor, passed as int".into()),
+            Some("argument 0: pulled as int, passed as a tensor".into()),
+            None,
+            None,
+            None,
+        ]
+    );
 }
 
 #[test]

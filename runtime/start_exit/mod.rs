@@ -71,6 +71,8 @@ pub use stdlib::{
     Compare, EINVAL, ERANGE, abs, atof, atoi, atol, bsearch, labs, llabs, qsort, strtod, strtof, strtol, strtoll,
     strtoul, strtoull,
 };
+#[cfg(test)]
+pub(crate) use stdout::drain_this_thread;
 pub use stdout::{
     _write_r, DrainPlan, MAX_STDOUT_RING_CAPACITY, RingError, RingHeader, RingWriter, STDOUT_RING_CAPACITY,
     STDOUT_RING_MAGIC, STDOUT_RING_STORAGE, StdoutRing, flush_stdout, fsync, print_args, stdout_ring, write, write_fd,

@@ -83,6 +83,17 @@ impl ReportLine {
         self.append(b"\n")
     }
 
+    /// Writes the line where the runtime's reports go: on the device through the
+    /// platform's write hook on stderr (the stdout ring the loader drains, unless the
+    /// platform routes it elsewhere), as a fault report; on the host to this thread's
+    /// stdout ring.
+    pub fn report(&self) {
+        #[cfg(target_arch = "xtensa")]
+        crate::arch::platform::write(2, self.as_bytes());
+        #[cfg(not(target_arch = "xtensa"))]
+        crate::start_exit::write_stdout(self.as_bytes());
+    }
+
     /// Empties the line, to build another in the same buffer.
     pub fn clear(&mut self) -> &mut Self {
         self.len = 0;

@@ -451,6 +451,13 @@ pub extern "C" fn fsync(fd: c_int) -> c_int {
     }
 }
 
+/// What this test thread printed since the last drain: its ring drained as the loader
+/// drains a core's.
+#[cfg(test)]
+pub(crate) fn drain_this_thread() -> std::vec::Vec<u8> {
+    tests::drain(stdout_ring()).1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -460,7 +467,7 @@ mod tests {
 
     /// The model reader: drains `ring` exactly as the loader does, from its raw bytes,
     /// then stores the new read count back into the header.
-    fn drain<const N: usize>(ring: &StdoutRing<N>) -> (u32, Vec<u8>) {
+    pub(super) fn drain<const N: usize>(ring: &StdoutRing<N>) -> (u32, Vec<u8>) {
         // SAFETY: the ring is 16 + N bytes long and nothing writes it meanwhile.
         let image = unsafe { core::slice::from_raw_parts(ring.as_ptr(), 16 + N) };
         let plan = DrainPlan::from_bytes(image).unwrap();

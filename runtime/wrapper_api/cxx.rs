@@ -112,16 +112,7 @@ pub unsafe extern "C" fn __assert_func(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::start_exit::{DrainPlan, stdout_ring};
-
-    fn drained() -> std::vec::Vec<u8> {
-        let ring = stdout_ring();
-        // SAFETY: the ring is 16 + capacity bytes; this test thread is its only user.
-        let image = unsafe { core::slice::from_raw_parts(ring.as_ptr(), 16 + crate::start_exit::STDOUT_RING_CAPACITY) };
-        let plan = DrainPlan::from_bytes(image).unwrap();
-        let [a, b] = plan.segments();
-        [&image[16..][a], &image[16..][b]].concat()
-    }
+    use crate::start_exit::drain_this_thread as drained;
 
     #[test]
     fn a_failure_is_the_invocations_status_and_a_line_of_output() {

@@ -40,8 +40,8 @@
 use core::cell::{Cell, UnsafeCell};
 
 use super::{
-    ArgError, ArgParser, ArgTensor, ArgType, Checked, DescriptorError, Dtype, Element, KernelError, MAX_ARGS,
-    ScalarKind, Status, TcmBuffer, Tensor, TensorDesc, TensorError,
+    ArgError, ArgFailure, ArgParser, ArgTensor, ArgType, Checked, DescriptorError, Dtype, Element, KernelError,
+    MAX_ARGS, ScalarKind, Status, TcmBuffer, Tensor, TensorDesc, TensorError,
 };
 use crate::translate::{RangeError, TranslateError};
 
@@ -327,6 +327,12 @@ pub struct Invocation {
     /// The runtime's copy of the output descriptor, made by setup.
     dst_desc: ArgTensor,
     parser: ArgParser,
+    /// The argument that caused the invocation's first failure, if one did: written by
+    /// the failing pull ([`reject_pull`](Self::reject_pull)), reported and cleared by
+    /// [`end_status`](Self::end_status). Kept as the record's word
+    /// ([`ArgFailure::to_word`]: one store), within a word load's reach (asserted
+    /// below); no pull's fast path reads it.
+    failure: Cell<u32>,
     /// What C kernels are handed: a copy of argument `i` (of the output at `MAX_ARGS`)
     /// made when it is pulled, so that a C kernel writing through its pointer changes
     /// nothing setup may reuse. Each is written once per invocation (see `hand_out`).
@@ -454,6 +460,7 @@ const _: () = {
     assert!(offset_of!(Invocation, output_overlaps) <= L16UI_REACH);
     assert!(offset_of!(Invocation, ready) + size_of::<[Ready; MAX_ARGS]>() - 4 <= L32I_REACH);
     assert!(offset_of!(Invocation, dst_resolved) + size_of::<Ready>() - 4 <= L32I_REACH);
+    assert!(offset_of!(Invocation, failure) <= L32I_REACH);
 };
 
 /// The offsets `runtime/arch/xtensa/setup.S` uses.
@@ -518,6 +525,7 @@ impl Invocation {
             last_status: Cell::new(Status::OK),
             invocation_status: Cell::new(Status::OK),
             initialized: false,
+            failure: Cell::new(0),
         }
     }
 
@@ -546,6 +554,7 @@ impl Invocation {
     /// Records `error` as the outcome of a call that failed (or that the C glue
     /// refused); returns its status.
     #[cold]
+    #[inline(never)]
     pub(super) fn reject(&self, error: ArgError) -> Status {
         let status = Status::from(error);
         self.record_status(status);
@@ -561,6 +570,53 @@ impl Invocation {
     #[inline]
     pub fn invocation_status(&self) -> Status {
         self.invocation_status.get()
+    }
+
+    /// The argument that caused the invocation's first failure, while it is not
+    /// reported: [`ArgFailure::NONE`] when none did (or it was reported).
+    pub fn arg_failure(&self) -> ArgFailure {
+        ArgFailure::from_word(self.failure.get())
+    }
+
+    /// [`invocation_status`](Self::invocation_status) for the loader once the kernel
+    /// has ended (`customop_invocation_status`): when an argument caused the failure,
+    /// the first call also writes its [`ArgFailure`] line to stdout, which the loader
+    /// drains with the kernel's output.
+    #[inline]
+    pub fn end_status(&self) -> Status {
+        self.report_failure();
+        self.invocation_status()
+    }
+
+    /// Writes the [`ArgFailure`] line, if there is a record, as the runtime writes its
+    /// other reports ([`ReportLine::report`](crate::start_exit::ReportLine::report)),
+    /// and clears the record (once per invocation). Out of line, the test included: the
+    /// C ABI's `customop_invocation_status` stays a call.
+    #[inline(never)]
+    fn report_failure(&self) {
+        let word = self.failure.replace(0);
+        if word != 0 {
+            crate::start_exit::ReportLine::new().text(ArgFailure::LINE_PREFIX).hex(word).end().report();
+        }
+    }
+
+    /// Records `error`, a failed pull of `argument` (an index, or [`ArgFailure::OUTPUT`])
+    /// as the raw arg type `pulled` ([`reject`](Self::reject)); when it is the
+    /// invocation's first failure, also which argument it was.
+    #[cold]
+    #[inline(never)]
+    fn reject_pull(&self, error: ArgError, argument: u32, pulled: u8) {
+        let first = self.invocation_status.get().is_ok();
+        let status = self.reject(error);
+        if !first {
+            return;
+        }
+        // Past the last argument the byte is stale, and no message reads it; the
+        // output's is not kept (a loader passes a tensor there, or none: `NO_OUTPUT`).
+        let passed = self.parser.extractor.arg_types.get(argument as usize).copied().unwrap_or(0);
+        // A pull's status is below 0x100 (`Status::ALL`'s argument codes).
+        let failure = ArgFailure { status: status.0 as u8, argument: argument as u8, pulled, passed };
+        self.failure.set(failure.to_word());
     }
 
     /// The loader's hand-off: `num_args` descriptors at `args` (stride 48, any
@@ -581,6 +637,7 @@ impl Invocation {
         self.num_args = num_args;
         self.result = result;
         self.invocation_status.set(Status::OK);
+        self.failure.set(0);
         let status = match self.check_arg_block() {
             Ok(()) => Status::OK,
             Err(e) => e.into(),
@@ -891,7 +948,11 @@ impl Invocation {
             self.parser.curr_arg.set(index as u32 + 1);
             index
         });
-        self.record(result)
+        match result {
+            Ok(_) => self.last_status.set(Status::OK),
+            Err(error) => self.reject_pull(error, self.parser.curr_arg.get(), raw_type(wanted)),
+        }
+        result
     }
 
     /// Argument `index` as [`pull`](Self::pull) handed it out: its descriptor and
@@ -1035,7 +1096,11 @@ impl Invocation {
             }
             self.dst_taken.set(true);
         });
-        self.record(result)
+        match result {
+            Ok(()) => self.last_status.set(Status::OK),
+            Err(error) => self.reject_pull(error, ArgFailure::OUTPUT.into(), ArgType::Tensor as u8),
+        }
+        result
     }
 
     fn resolve_output(&self, exclusive: bool) -> Result<Ready, ArgError> {

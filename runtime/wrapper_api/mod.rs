@@ -63,7 +63,7 @@ pub use cxx::{__assert_func, end_op, neuron_cxx_fail, neuron_cxx_record, record_
 pub use descriptor::*;
 pub use element::{Bf16, Element, F16};
 pub use invocation::{Args, Invocation, Platform, TranslateFn};
-pub use status::{ArgError, KernelError, Status, TensorError};
+pub use status::{ArgError, ArgFailure, KernelError, Status, TensorError};
 pub use tensor::{ReadStream, STREAM_BUFFER_BYTES, Strides, TcmBuffer, Tensor, WriteStream};
 
 #[cfg(test)]
@@ -315,8 +315,10 @@ pub extern "C" fn customop_last_status() -> u32 {
 }
 
 /// C ABI, for the loader after the kernel returns: the first failure of the invocation
-/// (since `customop_set_invocation`), or `OK`.
+/// (since `customop_set_invocation`), or `OK`. When an argument caused it, the first
+/// call also writes which one to stdout ([`ArgFailure`]'s line, `docs/abi/descriptors.md`
+/// §6), for the loader to drain with the kernel's output.
 #[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn customop_invocation_status() -> u32 {
-    with_session(|invocation| invocation.invocation_status()).0
+    with_session(|invocation| invocation.end_status()).0
 }

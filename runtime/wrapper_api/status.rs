@@ -136,6 +136,24 @@ impl Status {
     pub const fn is_ok(self) -> bool {
         self.0 == 0
     }
+
+    /// The descriptor field a descriptor status is about (`docs/abi/descriptors.md`
+    /// names the fields): `dtype` for `UNKNOWN_DTYPE`, `num_dim` for `RANK_TOO_LARGE`,
+    /// ...; `None` for any other status.
+    pub const fn descriptor_field(self) -> Option<&'static str> {
+        Some(match self {
+            Status::UNKNOWN_ARG_TYPE => "arg_type",
+            Status::UNKNOWN_DTYPE | Status::SCALAR_DTYPE_MISMATCH => "dtype",
+            Status::UNKNOWN_SHAPE_TYPE | Status::OUT_OF_LINE_SHAPE => "framework_shape_type",
+            Status::RANK_ZERO | Status::RANK_TOO_LARGE => "num_dim",
+            Status::UNUSED_DIM_NON_ZERO => "shape past num_dim",
+            Status::UNKNOWN_STORAGE_KIND => "storage_kind",
+            Status::RESERVED_NON_ZERO => "reserved bytes",
+            Status::ELEMENT_COUNT_MISMATCH | Status::SCALAR_NOT_SINGLE_ELEMENT => "storage num_elem",
+            Status::UNSUPPORTED_TPB_LAYOUT => "num_partitions or num_elem_per_block",
+            _ => return None,
+        })
+    }
 }
 
 /// How every printer shows a status: hex, then its name, so it reads as the docs'
@@ -265,10 +283,12 @@ impl fmt::Display for ArgError {
             ArgError::TooManyArgs(n) => write!(f, "{n} arguments, at most 10"),
             ArgError::NullPointer => f.write_str("null descriptor pointer"),
             ArgError::NoMoreArgs => f.write_str("pulled past the last argument"),
-            ArgError::ExpectedTensor(found) => write!(f, "pulled a tensor, the argument is {found:?}"),
-            ArgError::ExpectedScalar(wanted) => write!(f, "pulled {wanted:?}, the argument is a tensor"),
+            ArgError::ExpectedTensor(found) => write!(f, "pulled as a tensor, passed as {}", KindName(found as u8)),
+            ArgError::ExpectedScalar(wanted) => {
+                write!(f, "pulled as {}, passed as a tensor", KindName(wanted.arg_type() as u8))
+            }
             ArgError::ScalarKindMismatch { wanted, found } => {
-                write!(f, "pulled {wanted:?}, the argument is {found:?}")
+                write!(f, "pulled as {}, passed as {}", KindName(wanted.arg_type() as u8), KindName(found as u8))
             }
             ArgError::DstAlreadyTaken => f.write_str("get_dst_tensor called twice"),
             ArgError::NoOutput => f.write_str("no output descriptor"),
@@ -277,6 +297,152 @@ impl fmt::Display for ArgError {
             ArgError::RangeOutsideWindow => f.write_str("tensor does not fit in its translate window"),
             ArgError::TooLarge => f.write_str("tensor larger than the address space"),
             ArgError::OutputAliasesInput => f.write_str("output overlaps an input"),
+        }
+    }
+}
+
+/// Which argument caused an invocation's first failure, what the call pulled and what
+/// was passed: the detail behind its status (`0x9 SCALAR_KIND_MISMATCH: argument 3:
+/// pulled as float, passed as int`). 4 bytes, documented as ABI in
+/// `docs/abi/descriptors.md` (§6.1, "The failing argument").
+///
+/// The runtime keeps one per core, written by the failing pull (or output take) when it
+/// is the invocation's first failure, and reports it once the kernel has ended:
+/// `customop_invocation_status`, which the loader calls after the kernel, writes it to
+/// stdout as one line ([`ArgFailure::LINE_PREFIX`] and the record as one word in hex),
+/// and front ends read it back with [`ArgFailure::parse_line`]. A failure no argument
+/// caused (the kernel's own code, a tensor access, a C++ misuse) leaves no record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
+pub struct ArgFailure {
+    /// The status it explains (the invocation's): a pull's status, all of which are
+    /// below 0x100; 0: nothing recorded.
+    pub status: u8,
+    /// The argument's index, from 0, or [`ArgFailure::OUTPUT`]. For `NO_MORE_ARGS`,
+    /// the index past the last: how many arguments were passed.
+    pub argument: u8,
+    /// The raw [`ArgType`] the call pulled ([`ArgType::Tensor`] for the output).
+    pub pulled: u8,
+    /// The argument's raw `arg_type` byte, for the statuses of a wrong kind (the
+    /// others leave it unread: past the last argument it is not one's); 0 for the
+    /// output (the runtime keeps no copy of its type).
+    pub passed: u8,
+}
+
+const _: () = {
+    use core::mem::{offset_of, size_of};
+    assert!(size_of::<ArgFailure>() == 4);
+    assert!(offset_of!(ArgFailure, status) == 0);
+    assert!(offset_of!(ArgFailure, argument) == 1);
+    assert!(offset_of!(ArgFailure, pulled) == 2);
+    assert!(offset_of!(ArgFailure, passed) == 3);
+};
+
+impl ArgFailure {
+    /// Nothing recorded.
+    pub const NONE: ArgFailure = ArgFailure { status: 0, argument: 0, pulled: 0, passed: 0 };
+    /// The `argument` of the output descriptor (`get_dst_tensor`, `Args::output`).
+    pub const OUTPUT: u8 = 0xFF;
+    /// How the reported line starts: `ARGFAIL 0x02040309`, the record as one
+    /// little-endian word.
+    pub const LINE_PREFIX: &'static str = "ARGFAIL ";
+
+    /// The record as the word of its line: its four bytes in field order, little-endian.
+    pub const fn to_word(self) -> u32 {
+        u32::from_le_bytes([self.status, self.argument, self.pulled, self.passed])
+    }
+
+    /// The record of [`to_word`](Self::to_word)'s word.
+    pub const fn from_word(word: u32) -> ArgFailure {
+        let [status, argument, pulled, passed] = word.to_le_bytes();
+        ArgFailure { status, argument, pulled, passed }
+    }
+
+    /// The record a reported line carries; `None` for any other line.
+    pub fn parse_line(line: &str) -> Option<ArgFailure> {
+        let hex = line.trim_end().strip_prefix(Self::LINE_PREFIX)?.strip_prefix("0x")?;
+        let word = u32::from_str_radix(hex, 16).ok().filter(|_| hex.len() == 8)?;
+        Some(ArgFailure::from_word(word))
+    }
+
+    /// Whether this record explains `status`: it is that status, and one its argument
+    /// says something about (a wrong kind, past the last, a bad descriptor, an
+    /// untranslatable or overlapping tensor).
+    pub fn explains(&self, status: Status) -> bool {
+        u32::from(self.status) == status.0
+            && (matches!(
+                status,
+                Status::NO_MORE_ARGS
+                    | Status::EXPECTED_TENSOR
+                    | Status::EXPECTED_SCALAR
+                    | Status::SCALAR_KIND_MISMATCH
+                    | Status::TRANSLATE_MISS
+                    | Status::RANGE_OUTSIDE_WINDOW
+                    | Status::TOO_LARGE
+                    | Status::OUTPUT_ALIASES_INPUT
+            ) || status.descriptor_field().is_some())
+    }
+}
+
+/// An arg type as a C kernel pulls it: `a tensor`, `int`, `long long`, `float`; an
+/// unknown byte as `arg type 7`.
+struct KindName(u8);
+
+impl fmt::Display for KindName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match ArgType::from_raw(self.0) {
+            Some(ArgType::Tensor) => f.write_str("a tensor"),
+            Some(ArgType::Int) => f.write_str("int"),
+            Some(ArgType::LongLong) => f.write_str("long long"),
+            Some(ArgType::Float) => f.write_str("float"),
+            None => write!(f, "arg type {}", self.0),
+        }
+    }
+}
+
+/// What a front end prints after the status: `argument 3: pulled as float, passed as
+/// int`; `argument 2: pulled as int, but 2 arguments were passed (0 to 1)`; for a bad
+/// descriptor, its field: `argument 0 (pulled as a tensor): its descriptor's dtype`.
+///
+/// ```
+/// use neuroncustomop::wrapper_api::{ArgFailure, ArgType, Status};
+///
+/// let failure = ArgFailure {
+///     status: Status::SCALAR_KIND_MISMATCH.0 as u8,
+///     argument: 3,
+///     pulled: ArgType::Float as u8,
+///     passed: ArgType::Int as u8,
+/// };
+/// assert_eq!(failure.to_string(), "argument 3: pulled as float, passed as int");
+/// ```
+impl fmt::Display for ArgFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.argument {
+            ArgFailure::OUTPUT => f.write_str("the output")?,
+            index => write!(f, "argument {index}")?,
+        }
+        let (status, pulled, passed) = (Status(self.status.into()), KindName(self.pulled), KindName(self.passed));
+        match status {
+            // Past the last: the index is how many were passed.
+            Status::NO_MORE_ARGS => match self.argument {
+                0 => write!(f, ": pulled as {pulled}, but no argument was passed"),
+                1 => write!(f, ": pulled as {pulled}, but 1 argument was passed (argument 0)"),
+                n => write!(f, ": pulled as {pulled}, but {n} arguments were passed (0 to {})", n - 1),
+            },
+            Status::EXPECTED_TENSOR | Status::EXPECTED_SCALAR | Status::SCALAR_KIND_MISMATCH => {
+                write!(f, ": pulled as {pulled}")?;
+                match self.passed {
+                    0 => Ok(()),
+                    _ => write!(f, ", passed as {passed}"),
+                }
+            }
+            _ => {
+                write!(f, " (pulled as {pulled})")?;
+                match status.descriptor_field() {
+                    Some(field) => write!(f, ": its descriptor's {field}"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -410,6 +576,11 @@ mod tests {
         for status in Status::ALL {
             assert!(status.to_string().ends_with(status.name().unwrap()), "{status}");
         }
+    }
+
+    #[test]
+    fn every_runtime_status_fits_the_failure_records_byte() {
+        assert!(Status::ALL.iter().all(|status| status.0 < 0x100));
     }
 
     #[test]

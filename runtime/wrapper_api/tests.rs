@@ -9,6 +9,7 @@ use crate::test_models::pull_stream as pull_model;
 use crate::translate::TranslateError;
 use proptest::prelude::*;
 use std::boxed::Box;
+use std::string::ToString;
 use std::vec;
 use std::vec::Vec;
 
@@ -517,6 +518,152 @@ fn a_failed_pull_consumes_nothing_and_sticks_as_the_invocation_status() {
     // A new invocation starts clean.
     hand_off(&mut inv, &op.args, &mut op.result);
     assert_eq!(inv.invocation_status(), Status::OK);
+}
+
+/// The [`ArgFailure`] line `end_status` writes, parsed back; `None` when it wrote none.
+fn reported_failure() -> Option<ArgFailure> {
+    let printed = std::string::String::from_utf8(crate::start_exit::drain_this_thread()).unwrap();
+    let mut lines = printed.lines();
+    let failure = lines.next().map(|line| ArgFailure::parse_line(line).expect("an ARGFAIL line"));
+    assert_eq!(lines.next(), None, "one line at most: {printed:?}");
+    failure
+}
+
+#[test]
+fn the_first_failing_pull_names_its_argument_and_is_reported_once_when_the_kernel_ends() {
+    let mut op = four_args();
+    let mut inv = op.fake.invocation();
+    hand_off(&mut inv, &op.args, &mut op.result);
+    inv.setup(false).unwrap();
+    inv.next_tensor().unwrap();
+    inv.next_int().unwrap();
+    // Argument 2 is a float; a later failure (argument 2 again, as a tensor) keeps the first.
+    assert!(inv.next_int().is_err());
+    assert!(inv.next_tensor().is_err());
+    let expected = ArgFailure {
+        status: Status::SCALAR_KIND_MISMATCH.0 as u8,
+        argument: 2,
+        pulled: ArgType::Int as u8,
+        passed: ArgType::Float as u8,
+    };
+    assert_eq!(inv.arg_failure(), expected);
+    assert!(expected.explains(inv.invocation_status()));
+    assert_eq!(expected.to_string(), "argument 2: pulled as int, passed as float");
+    assert_eq!(inv.cleanup(), Status::SCALAR_KIND_MISMATCH);
+    assert_eq!(reported_failure(), None, "nothing is printed before the loader asks");
+    assert_eq!(inv.end_status(), Status::SCALAR_KIND_MISMATCH);
+    assert_eq!(reported_failure(), Some(expected));
+    assert_eq!(inv.end_status(), Status::SCALAR_KIND_MISMATCH, "asked again");
+    assert_eq!(reported_failure(), None, "reported once");
+    // A new invocation has none; an OK one reports nothing.
+    hand_off(&mut inv, &op.args, &mut op.result);
+    assert_eq!(inv.arg_failure(), ArgFailure::NONE);
+    inv.setup(false).unwrap();
+    assert_eq!(inv.cleanup(), Status::OK);
+    assert_eq!(inv.end_status(), Status::OK);
+    assert_eq!(reported_failure(), None);
+}
+
+#[test]
+fn each_argument_failure_says_what_was_pulled_and_passed() {
+    /// The message a front end shows after `pulls` on a new invocation of `args`.
+    fn failure_of(
+        inv: &mut Invocation,
+        args: &[ArgTensor],
+        result: &mut ArgTensor,
+        pulls: &dyn Fn(&Invocation),
+    ) -> std::string::String {
+        hand_off(inv, args, result);
+        inv.setup(false).unwrap();
+        pulls(inv);
+        let failure = inv.arg_failure();
+        assert!(failure.explains(inv.invocation_status()), "{failure:?}");
+        inv.cleanup();
+        inv.end_status();
+        assert_eq!(reported_failure(), Some(failure));
+        std::format!("{}: {failure}", inv.invocation_status())
+    }
+    let mut op = four_args();
+    let mut inv = op.fake.invocation();
+    let (args, result) = (&op.args, &mut op.result);
+    assert_eq!(
+        failure_of(&mut inv, args, result, &|inv| assert!(inv.next_int().is_err())),
+        "0x8 EXPECTED_SCALAR: argument 0: pulled as int, passed as a tensor"
+    );
+    assert_eq!(
+        failure_of(&mut inv, args, result, &|inv| {
+            inv.next_tensor().unwrap();
+            assert!(inv.next_tensor().is_err());
+        }),
+        "0x7 EXPECTED_TENSOR: argument 1: pulled as a tensor, passed as int"
+    );
+    assert_eq!(
+        failure_of(&mut inv, args, result, &|inv| {
+            inv.next_tensor().unwrap();
+            assert!(inv.next_longlong().is_err());
+        }),
+        "0x9 SCALAR_KIND_MISMATCH: argument 1: pulled as long long, passed as int"
+    );
+    assert_eq!(
+        failure_of(&mut inv, args, result, &|inv| {
+            inv.next_tensor().unwrap();
+            inv.next_int().unwrap();
+            inv.next_float().unwrap();
+            inv.next_tensor().unwrap();
+            assert!(inv.next_float().is_err());
+        }),
+        "0x6 NO_MORE_ARGS: argument 4: pulled as float, but 4 arguments were passed (0 to 3)"
+    );
+    // The output: a descriptor the loader passed as a scalar.
+    let mut scalar_output = args[1];
+    assert_eq!(
+        failure_of(&mut inv, args, &mut scalar_output, &|inv| assert!(inv.dst_tensor().is_err())),
+        "0x7 EXPECTED_TENSOR: the output: pulled as a tensor"
+    );
+}
+
+#[test]
+fn a_bad_descriptor_names_its_argument_and_field_and_other_failures_name_none() {
+    let mut op = four_args();
+    let mut inv = op.fake.invocation();
+    let mut args = op.args.clone();
+    args[3].dtype = 0x77;
+    hand_off(&mut inv, &args, &mut op.result);
+    inv.setup(false).unwrap();
+    inv.next_tensor().unwrap();
+    inv.next_int().unwrap();
+    inv.next_float().unwrap();
+    assert!(inv.next_tensor().is_err());
+    let failure = inv.arg_failure();
+    assert!(failure.explains(Status::UNKNOWN_DTYPE));
+    assert_eq!(failure.to_string(), "argument 3 (pulled as a tensor): its descriptor's dtype");
+    // A kernel's own failure, or a tensor access, is no argument's.
+    hand_off(&mut inv, &op.args, &mut op.result);
+    inv.setup(false).unwrap();
+    inv.fail(KernelError::Op(3));
+    assert!(inv.next_int().is_err());
+    assert_eq!(inv.arg_failure(), ArgFailure::NONE, "not the first failure");
+    inv.cleanup();
+    inv.end_status();
+    assert_eq!(reported_failure(), None);
+    // A Rust kernel's `?` on a failed pull: the pull's record stands.
+    hand_off(&mut inv, &op.args, &mut op.result);
+    assert_eq!(inv.run(|args| Err(KernelError::from(args.float().unwrap_err()))), Status::EXPECTED_SCALAR);
+    assert_eq!(inv.end_status(), Status::EXPECTED_SCALAR);
+    let failure = reported_failure().unwrap();
+    assert_eq!(failure.to_string(), "argument 0: pulled as float, passed as a tensor");
+}
+
+#[test]
+fn argfailure_lines_round_trip_and_other_lines_are_not_one() {
+    let failure = ArgFailure { status: 0x2c, argument: ArgFailure::OUTPUT, pulled: 1, passed: 4 };
+    let line = std::format!("{}{:#010x}\n", ArgFailure::LINE_PREFIX, failure.to_word());
+    assert_eq!(line, "ARGFAIL 0x0401ff2c\n");
+    assert_eq!(ArgFailure::parse_line(&line), Some(failure));
+    for other in ["ARGFAIL 0x1", "ARGFAIL 0x0401ff2c 0x2", "ARGFAIL 0401ff2c", "FAULT core=0", "ARGFAIL 0x0401ff2z"] {
+        assert_eq!(ArgFailure::parse_line(other), None, "{other}");
+    }
+    assert_eq!(failure.to_string(), "the output (pulled as a tensor): its descriptor's dtype");
 }
 
 #[test]

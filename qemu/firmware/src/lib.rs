@@ -3,7 +3,8 @@
 //! - [`board`]: the QEMU board: semihosting behind the runtime's platform hooks.
 //! - [`bench`]: the instruction-count harness (`-icount shift=0` makes CCOUNT count
 //!   guest instructions).
-//! - [`loader`] and [`dma_engine`]: the simulated device loader and DMA engine.
+//! - [`loader`] and [`dma_engine`]: the simulated device loader and DMA engine;
+//!   [`dispatch`], the op hand-off the host tier's loader shares.
 //! - [`icount`]: exact per-core instruction counts and the instruction budget.
 //! - `src/bin/`: self-test images, and the loader's and the engine's images.
 //!
@@ -13,6 +14,7 @@
 
 pub mod bench;
 pub mod board;
+pub mod dispatch;
 pub mod dma_engine;
 pub mod icount;
 pub mod loader;

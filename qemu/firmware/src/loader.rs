@@ -23,6 +23,7 @@
 //! Everything it learns is printed as one line per fact, typed by
 //! `neuroncustomop_wire::report::Line`, which the host parses with the same type.
 
+use crate::dispatch::{Dispatch, OpArgs};
 use crate::{board, icount, println};
 use core::ffi::{CStr, c_char, c_void};
 use core::fmt::Write;
@@ -42,7 +43,7 @@ use neuroncustomop_wire::job::{
 };
 use neuroncustomop_wire::report::{Bytes, Count, Line, OpStatus};
 use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
-use neuroncustomop_wire::{DESCRIPTOR_LEN, DecodedOp, FunctionId, MAX_INPUTS, decode_prefix};
+use neuroncustomop_wire::{DESCRIPTOR_LEN, DecodedOp, FunctionId, decode_prefix};
 
 /// Core i's dataram scratch: `DATA_SCRATCH_BASE + i * DATA_SCRATCH_SIZE`.
 pub const DATA_SCRATCH_BASE: u32 = 0x7F80_0000;
@@ -255,10 +256,8 @@ fn wait_for(cores: impl Iterator<Item = u32>, ops_done: u32) {
 /// The library's entry points the loader calls, typed.
 struct Library {
     symbols: LibrarySymbols,
-    set_invocation: unsafe extern "C" fn(*const ArgTensor, u32, *mut ArgTensor) -> u32,
+    dispatch: Dispatch,
     invocation_status: extern "C" fn() -> u32,
-    translate_configure: unsafe extern "C" fn(*const u8, u32) -> i32,
-    set_memcpy_method: extern "C" fn(u32) -> i32,
     heaps_mark: extern "C" fn(),
     heaps_give_back: unsafe extern "C" fn(*mut HeapsGivenBack),
 }
@@ -279,10 +278,12 @@ impl Library {
         unsafe {
             Self {
                 symbols,
-                set_invocation: function(symbols.set_invocation),
+                dispatch: Dispatch {
+                    set_invocation: function(symbols.set_invocation),
+                    translate_configure: function(symbols.translate_configure),
+                    set_memcpy_method: function(symbols.set_memcpy_method),
+                },
                 invocation_status: function(symbols.invocation_status),
-                translate_configure: function(symbols.translate_configure),
-                set_memcpy_method: function(symbols.set_memcpy_method),
                 heaps_mark: function(symbols.heaps_mark),
                 heaps_give_back: function(symbols.heaps_give_back),
             }
@@ -292,24 +293,12 @@ impl Library {
     /// Runs `kernel` on `op`'s arguments; returns the invocation status and the
     /// instructions the kernel took.
     fn invoke(&self, job: &JobHeader, kernel: extern "C" fn(), op: &DecodedOp) -> (u32, Count) {
-        let mut inputs = [ArgTensor::ZEROED; MAX_INPUTS];
-        for (slot, bytes) in inputs.iter_mut().zip(op.inputs()) {
-            *slot = ArgTensor::from_bytes(bytes);
-        }
-        let mut output = op.output().map_or(ArgTensor::ZEROED, ArgTensor::from_bytes);
-        let records = job.translate.as_flattened();
-        // SAFETY: the records and descriptors are valid for the calls and outlive the
-        // kernel's run (the count is clamped to the array); `kernel` is the library's
-        // entry point for this op's name.
-        unsafe {
-            (self.translate_configure)(records.as_ptr(), job.translate_count.min(TRANSLATE_REGIONS as u32));
-            (self.set_invocation)(inputs.as_ptr(), op.inputs().len() as u32, &mut output);
-        }
-        if job.memcpy_method != NEVER {
-            // An invalid method is refused by the runtime and leaves its own in place.
-            (self.set_memcpy_method)(job.memcpy_method);
-        }
-        announce_regions(job, &inputs[..op.inputs().len()], op.output().map(|_| &output));
+        let mut args = OpArgs::of(op);
+        // SAFETY: the library's entry points (the host read them from its symbol
+        // table); `args` stays on this frame until the kernel has ended (one that stops
+        // without returning never reads it again: the next op hands off its own).
+        unsafe { self.dispatch.hand_off(job, &mut args) };
+        announce_regions(job, args.inputs(), op.output().map(|_| &args.output));
         engine_running();
         // What the heaps hold now is the library's; what the kernel takes, `resume` gives
         // back if it stops without returning.

@@ -26,7 +26,7 @@ use crate::array::{Array, dtype_name};
 use crate::compare::{canary, holding, second_canary};
 use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
-use neuroncustomop::wrapper_api::{ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
+use neuroncustomop::wrapper_api::{ArgFailure, ArgTensor, DescriptorError, Dtype, ScalarKind, Status};
 pub use neuroncustomop_hosttier::Sanitizer;
 use neuroncustomop_hosttier::{Debugger, HostLibrary};
 use neuroncustomop_machine::device::{OpStatus, RunError, Session, SessionOptions, describe_status};
@@ -244,6 +244,9 @@ pub struct Call {
     pub status: KernelStatus,
     /// Every core's status, in core order.
     pub statuses: Vec<KernelStatus>,
+    /// Per core, in core order: the argument behind its failing status, when the
+    /// runtime named one (`argument 3: pulled as float, passed as int`).
+    pub arg_failures: Vec<Option<ArgFailure>>,
     /// Per core, in core order: what it printed.
     pub stdout: Vec<CoreStdout>,
     /// Per core, in core order: guest instructions the kernel took (exact: the core's
@@ -314,6 +317,8 @@ pub struct KernelFailed {
     pub core: usize,
     /// Its status (`OK` when only the output is at fault).
     pub status: KernelStatus,
+    /// The argument behind the status, when the runtime named one.
+    pub arg_failure: Option<ArgFailure>,
     /// Output elements no core wrote, when every status was OK.
     pub unwritten: Option<Unwritten>,
     /// What the memory checks found (empty when they found nothing).
@@ -325,14 +330,38 @@ pub struct KernelFailed {
 /// [`KernelFailed`]'s message after the kernel's name: the findings first, since they
 /// explain a status or an unwritten output; then unwritten output; then the status.
 fn failure_text(failed: &KernelFailed) -> String {
-    let KernelFailed { core, status, unwritten, findings, .. } = failed;
+    let KernelFailed { core, status, arg_failure, unwritten, findings, .. } = failed;
     match unwritten {
         _ if !findings.is_empty() => {
             format!(": the memory checks found {} problem(s):\n{}", findings.total, findings.to_string().trim_end())
         }
         Some(unwritten) => format!(": {unwritten}"),
-        None => format!(" on core {core}: {status}"),
+        None => format!(" on core {core}: {}", status_text(*status, *arg_failure)),
     }
+}
+
+/// A status as the front ends show it: `0x9 SCALAR_KIND_MISMATCH`, and when the runtime
+/// named the argument behind it, `: argument 3: pulled as float, passed as int`.
+pub fn status_text(status: KernelStatus, arg_failure: Option<ArgFailure>) -> String {
+    match arg_failure {
+        Some(failure) => format!("{status}: {failure}"),
+        None => status.to_string(),
+    }
+}
+
+/// A core's printed text without the runtime's [`ArgFailure`] line, and the record it
+/// carried when it explains `status` (the runtime writes it only then; a kernel that
+/// printed such a line itself explains nothing).
+fn split_arg_failure(text: &str, status: KernelStatus) -> (String, Option<ArgFailure>) {
+    let mut failure = None;
+    let mut kept = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match ArgFailure::parse_line(line) {
+            Some(parsed) => failure = Some(parsed),
+            None => kept.push_str(line),
+        }
+    }
+    (kept, failure.filter(|failure| failure.explains(Status(status.0))))
 }
 
 /// What [`CallError::Stopped`] says of the heap blocks given back.
@@ -408,6 +437,18 @@ impl Call {
         Work { total, slowest_core, slowest, balance, elements, per_element }
     }
 
+    /// The first failing core's [`ArgFailure`], when the runtime named the argument
+    /// behind its status.
+    pub fn arg_failure(&self) -> Option<ArgFailure> {
+        let core = self.statuses.iter().position(|status| !status.is_ok())?;
+        self.arg_failures.get(core).copied().flatten()
+    }
+
+    /// The call's status as the front ends show it ([`status_text`]).
+    pub fn status_text(&self) -> String {
+        status_text(self.status, self.arg_failure())
+    }
+
     /// The call itself if every core succeeded, the memory checks found nothing, and
     /// the cores wrote the whole output (or the call declared a partial one).
     ///
@@ -419,6 +460,7 @@ impl Call {
             kernel: self.kernel.clone(),
             core,
             status: self.statuses[core],
+            arg_failure: self.arg_failures.get(core).copied().flatten(),
             unwritten,
             findings: self.findings.clone(),
             stdout: self.stdout.clone(),
@@ -999,6 +1041,7 @@ impl Library {
         let wall = started.elapsed();
 
         let mut statuses = Vec::with_capacity(options.cores);
+        let mut arg_failures = Vec::with_capacity(options.cores);
         let mut stdout = Vec::with_capacity(options.cores);
         let mut instructions = Vec::new();
         let mut exact = Vec::new();
@@ -1022,7 +1065,9 @@ impl Library {
             };
             statuses.push(KernelStatus(status));
             let (text, lost) = core_report.stdout.get(&0).cloned().unwrap_or_default();
-            stdout.push(CoreStdout { text: String::from_utf8_lossy(&text).into_owned(), lost });
+            let (text, arg_failure) = split_arg_failure(&String::from_utf8_lossy(&text), KernelStatus(status));
+            arg_failures.push(arg_failure);
+            stdout.push(CoreStdout { text, lost });
             instructions.extend(core_report.ops.first().and_then(|op| op.instructions));
             exact.extend(core_report.ops.first().filter(|op| op.instructions.is_some()).map(|op| op.exact));
         }
@@ -1068,6 +1113,7 @@ impl Library {
             output,
             status,
             statuses,
+            arg_failures,
             stdout,
             instructions,
             exact,
@@ -1200,8 +1246,12 @@ impl Library {
             .map(|core| {
                 let (text, lost) = core.stdout.get(&0).cloned().unwrap_or_default();
                 let text = String::from_utf8_lossy(&text);
-                let text: String =
-                    text.lines().filter(|line| !line.starts_with("FAULT ")).map(|line| format!("{line}\n")).collect();
+                // (Nor the runtime's `ARGFAIL` line: a stopped kernel's status is not read.)
+                let text: String = text
+                    .lines()
+                    .filter(|line| !line.starts_with("FAULT ") && ArgFailure::parse_line(line).is_none())
+                    .map(|line| format!("{line}\n"))
+                    .collect();
                 CoreStdout { text, lost }
             })
             .collect();
@@ -1339,39 +1389,62 @@ mod tests {
         assert_eq!(names, ["OK", "NO_MORE_ARGS", "Op(1)", "0x20000"]);
     }
 
-    #[test]
-    fn a_failing_core_makes_check_fail_with_its_name_and_output() {
-        let call = Call {
+    /// A call of kernel `k` on `cores` cores that each returned OK and printed nothing;
+    /// each test changes what it is about.
+    fn ok_call(cores: usize) -> Call {
+        Call {
             kernel: "k".into(),
             output: Array::from_vec(vec![1], vec![0u8]).unwrap(),
-            status: KernelStatus(0x1_0002),
-            statuses: vec![KernelStatus(0), KernelStatus(0x1_0002)],
-            stdout: vec![CoreStdout::default(), CoreStdout { text: "bad shape\n".into(), lost: 0 }],
+            status: KernelStatus(0),
+            statuses: vec![KernelStatus(0); cores],
+            arg_failures: vec![None; cores],
+            stdout: vec![CoreStdout::default(); cores],
             instructions: vec![],
             exact: vec![],
             wall: Duration::ZERO,
             unwritten: None,
             findings: OpFindings::default(),
             profile: None,
+        }
+    }
+
+    #[test]
+    fn a_failing_core_makes_check_fail_with_its_name_and_output() {
+        let call = Call {
+            status: KernelStatus(0x1_0002),
+            statuses: vec![KernelStatus(0), KernelStatus(0x1_0002)],
+            stdout: vec![CoreStdout::default(), CoreStdout { text: "bad shape\n".into(), lost: 0 }],
+            ..ok_call(2)
         };
         let failed = call.check().unwrap_err();
         assert_eq!(failed.to_string(), "kernel k failed on core 1: 0x10002 Op(2)\ncore 1 printed:\nbad shape");
     }
 
     #[test]
+    fn a_status_an_argument_caused_names_the_argument() {
+        let status = KernelStatus(Status::SCALAR_KIND_MISMATCH.0);
+        let line = "ARGFAIL 0x02040309\n";
+        let (text, failure) = split_arg_failure(&format!("before\n{line}after\n"), status);
+        assert_eq!(text, "before\nafter\n", "the runtime's line is not the kernel's output");
+        let failure = failure.expect("the line explains the status");
+        assert_eq!(failure.to_string(), "argument 3: pulled as float, passed as int");
+        assert_eq!(split_arg_failure(line, KernelStatus(Status::NO_MORE_ARGS.0)).1, None, "another status");
+        let call = Call { status, statuses: vec![status], arg_failures: vec![Some(failure)], ..ok_call(1) };
+        assert_eq!(call.status_text(), "0x9 SCALAR_KIND_MISMATCH: argument 3: pulled as float, passed as int");
+        let failed = call.check().unwrap_err();
+        assert_eq!(failed.arg_failure, Some(failure));
+        assert_eq!(
+            failed.to_string(),
+            "kernel k failed on core 0: 0x9 SCALAR_KIND_MISMATCH: argument 3: pulled as float, passed as int"
+        );
+    }
+
+    #[test]
     fn work_is_the_slowest_cores_instructions_per_element_it_wrote() {
-        let call = |instructions: Vec<u64>, unwritten: Option<Unwritten>| Call {
-            kernel: "k".into(),
-            output: Array::from_vec(vec![1000], vec![0f32; 1000]).unwrap(),
-            status: KernelStatus(0),
-            statuses: vec![KernelStatus(0); instructions.len()],
-            stdout: vec![CoreStdout::default(); instructions.len()],
-            exact: vec![true; instructions.len()],
-            instructions,
-            wall: Duration::ZERO,
-            unwritten,
-            findings: OpFindings::default(),
-            profile: None,
+        let call = |instructions: Vec<u64>, unwritten: Option<Unwritten>| {
+            let cores = instructions.len();
+            let output = Array::from_vec(vec![1000], vec![0f32; 1000]).unwrap();
+            Call { output, exact: vec![true; cores], instructions, unwritten, ..ok_call(cores) }
         };
         let one = call(vec![5000], Some(Unwritten { elements: 0, total: 1000, cores: 1 })).work();
         assert_eq!((one.total, one.slowest, one.balance, one.elements), (5000, 5000, 1.0, Some(1000)));
@@ -1389,16 +1462,8 @@ mod tests {
     fn unwritten_output_fails_check_and_names_the_idle_cores() {
         let call = |cores: usize, elements: usize| Call {
             kernel: "relu_multicore".into(),
-            output: Array::from_vec(vec![1], vec![0u8]).unwrap(),
-            status: KernelStatus(0),
-            statuses: vec![KernelStatus(0); cores],
-            stdout: vec![CoreStdout::default(); cores],
-            instructions: vec![],
-            exact: vec![],
-            wall: Duration::ZERO,
             unwritten: Some(Unwritten { elements, total: 1000, cores }),
-            findings: OpFindings::default(),
-            profile: None,
+            ..ok_call(cores)
         };
         assert_eq!(
             call(1, 875).check().unwrap_err().to_string(),

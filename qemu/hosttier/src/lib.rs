@@ -10,6 +10,8 @@
 
 mod cores;
 mod cxx;
+#[path = "../../firmware/src/dispatch.rs"]
+pub mod dispatch;
 pub mod loader;
 pub mod sanitize;
 

@@ -15,17 +15,17 @@
 //! source; only the CPU differs.
 
 use crate::cores::{self, DATA_SCRATCH_BASE, DATA_SCRATCH_SIZE, core};
+use crate::dispatch::{ConfigureFn, Dispatch, MethodFn, OpArgs, SetInvocationFn};
 use crate::sanitize::{self, Direction};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
-use neuroncustomop::wrapper_api::ArgTensor;
 use neuroncustomop_machine::job::{TENSOR_AREA, TENSOR_AREA_SIZE};
 use neuroncustomop_wire::job::{
     FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, NAME_LEN, NEVER,
-    OutputDump, TRANSLATE_REGIONS, dma_queue_offsets,
+    OutputDump, dma_queue_offsets,
 };
 use neuroncustomop_wire::report::{Bytes, Line, OpStatus};
 use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
-use neuroncustomop_wire::{DecodedOp, FunctionId, MAX_INPUTS, decode_prefix};
+use neuroncustomop_wire::{DecodedOp, FunctionId, decode_prefix};
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::io::{Read, Write};
@@ -352,10 +352,8 @@ impl Core {
 struct Library {
     entry_func: EntryFn,
     register_funcs: RegisterFuncsFn,
-    set_invocation: SetInvocationFn,
+    dispatch: Dispatch,
     invocation_status: StatusFn,
-    translate_configure: ConfigureFn,
-    set_memcpy_method: MethodFn,
     stdout_ring: *mut RingHeader,
 }
 
@@ -365,10 +363,7 @@ unsafe impl Send for Library {}
 type RecordFn = unsafe extern "C" fn(*const c_void, *const c_char, *mut c_void) -> SUNDA_UCODE_LIB_STATUS;
 type EntryFn = unsafe extern "C" fn(*const SUNDA_UCODE_LIB) -> SUNDA_UCODE_LIB_STATUS;
 type RegisterFuncsFn = unsafe extern "C" fn(Option<RecordFn>) -> SUNDA_UCODE_LIB_STATUS;
-type SetInvocationFn = unsafe extern "C" fn(*const ArgTensor, u32, *mut ArgTensor) -> u32;
 type StatusFn = unsafe extern "C" fn() -> u32;
-type ConfigureFn = unsafe extern "C" fn(*const u8, u32) -> i32;
-type MethodFn = unsafe extern "C" fn(u32) -> i32;
 
 impl Library {
     /// Loads `path` (its own copy: its own statics) and tells it it is core `core`.
@@ -404,12 +399,18 @@ impl Library {
             Ok(Self {
                 entry_func: std::mem::transmute::<*mut c_void, EntryFn>(symbol("entry_func")?),
                 register_funcs: std::mem::transmute::<*mut c_void, RegisterFuncsFn>(symbol("register_funcs")?),
-                set_invocation: std::mem::transmute::<*mut c_void, SetInvocationFn>(symbol("customop_set_invocation")?),
+                dispatch: Dispatch {
+                    set_invocation: std::mem::transmute::<*mut c_void, SetInvocationFn>(symbol(
+                        "customop_set_invocation",
+                    )?),
+                    translate_configure: std::mem::transmute::<*mut c_void, ConfigureFn>(symbol(
+                        "neuron_translate_configure",
+                    )?),
+                    set_memcpy_method: std::mem::transmute::<*mut c_void, MethodFn>(symbol(
+                        "neuron_set_memcpy_method",
+                    )?),
+                },
                 invocation_status: std::mem::transmute::<*mut c_void, StatusFn>(symbol("customop_invocation_status")?),
-                translate_configure: std::mem::transmute::<*mut c_void, ConfigureFn>(symbol(
-                    "neuron_translate_configure",
-                )?),
-                set_memcpy_method: std::mem::transmute::<*mut c_void, MethodFn>(symbol("neuron_set_memcpy_method")?),
                 stdout_ring: symbol("neuron_stdout_ring")?.cast(),
             })
         }
@@ -490,21 +491,11 @@ fn find_kernel(name: &str) -> Option<extern "C" fn()> {
 
 /// Runs `kernel` on `op`'s arguments, as the device loader does; returns its status.
 fn invoke(library: &Library, job: &JobHeader, kernel: extern "C" fn(), op: &DecodedOp) -> u32 {
-    let mut inputs = [ArgTensor::ZEROED; MAX_INPUTS];
-    for (slot, bytes) in inputs.iter_mut().zip(op.inputs()) {
-        *slot = ArgTensor::from_bytes(bytes);
-    }
-    let mut output = op.output().map_or(ArgTensor::ZEROED, ArgTensor::from_bytes);
-    let records = job.translate.as_flattened();
-    // SAFETY: the records and descriptors outlive the kernel's run; the functions are
-    // the library's exports of these signatures.
-    unsafe {
-        (library.translate_configure)(records.as_ptr(), job.translate_count.min(TRANSLATE_REGIONS as u32));
-        (library.set_invocation)(inputs.as_ptr(), op.inputs().len() as u32, &mut output);
-        if job.memcpy_method != NEVER {
-            (library.set_memcpy_method)(job.memcpy_method);
-        }
-    }
+    let mut args = OpArgs::of(op);
+    // SAFETY: the library's exports of these signatures; `args` stays on this frame
+    // until the kernel has ended (one that stops never returns here, and the next op
+    // hands off its own).
+    unsafe { library.dispatch.hand_off(job, &mut args) };
     ncop_hostrun_before_kernel(core(), kernel);
     kernel();
     // SAFETY: as above.

@@ -78,6 +78,9 @@ pub struct RawCall {
     pub status: u32,
     /// Its name (`OK`, `DTYPE_MISMATCH`, `Op(1)`: the host API's `KernelStatus::name`).
     pub status_name: String,
+    /// When the runtime named the argument behind that status, which and why
+    /// (`argument 3: pulled as float, passed as int`: the host API's `ArgFailure`).
+    pub status_detail: Option<String>,
     /// Per core: the invocation status.
     pub statuses: Vec<u32>,
     /// Per core: guest instructions the kernel took (exact: the core's own ICOUNT).
@@ -126,6 +129,7 @@ impl RawCall {
             output: PyArray1::from_slice(py, call.output.bytes()).unbind(),
             status: call.status.0,
             status_name: call.status.name(),
+            status_detail: call.arg_failure().map(|failure| failure.to_string()),
             statuses: call.statuses.iter().map(|status| status.0).collect(),
             instructions: call.instructions,
             exact: call.exact,
@@ -156,6 +160,7 @@ impl RawCall {
             output: PyArray1::from_slice(py, &[]).unbind(),
             status: 0,
             status_name: stop.clone(),
+            status_detail: None,
             statuses: Vec::new(),
             instructions: Vec::new(),
             exact: Vec::new(),

@@ -20,6 +20,7 @@ def test_a_failing_kernel_raises_with_its_status_and_untouched_output(relu):
     assert error.result.unwritten.all(), "the kernel wrote nothing: the canary is left"
     assert (error.output == np.int32(np.uint32(0xA5A5A5A5).view(np.int32))).all()
     assert "0x40 DTYPE_MISMATCH" in str(error)
+    assert error.status_detail is None, "a tensor access is no argument's failure"
     assert error.findings == [] and not error.stopped
 
 
@@ -34,15 +35,22 @@ def test_a_scalar_of_the_wrong_kind_is_the_kernels_error(scale):
     with pytest.raises(KernelError) as caught:
         scale.scale(np.ones(4, dtype=np.float32), np.int64(2))
     assert caught.value.status_name == "SCALAR_KIND_MISMATCH"
+    # The runtime names the argument: scale pulls a tensor, then a float.
+    assert caught.value.status_detail == "argument 1: pulled as float, passed as long long"
+    assert caught.value.result.status_detail == caught.value.status_detail
+    assert "0x9 SCALAR_KIND_MISMATCH: argument 1: pulled as float, passed as long long" in str(caught.value)
+    assert "ARGFAIL" not in "".join(caught.value.stdout), "the runtime's line is not the kernel's output"
 
 
 def test_too_few_inputs_and_a_scalar_for_a_tensor_are_the_kernels_errors(relu, scale):
     with pytest.raises(KernelError) as caught:
         scale.scale(np.ones(4, dtype=np.float32))
     assert caught.value.status_name == "NO_MORE_ARGS"
+    assert caught.value.status_detail == "argument 1: pulled as float, but 1 argument was passed (argument 0)"
     with pytest.raises(KernelError) as caught:
         relu.relu(np.float32(1), out_shape=(4,), out_dtype=np.float32)
     assert caught.value.status_name == "EXPECTED_TENSOR"
+    assert caught.value.status_detail == "argument 0: pulled as a tensor, passed as float"
 
 
 def test_an_unknown_kernel_lists_the_kernels(relu):

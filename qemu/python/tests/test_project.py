@@ -44,6 +44,7 @@ def test_a_python_int_is_a_c_int_not_a_long_long(muladd):
     with pytest.raises(KernelError) as caught:
         muladd.muladd(x, 3, 7)
     assert caught.value.status_name == "SCALAR_KIND_MISMATCH"
+    assert caught.value.status_detail == "argument 2: pulled as long long, passed as int"
 
 
 def test_the_project_is_in_the_build_directory_and_loads_again(muladd, build):

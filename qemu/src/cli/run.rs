@@ -454,7 +454,7 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
 
     heading();
     println!("  output      {} {:?}", dtype_name(call.output.dtype()), call.output.shape());
-    println!("  status      {}", call.status);
+    println!("  status      {}", call.status_text());
     let (machine, device) =
         if args.host { ("on the host tier", "started loader") } else { ("under QEMU", "booted device") };
     let timing = match (args.repeat, args.host) {

@@ -42,6 +42,7 @@ mod error;
 mod function_id;
 pub mod job;
 pub mod layout;
+pub mod math;
 pub mod report;
 pub mod session;
 

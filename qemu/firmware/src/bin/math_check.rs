@@ -3,10 +3,7 @@
 //! that the host placed in memory at [`TABLE`]; the distance of each result from glibc's
 //! is measured here, on the device.
 //!
-//! The table (little-endian 32-bit words): `"MATH"`, the number of sections; then per
-//! function a section: its C name in 16 bytes (NUL-padded), its [`Kind`], the number of
-//! cases, and the cases, each its arguments then glibc's results (a double is two words,
-//! low first; an `int` one word).
+//! The table's layout is `neuroncustomop_wire::math`, the model the host's side shares.
 //!
 //! Prints per function `MATH <name> n=<cases> max_ulp=<ulps> special=<count>
 //! worst=<case's words>` and, for its first mismatches of a special value,
@@ -19,6 +16,7 @@
 
 use core::ffi::c_int;
 use neuroncustomop_firmware::println;
+use neuroncustomop_wire::math::{Kind, MAGIC, NAME_WORDS, name_of};
 
 // A library image with no kernels: these images boot through `_start` instead.
 neuroncustomop::kernels! {}
@@ -26,73 +24,9 @@ neuroncustomop::kernels! {}
 /// Where the host's loader places the table: the job tensor area, unused by a firmware
 /// boot (qemu/machine/src/job.rs, `TENSOR_AREA`).
 const TABLE: usize = 0x6200_0000;
-const MAGIC: u32 = u32::from_le_bytes(*b"MATH");
 /// Special-value mismatches printed per function before only counting (the host
 /// classifies each printed one; more than this many fail the test).
 const REPORTED: u32 = 64;
-
-/// A function's C signature; the discriminants are the table's (`qemu/tests/libm.rs`).
-#[derive(Clone, Copy)]
-enum Kind {
-    F1 = 1,
-    F2,
-    F3,
-    D1,
-    D2,
-    D3,
-    /// `float f(float, int *)`: `frexpf`, `lgammaf_r`.
-    FOutInt,
-    /// `double f(double, int *)`.
-    DOutInt,
-    /// `float f(float, int)`.
-    FInt,
-    /// `double f(double, int)`.
-    DInt,
-    /// `int f(float)`.
-    IntF,
-    /// `int f(double)`.
-    IntD,
-    /// `float modff(float, float *)`.
-    FOutF,
-    /// `double modf(double, double *)`.
-    DOutD,
-    /// `float remquof(float, float, int *)`.
-    F2OutInt,
-    /// `double remquo(double, double, int *)`.
-    D2OutInt,
-}
-
-impl Kind {
-    fn from_word(word: u32) -> Option<Self> {
-        use Kind::*;
-        [F1, F2, F3, D1, D2, D3, FOutInt, DOutInt, FInt, DInt, IntF, IntD, FOutF, DOutD, F2OutInt, D2OutInt]
-            .into_iter()
-            .find(|kind| *kind as u32 == word)
-    }
-
-    /// Words of arguments and of glibc's results per case.
-    fn words(self) -> (usize, usize) {
-        use Kind::*;
-        match self {
-            F1 => (1, 1),
-            F2 => (2, 1),
-            F3 => (3, 1),
-            D1 => (2, 2),
-            D2 => (4, 2),
-            D3 => (6, 2),
-            FOutInt => (1, 2),
-            DOutInt => (2, 3),
-            FInt => (2, 1),
-            DInt => (3, 2),
-            IntF => (1, 1),
-            IntD => (2, 1),
-            FOutF => (1, 2),
-            DOutD => (2, 4),
-            F2OutInt => (2, 2),
-            D2OutInt => (4, 3),
-        }
-    }
-}
 
 /// The distance of a result from glibc's: ulps, or a special-value mismatch.
 enum Distance {
@@ -340,16 +274,16 @@ extern "C" fn main() -> i32 {
     let sections = word(1) as usize;
     let mut at = 2;
     for _ in 0..sections {
-        let name_words = [word(at), word(at + 1), word(at + 2), word(at + 3)];
-        let name_bytes: [u8; 16] = core::array::from_fn(|i| name_words[i / 4].to_le_bytes()[i % 4]);
-        let name = &name_bytes[..name_bytes.iter().position(|&b| b == 0).unwrap_or(16)];
+        let name_words: [u32; NAME_WORDS] = core::array::from_fn(|i| word(at + i));
+        let mut name_bytes = [0; 4 * NAME_WORDS];
+        let name = name_of(&name_words, &mut name_bytes);
         let name_str = core::str::from_utf8(name).unwrap_or("?");
-        let (Some(kind), Some(function)) = (Kind::from_word(word(at + 4)), function(name)) else {
+        let (Some(kind), Some(function)) = (Kind::from_word(word(at + NAME_WORDS)), function(name)) else {
             println!("MATH_ERROR unknown function or kind: {name_str}");
             return 1;
         };
-        let cases = word(at + 5) as usize;
-        at += 6;
+        let cases = word(at + NAME_WORDS + 1) as usize;
+        at += NAME_WORDS + 2;
         let (arg_words, result_words) = kind.words();
         let (mut max_ulp, mut worst, mut special) = (0u64, at, 0u32);
         for _ in 0..cases {

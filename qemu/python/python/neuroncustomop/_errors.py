@@ -24,6 +24,10 @@ class KernelError(RuntimeError):
         Its name: ``DTYPE_MISMATCH``, ``NO_MORE_ARGS``, ... or ``Op(n)`` (a kernel's own
         code n); for a stopped kernel, how it stopped: ``exit(101) EXIT_PANIC``,
         ``exception(3) EXIT_EXCEPTION``, ``abort``, ``over-budget``.
+    status_detail : str or None
+        When the runtime knows the argument behind the status, which and why:
+        ``argument 3: pulled as float, passed as int`` (arguments count from 0); the
+        message shows it after the status. None otherwise.
     stopped : bool
         Whether the kernel stopped without returning.
     statuses : list of int
@@ -62,15 +66,18 @@ class KernelError(RuntimeError):
         if result is not None:
             self.status: Optional[int] = result.status
             self.status_name = result.status_name
+            self.status_detail: Optional[str] = result.status_detail
             self.statuses = list(result.statuses)
             self.stdout = list(result.stdout)
             self.output = result.output
             printed = "".join(result.stdout).strip()
             tail = f"; it printed:\n{printed}" if printed else ""
-            self.report = f"kernel {kernel} failed with status {self.status:#x} {self.status_name}{tail}"
+            detail = f": {self.status_detail}" if self.status_detail else ""
+            self.report = f"kernel {kernel} failed with status {self.status:#x} {self.status_name}{detail}{tail}"
         else:
             self.status = None
             self.status_name = stop or "stopped"
+            self.status_detail = None
             self.statuses = []
             self.stdout = list(stdout)
             self.output = None

@@ -30,6 +30,9 @@ class CallResult:
         0 when every core succeeded, else the first failing core's status.
     status_name : str
         ``OK``, or the failing status' name.
+    status_detail : str or None
+        When the runtime knows the argument behind the failing status, which and why:
+        ``argument 3: pulled as float, passed as int`` (arguments count from 0); else None.
     statuses : list of int
         Each core's invocation status, in core order.
     stdout : list of str
@@ -72,6 +75,7 @@ class CallResult:
     balance: float = 1.0
     per_element: Optional[float] = None
     profile: Optional[Profile] = None
+    status_detail: Optional[str] = None
 
     @property
     def unwritten(self) -> np.ndarray:
@@ -251,6 +255,7 @@ def _result(raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
         balance=raw.balance,
         per_element=raw.per_element,
         profile=None if raw.profile is None else Profile.from_json(raw.profile),
+        status_detail=raw.status_detail,
     )
 
 
