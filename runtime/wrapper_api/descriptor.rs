@@ -280,9 +280,9 @@ mod wire {
 /// handed out (`customop_tensor_dtype` and the others, docs/abi/descriptors.md §4): only
 /// the fields the accessor's answer comes from, each checked as
 /// [`ArgTensor::check_in_order`] checks it, straight from the caller's memory (no copy,
-/// nothing else checked). `None` when one of them is not valid, or the pointer is null
-/// or not aligned for the reads: the accessor then runs the whole check, which names
-/// the descriptor's first error.
+/// nothing else checked). `None` (for [`fields::dim`], its `refused()`) when one of
+/// them is not valid, or the pointer is null or not aligned for the reads: the accessor
+/// then runs the whole check, which names the descriptor's first error.
 ///
 /// Each function's contract: `tensor` is null or valid for reads of one descriptor (any
 /// alignment).
