@@ -219,21 +219,46 @@ unsafe fn described(tensor: *const ArgTensor) -> Option<TensorDesc> {
 /// A C shape accessor: `own`, the answer read from the fields it comes from, each
 /// checked (`descriptor::fields`: a few instructions, straight from the kernel's memory,
 /// a copy the runtime handed out or a descriptor of the kernel's own), with `OK`
-/// recorded; not while the invocation is borrowed (a Rust kernel calling the accessor,
-/// which the slow path refuses as re-entry). Else (a field not valid, a null or
-/// misaligned pointer) `slow` of its validated form (`described`: the whole check, its
-/// first error recorded), or `R::default()` on error.
+/// recorded ([`answered`]); `None` when a field is not valid or the pointer is null or
+/// misaligned ([`refused`]).
 ///
 /// # Safety
 /// `tensor` is null or valid for reads of one descriptor (any alignment).
 #[inline(always)]
 unsafe fn accessor<R: Default>(tensor: *const ArgTensor, own: Option<R>, slow: impl FnOnce(TensorDesc) -> R) -> R {
-    if let Some(answer) = own {
-        // SAFETY: `record_ok` sets the invocation's last status and reaches nothing else.
-        if unsafe { peek_session(Invocation::record_ok) }.is_some() {
-            return answer;
+    // SAFETY: forwarded from this function's contract.
+    unsafe {
+        match own {
+            Some(answer) => answered(tensor, answer, slow),
+            None => refused(tensor, slow),
         }
     }
+}
+
+/// A C shape accessor's answer, read from the descriptor's fields: returned with `OK`
+/// recorded; not while the invocation is borrowed (a Rust kernel calling the accessor,
+/// which the slow path refuses as re-entry): then [`refused`].
+///
+/// # Safety
+/// `tensor` is null or valid for reads of one descriptor (any alignment).
+#[inline(always)]
+unsafe fn answered<R: Default>(tensor: *const ArgTensor, answer: R, slow: impl FnOnce(TensorDesc) -> R) -> R {
+    // SAFETY: `record_ok` sets the invocation's last status and reaches nothing else.
+    if unsafe { peek_session(Invocation::record_ok) }.is_some() {
+        return answer;
+    }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { refused(tensor, slow) }
+}
+
+/// A C shape accessor whose fields were not all valid, or whose pointer is null or
+/// misaligned: `slow` of the descriptor's validated form (`described`: the whole check,
+/// its first error recorded), or `R::default()` on error.
+///
+/// # Safety
+/// `tensor` is null or valid for reads of one descriptor (any alignment).
+#[inline(always)]
+unsafe fn refused<R: Default>(tensor: *const ArgTensor, slow: impl FnOnce(TensorDesc) -> R) -> R {
     // SAFETY: forwarded from this function's contract.
     unsafe { described_cold(tensor) }.map_or_else(R::default, slow)
 }
@@ -289,8 +314,8 @@ pub unsafe extern "C" fn customop_tensor_rank(tensor: *const ArgTensor) -> u32 {
 #[cfg_attr(c_abi, unsafe(no_mangle))]
 pub unsafe extern "C" fn customop_tensor_dim(tensor: *const ArgTensor, index: u32) -> u32 {
     let slow = move |desc: TensorDesc| desc.shape().get(index as usize).copied().map_or(0, u32::from);
-    // SAFETY: forwarded from this function's contract.
-    unsafe { accessor(tensor, fields::dim(tensor, index), slow) }
+    // SAFETY: forwarded from this function's contract (each closure runs on `tensor`).
+    unsafe { fields::dim(tensor, index, |answer| answered(tensor, answer, slow), || refused(tensor, slow)) }
 }
 
 /// C ABI `customop_fail`: the kernel's own failure, reported as `0x1_0000 + code` (as a

@@ -113,8 +113,8 @@ fn check_against_model(bytes: &[u8; 48]) -> Result<(), TestCaseError> {
             descriptor::fields::dtype(at),
             descriptor::fields::rank(at),
             descriptor::fields::numel(at),
-            descriptor::fields::dim(at, 0),
-            descriptor::fields::dim(at, 7),
+            descriptor::fields::dim(at, 0, Some, || None),
+            descriptor::fields::dim(at, 7, Some, || None),
         ]
     };
     if let Ok(view) = result {

@@ -30,20 +30,41 @@ inline void check_integral(const torch::Tensor &t, const char *operation) {
     }
 }
 
+/* The element count of a tensor whose data is in memory, as a loop counter: it fits the
+ * 32-bit address space (new tensors' bytes are checked against it, and a descriptor's
+ * element count is 32-bit), and a 64-bit counter costs a 64-bit compare per element on
+ * these cores (docs/op-author-guide.md). */
+inline size_t elements_in_memory(const TensorImpl *impl) { return size_t(impl->numel); }
+
 /* result[i] = f(self[i]) in float arithmetic, or g(self[i]) in integer arithmetic for
- * integral tensors when g is given. */
+ * integral tensors when g is given. float32 into float32 is one straight loop, with the
+ * dtype dispatch out of it (docs/PERFORMANCE.md, "Math on the FPU": torch::exp); other
+ * dtypes convert each element through float or int64_t. */
 template <class F, class G>
 torch::Tensor &map_into(torch::Tensor &result, const torch::Tensor &self, const char *operation, F f, G g,
                         bool integral_path) {
     check_same_shape(result, self, operation);
     TensorImpl *out = result.unsafeGetTensorImpl();
     const TensorImpl *in = self.unsafeGetTensorImpl();
+    if (in->data == nullptr) {
+        return result;
+    }
+    size_t n = elements_in_memory(in);
     bool integral = integral_path && c10::isIntegralType(in->dtype);
-    for (int64_t i = 0; in->data != nullptr && i < in->numel; i++) {
+    if (!integral && in->dtype == c10::ScalarType::Float && out->dtype == c10::ScalarType::Float) {
+        /* Element by element, each read before it is written: `result` may be `self`. */
+        const float *src = static_cast<const float *>(in->data);
+        float *dst = static_cast<float *>(out->data);
+        for (size_t i = 0; i < n; i++) {
+            dst[i] = f(src[i]);
+        }
+        return result;
+    }
+    for (size_t i = 0; i < n; i++) {
         if (integral) {
-            store_int(out, i, g(load_int(in, i)));
+            store_int(out, int64_t(i), g(load_int(in, int64_t(i))));
         } else {
-            store_float(out, i, f(load_float(in, i)));
+            store_float(out, int64_t(i), f(load_float(in, int64_t(i))));
         }
     }
     return result;

@@ -1,0 +1,12 @@
+// Shape functions and registration of the hot-path kernels (compiled for the host).
+#include <torch/torch.h>
+#include "torchneuron/register.h"
+
+torch::Tensor like_input(torch::Tensor x) {
+    return torch::empty(x.sizes(), x.scalar_type());
+}
+
+NEURON_LIBRARY(hot_paths_ops, m) {
+    m.def("exp_new", &like_input, "exp_new");
+    m.def("exp_into_output", &like_input, "exp_into_output");
+}
