@@ -137,8 +137,10 @@ pub(super) fn enter() {
     compiler_fence(Ordering::SeqCst);
 }
 
-/// The call entered with [`enter`] is over, having done `event`.
-#[inline(always)]
+/// The call entered with [`enter`] is over, having done `event`. Not inlined: its
+/// five stores at each of a dozen call sites would cost the runtime's text size more
+/// than the call costs instructions (docs/PERFORMANCE.md, "The heap journal").
+#[inline(never)]
 pub(super) fn record(event: Event, block: usize, size: usize, old: usize, status: Result<(), HeapError>) {
     // ... and before the stores that end it.
     compiler_fence(Ordering::SeqCst);
