@@ -492,7 +492,7 @@ impl State {
     /// A store at `pc` into the core's heap journal, `offset` bytes into it (any
     /// other store when `offset` is past it): the heap checks follow the allocators.
     fn journal(&self, core: &mut Core, pc: u32, info: &MemoryInfo, offset: u32) {
-        if offset >= 20 || offset % 4 != 0 {
+        if offset >= 20 || !offset.is_multiple_of(4) {
             return;
         }
         let MemValue::U32(value) = info.value() else { return };
