@@ -58,7 +58,8 @@ def test_a_use_after_free_raises_a_heap_error_and_a_leak_is_a_warning_on_the_res
     assert isinstance(raised.value, KernelError)
     (finding,) = raised.value.findings
     assert (finding.kind, finding.core) == ("use after free", 0)
-    assert "byte 4 of a 64-byte heap block allocated at use_after_free (" in finding.text
+    assert "a heap block of 64 bytes allocated at use_after_free (" in finding.text
+    assert "), freed at use_after_free (" in finding.text
     with pytest.warns(neuroncustomop.LeakWarning) as warned:
         result = misuse.leaks.run(x, cores=8)
     np.testing.assert_array_equal(result.output, x)
