@@ -3,9 +3,9 @@
 //!
 //! Every call of this module's allocators that reads or writes heap memory (their
 //! metadata or a block) is bracketed by two steps:
-//! - [`enter`] stores [`Event::Busy`] into [`HeapJournal::event`]: from here on, the
+//! - `enter` stores [`Event::Busy`] into [`HeapJournal::event`]: from here on, the
 //!   core's accesses are the allocator's own;
-//! - [`record`] (or [`leave`]) stores what the call did (the block, its size, the old
+//! - `record` (or `leave`) stores what the call did (the block, its size, the old
 //!   block of a `realloc`, the status) and then, last, the event: the call is over.
 //!
 //! The simulated device's memory checks (`qemu/plugin/src/heap.rs`) watch the stores
@@ -15,7 +15,7 @@
 //! checked or not, so a kernel's instruction count is the same with checks and without.
 //! It costs 6 stores (and the address of the journal) per call.
 //!
-//! On the device the journal is the `static` [`neuron_heap_journal`], one per core
+//! On the device the journal is the `static` `neuron_heap_journal`, one per core
 //! (each core runs its own image); on the host each thread, a core there, has its own.
 
 use super::HeapError;
@@ -53,7 +53,7 @@ pub enum Event {
     /// As [`Event::Alloc`], a block the runtime takes for itself and frees before the
     /// op ends (an HBM stack, `runtime/stack_switch.rs`).
     RuntimeAlloc = 10,
-    /// An allocator call is running (stored by [`enter`]).
+    /// An allocator call is running (stored by `enter`).
     Busy = 0xFFFF_FFFF,
 }
 
@@ -88,7 +88,7 @@ const _: () = {
 /// The empty journal: no call yet.
 const EMPTY: HeapJournal = HeapJournal { block: 0, size: 0, old: 0, status: 0, event: Event::Query as u32 };
 
-/// The journal's cell. Written only through [`journal`]'s raw pointer, with volatile
+/// The journal's cell. Written only through a raw pointer to it, with volatile
 /// stores, by the one context of its core (as `super::MEMORY`).
 pub struct JournalCell(UnsafeCell<HeapJournal>);
 
