@@ -1,12 +1,14 @@
 //! What the device's memory checks found (the TCG plugin's `qemu/plugin/src/checks.rs`),
 //! typed: each finding's kind, kernel, core, the PC as function and `file:line`, and the
 //! address as a region and offset ("12 bytes past the end of output 0 ([64, 128]
-//! float32)", "input 1, element [3, 17]").
+//! float32)", "input 1, element [3, 17]"), or for the heap checks (`qemu/plugin/src/heap.rs`)
+//! as a block ("a heap block of 64 bytes allocated at k (k.c:12), 4 bytes past its end").
 //!
 //! The plugin writes a `FINDING` line for each of the first
 //! [`SHOWN`] findings of an op on a core, and a `CHECKED` line with the op's totals;
-//! [`collect`] reads them back (`Report::findings` for one op of a job), [`Finding::symbolize`] names the
-//! lines of code: the PC's and each call site's of the backtrace.
+//! [`collect`] reads them back (`Report::findings` for one op of a job), and
+//! `Symbolizer::symbolize_finding` names the lines of code: the PC's, each call site's of
+//! the backtrace, and where a heap block was allocated and freed.
 
 use crate::elf;
 use neuroncustomop::wrapper_api::Dtype;
