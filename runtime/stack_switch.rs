@@ -364,7 +364,7 @@ pub fn run_on_hbm_stack<R>(stack_size: usize, f: impl FnOnce() -> R) -> Result<R
         return Err(StackError::InvalidSize);
     }
     let bytes = hbm_stack_bytes(stack_size);
-    let block = allocators::allocate(HeapId::Hbm, bytes, GRANULE).map_err(|_| StackError::OutOfMemory)?;
+    let block = allocators::allocate_for_runtime(HeapId::Hbm, bytes, GRANULE).map_err(|_| StackError::OutOfMemory)?;
     // SAFETY: a live block of `bytes` bytes, owned by this call until it is freed below.
     let result = unsafe { run_on_region(block.as_ptr(), bytes, f) };
     allocators::free_in(HeapId::Hbm, block.as_ptr()).expect("freeing the block this call allocated");

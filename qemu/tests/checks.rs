@@ -209,3 +209,114 @@ fn a_c_kernel_stopped_holding_6_mib_of_its_heap_gives_them_back_and_the_next_op_
         assert_eq!(call.output, x, "6 MiB of the HBM heap were not there: the stopped op's block was kept");
     }
 }
+
+/// Core 0's only finding of `kernel` (8 cores), a heap one: its kind and line, the
+/// kernel's line that allocated its block; then `copy` runs clean in the same session.
+/// Returns where the finding is, in words.
+fn c_heap_case(kernel: &str, kind: FindingKind, text: &str) -> String {
+    let library = c_library();
+    let (found, _) = call(library, kernel, vec![4, 32], 8);
+    let finding = only(&found, kind, 0, C_SOURCE, "misuse.c", text);
+    assert_eq!(kind.is_warning(), found.first_error().is_none(), "{found}");
+    let (found, whole) = call(library, "copy", vec![4, 32], 8);
+    assert!(found.is_empty() && whole, "after {kernel}: {found}");
+    finding.place()
+}
+
+#[test]
+fn c_heap_misuse_is_named_with_its_line_and_block_and_the_next_op_runs() {
+    let line = |text| format!("misuse.c:{}", line_of(C_SOURCE, text));
+    let (found, whole) = call(c_library(), "heap_ok", vec![4, 32], 8);
+    assert!(found.is_empty() && whole, "{found}");
+
+    let place = c_heap_case("use_after_free", FindingKind::UseAfterFree, "p[1] = 2.0f; /* after free */");
+    let (alloc, free) = (line("volatile float *p = malloc(64); /* uaf */"), line("free((void *)p); /* uaf */"));
+    assert!(place.starts_with("a heap block of 64 bytes allocated at use_after_free ("), "{place}");
+    let freed = place.split_once("), freed at use_after_free (").map(|(_, freed)| freed).unwrap_or_default();
+    assert!(place.contains(&alloc) && freed.contains(&free), "{place}");
+    assert!(place.ends_with(", byte 4"), "{place}");
+
+    let place = c_heap_case("heap_overrun", FindingKind::HeapOutside, "p[16 + 3] = 2.0f; /* past the block */");
+    assert!(place.starts_with("a heap block of 64 bytes allocated at heap_overrun ("), "{place}");
+    assert!(place.ends_with("), 12 bytes past its end"), "{place}");
+
+    let place = c_heap_case("double_free", FindingKind::DoubleFree, "free((void *)p); /* twice */");
+    assert!(place.starts_with("a heap block of 64 bytes allocated at double_free ("), "{place}");
+    assert!(place.ends_with(", freed already"), "{place}");
+
+    let place = c_heap_case("foreign_free", FindingKind::InvalidFree, "free((void *)x); /* not a block */");
+    assert!(place.ends_with(", which no heap gave out"), "{place}");
+
+    let place = c_heap_case("leaks", FindingKind::Leak, "volatile float *p = malloc(64); /* kept */");
+    assert!(place.contains(&line("/* kept */")) && place.ends_with(", still held when the op ended"), "{place}");
+
+    let place = c_heap_case("reads_unwritten", FindingKind::UninitializedRead, "out[0] = p[2] * 0.0f + x[0];");
+    assert!(place.starts_with("a heap block of 64 bytes allocated at reads_unwritten ("), "{place}");
+    assert!(place.ends_with(", bytes 8 to 12 never written") || place.ends_with(", byte 8 never written"), "{place}");
+}
+
+#[test]
+fn a_cxx_use_after_delete_and_a_kept_new_are_named_and_the_next_op_runs() {
+    let library = Library::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/checks_cxx"))
+        .unwrap_or_else(|e| panic!("{}", describe(&e)));
+    let source = include_str!("checks_cxx/misuse.cpp");
+    let (found, _) = call(&library, "uses_deleted", vec![100], 1);
+    let finding = only(&found, FindingKind::UseAfterFree, 0, source, "misuse.cpp", "p[1] = 2.0f;  // after delete");
+    assert!(finding.place().starts_with("a heap block of 64 bytes allocated at "), "{}", finding.place());
+    let (found, whole) = call(&library, "copy", vec![100], 1);
+    assert!(found.is_empty() && whole, "{found}");
+    let (found, whole) = call(&library, "keeps_new", vec![100], 1);
+    only(&found, FindingKind::Leak, 0, source, "misuse.cpp", "new float[16];  // kept");
+    assert!(whole && found.first_error().is_none(), "a leak is a warning: {found}");
+    let (found, whole) = call(&library, "copy", vec![100], 1);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
+fn a_rust_kernel_writing_into_a_dropped_box_and_one_leaking_a_box_are_named_and_the_next_op_runs() {
+    let library = images::build("heap_probe").expect("build heap_probe");
+    let input: Vec<i32> = (0..16).map(|i| i * 3 - 5).collect();
+    let job = probe_job(&library, &["uses_freed", "copy", "leaks", "copy"], &input);
+    let mut session = Session::boot(&library, 1, checked()).expect("boot");
+    let report = session.dispatch(&job).expect("dispatch");
+    assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
+    let source = include_str!("../firmware/src/bin/heap_probe.rs");
+    let expect = |op: usize, kind: FindingKind, text: &str| {
+        let found = symbolized(report.findings(op), &library.cores);
+        assert_eq!(found.total, 1, "op {op}: {found}");
+        let finding = &found.shown[0];
+        assert_eq!((finding.kind, finding.core), (kind, 0), "{finding}");
+        let at = finding.at.as_deref().unwrap_or_default();
+        assert!(at.contains(&format!("heap_probe.rs:{}", line_of(source, text))), "{finding}");
+        finding.place()
+    };
+    let place = expect(0, FindingKind::UseAfterFree, "add(1).write_volatile(2)");
+    assert!(place.starts_with("a heap block of 64 bytes allocated at "), "{place}");
+    assert!(place.ends_with(", byte 4"), "{place}");
+    let place = expect(2, FindingKind::Leak, "Box::leak(Box::new([7u32; 16]))");
+    assert!(place.ends_with(", still held when the op ended"), "{place}");
+    for op in [1u32, 3] {
+        assert!(report.findings(op as usize).is_empty(), "{}", report.findings(op as usize));
+        let copied: Vec<i32> = report.dumps[&op].chunks(4).map(|w| i32::from_le_bytes(w.try_into().unwrap())).collect();
+        assert_eq!(copied, input);
+    }
+}
+
+#[test]
+fn a_kernel_using_its_heap_counts_the_same_instructions_checked_and_unchecked() {
+    // The heap journal is written whether the device is checked or not. A library of
+    // its own: each device runs the same ops from boot (a heap's history changes how
+    // many instructions its next allocation takes).
+    let library = Library::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/checks_c"))
+        .unwrap_or_else(|e| panic!("{}", describe(&e)));
+    let x = generate(Dtype::Float32, vec![4, 32], Distribution::Range, 0);
+    let count = |checked| {
+        let options = Options { cores: 8, checked, partial_output: true, ..Options::default() };
+        let call = library.call_with("heap_ok", &[Arg::Tensor(x.clone())], Output::Like(0), &options).unwrap();
+        assert!(call.findings.is_empty() && call.exact.iter().all(|&exact| exact), "{}", call.findings);
+        call.instructions
+    };
+    let (unchecked, checked) = (count(false), count(true));
+    assert!(checked.iter().all(|&n| n > 0), "{checked:?}");
+    assert_eq!(checked, unchecked);
+}

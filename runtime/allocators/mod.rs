@@ -24,11 +24,14 @@
 
 pub mod exports;
 mod heap;
+pub mod journal;
 mod sanitize;
 pub mod tcm;
 
 pub use exports::{HeapsGivenBack, NeuronAllocator, neuron_heap_status, neuron_heaps_give_back, neuron_heaps_mark};
 pub use heap::{GRANULE, GivenBack, Heap, HeapError, MAX_GRANULES, metadata_words};
+pub use journal::{Event, HeapJournal};
+use journal::{enter, leave, record, taken};
 use sanitize::Pool;
 #[cfg(feature = "host-asan")]
 pub use sanitize::neuron_host_heap_observer;
@@ -167,7 +170,8 @@ pub unsafe fn init_heaps(
     dataram_base: *mut u8,
     dataram_size: usize,
 ) -> Result<(), HeapError> {
-    with_memory(|memory| {
+    enter();
+    let result = with_memory(|memory| {
         // Both are set up, whatever the first one's result.
         // SAFETY: the caller hands over both regions.
         let hbm = unsafe { memory.hbm.build_in_place(Heap::place_in_region(hbm_base, hbm_size)) };
@@ -177,7 +181,9 @@ pub unsafe fn init_heaps(
             sanitize::arena(heap.arena_start(), heap.arena_bytes());
         }
         hbm.and(dataram)
-    })
+    });
+    record(Event::HeapsReset, hbm_base.addr(), hbm_size, 0, result);
+    result
 }
 
 /// Allocates `size` bytes aligned to `align` (at least 64) from heap `id`, first fit.
@@ -185,7 +191,23 @@ pub unsafe fn init_heaps(
 /// # Errors
 /// [`HeapError::OutOfMemory`], [`HeapError::SizeOverflow`], [`HeapError::InvalidAlignment`].
 pub fn allocate(id: HeapId, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
-    sanitize::taken(with_memory(|memory| memory.heap(id).allocate(sanitize::padded(size), align)), size, Pool::Heap)
+    allocate_as(Event::Alloc, id, size, align)
+}
+
+/// [`allocate`] for the runtime's own use, journaled as such ([`Event::RuntimeAlloc`]:
+/// a block it frees before the op ends, which a checker leaves alone).
+///
+/// # Errors
+/// As [`allocate`].
+pub fn allocate_for_runtime(id: HeapId, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
+    allocate_as(Event::RuntimeAlloc, id, size, align)
+}
+
+fn allocate_as(event: Event, id: HeapId, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
+    enter();
+    let block = with_memory(|memory| memory.heap(id).allocate(sanitize::padded(size), align));
+    taken(event, &block, size, 0);
+    sanitize::taken(block, size, Pool::Heap)
 }
 
 /// Allocates `count * size` zeroed bytes from heap `id`, 64-byte aligned (`calloc`).
@@ -194,7 +216,9 @@ pub fn allocate(id: HeapId, size: usize, align: usize) -> Result<NonNull<u8>, He
 /// [`HeapError::SizeOverflow`] when `count * size` overflows, else as [`allocate`].
 pub fn allocate_zeroed(id: HeapId, count: usize, size: usize) -> Result<NonNull<u8>, HeapError> {
     let (padded_count, padded_size) = sanitize::padded_zeroed(count, size);
+    enter();
     let block = with_memory(|memory| memory.heap(id).allocate_zeroed(padded_count, padded_size));
+    taken(Event::AllocZeroed, &block, count.wrapping_mul(size), 0);
     sanitize::taken(block, count.wrapping_mul(size), Pool::Heap)
 }
 
@@ -204,12 +228,15 @@ pub fn allocate_zeroed(id: HeapId, count: usize, size: usize) -> Result<NonNull<
 /// [`HeapError::ForeignPointer`] when no heap owns it, [`HeapError::DoubleFree`],
 /// [`HeapError::NotBlockStart`]; nothing changes.
 pub fn free(block: *mut u8) -> Result<(), HeapError> {
-    with_memory(|memory| {
+    enter();
+    let freed = with_memory(|memory| {
         if block.is_null() {
             return Ok(());
         }
         memory.owner(block)?.free(block).map(|bytes| sanitize::given_back(block, bytes))
-    })
+    });
+    record(Event::Free, block.addr(), 0, 0, freed);
+    freed
 }
 
 /// Frees `block` into heap `id` only (the `neuron_*_free` pairs); null is a no-op.
@@ -217,12 +244,15 @@ pub fn free(block: *mut u8) -> Result<(), HeapError> {
 /// # Errors
 /// As [`free`]; a block of the other heap is [`HeapError::ForeignPointer`].
 pub fn free_in(id: HeapId, block: *mut u8) -> Result<(), HeapError> {
-    with_memory(|memory| {
+    enter();
+    let freed = with_memory(|memory| {
         if block.is_null() {
             return Ok(());
         }
         memory.heap(id).free(block).map(|bytes| sanitize::given_back(block, bytes))
-    })
+    });
+    record(Event::Free, block.addr(), 0, 0, freed);
+    freed
 }
 
 /// Resizes `block` within the heap that owns it (see [`Heap::reallocate`]).
@@ -230,6 +260,7 @@ pub fn free_in(id: HeapId, block: *mut u8) -> Result<(), HeapError> {
 /// # Errors
 /// As [`free`] for `block`, as [`allocate`] for the new size; `block` is untouched.
 pub fn reallocate(block: *mut u8, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
+    enter();
     let moved = with_memory(|memory| {
         let heap = memory.owner(block)?;
         let old_bytes = sanitize::block_bytes(heap, block);
@@ -239,6 +270,7 @@ pub fn reallocate(block: *mut u8, size: usize, align: usize) -> Result<NonNull<u
         sanitize::given_back(block, old_bytes);
         Ok(moved)
     });
+    taken(Event::Realloc, &moved, size, block.addr());
     sanitize::taken(moved, size, Pool::Heap)
 }
 
@@ -247,16 +279,21 @@ pub fn reallocate(block: *mut u8, size: usize, align: usize) -> Result<NonNull<u
 /// # Errors
 /// As [`free`].
 pub fn block_size(block: *mut u8) -> Result<usize, HeapError> {
-    with_memory(|memory| memory.owner(block)?.block_size(block))
+    enter();
+    let size = with_memory(|memory| memory.owner(block)?.block_size(block));
+    leave();
+    size
 }
 
 /// Marks both heaps before a kernel runs ([`Heap::mark`]): what is live now is the
 /// library's to keep; what is taken after it, [`give_back_since_mark`] can free.
 pub fn mark_heaps() {
+    enter();
     with_core_memory(|memory| {
         memory.hbm.mark();
         memory.dataram.mark();
     });
+    leave();
 }
 
 /// Frees every block of both heaps taken since [`mark_heaps`] ([`Heap::give_back_since_mark`]):
@@ -264,12 +301,18 @@ pub fn mark_heaps() {
 /// budget), so the next op finds the heaps as the stopped one found them. Per heap,
 /// HBM first.
 pub fn give_back_since_mark() -> [GivenBack; 2] {
-    with_core_memory(|memory| [memory.hbm.give_back_since_mark(), memory.dataram.give_back_since_mark()])
+    enter();
+    let given = with_core_memory(|memory| [memory.hbm.give_back_since_mark(), memory.dataram.give_back_since_mark()]);
+    record(Event::GiveBack, 0, 0, 0, Ok(()));
+    given
 }
 
 /// Occupancy of heap `id` (for tests and diagnostics; O(arena / 2 KiB)).
 pub fn heap_stats(id: HeapId) -> HeapStats {
-    with_core_memory(|memory| HeapStats::of(memory.heap(id)))
+    enter();
+    let stats = with_core_memory(|memory| HeapStats::of(memory.heap(id)));
+    leave();
+    stats
 }
 
 #[cfg(test)]

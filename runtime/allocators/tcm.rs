@@ -8,6 +8,7 @@
 //! every op ([`tcm_reset`]), which rebuilds the heap only if a block was taken since the
 //! last rebuild: most ops never touch TCM, and a rebuild costs hundreds of instructions.
 
+use super::journal::{Event, enter, leave, record, taken};
 use super::sanitize::{self, Pool};
 use super::{GRANULE, Heap, HeapError, HeapStats, metadata_words, with_core_memory, with_memory};
 use core::cell::UnsafeCell;
@@ -67,6 +68,7 @@ impl TcmPool {
 
     /// Empties the pool: a new heap over the same region.
     fn rebuild(&mut self) -> Result<(), HeapError> {
+        enter();
         let placement = Heap::place_with_metadata(self.base, self.size, metadata(), METADATA_WORDS);
         // SAFETY: `init_tcm`'s caller gave the region to the runtime; the metadata static
         // holds `metadata_words(TCM_POOL_MAX)` words, enough as `size <= TCM_POOL_MAX`,
@@ -74,6 +76,7 @@ impl TcmPool {
         let result = unsafe { self.heap.build_in_place(placement) };
         sanitize::arena(self.heap.arena_start(), self.heap.arena_bytes());
         self.fresh = result.is_ok();
+        record(Event::TcmReset, self.base.addr(), self.size, 0, result);
         result
     }
 
@@ -121,24 +124,31 @@ pub fn tcm_alloc(size: usize) -> *mut u8 {
 /// under the host tier's ASan, `tcm_malloc`'s; `size` for the stream accessors'
 /// buffers, four of which fill the pool).
 fn take(size: usize, ask: usize) -> *mut u8 {
+    enter();
     let block = with_memory(|memory| memory.tcm.allocate(ask));
+    taken(Event::TcmAlloc, &block, size, 0);
     sanitize::taken(block, size, Pool::Tcm).map_or(ptr::null_mut(), |block| block.as_ptr())
 }
 
 /// Gives back a block from [`tcm_alloc`]; null is a no-op, anything else that is not a
 /// live TCM block is refused (see `neuron_heap_status`).
 pub fn tcm_release(ptr: *mut u8) {
-    let _ = with_memory(|memory| {
+    enter();
+    let freed = with_memory(|memory| {
         if ptr.is_null() {
             return Ok(());
         }
         memory.tcm.heap.free(ptr).map(|bytes| sanitize::given_back(ptr, bytes))
     });
+    record(Event::TcmFree, ptr.addr(), 0, 0, freed);
 }
 
 /// Occupancy of the TCM pool (`largest_free` is the most `tcm_alloc` can return now).
 pub fn tcm_stats() -> HeapStats {
-    with_core_memory(|memory| HeapStats::of(&memory.tcm.heap))
+    enter();
+    let stats = with_core_memory(|memory| HeapStats::of(&memory.tcm.heap));
+    leave();
+    stats
 }
 
 /// C ABI `void *tcm_malloc(size_t size)`: [`tcm_alloc`] (under the host tier's ASan,

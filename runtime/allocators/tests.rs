@@ -877,3 +877,38 @@ fn the_tcm_metadata_static_is_as_documented() {
     // docs/abi/memory.md: 856 bytes for pools up to 64 KiB.
     assert_eq!(metadata_words(TCM_POOL_MAX) * 4, 856);
 }
+
+#[test]
+fn the_journal_records_each_call_its_block_and_its_status() {
+    let region = Region::new(64 * 1024);
+    // SAFETY: the region outlives this thread's heaps in this test.
+    unsafe { init_heaps(region.ptr, region.size(), core::ptr::null_mut(), 0) }.unwrap();
+    let last = journal::last;
+    assert_eq!(
+        (last().event, last().block, last().size),
+        (Event::HeapsReset as u32, region.ptr as usize, region.size())
+    );
+    let block = malloc(100);
+    assert_eq!(last(), HeapJournal { block: block as usize, size: 100, old: 0, status: 0, event: Event::Alloc as u32 });
+    let grown = realloc(block, 5000);
+    let expected =
+        HeapJournal { block: grown as usize, size: 5000, old: block as usize, status: 0, event: Event::Realloc as u32 };
+    assert_eq!(last(), expected);
+    free(grown);
+    assert_eq!((last().event, last().block, last().status), (Event::Free as u32, grown as usize, 0));
+    free(grown);
+    let double = HeapError::DoubleFree.code() as u32;
+    assert_eq!((last().event, last().block, last().status), (Event::Free as u32, grown as usize, double));
+    let zeroed = calloc(4, 8);
+    assert_eq!((last().event, last().block, last().size), (Event::AllocZeroed as u32, zeroed as usize, 32));
+    // A failed allocation names no block; a query changes none.
+    assert!(malloc(1 << 20).is_null());
+    let out_of_memory = HeapError::OutOfMemory.code() as u32;
+    assert_eq!((last().event, last().block, last().status), (Event::Alloc as u32, 0, out_of_memory));
+    let _ = heap_stats(HeapId::Hbm);
+    assert_eq!(last().event, Event::Query as u32);
+    mark_heaps();
+    let _ = malloc(64);
+    let _ = give_back_since_mark();
+    assert_eq!(last().event, Event::GiveBack as u32);
+}

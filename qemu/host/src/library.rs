@@ -332,7 +332,7 @@ pub struct KernelFailed {
 fn failure_text(failed: &KernelFailed) -> String {
     let KernelFailed { core, status, arg_failure, unwritten, findings, .. } = failed;
     match unwritten {
-        _ if !findings.is_empty() => {
+        _ if findings.first_error().is_some() => {
             format!(": the memory checks found {} problem(s):\n{}", findings.total, findings.to_string().trim_end())
         }
         Some(unwritten) => format!(": {unwritten}"),
@@ -449,7 +449,8 @@ impl Call {
         status_text(self.status, self.arg_failure())
     }
 
-    /// The call itself if every core succeeded, the memory checks found nothing, and
+    /// The call itself if every core succeeded, the memory checks found nothing but
+    /// warnings ([`FindingKind::is_warning`]), and
     /// the cores wrote the whole output (or the call declared a partial one).
     ///
     /// # Errors
@@ -465,7 +466,7 @@ impl Call {
             findings: self.findings.clone(),
             stdout: self.stdout.clone(),
         };
-        if let Some(first) = self.findings.shown.first() {
+        if let Some(first) = self.findings.first_error() {
             return Err(failed(first.core as usize, None));
         }
         match (self.statuses.iter().position(|status| !status.is_ok()), self.unwritten) {

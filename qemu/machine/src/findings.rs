@@ -1,12 +1,14 @@
 //! What the device's memory checks found (the TCG plugin's `qemu/plugin/src/checks.rs`),
 //! typed: each finding's kind, kernel, core, the PC as function and `file:line`, and the
 //! address as a region and offset ("12 bytes past the end of output 0 ([64, 128]
-//! float32)", "input 1, element [3, 17]").
+//! float32)", "input 1, element [3, 17]"), or for the heap checks (`qemu/plugin/src/heap.rs`)
+//! as a block ("a heap block of 64 bytes allocated at k (k.c:12), 4 bytes past its end").
 //!
 //! The plugin writes a `FINDING` line for each of the first
 //! [`SHOWN`] findings of an op on a core, and a `CHECKED` line with the op's totals;
-//! [`collect`] reads them back (`Report::findings` for one op of a job), [`Finding::symbolize`] names the
-//! lines of code: the PC's and each call site's of the backtrace.
+//! [`collect`] reads them back (`Report::findings` for one op of a job), and
+//! `Symbolizer::symbolize_finding` names the lines of code: the PC's, each call site's of
+//! the backtrace, and where a heap block was allocated and freed.
 
 use crate::elf;
 use neuroncustomop::wrapper_api::Dtype;
@@ -35,6 +37,19 @@ pub enum FindingKind {
     /// A semihosting call (`simcall`) of the kernel's own: a request to the host
     /// running the simulation, which a device does not have.
     Simcall,
+    /// A load or store into a heap block freed earlier ([`Finding::block`]).
+    UseAfterFree,
+    /// A load or store into heap memory no live block covers: past a block's end,
+    /// between blocks ([`Finding::block`] is the block below it, if any).
+    HeapOutside,
+    /// A `free` of a block freed already.
+    DoubleFree,
+    /// A `free` of a pointer the heap did not give out: foreign, or inside a block.
+    InvalidFree,
+    /// A warning: a block the op allocated and still held when it ended.
+    Leak,
+    /// A warning: a load of heap bytes never written since their block was allocated.
+    UninitializedRead,
 }
 
 impl FindingKind {
@@ -47,6 +62,12 @@ impl FindingKind {
             "load" => Self::OutOfBoundsLoad,
             "race" => Self::Race,
             "simcall" => Self::Simcall,
+            "use-after-free" => Self::UseAfterFree,
+            "heap-outside" => Self::HeapOutside,
+            "double-free" => Self::DoubleFree,
+            "invalid-free" => Self::InvalidFree,
+            "leak" => Self::Leak,
+            "uninit" => Self::UninitializedRead,
             _ => return None,
         })
     }
@@ -60,8 +81,70 @@ impl FindingKind {
             Self::OutOfBoundsLoad => "out-of-bounds load",
             Self::Race => "race",
             Self::Simcall => "semihosting call",
+            Self::UseAfterFree => "use after free",
+            Self::HeapOutside => "heap access outside every live block",
+            Self::DoubleFree => "double free",
+            Self::InvalidFree => "free of a pointer the heap did not give out",
+            Self::Leak => "leak (warning)",
+            Self::UninitializedRead => "read of uninitialized memory (warning)",
         }
     }
+
+    /// A warning ([`FindingKind::Leak`], [`FindingKind::UninitializedRead`]): shown,
+    /// but the call does not fail for it.
+    pub fn is_warning(self) -> bool {
+        matches!(self, Self::Leak | Self::UninitializedRead)
+    }
+
+    /// One of the heap checks' kinds (`qemu/plugin/src/heap.rs`).
+    pub fn is_heap(self) -> bool {
+        matches!(
+            self,
+            Self::UseAfterFree
+                | Self::HeapOutside
+                | Self::DoubleFree
+                | Self::InvalidFree
+                | Self::Leak
+                | Self::UninitializedRead
+        )
+    }
+}
+
+/// The heap block a heap finding is named by (`qemu/plugin/src/heap.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeapBlock {
+    /// Its first byte.
+    pub start: u32,
+    /// Its size as asked for.
+    pub size: u32,
+    /// Where it was allocated: the allocator's PC, then the call sites under it,
+    /// innermost first.
+    pub alloc: Vec<u32>,
+    /// Where it was freed, likewise; empty while it is live.
+    pub free: Vec<u32>,
+    /// The kernel's line that allocated it (function and `file:line`), once symbolized.
+    pub alloc_at: Option<String>,
+    /// The kernel's line that freed it, once symbolized.
+    pub free_at: Option<String>,
+}
+
+impl HeapBlock {
+    /// `a heap block of 64 bytes allocated at f (k.c:12)` (`, freed at ...`).
+    fn name(&self) -> String {
+        let at = |pcs: &[u32], text: &Option<String>| {
+            text.clone().unwrap_or_else(|| format!("{:#010x}", pcs.first().copied().unwrap_or(0)))
+        };
+        let mut name = format!("a heap block of {} bytes allocated at {}", self.size, at(&self.alloc, &self.alloc_at));
+        if !self.free.is_empty() {
+            name += &format!(", freed at {}", at(&self.free, &self.free_at));
+        }
+        name
+    }
+}
+
+/// PCs written `pc;pc;...` in hex, as the plugin writes a backtrace.
+fn pcs(text: &str) -> Vec<u32> {
+    text.split(';').filter_map(|pc| u32::from_str_radix(pc, 16).ok()).collect()
 }
 
 /// The region the plugin names a finding by: the one holding its address, else the
@@ -143,6 +226,8 @@ pub struct Finding {
     /// Each call site of [`Finding::backtrace`] as function and `file:line`, once
     /// symbolized (functions inlined at a site too, innermost first).
     pub backtrace_at: Vec<String>,
+    /// The heap block a heap finding is named by.
+    pub block: Option<HeapBlock>,
 }
 
 impl Finding {
@@ -182,13 +267,18 @@ impl Finding {
             other_core: f.number("other").ok(),
             other_pc: f.number("other_pc").ok(),
             dma: f.number::<u32>("dma").is_ok_and(|dma| dma == 1),
-            backtrace: f
-                .text("backtrace")
-                .map(|sites| sites.split(';').filter_map(|pc| u32::from_str_radix(pc, 16).ok()).collect())
-                .unwrap_or_default(),
+            backtrace: f.text("backtrace").map(pcs).unwrap_or_default(),
             at: None,
             other_at: None,
             backtrace_at: Vec::new(),
+            block: f.number("block").ok().map(|start| HeapBlock {
+                start,
+                size: f.number("size").unwrap_or(0),
+                alloc: f.text("alloc").map(pcs).unwrap_or_default(),
+                free: f.text("free").map(pcs).unwrap_or_default(),
+                alloc_at: None,
+                free_at: None,
+            }),
         })
     }
 
@@ -210,6 +300,9 @@ impl Finding {
         if self.kind == FindingKind::OutOfBoundsStore && self.other_core == Some(self.core) {
             return format!("its own image's code or constants, at {lo:#010x}");
         }
+        if let Some(place) = self.heap_place() {
+            return place;
+        }
         let Some(region) = &self.region else { return format!("{lo:#010x}, in no region the op was given") };
         let end = region.start.wrapping_add(region.len);
         if lo >= region.start && lo < end {
@@ -227,6 +320,42 @@ impl Finding {
                 region.name()
             )
         }
+    }
+}
+
+impl Finding {
+    /// [`Finding::place`] of a heap finding, or of an uninitialized output read.
+    fn heap_place(&self) -> Option<String> {
+        let (lo, hi) = (self.address, self.address.wrapping_add(self.bytes));
+        let bytes = |from: u32, to: u32| {
+            if to - from <= 4 { format!("byte {from}") } else { format!("bytes {from} to {to}") }
+        };
+        let Some(block) = &self.block else {
+            return match self.kind {
+                FindingKind::InvalidFree => Some(format!("{lo:#010x}, which no heap gave out")),
+                FindingKind::HeapOutside => Some(format!("heap memory no block covers, at {lo:#010x}")),
+                _ => None,
+            };
+        };
+        let end = block.start.wrapping_add(block.size);
+        let (from, to) = (lo.wrapping_sub(block.start), hi.wrapping_sub(block.start));
+        Some(match self.kind {
+            FindingKind::UseAfterFree => format!("{}, {}", block.name(), bytes(from, to)),
+            FindingKind::UninitializedRead => format!("{}, {} never written", block.name(), bytes(from, to)),
+            FindingKind::HeapOutside if lo >= end => {
+                let past = if hi - lo <= 4 {
+                    format!("{} bytes", lo - end)
+                } else {
+                    format!("bytes {} to {}", lo - end, hi - end)
+                };
+                format!("{}, {past} past its end", block.name())
+            }
+            FindingKind::HeapOutside => format!("{}, {}", block.name(), bytes(from, to)),
+            FindingKind::DoubleFree => format!("{}, freed already", block.name()),
+            FindingKind::InvalidFree => format!("{}, byte {from}, not its start", block.name()),
+            FindingKind::Leak => format!("{}, still held when the op ended", block.name()),
+            _ => return None,
+        })
     }
 }
 
@@ -272,6 +401,11 @@ impl OpFindings {
         self.total == 0
     }
 
+    /// The first finding shown that fails the call (not a warning).
+    pub fn first_error(&self) -> Option<&Finding> {
+        self.shown.iter().find(|f| !f.kind.is_warning())
+    }
+
     /// The op's findings of `kind` among those shown.
     pub fn of(&self, kind: FindingKind) -> impl Iterator<Item = &Finding> {
         self.shown.iter().filter(move |f| f.kind == kind)
@@ -293,12 +427,15 @@ impl fmt::Display for OpFindings {
 
 /// The loader's region table (`qemu/firmware/src/loader.rs`), which the plugin reads.
 const TABLE: &str = "NEURON_CHECK_REGIONS";
+/// The runtime's heap journal in a library image (`runtime/allocators/journal.rs`).
+const JOURNAL: &str = "neuron_heap_journal";
 /// A library image's window, and where its writable sections start (linker script).
 const IMAGE: [&str; 3] = ["_vector_table", "__init_array_start", "_stack_top"];
 
 /// The TCG plugin's arguments that check the kernels of a device with the loader
 /// images `loaders` next to the library images `libraries` (one of each per core):
-/// each core's region table and its library image's window (`qemu/plugin/src/checks.rs`).
+/// each core's region table, its library image's window (`qemu/plugin/src/checks.rs`)
+/// and its runtime's heap journal (`qemu/plugin/src/heap.rs`).
 ///
 /// # Errors
 /// An image that cannot be read or lacks a symbol, in words.
@@ -315,6 +452,11 @@ pub fn plugin_arguments(loaders: &[std::path::PathBuf], libraries: &[std::path::
         let [start, writable, end] =
             [symbol(library, IMAGE[0])?, symbol(library, IMAGE[1])?, symbol(library, IMAGE[2])?];
         arguments += &format!(",check-table={core:x}:{table:x},check-image={core:x}:{start:x}:{writable:x}:{end:x}");
+        let bytes = std::fs::read(library).map_err(|e| format!("reading {}: {e}", library.display()))?;
+        // An image whose runtime keeps no heap journal gets no heap checks.
+        if let Some(journal) = elf::symbol(&bytes, JOURNAL).map_err(|e| format!("{}: {e}", library.display()))? {
+            arguments += &format!(",heap-journal={core:x}:{journal:x}");
+        }
     }
     Ok(arguments)
 }

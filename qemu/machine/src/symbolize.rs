@@ -160,14 +160,21 @@ impl Symbolizer {
     /// Names a finding's PCs (its access, the other core's, its backtrace) as functions
     /// and lines. A DMA finding's PC is the runtime's store of the descriptor: it is
     /// named by the kernel's line that asked for the transfer.
+    /// A heap finding's PC may be the allocator's (a double free, a leak) or a library
+    /// routine's (a `memcpy` into a freed block): it is named by the kernel's line that
+    /// called it, and so are the lines that allocated and freed its block.
     pub fn symbolize_finding(&self, finding: &mut Finding) {
-        finding.at = Some(if finding.dma {
+        finding.at = Some(if finding.dma || finding.kind.is_heap() {
             self.describe_kernels(std::iter::once(finding.pc).chain(finding.backtrace.iter().copied()))
         } else {
             self.describe(finding.pc)
         });
         finding.other_at = finding.other_pc.map(|pc| self.describe(pc));
         finding.backtrace_at = finding.backtrace.iter().map(|&site| self.describe_call(site)).collect();
+        if let Some(block) = &mut finding.block {
+            block.alloc_at = (!block.alloc.is_empty()).then(|| self.describe_kernels(block.alloc.iter().copied()));
+            block.free_at = (!block.free.is_empty()).then(|| self.describe_kernels(block.free.iter().copied()));
+        }
     }
 
     /// Reads the ELF files' segments and debug information.

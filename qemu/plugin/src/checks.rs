@@ -17,7 +17,9 @@
 //! - a DMA transfer the kernel queues (`dma.rs`: its stores into its descriptors) is
 //!   checked as the accesses it makes: its destination as stores, its source as loads,
 //!   each at the PC of the store that completed the descriptor (`dma=1`);
-//! - a `simcall` (QEMU's semihosting, which reaches the host): `simcall`.
+//! - a `simcall` (QEMU's semihosting, which reaches the host): `simcall`;
+//! - the heap checks (`heap.rs`): an access into the core's heap memory outside its
+//!   live blocks, a bad free, a leak, a read of a block's bytes never written.
 //!
 //! Each finding carries its backtrace: the call sites of the core's shadow call stack
 //! (`calls.rs`), innermost first, at most [`DEPTH`].
@@ -34,6 +36,7 @@
 
 use crate::calls::{CallStack, is_call};
 use crate::dma::{Descriptors, Side};
+use crate::heap::{Found, Heaps, Misuse, Named, Site};
 use crate::{Arguments, Firmware, Lines, Module};
 use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
 use qemu_plugin::{
@@ -74,6 +77,7 @@ enum Kind {
     Load,
     Race,
     Simcall,
+    Heap(Misuse),
 }
 
 impl Kind {
@@ -85,6 +89,12 @@ impl Kind {
             Self::Load => "load",
             Self::Race => "race",
             Self::Simcall => "simcall",
+            Self::Heap(Misuse::UseAfterFree) => "use-after-free",
+            Self::Heap(Misuse::Outside) => "heap-outside",
+            Self::Heap(Misuse::DoubleFree) => "double-free",
+            Self::Heap(Misuse::InvalidFree) => "invalid-free",
+            Self::Heap(Misuse::Leak) => "leak",
+            Self::Heap(Misuse::Uninit) => "uninit",
         }
     }
 }
@@ -106,6 +116,8 @@ struct Finding {
     /// The call sites under `pc`, innermost first: `backtrace[..depth]`.
     backtrace: [u32; DEPTH],
     depth: u8,
+    /// The heap block a heap finding is named by.
+    block: Option<Named>,
 }
 
 impl Finding {
@@ -116,6 +128,7 @@ impl Finding {
             && self.other == other.other
             && self.other_pc == other.other_pc
             && self.dma == other.dma
+            && self.block.map(|b| b.start) == other.block.map(|b| b.start)
             && other.bytes.0 <= self.bytes.1.saturating_add(FOLD_GAP)
             && other.bytes.1.saturating_add(FOLD_GAP) >= self.bytes.0
     }
@@ -140,6 +153,8 @@ struct Core {
     calls: CallStack,
     /// The DMA descriptors it is writing.
     descriptors: Descriptors,
+    /// Its heaps' blocks: they outlive the op.
+    heap: Heaps,
 }
 
 impl Core {
@@ -151,7 +166,28 @@ impl Core {
             *slot = frame.site as u32;
             depth += 1;
         }
-        Finding { kind, pc, bytes, accesses: 1, other, other_pc, dma: false, backtrace, depth }
+        Finding { kind, pc, bytes, accesses: 1, other, other_pc, dma: false, backtrace, depth, block: None }
+    }
+
+    /// Where the core is: `pc` under its current calls.
+    fn site(&self, pc: u32) -> Site {
+        let finding = self.finding(Kind::Store, pc, (0, 0), None, None);
+        Site::new(pc, &finding.backtrace[..usize::from(finding.depth)])
+    }
+
+    /// A heap finding made at `pc` (or where `found` says it happened).
+    fn heap_finding(&self, found: Found, pc: u32) -> Finding {
+        let mut finding = self.finding(Kind::Heap(found.misuse), pc, found.bytes, None, None);
+        if let Some(site) = found.site {
+            let pcs = site.pcs();
+            finding.pc = pcs.first().copied().unwrap_or(pc);
+            finding.depth = 0;
+            for (slot, pc) in finding.backtrace.iter_mut().zip(pcs.iter().skip(1)) {
+                *slot = *pc;
+                finding.depth += 1;
+            }
+        }
+        Finding { block: found.block, ..finding }
     }
 
     /// Adds `found` to the finding it continues, or starts a new one with it.
@@ -193,6 +229,8 @@ struct State {
     tables: Vec<Option<u32>>,
     /// Per vCPU: its library image.
     images: Vec<Image>,
+    /// Per vCPU: its runtime's heap journal (`heap.rs`).
+    journals: Vec<Option<u32>>,
     cores: Vec<Mutex<Core>>,
     shadow: RwLock<Shadow>,
 }
@@ -213,14 +251,16 @@ impl Checks {
     pub(crate) fn install(args: &mut Arguments) -> Result<Box<dyn Module>, String> {
         let mut tables = Vec::new();
         let mut images = Vec::new();
+        let mut journals = Vec::new();
         let given = args.take("check-table").into_iter().map(|v| ("check-table", v));
+        let given = given.chain(args.take("heap-journal").into_iter().map(|v| ("heap-journal", v)));
         for (key, value) in given.chain(args.take("check-image").into_iter().map(|v| ("check-image", v))) {
             let fields: Vec<&str> = value.split(':').collect();
             let number = |text: &str| {
                 u32::from_str_radix(text.trim_start_matches("0x"), 16)
                     .map_err(|_| format!("`{key}={value}`: `{text}` is not a hex number"))
             };
-            let wanted = if key == "check-table" { 2 } else { 4 };
+            let wanted = if key == "check-image" { 4 } else { 2 };
             if fields.len() != wanted {
                 return Err(format!("`{key}={value}` has {} `:`-separated fields, not {wanted}", fields.len()));
             }
@@ -231,6 +271,9 @@ impl Checks {
             if key == "check-table" {
                 tables.resize(tables.len().max(core + 1), None);
                 tables[core] = Some(number(fields[1])?);
+            } else if key == "heap-journal" {
+                journals.resize(journals.len().max(core + 1), None);
+                journals[core] = Some(number(fields[1])?);
             } else {
                 images.resize(images.len().max(core + 1), Image::default());
                 images[core] = Image { window: (number(fields[1])?, number(fields[3])?), writable: number(fields[2])? };
@@ -239,7 +282,7 @@ impl Checks {
         let lo = images.iter().map(|i| i.window.0).min().unwrap_or(0);
         let hi = images.iter().map(|i| i.window.1).max().unwrap_or(0);
         let cores = (0..tables.len().max(images.len())).map(|_| Mutex::default()).collect();
-        let state = Arc::new(State { tables, images, cores, shadow: RwLock::default() });
+        let state = Arc::new(State { tables, images, journals, cores, shadow: RwLock::default() });
         Ok(Box::new(Checks { state, code: u64::from(lo)..u64::from(hi) }))
     }
 }
@@ -309,7 +352,9 @@ impl State {
             .and_then(|()| RegionTable::from_bytes(&bytes));
         let Some(mut core) = self.core(vcpu) else { return };
         let ops = core.ops + 1;
-        *core = Core { running: true, ops, table, ..Core::default() };
+        let mut heap = std::mem::take(&mut core.heap);
+        heap.op_begin();
+        *core = Core { running: true, ops, table, heap, ..Core::default() };
         drop(core);
         let output =
             table.as_ref().and_then(|t| t.regions().iter().find(|r| r.kind() == Some(RegionKind::Output)).copied());
@@ -340,6 +385,10 @@ impl State {
             return;
         }
         core.running = false;
+        for leak in core.heap.leaks(core.ops) {
+            let finding = core.heap_finding(leak, 0);
+            core.found(finding);
+        }
         if let Some(pending) = core.pending.take() {
             core.record(pending);
         }
@@ -348,7 +397,8 @@ impl State {
         }
         let op = core.ops - 1;
         for finding in &core.shown {
-            let Finding { kind, pc, bytes: (lo, hi), accesses, other, other_pc, dma, backtrace, depth } = *finding;
+            let Finding { kind, pc, bytes: (lo, hi), accesses, other, other_pc, dma, backtrace, depth, block } =
+                *finding;
             let mut text = format!(
                 "op={op} kind={} pc={pc:#x} address={lo:#x} bytes={} accesses={accesses}",
                 kind.name(),
@@ -362,6 +412,12 @@ impl State {
             }
             if dma {
                 text += " dma=1";
+            }
+            if let Some(Named { start, size, alloc, free }) = block {
+                let _ = write!(text, " block={start:#x} size={size} alloc={}", alloc.text());
+                if let Some(free) = free {
+                    let _ = write!(text, " free={}", free.text());
+                }
             }
             if depth > 0 {
                 let sites: Vec<String> = backtrace[..usize::from(depth)].iter().map(|pc| format!("{pc:x}")).collect();
@@ -402,12 +458,23 @@ impl State {
     /// One access of the instruction at `pc` on `vcpu`.
     fn access(&self, vcpu: VCPUIndex, pc: u32, info: &MemoryInfo, address: u32) {
         let Some(mut core) = self.core(vcpu) else { return };
+        let store = info.is_store();
+        if store && let Some(journal) = self.journals.get(vcpu as usize).copied().flatten() {
+            self.journal(&mut core, pc, info, address.wrapping_sub(journal));
+        }
         if !core.running {
             return;
         }
-        let store = info.is_store();
         let size = 1u32 << info.size_shift();
         let bytes = (address, address.wrapping_add(size));
+        if core.heap.watching()
+            && in_heap(&core, address)
+            && let Some(found) = core.heap.access(address, size, store)
+        {
+            let found = core.heap_finding(found, pc);
+            core.found(found);
+            return;
+        }
         let found = match self.classify(&core, vcpu, address, store).0 {
             Verdict::Allowed => return,
             Verdict::Output(region) => {
@@ -422,6 +489,23 @@ impl State {
         core.found(found);
     }
 
+    /// A store at `pc` into the core's heap journal, `offset` bytes into it (any
+    /// other store when `offset` is past it): the heap checks follow the allocators.
+    fn journal(&self, core: &mut Core, pc: u32, info: &MemoryInfo, offset: u32) {
+        if offset >= 20 || !offset.is_multiple_of(4) {
+            return;
+        }
+        let MemValue::U32(value) = info.value() else { return };
+        let site = core.site(pc);
+        let op = core.running.then_some(core.ops);
+        if let Some(found) = core.heap.journal(offset / 4, value, site, op)
+            && core.running
+        {
+            let found = core.heap_finding(found, pc);
+            core.found(found);
+        }
+    }
+
     /// A store the kernel made into its own DMA queues (`region`): a transfer it
     /// completes is checked as the engine's accesses will be.
     fn queued(&self, core: &mut Core, vcpu: VCPUIndex, pc: u32, info: &MemoryInfo, address: u32, region: &Region) {
@@ -432,6 +516,14 @@ impl State {
         let Some(transfer) = core.descriptors.store(address - region.start, value) else { return };
         let (lo, hi) = (transfer.address, transfer.address.saturating_add(transfer.len));
         let store = transfer.side == Side::Write;
+        if core.heap.watching()
+            && in_heap(core, lo)
+            && let Some(found) = core.heap.transfer(lo, hi, store)
+        {
+            let found = core.heap_finding(found, pc);
+            core.found(Finding { dma: true, ..found });
+            return;
+        }
         let mut at = lo;
         while at < hi {
             let (verdict, end) = self.classify(core, vcpu, at, store);
@@ -512,6 +604,16 @@ impl State {
         }
         raced
     }
+}
+
+/// Whether `address` is in the core's heap memory: its HBM or data scratch.
+fn in_heap(core: &Core, address: u32) -> bool {
+    core.table.as_ref().is_some_and(|table| {
+        table
+            .regions()
+            .iter()
+            .any(|r| matches!(r.kind(), Some(RegionKind::HbmScratch | RegionKind::DataScratch)) && r.contains(address))
+    })
 }
 
 /// What an access is.

@@ -8,7 +8,8 @@
 //! This file owns what every module shares: installing, the common arguments, the op
 //! lifecycle of each core (from the loader's markers) and the one output file. Each
 //! module watches one thing: `count` the kernel's instructions, `checks` its memory
-//! accesses, `profile` (when asked) where the instructions went.
+//! accesses (its heap blocks with `heap`), `profile` (when asked) where the
+//! instructions went.
 //!
 //! # Arguments
 //!
@@ -73,6 +74,7 @@ mod calls;
 mod checks;
 mod count;
 mod dma;
+mod heap;
 mod profile;
 
 use qemu_plugin::{Args, CallbackFlags, HasCallbacks, Info, PluginId, Register, TranslationBlock, VCPUIndex};

@@ -48,4 +48,23 @@ def test_a_finding_in_a_helper_carries_its_backtrace(misuse):
     assert finding.backtrace and finding.backtrace[0].startswith("past_end_nested (")
     assert "misuse.c:" in finding.backtrace[0]
     assert f"called from {finding.backtrace[0]}" in finding.text
+
+
+def test_a_use_after_free_raises_a_heap_error_and_a_leak_is_a_warning_on_the_result(misuse):
+    x = np.arange(128, dtype=np.float32)
+    with pytest.raises(neuroncustomop.UseAfterFreeError) as raised:
+        misuse.use_after_free.run(x, cores=8)
+    assert isinstance(raised.value, neuroncustomop.HeapError)
+    assert isinstance(raised.value, KernelError)
+    (finding,) = raised.value.findings
+    assert (finding.kind, finding.core) == ("use after free", 0)
+    assert "a heap block of 64 bytes allocated at use_after_free (" in finding.text
+    assert "), freed at use_after_free (" in finding.text
+    with pytest.warns(neuroncustomop.LeakWarning) as warned:
+        result = misuse.leaks.run(x, cores=8)
+    np.testing.assert_array_equal(result.output, x)
+    (leak,) = result.warnings
+    assert (leak.kind, leak.core) == ("leak (warning)", 0)
+    assert "still held when the op ended" in leak.text
+    assert warned[0].message.finding == leak
     np.testing.assert_array_equal(misuse.copy(x, cores=8), x)

@@ -493,6 +493,12 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         npy::write(path, &call.output).map_err(RunError::Save)?;
         println!("  saved       {}", path.display());
     }
+    // Warnings do not fail the call (a failing one lists them with its findings).
+    if call.findings.first_error().is_none() {
+        for warning in call.findings.shown.iter().filter(|finding| finding.kind.is_warning()) {
+            println!("  warning     {}", warning.to_string().replace('\n', "\n              "));
+        }
+    }
     let failed = call.clone().check().err();
     if let Some(failed) = &failed {
         println!("  result      FAILED: {failed}");

@@ -24,3 +24,21 @@ torch::Tensor past_end(const torch::Tensor& t_in) {
     }
     return t_out;
 }
+
+// out = in, then a store into an array it deleted.
+torch::Tensor uses_deleted(const torch::Tensor& t_in) {
+    torch::Tensor t_out = copy(t_in);
+    volatile float* p = new float[16];
+    p[0] = 1.0f;
+    delete[] (float*)p;
+    p[1] = 2.0f;  // after delete
+    return t_out;
+}
+
+// out = in, keeping an array it never deletes (a warning).
+torch::Tensor keeps_new(const torch::Tensor& t_in) {
+    torch::Tensor t_out = copy(t_in);
+    volatile float* p = new float[16];  // kept
+    p[0] = 1.0f;
+    return t_out;
+}

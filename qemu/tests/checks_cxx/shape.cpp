@@ -9,4 +9,6 @@ torch::Tensor like_input(torch::Tensor t_in) {
 NEURON_LIBRARY(checks_ops, m) {
     m.def("copy", &like_input, "copy");
     m.def("past_end", &like_input, "past_end");
+    m.def("uses_deleted", &like_input, "uses_deleted");
+    m.def("keeps_new", &like_input, "keeps_new");
 }

@@ -38,7 +38,18 @@ TypeError, ValueError, OverflowError
 
 from ._args import DTYPES
 from ._errors import KernelError, UnknownKernelError, UnwrittenOutputError
-from ._findings import Finding, FindingsError, OutOfBoundsError, RaceError, SandboxError
+from ._findings import (
+    CheckWarning,
+    Finding,
+    FindingsError,
+    HeapError,
+    LeakWarning,
+    OutOfBoundsError,
+    RaceError,
+    SandboxError,
+    UninitializedReadWarning,
+    UseAfterFreeError,
+)
 from ._library import CallResult, Kernel, Library, load, load_library
 from ._native import CORES, DeviceError, PackageError
 
@@ -46,18 +57,23 @@ __all__ = [
     "CORES",
     "DTYPES",
     "CallResult",
+    "CheckWarning",
     "DeviceError",
     "Finding",
     "FindingsError",
+    "HeapError",
     "Kernel",
     "KernelError",
+    "LeakWarning",
     "Library",
     "OutOfBoundsError",
     "PackageError",
     "RaceError",
     "SandboxError",
+    "UninitializedReadWarning",
     "UnknownKernelError",
     "UnwrittenOutputError",
+    "UseAfterFreeError",
     "load",
     "load_library",
 ]

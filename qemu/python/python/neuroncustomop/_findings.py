@@ -1,9 +1,11 @@
 """The memory checks' findings as exceptions: each a :class:`KernelError` with
 ``.findings``, raised by a checked call (the default) whose kernel touched memory its
-op was not given."""
+op was not given or misused its heap; and their warnings (a leaked block, a read of
+memory never written), given to ``warnings.warn`` and kept in ``CallResult.warnings``."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +23,10 @@ class Finding:
     ----------
     kind : str
         ``out-of-bounds store``, ``store into an input``, ``store into another core's
-        image``, ``out-of-bounds load``, ``race`` or ``semihosting call``.
+        image``, ``out-of-bounds load``, ``race``, ``semihosting call``, ``use after
+        free``, ``heap access outside every live block``, ``double free``, ``free of a
+        pointer the heap did not give out``; the warnings ``leak (warning)`` and ``read
+        of uninitialized memory (warning)``.
     core : int
         The core whose kernel did it.
     text : str
@@ -68,16 +73,79 @@ class SandboxError(FindingsError):
     the simulation, which the device does not serve."""
 
 
+class HeapError(FindingsError):
+    """The kernel misused its heap: an access outside every live block (past a
+    block's end), a double free, a free of a pointer the heap did not give out."""
+
+
+class UseAfterFreeError(HeapError):
+    """A load or store into a heap block freed earlier."""
+
+
+class CheckWarning(UserWarning):
+    """A warning of the memory checks: the call returned, but something is likely
+    wrong. ``finding`` is the :class:`Finding`."""
+
+    def __init__(self, kernel: str, finding: Finding):
+        super().__init__(f"kernel {kernel}: {finding}")
+        self.finding = finding
+
+
+class LeakWarning(CheckWarning):
+    """A heap block the op allocated and still held when it ended."""
+
+
+class UninitializedReadWarning(CheckWarning):
+    """A load of heap bytes never written since their block was allocated."""
+
+
+# The errors and warnings by the host's kind names (neuroncustomop_machine's FindingKind::name).
+_ERRORS = {
+    "race": RaceError,
+    "semihosting call": SandboxError,
+    "use after free": UseAfterFreeError,
+    "heap access outside every live block": HeapError,
+    "double free": HeapError,
+    "free of a pointer the heap did not give out": HeapError,
+}
+_WARNINGS = {
+    "leak (warning)": LeakWarning,
+    "read of uninitialized memory (warning)": UninitializedReadWarning,
+}
+
+
+def _findings(raw: Any) -> list[Finding]:
+    return [Finding(kind, core, text, tuple(backtrace)) for kind, core, text, backtrace in raw.findings]
+
+
+def warnings_of(raw: Any) -> list[Finding]:
+    """The warnings among the first findings of ``raw`` (a native ``RawCall``)."""
+    return [finding for finding in _findings(raw) if finding.kind in _WARNINGS]
+
+
 def raise_for(kernel: str, result: "CallResult", raw: Any) -> None:
-    """Raises the error for the first finding of ``raw`` (a native ``RawCall``), if any."""
-    findings = [Finding(kind, core, text, tuple(backtrace)) for kind, core, text, backtrace in raw.findings]
-    if not findings:
-        return
-    errors = {"race": RaceError, "semihosting call": SandboxError}
-    error = errors.get(findings[0].kind, OutOfBoundsError)
-    raise error(kernel, result, findings, raw.findings_total)
+    """Raises the error for the first finding of ``raw`` (a native ``RawCall``) that is
+    not a warning, if any; else gives each warning to ``warnings.warn``."""
+    findings = _findings(raw)
+    errors = [finding for finding in findings if finding.kind not in _WARNINGS]
+    if errors:
+        error = _ERRORS.get(errors[0].kind, OutOfBoundsError)
+        raise error(kernel, result, findings, raw.findings_total)
+    for finding in findings:
+        warnings.warn(_WARNINGS[finding.kind](kernel, finding), stacklevel=4)
 
 
 # Shown as neuroncustomop.<Name> in tracebacks, where users import them from.
-for _error in (Finding, FindingsError, OutOfBoundsError, RaceError, SandboxError):
+for _error in (
+    Finding,
+    FindingsError,
+    OutOfBoundsError,
+    RaceError,
+    SandboxError,
+    HeapError,
+    UseAfterFreeError,
+    CheckWarning,
+    LeakWarning,
+    UninitializedReadWarning,
+):
     _error.__module__ = "neuroncustomop"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -60,6 +60,10 @@ class CallResult:
         op-author guide, "Instructions per element", defines these three.
     profile : Profile or None
         Where the instructions went (``run(..., profile=True)``), else None.
+    warnings : list of Finding
+        The memory checks' warnings (a leaked heap block, a read of memory never
+        written), also given to Python's ``warnings.warn`` as :class:`CheckWarning`
+        subclasses: they do not fail the call.
     """
 
     output: np.ndarray
@@ -76,6 +80,7 @@ class CallResult:
     per_element: Optional[float] = None
     profile: Optional[Profile] = None
     status_detail: Optional[str] = None
+    warnings: list = field(default_factory=list)
 
     @property
     def unwritten(self) -> np.ndarray:
@@ -256,6 +261,7 @@ def _result(raw: Any, shape: Sequence[int], dtype: str) -> CallResult:
         per_element=raw.per_element,
         profile=None if raw.profile is None else Profile.from_json(raw.profile),
         status_detail=raw.status_detail,
+        warnings=_findings.warnings_of(raw),
     )
 
 

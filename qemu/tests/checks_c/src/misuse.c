@@ -181,6 +181,104 @@ static void softmax_rows(void) {
     customop_cleanup();
 }
 
+/* The heap kernels: core 0 makes the mistake with a 64-byte block of its own heap
+ * (16 floats), through a volatile pointer so the compiler keeps every access. */
+
+/* Takes, writes, reads and frees a block: nothing wrong. */
+static void heap_ok(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    volatile float *p = malloc(64);
+    for (int i = 0; i < 16; i++) {
+        p[i] = (float)i;
+    }
+    if (get_cpu_id() == 0) {
+        out[0] = p[0] + x[0];
+    }
+    free((void *)p);
+    customop_cleanup();
+}
+
+/* Stores into a block after freeing it. */
+static void use_after_free(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    volatile float *p = malloc(64); /* uaf */
+    p[0] = 1.0f;
+    free((void *)p); /* uaf */
+    if (get_cpu_id() == 0) {
+        p[1] = 2.0f; /* after free */
+    }
+    customop_cleanup();
+}
+
+/* Stores the fourth float past the end of a block. */
+static void heap_overrun(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    volatile float *p = malloc(64);
+    p[0] = 1.0f;
+    if (get_cpu_id() == 0) {
+        p[16 + 3] = 2.0f; /* past the block */
+    }
+    free((void *)p);
+    customop_cleanup();
+}
+
+/* Frees one block twice. */
+static void double_free(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    volatile float *p = malloc(64);
+    p[0] = 1.0f;
+    free((void *)p);
+    if (get_cpu_id() == 0) {
+        free((void *)p); /* twice */
+    }
+    customop_cleanup();
+}
+
+/* Frees its input, which no heap gave out. */
+static void foreign_free(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        free((void *)x); /* not a block */
+    }
+    customop_cleanup();
+}
+
+/* Takes a block and never frees it (a warning). */
+static void leaks(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        volatile float *p = malloc(64); /* kept */
+        p[0] = 1.0f;
+    }
+    customop_cleanup();
+}
+
+/* Reads a float of a block it never wrote (a warning). */
+static void reads_unwritten(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    volatile float *p = malloc(64);
+    p[0] = x[0];
+    if (get_cpu_id() == 0) {
+        out[0] = p[2] * 0.0f + x[0]; /* never written */
+    }
+    free((void *)p);
+    customop_cleanup();
+}
+
 /* Takes 6 MiB of its core's HBM heap (8 MiB), then stops (abort) holding them: the
  * loader gives the block back (qemu/tests/checks.rs). */
 static void hoards_and_aborts(void) {
@@ -222,6 +320,9 @@ static const struct {
     {"cross_core", cross_core}, {"race", race}, {"reads_past", reads_past}, {"softmax_rows", softmax_rows},
     {"hoards_and_aborts", hoards_and_aborts}, {"needs_6_mib", needs_6_mib},
     {"dma_past_end", dma_past_end}, {"dma_reads_past", dma_reads_past}, {"past_end_nested", past_end_nested},
+    {"heap_ok", heap_ok}, {"use_after_free", use_after_free}, {"heap_overrun", heap_overrun},
+    {"double_free", double_free}, {"foreign_free", foreign_free}, {"leaks", leaks},
+    {"reads_unwritten", reads_unwritten},
 };
 
 #define KERNEL_COUNT ((int)(sizeof kernels / sizeof kernels[0]))

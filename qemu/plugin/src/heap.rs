@@ -1,0 +1,386 @@
+//! The heap checks: every block a core's kernel takes from the runtime's heaps,
+//! followed from its allocation to its free, and each of its accesses into heap memory
+//! checked against the blocks live at that moment. Part of the memory checks
+//! (`checks.rs` owns the callbacks and the findings; this file owns the blocks).
+//!
+//! # Where the blocks come from
+//!
+//! The runtime's allocators record each call in the *heap journal*, a `#[repr(C)]`
+//! static of five words in the core's library image (`neuron_heap_journal`,
+//! `runtime/allocators/journal.rs`, docs/abi/memory.md): `block`, `size`, `old`,
+//! `status`, then `event`, stored last. Before a call touches heap memory it stores
+//! `event = BUSY`; when it is done, the other four words, then the event. The host
+//! names each core's journal (`heap-journal=CORE:ADDR`); the memory callback that
+//! checks every store sees these stores too, and keeps their values
+//! ([`Heaps::journal`]): no register and no memory read is needed (QEMU 10.0.2's
+//! Xtensa target gives plugins no registers). So:
+//! - between `BUSY` and the event, the core's accesses are the allocator's own (its
+//!   metadata, a `calloc`'s zeroing, a `realloc`'s copy): not checked, however the
+//!   allocator was inlined;
+//! - each event updates the block table: a block taken, freed, resized; a free the
+//!   runtime refused (`status` 4, 5, 6) is a `double-free` or an `invalid-free`; an
+//!   emptied TCM pool, new heaps, a stopped op's blocks given back (`give back`).
+//!
+//! # What is checked
+//!
+//! An access of the kernel (outside the allocator) into the core's heap memory (its
+//! HBM and data scratch regions, from the loader's region table) is:
+//! - inside a live block: allowed; a load of bytes of a `malloc` block never written
+//!   since it was allocated is an `uninit` warning (`calloc` blocks are written; TCM
+//!   blocks and the runtime's own, such as an HBM stack, are not followed);
+//! - inside a freed block no later block covers: `use-after-free`;
+//! - anywhere else (past a block's end, between blocks, the heap's metadata):
+//!   `heap-outside`, named by the nearest block below it.
+//!
+//! At an op's end every block it took (not TCM: the pool is emptied at each op) and
+//! still holds is a `leak` warning. Blocks taken by an earlier op (a Rust static
+//! allocated once) stay live for later ops.
+//!
+//! # Cost and limits
+//!
+//! - Memory: per block, 16 bytes and two sites of up to 17 PCs (150 bytes); per
+//!   followed `malloc` block one bit per byte (1 MiB for a full 8 MiB HBM heap).
+//!   Freed blocks are kept until a new block overlaps them or the heaps are reset.
+//! - Time: a `BTreeMap` lookup per access into heap memory.
+//! - An overrun into the *next live* block is not seen (the runtime packs blocks with
+//!   no red zone, and the checks see addresses, not which pointer made them).
+//! - A DMA transfer into a block marks its bytes written; its first byte is checked.
+
+use crate::checks::DEPTH;
+use std::collections::BTreeMap;
+
+/// `HeapJournal::event` while an allocator call runs.
+const BUSY: u32 = 0xFFFF_FFFF;
+/// The journal's words (`block`, `size`, `old`, `status`, `event`), by offset / 4.
+const WORDS: u32 = 5;
+/// The word stored last.
+const EVENT: usize = 4;
+/// `HeapError::code`s of a refused free.
+const DOUBLE_FREE: u32 = 4;
+const NOT_BLOCK_START: u32 = 5;
+const FOREIGN_POINTER: u32 = 6;
+/// The largest block whose bytes' "written" map is kept.
+const WRITTEN_LIMIT: u32 = 16 << 20;
+
+/// The journal's events (`runtime/allocators/journal.rs`, `Event`).
+mod event {
+    pub(super) const ALLOC: u32 = 1;
+    pub(super) const ALLOC_ZEROED: u32 = 2;
+    pub(super) const FREE: u32 = 3;
+    pub(super) const REALLOC: u32 = 4;
+    pub(super) const TCM_ALLOC: u32 = 5;
+    pub(super) const TCM_FREE: u32 = 6;
+    pub(super) const HEAPS_RESET: u32 = 7;
+    pub(super) const TCM_RESET: u32 = 8;
+    pub(super) const GIVE_BACK: u32 = 9;
+    pub(super) const RUNTIME_ALLOC: u32 = 10;
+}
+
+/// Where something happened: a PC, then the call sites under it, innermost first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Site {
+    pcs: [u32; DEPTH + 1],
+    len: u8,
+}
+
+impl Site {
+    /// `pc` under the call sites `backtrace` (innermost first).
+    pub(crate) fn new(pc: u32, backtrace: &[u32]) -> Site {
+        let mut site = Site::default();
+        for (slot, pc) in site.pcs.iter_mut().zip(std::iter::once(&pc).chain(backtrace)) {
+            *slot = *pc;
+            site.len += 1;
+        }
+        site
+    }
+
+    /// The PC, then the call sites.
+    pub(crate) fn pcs(&self) -> &[u32] {
+        &self.pcs[..usize::from(self.len)]
+    }
+
+    /// `pc;site;site`, in hex, as a finding's line carries it.
+    pub(crate) fn text(&self) -> String {
+        let pcs: Vec<String> = self.pcs().iter().map(|pc| format!("{pc:x}")).collect();
+        pcs.join(";")
+    }
+}
+
+/// What a heap finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Misuse {
+    UseAfterFree,
+    Outside,
+    DoubleFree,
+    InvalidFree,
+    Leak,
+    Uninit,
+}
+
+/// The block a finding is named by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Named {
+    pub(crate) start: u32,
+    pub(crate) size: u32,
+    pub(crate) alloc: Site,
+    pub(crate) free: Option<Site>,
+}
+
+/// A finding of the heap checks, for `checks.rs` to record.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Found {
+    pub(crate) misuse: Misuse,
+    /// The bytes concerned (a free's pointer for a free).
+    pub(crate) bytes: (u32, u32),
+    pub(crate) block: Option<Named>,
+    /// Where it happened, when not the access's own PC (a leak: where it was allocated).
+    pub(crate) site: Option<Site>,
+}
+
+/// One block, live or freed.
+#[derive(Clone, Debug)]
+struct Block {
+    size: u32,
+    /// The core's op that took it, if taken while a kernel ran.
+    op: Option<u32>,
+    /// A TCM pool block.
+    tcm: bool,
+    /// Taken by the runtime for itself (an HBM stack): never a leak.
+    runtime: bool,
+    alloc: Site,
+    free: Option<Site>,
+    /// One bit per byte, set once written; empty: not followed (every byte written).
+    written: Vec<u64>,
+}
+
+impl Block {
+    fn named(&self, start: u32) -> Named {
+        Named { start, size: self.size, alloc: self.alloc, free: self.free }
+    }
+
+    fn end(&self, start: u32) -> u32 {
+        start.saturating_add(self.size.max(1))
+    }
+
+    fn is_written(&self, from: u32, to: u32) -> bool {
+        self.written.is_empty() || (from..to.min(self.size)).all(|at| bit(&self.written, at))
+    }
+
+    fn write(&mut self, from: u32, to: u32) {
+        if !self.written.is_empty() {
+            (from..to.min(self.size)).for_each(|at| set(&mut self.written, at));
+        }
+    }
+}
+
+fn bit(map: &[u64], at: u32) -> bool {
+    map.get(at as usize / 64).is_some_and(|word| word >> (at % 64) & 1 != 0)
+}
+
+fn set(map: &mut [u64], at: u32) {
+    if let Some(word) = map.get_mut(at as usize / 64) {
+        *word |= 1 << (at % 64);
+    }
+}
+
+/// A map of `size` bytes none of which is written.
+fn unwritten(size: u32) -> Vec<u64> {
+    if size > WRITTEN_LIMIT { Vec::new() } else { vec![0; size.div_ceil(64).max(1) as usize] }
+}
+
+/// One core's heaps as the journal told them.
+#[derive(Default)]
+pub(crate) struct Heaps {
+    /// The journal's words as last stored.
+    record: [u32; WORDS as usize],
+    /// An allocator call is running: its accesses are its own.
+    busy: bool,
+    /// The heaps were set up since the plugin started (blocks are known).
+    known: bool,
+    /// Every block, live or freed, by start.
+    blocks: BTreeMap<u32, Block>,
+}
+
+impl Heaps {
+    /// Whether the core's accesses are to be checked against the blocks.
+    pub(crate) fn watching(&self) -> bool {
+        self.known && !self.busy
+    }
+
+    /// A kernel starts: an allocator call a stopped kernel left open is over.
+    pub(crate) fn op_begin(&mut self) {
+        self.busy = false;
+    }
+
+    /// The store of `value` into word `word` of the journal, at `site`, while op `op`
+    /// runs (or none); a finding if the call it ends was a refused free.
+    pub(crate) fn journal(&mut self, word: u32, value: u32, site: Site, op: Option<u32>) -> Option<Found> {
+        let word = word as usize;
+        if word >= WORDS as usize {
+            return None;
+        }
+        self.record[word] = value;
+        if word != EVENT {
+            return None;
+        }
+        if value == BUSY {
+            self.busy = true;
+            return None;
+        }
+        self.busy = false;
+        self.event(value, site, op)
+    }
+
+    fn event(&mut self, kind: u32, site: Site, op: Option<u32>) -> Option<Found> {
+        let [block, size, old, status, _] = self.record;
+        match kind {
+            event::ALLOC | event::ALLOC_ZEROED | event::TCM_ALLOC | event::RUNTIME_ALLOC if block != 0 => {
+                let written = if kind == event::ALLOC { unwritten(size) } else { Vec::new() };
+                let (tcm, runtime) = (kind == event::TCM_ALLOC, kind == event::RUNTIME_ALLOC);
+                self.take(block, Block { size, op, tcm, runtime, alloc: site, free: None, written });
+            }
+            event::FREE | event::TCM_FREE if block != 0 => return self.free(block, status, site),
+            event::REALLOC if status == 0 && block != 0 => self.resize(old, block, size, site, op),
+            event::REALLOC if old != 0 && matches!(status, DOUBLE_FREE | NOT_BLOCK_START | FOREIGN_POINTER) => {
+                return self.free(old, status, site);
+            }
+            event::HEAPS_RESET => {
+                self.blocks.retain(|_, b| b.tcm);
+                self.known = true;
+            }
+            event::TCM_RESET => self.blocks.retain(|_, b| !b.tcm),
+            event::GIVE_BACK => {
+                // The blocks the stopped op took: the loader freed them all at once.
+                if let Some(op) = op.or(self.last_op()) {
+                    self.blocks.retain(|_, b| b.tcm || b.free.is_some() || b.op != Some(op));
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// The latest op a live block was taken in (a give back comes after its op ended).
+    fn last_op(&self) -> Option<u32> {
+        self.blocks.values().filter(|b| b.free.is_none()).filter_map(|b| b.op).max()
+    }
+
+    /// A block taken at `start`: whatever it overlaps is gone (freed and reused).
+    fn take(&mut self, start: u32, block: Block) {
+        let end = block.end(start);
+        let overlapped: Vec<u32> = self
+            .blocks
+            .range(..end)
+            .rev()
+            .take_while(|(s, b)| b.end(**s) > start || **s >= start)
+            .map(|(s, _)| *s)
+            .collect();
+        for old in overlapped {
+            self.blocks.remove(&old);
+        }
+        self.blocks.insert(start, block);
+    }
+
+    /// A free of `pointer` at `site`, with the runtime's `status`.
+    fn free(&mut self, pointer: u32, status: u32, site: Site) -> Option<Found> {
+        let found = |misuse, block: Option<Named>| Found { misuse, bytes: (pointer, pointer), block, site: None };
+        match self.blocks.get_mut(&pointer) {
+            Some(block) if block.free.is_some() => Some(found(Misuse::DoubleFree, Some(block.named(pointer)))),
+            Some(block) if status == 0 => {
+                block.free = Some(site);
+                block.written = Vec::new();
+                None
+            }
+            _ if status == 0 => None,
+            _ => {
+                let inside = self.block_at(pointer).map(|(start, b)| b.named(start));
+                Some(found(Misuse::InvalidFree, inside))
+            }
+        }
+    }
+
+    /// `old` resized into `new` of `size` bytes (in place when they are equal).
+    fn resize(&mut self, old: u32, new: u32, size: u32, site: Site, op: Option<u32>) {
+        let Some(previous) = self.blocks.get(&old).cloned() else {
+            // A block the table never saw (taken before the heaps were known).
+            let block = Block { size, op, tcm: false, runtime: false, alloc: site, free: None, written: Vec::new() };
+            self.take(new, block);
+            return;
+        };
+        let mut written = if previous.written.is_empty() { Vec::new() } else { unwritten(size) };
+        if !written.is_empty() {
+            (0..previous.size.min(size)).filter(|&at| bit(&previous.written, at)).for_each(|at| set(&mut written, at));
+        }
+        if new != old
+            && let Some(block) = self.blocks.get_mut(&old)
+        {
+            block.free = Some(site);
+            block.written = Vec::new();
+        }
+        let alloc = if new == old { previous.alloc } else { site };
+        let op = if new == old { previous.op } else { op };
+        self.take(new, Block { size, op, alloc, free: None, written, ..previous });
+    }
+
+    /// The block whose start is at or below `address`, if it spans `address`.
+    fn block_at(&self, address: u32) -> Option<(u32, &Block)> {
+        let (&start, block) = self.blocks.range(..=address).next_back()?;
+        (address < block.end(start)).then_some((start, block))
+    }
+
+    /// An access of `size` bytes at `address`, inside the core's heap memory.
+    pub(crate) fn access(&mut self, address: u32, size: u32, store: bool) -> Option<Found> {
+        let end = address.wrapping_add(size);
+        let found = |misuse, block: Option<Named>| Found { misuse, bytes: (address, end), block, site: None };
+        let Some((start, block)) = self.block_at(address) else {
+            let below = self.blocks.range(..=address).next_back().map(|(&s, b)| b.named(s));
+            return Some(found(Misuse::Outside, below));
+        };
+        if block.free.is_some() {
+            return Some(found(Misuse::UseAfterFree, Some(block.named(start))));
+        }
+        if end > block.end(start) {
+            return Some(found(Misuse::Outside, Some(block.named(start))));
+        }
+        if store {
+            if let Some(block) = self.blocks.get_mut(&start) {
+                block.write(address - start, end - start);
+            }
+            return None;
+        }
+        (!block.is_written(address - start, end - start)).then(|| found(Misuse::Uninit, Some(block.named(start))))
+    }
+
+    /// A DMA transfer of `lo..hi`: a store marks the bytes of live blocks written; the
+    /// first byte is checked as an access.
+    pub(crate) fn transfer(&mut self, lo: u32, hi: u32, store: bool) -> Option<Found> {
+        if store {
+            let starts: Vec<u32> = self.blocks.range(..hi).rev().take(64).map(|(s, _)| *s).collect();
+            for start in starts {
+                if let Some(block) = self.blocks.get_mut(&start)
+                    && block.free.is_none()
+                    && block.end(start) > lo
+                {
+                    block.write(lo.saturating_sub(start), hi - start);
+                }
+            }
+        }
+        // The engine moves the bytes it was told to: unwritten source bytes are the
+        // kernel's choice to move (a partial buffer), not a read it makes.
+        self.access(lo, 1, store).filter(|found| found.misuse != Misuse::Uninit)
+    }
+
+    /// The blocks op `op` took and still holds, not TCM: leaks.
+    pub(crate) fn leaks(&self, op: u32) -> Vec<Found> {
+        self.blocks
+            .iter()
+            .filter(|(_, b)| b.op == Some(op) && b.free.is_none() && !b.tcm && !b.runtime)
+            .map(|(&start, b)| Found {
+                misuse: Misuse::Leak,
+                bytes: (start, start.saturating_add(b.size)),
+                block: Some(b.named(start)),
+                site: Some(b.alloc),
+            })
+            .collect()
+    }
+}
