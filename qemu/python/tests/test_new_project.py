@@ -16,7 +16,7 @@ from neuroncustomop import KernelError
 def my_op(repo, tmp_path_factory):
     project = tmp_path_factory.mktemp("ops") / "my_op"
     cargo = os.environ.get("CARGO", "cargo")
-    ncop = [cargo, "run", "--quiet", "--release", "-p", "neuroncustomop-sim", "--bin", "ncop", "--"]
+    ncop = [cargo, "run", "--quiet", "-p", "neuroncustomop-sim", "--bin", "ncop", "--"]
     subprocess.run([*ncop, "new", str(project), "--lang", "rust"], cwd=repo, check=True)
     kernels = project / "src" / "kernels.rs"
     source = kernels.read_text()
