@@ -23,11 +23,12 @@ use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 /// The most runtime text bytes the image may hold. Issue 16's goal is 20 KiB, met at
 /// 20,338 B; giving back a stopped op's heap (issue 22: `neuron_heaps_mark` and
 /// `neuron_heaps_give_back`, which every library image keeps for the loader) brought it
-/// to 21,158 B, past that goal (docs/PERFORMANCE.md, "Text size"). The heap journal
-/// (issue 22: every allocator call records what it did, `runtime/allocators/journal.rs`)
-/// brought it to 21,565 B with its record out of line (21,643 B inlined). Until the goal
-/// is met again this guard holds the figure under 21.125 KiB.
-const RUNTIME_TEXT_LIMIT: u64 = 21_632;
+/// to 21,158 B, past that goal (docs/PERFORMANCE.md, "Text size"). Three features of
+/// issues 22 and 23 then brought it to 21,811 B: the heap journal (every allocator call
+/// records what it did, `runtime/allocators/journal.rs`), the failing pull's record and
+/// its `ARGFAIL` line, and `customop_tensor_dim`'s two continuations. Until the goal is
+/// met again this guard holds the figure under 21.375 KiB.
+const RUNTIME_TEXT_LIMIT: u64 = 21_888;
 
 /// A function in the image: its address range and every name it goes by.
 struct Function {
