@@ -72,6 +72,7 @@ def test_an_unknown_kernel_lists_the_kernels(relu):
         ((), TypeError, "no inputs"),
         ((np.ones(4, np.float32), True), TypeError, "is a bool"),
         ((np.ones(4, np.float32), 2**40), OverflowError, r"np.int64\(1099511627776\)"),
+        ((np.ones(4, np.float32), 1e300), OverflowError, "1e\\+300 does not fit a C float"),
         ((np.ones(4, np.float32), np.float16(1)), TypeError, "is a float16"),
         ((np.array(1.0, np.float32),), ValueError, "0-d array"),
         ((np.ones(70_000, np.float32),), ValueError, "argument 0 cannot be passed to the device"),

@@ -21,6 +21,7 @@ Python value                    C kind           note
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any, Optional
 
@@ -36,6 +37,7 @@ TENSOR, INT, LONG, FLOAT, DOUBLE = _native.ARG_KINDS
 ``cxx::ArgKind::ALL``, in its order: ``tests/test_typing.py`` checks each name)."""
 
 _INT32 = np.iinfo(np.int32)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def device_dtype(dtype: Any, what: str) -> np.dtype:
@@ -120,6 +122,10 @@ def scalar(value: Any, what: str) -> tuple[str, np.ndarray]:
             raise OverflowError(f"{what} = {value} does not fit a C int: pass np.int64({value}) for a long long")
         return (INT, np.array([value], dtype="<i4").view(np.uint8))
     if isinstance(value, (float, np.float32)):
+        # A finite float past float32's range would become an infinity in the cast: the
+        # kernel would get another number than the caller passed.
+        if math.isfinite(value) and abs(value) > _FLOAT32_MAX:
+            raise OverflowError(f"{what} = {value!r} does not fit a C float (at most {_FLOAT32_MAX:.7g})")
         return (FLOAT, np.array([value], dtype="<f4").view(np.uint8))
     raise TypeError(
         f"{what} is a {type(value).__name__}: a scalar is an int or np.int32 (C int), np.int64 (long long), "
