@@ -253,6 +253,9 @@ fn c_heap_misuse_is_named_with_its_line_and_block_and_the_next_op_runs() {
     let place = c_heap_case("reads_unwritten", FindingKind::UninitializedRead, "out[0] = p[2] * 0.0f + x[0];");
     assert!(place.starts_with("a heap block of 64 bytes allocated at reads_unwritten ("), "{place}");
     assert!(place.ends_with(", bytes 8 to 12 never written") || place.ends_with(", byte 8 never written"), "{place}");
+
+    let place = c_heap_case("reads_output_first", FindingKind::UninitializedRead, "(void)early[1]; /* output read");
+    assert!(place.starts_with("output 0 ") && place.ends_with(", element [0, 1]"), "{place}");
 }
 
 #[test]

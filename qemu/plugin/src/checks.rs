@@ -14,6 +14,9 @@
 //! - a load outside what the op may read (every region, its own whole image): `load`;
 //! - a store to an output byte another core stored to in the same op: `race`, naming
 //!   both cores and both PCs;
+//! - a load of an output byte no core has stored to (itself or by a DMA transfer it
+//!   queued) in this op: `uninit`, a warning (the race check's shadow says who wrote
+//!   each byte in which op);
 //! - a DMA transfer the kernel queues (`dma.rs`: its stores into its descriptors) is
 //!   checked as the accesses it makes: its destination as stores, its source as loads,
 //!   each at the PC of the store that completed the descriptor (`dma=1`);
@@ -50,7 +53,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 /// Findings of one op on one core written out in full; the rest are counted.
 pub const SHOWN: u32 = 10;
 
-/// Largest output whose bytes the race check follows (8 bytes of shadow per byte).
+/// Largest output whose bytes the race check and the uninitialized-output check
+/// follow (8 bytes of shadow per byte).
 const RACE_LIMIT: u32 = 64 << 20;
 
 /// Accesses within this many bytes of a finding's range, by the same instruction, join it.
@@ -484,9 +488,30 @@ impl State {
                     return self.queued(&mut core, vcpu, pc, info, address, &region);
                 }
             }
+            Verdict::OutputRead(region) => {
+                if self.written(&core, address, size, &region) {
+                    return;
+                }
+                core.finding(Kind::Heap(Misuse::Uninit), pc, bytes, None, None)
+            }
             Verdict::Wrong(kind, other) => core.finding(kind, pc, bytes, other, None),
         };
         core.found(found);
+    }
+
+    /// Whether every byte of a load of `size` bytes at `address` in `output` was
+    /// written in this op, by any core or a DMA transfer one queued: the race shadow
+    /// holds each byte's last writer and op. Bytes the shadow does not follow (past
+    /// [`RACE_LIMIT`]) count as written: the check says nothing it does not know.
+    fn written(&self, core: &Core, address: u32, size: u32, output: &Region) -> bool {
+        let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
+        let op = u64::from(core.ops);
+        (address..address.saturating_add(size).min(output.start.saturating_add(output.len))).all(|byte| {
+            byte.checked_sub(shadow.start).and_then(|at| shadow.bytes.get(at as usize)).is_none_or(|slot| {
+                let entry = slot.load(Ordering::Relaxed);
+                entry >> 40 == op && entry >> 32 & 0xFF != 0
+            })
+        })
     }
 
     /// A store at `pc` into the core's heap journal, `offset` bytes into it (any
@@ -533,6 +558,8 @@ impl State {
                 Verdict::Output(output) => self
                     .race(core, vcpu, pc, at, end - at, &output)
                     .map(|(other, other_pc)| core.finding(Kind::Race, pc, (at, end), Some(other), Some(other_pc))),
+                // A transfer out of the output: its source bytes are not followed.
+                Verdict::OutputRead(_) => None,
                 // The rest of the transfer: one finding for it.
                 Verdict::Wrong(kind, other) => Some(core.finding(kind, pc, (at, hi), other, None)),
             };
@@ -552,6 +579,7 @@ impl State {
             return match region.kind() {
                 Some(RegionKind::Input) if store => (Verdict::Wrong(Kind::InputStore, None), end),
                 Some(RegionKind::Output | RegionKind::DmaQueues) if store => (Verdict::Output(*region), end),
+                Some(RegionKind::Output) => (Verdict::OutputRead(*region), end),
                 _ => (Verdict::Allowed, end),
             };
         }
@@ -622,6 +650,9 @@ enum Verdict {
     /// A store into the op's output: allowed, unless another core wrote those bytes;
     /// or into its DMA queues: allowed, and a transfer is checked when queued.
     Output(Region),
+    /// A load from the op's output: allowed, a warning for bytes not yet written in
+    /// this op.
+    OutputRead(Region),
     /// Wrong, and the core whose image it hit (if any).
     Wrong(Kind, Option<u32>),
 }

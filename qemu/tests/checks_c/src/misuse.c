@@ -8,15 +8,10 @@
 #include <neuroncustomop.h>
 #include <stdlib.h>
 
-/* Copies this core's share of x into the output and returns the output's data (NULL
- * when an argument is missing); *count is the element count. */
-static float *copy_share(const float **x, uint32_t *count) {
-    customop_setup(false);
-    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *in = customop_next_tensor();
-    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *out = get_dst_tensor();
-    if (in == NULL || out == NULL) {
-        return NULL;
-    }
+/* Copies this core's share of `in` into `out` and returns the output's data; *x is
+ * the input's data and *count its element count. */
+static float *copy_into(const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *in, const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *out,
+                        const float **x, uint32_t *count) {
     uint32_t n = customop_tensor_numel(in), core = get_cpu_id(), cores = get_cpu_count();
     const float *src = customop_tensor_data(in);
     float *dst = customop_tensor_data(out);
@@ -27,6 +22,18 @@ static float *copy_share(const float **x, uint32_t *count) {
     *x = src;
     *count = n;
     return dst;
+}
+
+/* Copies this core's share of x into the output and returns the output's data (NULL
+ * when an argument is missing); *count is the element count. */
+static float *copy_share(const float **x, uint32_t *count) {
+    customop_setup(false);
+    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *in = customop_next_tensor();
+    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *out = get_dst_tensor();
+    if (in == NULL || out == NULL) {
+        return NULL;
+    }
+    return copy_into(in, out, x, count);
 }
 
 /* Writes nothing it should not. */
@@ -279,6 +286,23 @@ static void reads_unwritten(void) {
     customop_cleanup();
 }
 
+/* Reads an element of its output before any core wrote it (a warning), then copies. */
+static void reads_output_first(void) {
+    customop_setup(false);
+    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *in = customop_next_tensor();
+    const NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR *out = get_dst_tensor();
+    if (in != NULL && out != NULL) {
+        if (get_cpu_id() == 0) {
+            volatile const float *early = customop_tensor_data(out);
+            (void)early[1]; /* output read before written */
+        }
+        const float *x;
+        uint32_t n;
+        copy_into(in, out, &x, &n);
+    }
+    customop_cleanup();
+}
+
 /* Takes 6 MiB of its core's HBM heap (8 MiB), then stops (abort) holding them: the
  * loader gives the block back (qemu/tests/checks.rs). */
 static void hoards_and_aborts(void) {
@@ -322,7 +346,7 @@ static const struct {
     {"dma_past_end", dma_past_end}, {"dma_reads_past", dma_reads_past}, {"past_end_nested", past_end_nested},
     {"heap_ok", heap_ok}, {"use_after_free", use_after_free}, {"heap_overrun", heap_overrun},
     {"double_free", double_free}, {"foreign_free", foreign_free}, {"leaks", leaks},
-    {"reads_unwritten", reads_unwritten},
+    {"reads_unwritten", reads_unwritten}, {"reads_output_first", reads_output_first},
 };
 
 #define KERNEL_COUNT ((int)(sizeof kernels / sizeof kernels[0]))
