@@ -1,5 +1,5 @@
 //! `neuroncustomop-hosttier`: the host tier. An op author's unchanged kernels (Rust, C,
-//! C++ on the AWS torch API: [`cxx`]) built for x86-64 against the same runtime, and run by a host process that does what
+//! C++ on the AWS torch API: `cxx.rs`) built for x86-64 against the same runtime, and run by a host process that does what
 //! the simulated device's loader does ([`loader`]): the same job frames, the device
 //! memory at the device's addresses, the same pull stream, translate and accessors,
 //! each core a thread. The QEMU device stays the reference; the host tier is for

@@ -5,11 +5,11 @@
 //! - **AddressSanitizer.** The loader poisons the tensor area but the job's own bytes
 //!   ([`crate::loader`]); the runtime, built with its feature `host-asan`, poisons its
 //!   heaps' arenas and the redzone after every block, and tells the loader of every
-//!   block taken and given back ([`watch_heaps`]), so a report can name the heap block
+//!   block taken and given back (`watch_heaps`), so a report can name the heap block
 //!   a bad address is in or past, and where it was allocated and freed
-//!   ([`on_asan_report`]).
+//!   (`on_asan_report`).
 //! - **ThreadSanitizer.** The loader is not instrumented: it tells TSan where its cores'
-//!   threads hand work over ([`handed_over`], [`taken_over`]), so the only races TSan
+//!   threads hand work over (`handed_over`, `taken_over`), so the only races TSan
 //!   sees are the kernels' own.
 //! - **Rust libraries** build with rustc's `-Zsanitizer` (address or thread), enabled on
 //!   the stable toolchain with `RUSTC_BOOTSTRAP=1` as the fuzz step does, on the
