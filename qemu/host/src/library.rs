@@ -284,20 +284,24 @@ pub struct Unwritten {
 impl fmt::Display for Unwritten {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} of {} output elements were never written", self.elements, self.total)?;
-        match self.cores {
-            // The kernel sees get_cpu_count() = 8 cores, and the cores past those it
-            // ran on never ran: a kernel that splits its work by core left theirs.
-            cores if cores < CORES => write!(
+        // The kernel sees get_cpu_count() = 8 cores, and the cores past those it ran on
+        // never ran: a kernel that splits its work by core left theirs, at least their
+        // share of the output (less one element a core, for a split that rounds).
+        let idle = CORES.saturating_sub(self.cores);
+        let split_by_core = idle > 0 && self.elements + idle >= self.total * idle / CORES;
+        if split_by_core {
+            write!(
                 f,
                 "; cores {}-{} wrote nothing: was this kernel written for {CORES} cores? (`--cores {CORES}`, \
                  or `\"multicore\": true`)",
-                cores,
+                self.cores,
                 CORES - 1
-            ),
-            _ => f.write_str(
+            )
+        } else {
+            f.write_str(
                 "; if the kernel writes part of its output on purpose, declare it (`--partial-output`, \
                  `Options::partial_output`)",
-            ),
+            )
         }
     }
 }
@@ -1470,6 +1474,14 @@ mod tests {
             call(1, 875).check().unwrap_err().to_string(),
             "kernel relu_multicore failed: 875 of 1000 output elements were never written; cores 1-7 \
              wrote nothing: was this kernel written for 8 cores? (`--cores 8`, or `\"multicore\": true`)"
+        );
+        let one_missing = call(1, 1).check().unwrap_err().to_string();
+        assert!(
+            one_missing.ends_with(
+                "1 of 1000 output elements were never written; if the kernel writes part of its \
+             output on purpose, declare it (`--partial-output`, `Options::partial_output`)"
+            ),
+            "core 0 wrote more than its share: no multicore hint: {one_missing}"
         );
         let on_eight = call(8, 3).check().unwrap_err().to_string();
         assert!(on_eight.contains("3 of 1000 output elements were never written; if the kernel"), "{on_eight}");
