@@ -24,7 +24,9 @@ missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-qemu_version=$(dpkg-query -W -f='${Status} ${Version}' "$qemu_package" 2>/dev/null \
+# `|| true`: dpkg-query fails for a package this machine has never seen, which under
+# `set -e -o pipefail` ended the script before it installed anything.
+qemu_version=$({ dpkg-query -W -f='${Status} ${Version}' "$qemu_package" 2>/dev/null || true; } \
     | sed -n 's/^install ok installed //p')
 qemu_ok=no
 if [[ -n $qemu_version ]] && dpkg --compare-versions "$qemu_version" ge "$qemu_minimum"; then
