@@ -102,10 +102,12 @@ trait Module: Send + Sync {
     /// Core `vcpu`'s kernel has returned or was stopped: write what this module found.
     fn op_end(&self, _vcpu: VCPUIndex, _lines: &mut Lines) {}
 
-    /// On core `vcpu` an exception handler has returned to the instruction at `pc`,
-    /// which the exception had interrupted: it starts again, as the first of a new
-    /// block, and this is called before any of that block's inline ops or other
-    /// callbacks run. Its first start, before the exception, did not complete.
+    /// On core `vcpu` the instruction at `pc` started once more than `ICOUNT` counts it:
+    /// - an exception interrupted it and its handler has returned to it: it starts
+    ///   again, as the first of a new block, and this is called before any of that
+    ///   block's inline ops or other callbacks run. Its first start did not complete.
+    /// - it is a `waiti`, which `ICOUNT` never counts (QEMU's helper leaves the
+    ///   generated code before the update): called as it starts.
     fn rerun(&self, _vcpu: VCPUIndex, _pc: u64) {}
 }
 

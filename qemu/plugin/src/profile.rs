@@ -461,9 +461,11 @@ impl Profiler {
         );
     }
 
-    /// The instruction at `pc` runs again after an exception's handler: its first start
-    /// (counted in its PC's counter and the running total) did not complete. Before
-    /// the block's inline ops, so the block's callback reads the total taken back.
+    /// The instruction at `pc` started once more than `ICOUNT` counts it (an exception's
+    /// handler returned to it, or it is a `waiti`: [`Module::rerun`]): that start, counted
+    /// in its PC's counter and the running total, is taken back. After a handler this
+    /// runs before the block's inline ops, so the block's callback reads the total taken
+    /// back.
     fn rerun(&self, vcpu: VCPUIndex, pc: u64) {
         let slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // A PC with no slot is not profiled: nothing was counted.

@@ -111,9 +111,13 @@ fn overruns(args: &Args) -> Result<Tensor<'_>, KernelError> {
 }
 
 /// Sleeps three times on the core's timer, then copies: `waiti` wakes and comes back.
+/// Each sleep is 100 ms of the 40 MHz CCOUNT, long enough that no host pause between
+/// arming the timer and the `waiti` outlasts it: every sleep sleeps, with or without
+/// `-icount` (under `sleep=off` the idle clock jumps to the deadline), so its count
+/// is the same in both (`qemu/tests/counting.rs`).
 fn sleeps(args: &Args) -> Result<Tensor<'_>, KernelError> {
     for _ in 0..3 {
-        neuroncustomop::arch::wait_for_interrupt(400);
+        neuroncustomop::arch::wait_for_interrupt(4_000_000);
     }
     copy(args)
 }
