@@ -10,10 +10,12 @@
 # 2. Opens flame.svg in headless Chromium: its DOM must be the SVG with the kernel's
 #    frames, not Chromium's XML error page; a screenshot goes to OUT/flame.png.
 # 3. Loads trace.json with Perfetto's trace processor (PyPI `perfetto`), asking it for
-#    the slices of each core. Its Python package downloads the trace_processor_shell
-#    binary on first use; where that download is refused (a closed network), the
-#    trace is checked instead against the rules of Perfetto's JSON importer that the
-#    trace uses (below), and the script says which check ran.
+#    the slices of each core and its import errors. Its Python package downloads the
+#    trace_processor_shell binary on first use (PERFETTO_TRACE_PROCESSOR=/path/to/it
+#    uses one you have instead); where neither is possible (a closed network: no
+#    registry ships the binary, and it does not build from them), the trace is checked
+#    against the rules of Perfetto's JSON importer that the trace uses (below), and
+#    the script says which check ran.
 # Exits non-zero if any check fails.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -62,8 +64,11 @@ venv="$repo/target/profile-view-venv"
 import collections, json, sys
 path = sys.argv[1]
 try:
-    from perfetto.trace_processor import TraceProcessor
-    processor = TraceProcessor(trace=path)
+    import os
+    from perfetto.trace_processor import TraceProcessor, TraceProcessorConfig
+    binary = os.environ.get("PERFETTO_TRACE_PROCESSOR")
+    config = {"config": TraceProcessorConfig(bin_path=binary)} if binary else {}
+    processor = TraceProcessor(trace=path, **config)
 except Exception as error:  # the binary's download refused, most likely
     print(f"Perfetto's trace processor did not start ({type(error).__name__}: {str(error)[:200]})")
     processor = None
@@ -78,12 +83,16 @@ if processor is not None:
     assert len(counts) == 8 and not errors, (counts, errors)
     print(f"trace.json: Perfetto's trace processor imported it: slices per core {counts}, no import errors")
     sys.exit(0)
-# The rules of Perfetto's JSON importer (and the Trace Event Format) that this trace's
-# events use: a {"traceEvents": [...]} object; every event a phase `ph`; complete
-# events (X) with a name, numeric ts and dur >= 0 in microseconds and integer pid/tid;
-# metadata events (M) naming a process or a thread in args.name; displayTimeUnit
-# "ms" or "ns"; and complete events of one thread strictly nested (Perfetto drops a
-# slice that overlaps its parent's end).
+# The rules of Perfetto's JSON importer (its tokenizer and parser, read as of August
+# 2026) and of the Trace Event Format that this trace's events use, each one an
+# error-severity import stat there: a {"traceEvents": [...]} object (else the import
+# fails); every event a phase `ph` (else json_tokenizer_failure); complete events (X)
+# with a name, numeric ts and a dur >= 0 in microseconds, and integer pid/tid (else
+# json_parser_failure); metadata events (M) naming a process or a thread in a
+# non-empty args.name (else json_parser_failure); and the complete events of one
+# thread strictly nested (one that overlaps its parent's end is moved to an overflow
+# track: slice_spill_overlapping_complete_event). displayTimeUnit only raises an
+# info stat (Perfetto reads ts and dur in microseconds whatever it says).
 trace = json.load(open(path))
 assert isinstance(trace, dict) and isinstance(trace.get("traceEvents"), list), "not a traceEvents object"
 assert trace.get("displayTimeUnit", "ms") in ("ms", "ns"), trace.get("displayTimeUnit")
