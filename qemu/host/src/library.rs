@@ -31,7 +31,7 @@ pub use neuroncustomop_hosttier::Sanitizer;
 use neuroncustomop_hosttier::{Debugger, HostLibrary};
 use neuroncustomop_machine::device::{OpStatus, RunError, Session, SessionOptions, describe_status};
 /// The memory checks' findings, as [`Call::findings`] holds them.
-pub use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings};
+pub use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings, Severity};
 use neuroncustomop_machine::images::CORES;
 use neuroncustomop_machine::job::{Job, JobError, Op, TENSOR_AREA, TENSOR_AREA_SIZE};
 use neuroncustomop_package::cxx::Registration;
@@ -454,7 +454,7 @@ impl Call {
     }
 
     /// The call itself if every core succeeded, the memory checks found nothing but
-    /// warnings ([`FindingKind::is_warning`]), and
+    /// warnings ([`Severity::Warning`]), and
     /// the cores wrote the whole output (or the call declared a partial one).
     ///
     /// # Errors

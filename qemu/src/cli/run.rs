@@ -495,8 +495,9 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     }
     // Warnings do not fail the call (a failing one lists them with its findings).
     if call.findings.first_error().is_none() {
-        for warning in call.findings.shown.iter().filter(|finding| finding.kind.is_warning()) {
-            println!("  warning     {}", warning.to_string().replace('\n', "\n              "));
+        for warning in call.findings.warnings() {
+            let label = warning.kind.severity().name();
+            println!("  {label:<12}{}", warning.to_string().replace('\n', "\n              "));
         }
     }
     let failed = call.clone().check().err();
