@@ -6,7 +6,7 @@ use neuroncustomop_host::array::Dtype;
 use neuroncustomop_host::generate::{Distribution, generate};
 use neuroncustomop_host::library::{Arg, CallError, Library, Options, Output, describe};
 use neuroncustomop_machine::device::{Session, SessionOptions};
-use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings};
+use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings, Severity};
 use neuroncustomop_machine::images;
 use neuroncustomop_machine::symbolize::Symbolizer;
 use std::sync::OnceLock;
@@ -217,7 +217,7 @@ fn c_heap_case(kernel: &str, kind: FindingKind, text: &str) -> String {
     let library = c_library();
     let (found, _) = call(library, kernel, vec![4, 32], 8);
     let finding = only(&found, kind, 0, C_SOURCE, "misuse.c", text);
-    assert_eq!(kind.is_warning(), found.first_error().is_none(), "{found}");
+    assert_eq!(kind.severity() == Severity::Warning, found.first_error().is_none(), "{found}");
     let (found, whole) = call(library, "copy", vec![4, 32], 8);
     assert!(found.is_empty() && whole, "after {kernel}: {found}");
     finding.place()

@@ -83,7 +83,9 @@ fn elements_the_kernel_never_wrote_are_named() {
     assert_eq!(
         failed.to_string(),
         "kernel relu_multicore failed: 14 of 16 output elements were never written; cores 1-7 wrote \
-         nothing: was this kernel written for 8 cores? (`--cores 8`, or `\"multicore\": true`)"
+         nothing: was this kernel written for 8 cores? (`--cores 8`, or a multicore library: \
+         `\"multicore\": true` in customop.json, `multicore = true` under \
+         [package.metadata.neuroncustomop] in Cargo.toml)"
     );
     // Declared partial, the same output passes the check and the comparison names the elements.
     let partial = Options { partial_output: true, ..Options::default() };
@@ -93,6 +95,36 @@ fn elements_the_kernel_never_wrote_are_named() {
     assert_eq!((report.bad, report.unwritten), (14, 14), "{report}");
     assert_eq!(report.first[0].position, [2]);
     assert!(report.to_string().contains("at [2]: never written, want 2.0"), "{report}");
+}
+
+/// A library declared multicore (sort's `Cargo.toml`, cxx_relu_multicore's
+/// `customop.json`) defaults to 8 cores, others to 1; `ncop run` calls sort's kernel on
+/// all 8 with no `--cores`, and its rows (more than cores) come back sorted.
+#[test]
+fn a_library_declared_multicore_runs_on_8_cores_without_being_told() {
+    let sort = Library::example("sort").unwrap_or_else(|e| panic!("packaging sort: {e}"));
+    let defaults = ["relu", "cxx_relu_multicore"].map(|name| Library::example(name).unwrap().default_cores());
+    assert_eq!((sort.default_cores(), defaults), (8, [1, 8]));
+    let dir = std::env::temp_dir().join(format!("host-api-multicore-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lib = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sort");
+    let args = ["run", "sort_ascending", "--lib", lib, "--arg", "gen:float32:21x37", "--save-inputs", "in"];
+    let args = args.into_iter().chain(["--save", "out.npy"]);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ncop")).current_dir(&dir).args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success() && text.contains("sort_ascending(") && text.contains(" on 8 core(s)"), "{text}");
+    let x = neuroncustomop_host::npy::read(&dir.join("in/arg0.npy")).unwrap().to_vec::<f32>().unwrap();
+    let got = neuroncustomop_host::npy::read(&dir.join("out.npy")).unwrap().to_vec::<f32>().unwrap();
+    let want: Vec<f32> = x
+        .chunks(37)
+        .flat_map(|row| {
+            let mut row = row.to_vec();
+            row.sort_by(f32::total_cmp);
+            row
+        })
+        .collect();
+    assert_eq!(got, want);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A C++ accessor's `[]` indexes in 32 bits (`element_offset` in torch.h): with the torch

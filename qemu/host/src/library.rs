@@ -31,7 +31,7 @@ pub use neuroncustomop_hosttier::Sanitizer;
 use neuroncustomop_hosttier::{Debugger, HostLibrary};
 use neuroncustomop_machine::device::{OpStatus, RunError, Session, SessionOptions, describe_status};
 /// The memory checks' findings, as [`Call::findings`] holds them.
-pub use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings};
+pub use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings, Severity};
 use neuroncustomop_machine::images::CORES;
 use neuroncustomop_machine::job::{Job, JobError, Op, TENSOR_AREA, TENSOR_AREA_SIZE};
 use neuroncustomop_package::cxx::Registration;
@@ -293,7 +293,8 @@ impl fmt::Display for Unwritten {
             write!(
                 f,
                 "; cores {}-{} wrote nothing: was this kernel written for {CORES} cores? (`--cores {CORES}`, \
-                 or `\"multicore\": true`)",
+                 or a multicore library: `\"multicore\": true` in customop.json, `multicore = true` under \
+                 [package.metadata.neuroncustomop] in Cargo.toml)",
                 self.cores,
                 CORES - 1
             )
@@ -454,7 +455,7 @@ impl Call {
     }
 
     /// The call itself if every core succeeded, the memory checks found nothing but
-    /// warnings ([`FindingKind::is_warning`]), and
+    /// warnings ([`Severity::Warning`]), and
     /// the cores wrote the whole output (or the call declared a partial one).
     ///
     /// # Errors
@@ -662,8 +663,8 @@ pub struct Library {
     shape_driver: Option<PathBuf>,
     /// What the shape driver's `list` said, read once ([`Library::registration`]).
     registration: OnceLock<Result<Registration, String>>,
-    /// A C++ library's `"multicore": true` (its `customop.json`): every op runs on all
-    /// 8 cores.
+    /// Its project's declaration that every op runs on all 8 cores
+    /// ([`Project::multicore`]).
     multicore: bool,
     /// The project the library was packaged from, if it was ([`Target::Host`] builds it).
     project: Option<Project>,
@@ -736,21 +737,19 @@ impl Library {
         Ok(library)
     }
 
-    /// Packages `project`; a C++ project's `"multicore": true` makes 8 cores its default.
+    /// Packages `project`; a project declared multicore ([`Project::multicore`]) gets 8
+    /// cores as its default.
     fn from_project(project: &Project) -> Result<Self, LoadError> {
         let mut library = Self::from_package(project.package()?);
         library.with_project(project);
         Ok(library)
     }
 
-    /// Remembers the project the library comes from (the host tier builds it), and a
-    /// C++ project's `"multicore": true`.
+    /// Remembers the project the library comes from (the host tier builds it), and
+    /// whether it is declared multicore ([`Project::multicore`]).
     fn with_project(&mut self, project: &Project) {
         self.project = Some(project.clone());
-        if project.language == neuroncustomop_package::project::Language::Cxx {
-            let cxx = neuroncustomop_package::cxx::Library::open(&project.dir).ok();
-            self.multicore = cxx.is_some_and(|cxx| cxx.manifest.multicore);
-        }
+        self.multicore = project.multicore;
     }
 
     /// The built-in example `name` built for `target` ([`Library::load_for`]).
@@ -800,8 +799,10 @@ impl Library {
         }
     }
 
-    /// The cores its ops run on unless a call says otherwise: 8 for a C++ library whose
-    /// `customop.json` says `"multicore": true`, else 1.
+    /// The cores its ops run on unless a call says otherwise: 8 for a library declared
+    /// multicore ([`Project::multicore`]: a C++ library's `"multicore": true` in its
+    /// `customop.json`, a Rust or C library's `multicore = true` under
+    /// `[package.metadata.neuroncustomop]` in its `Cargo.toml`), else 1.
     pub fn default_cores(&self) -> usize {
         if self.multicore { CORES } else { 1 }
     }
@@ -1473,7 +1474,9 @@ mod tests {
         assert_eq!(
             call(1, 875).check().unwrap_err().to_string(),
             "kernel relu_multicore failed: 875 of 1000 output elements were never written; cores 1-7 \
-             wrote nothing: was this kernel written for 8 cores? (`--cores 8`, or `\"multicore\": true`)"
+             wrote nothing: was this kernel written for 8 cores? (`--cores 8`, or a multicore library: \
+             `\"multicore\": true` in customop.json, `multicore = true` under \
+             [package.metadata.neuroncustomop] in Cargo.toml)"
         );
         let one_missing = call(1, 1).check().unwrap_err().to_string();
         assert!(

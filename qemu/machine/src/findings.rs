@@ -46,10 +46,32 @@ pub enum FindingKind {
     DoubleFree,
     /// A `free` of a pointer the heap did not give out: foreign, or inside a block.
     InvalidFree,
-    /// A warning: a block the op allocated and still held when it ended.
+    /// A block the op allocated and still held when it ended (a warning).
     Leak,
-    /// A warning: a load of heap bytes never written since their block was allocated.
+    /// A load of heap bytes never written since their block was allocated (a warning).
     UninitializedRead,
+}
+
+/// Whether a finding fails the call: every front end (`ncop run`'s lines, the host API's
+/// [`OpFindings::first_error`], Python's errors and warnings) decides by it, not by the
+/// kind's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Severity {
+    /// The call fails for it.
+    Error,
+    /// Shown, but the call does not fail for it.
+    Warning,
+}
+
+impl Severity {
+    /// `error` or `warning`: the label `ncop run` prints before a warning, and Python's
+    /// `Finding.severity`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Warning => "warning",
+        }
+    }
 }
 
 impl FindingKind {
@@ -85,15 +107,19 @@ impl FindingKind {
             Self::HeapOutside => "heap access outside every live block",
             Self::DoubleFree => "double free",
             Self::InvalidFree => "free of a pointer the heap did not give out",
-            Self::Leak => "leak (warning)",
-            Self::UninitializedRead => "read of uninitialized memory (warning)",
+            Self::Leak => "leak",
+            Self::UninitializedRead => "read of uninitialized memory",
         }
     }
 
-    /// A warning ([`FindingKind::Leak`], [`FindingKind::UninitializedRead`]): shown,
-    /// but the call does not fail for it.
-    pub fn is_warning(self) -> bool {
-        matches!(self, Self::Leak | Self::UninitializedRead)
+    /// [`Severity::Warning`] for [`FindingKind::Leak`] and
+    /// [`FindingKind::UninitializedRead`] (the call does not fail for them), else
+    /// [`Severity::Error`].
+    pub fn severity(self) -> Severity {
+        match self {
+            Self::Leak | Self::UninitializedRead => Severity::Warning,
+            _ => Severity::Error,
+        }
     }
 
     /// One of the heap checks' kinds (`qemu/plugin/src/heap.rs`).
@@ -401,9 +427,14 @@ impl OpFindings {
         self.total == 0
     }
 
-    /// The first finding shown that fails the call (not a warning).
+    /// The first finding shown that fails the call ([`Severity::Error`]).
     pub fn first_error(&self) -> Option<&Finding> {
-        self.shown.iter().find(|f| !f.kind.is_warning())
+        self.shown.iter().find(|f| f.kind.severity() == Severity::Error)
+    }
+
+    /// The findings shown that do not fail the call ([`Severity::Warning`]).
+    pub fn warnings(&self) -> impl Iterator<Item = &Finding> {
+        self.shown.iter().filter(|f| f.kind.severity() == Severity::Warning)
     }
 
     /// The op's findings of `kind` among those shown.
@@ -413,9 +444,13 @@ impl OpFindings {
 }
 
 impl fmt::Display for OpFindings {
+    /// One finding after the other, a warning among errors labelled `warning: `.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for finding in &self.shown {
-            writeln!(f, "{finding}")?;
+            match finding.kind.severity() {
+                Severity::Error => writeln!(f, "{finding}")?,
+                Severity::Warning => writeln!(f, "{}: {finding}", Severity::Warning.name())?,
+            }
         }
         let more = self.total.saturating_sub(self.shown.len() as u64);
         if more > 0 {
@@ -513,6 +548,26 @@ mod tests {
         let finding = &collect([text]).shown[0];
         assert_eq!((finding.other_core, finding.other_pc), (Some(0), Some(0x8400_0010)));
         assert!(finding.to_string().contains("core 0 stored there too, at 0x84000010"), "{finding}");
+    }
+
+    #[test]
+    fn a_leak_is_named_by_its_kind_and_is_a_warning_labelled_among_errors() {
+        let text = "FINDING core=0 op=0 kind=store pc=0x84000123 address=0x62000100 bytes=4 accesses=1\n\
+                    FINDING core=0 op=0 kind=leak pc=0x84000010 address=0x6a000100 bytes=64 accesses=1 \
+                    block=0x6a000100 size=64 alloc=84000010\n\
+                    CHECKED core=0 op=0 findings=2 accesses=2\n";
+        let op = collect(text.lines());
+        let leak = &op.shown[1];
+        assert_eq!((leak.kind, leak.kind.severity()), (FindingKind::Leak, Severity::Warning));
+        assert_eq!(
+            leak.to_string(),
+            "leak on core 0: a heap block of 64 bytes allocated at 0x84000010, still held when the op ended\n  at 0x84000010"
+        );
+        assert_eq!(op.first_error().map(|f| f.kind), Some(FindingKind::OutOfBoundsStore));
+        assert_eq!(op.warnings().collect::<Vec<_>>(), [leak]);
+        let listed = op.to_string();
+        assert!(listed.contains("\nwarning: leak on core 0: a heap block"), "{listed}");
+        assert!(listed.starts_with("out-of-bounds store on core 0: "), "{listed}");
     }
 
     #[test]

@@ -16,6 +16,15 @@
 //! - C++: a `customop.json` naming its compute and shape sources, as the vendor's
 //!   `custom_op.load` does (`crate::cxx`).
 //!
+//! A library whose every op splits its work over the 8 cores says so, and its calls then
+//! run on 8 cores unless they say otherwise ([`Project::multicore`]): a C++ library with
+//! `"multicore": true` in its `customop.json`, a Rust (or C) library in its `Cargo.toml`:
+//!
+//! ```toml
+//! [package.metadata.neuroncustomop]
+//! multicore = true
+//! ```
+//!
 //! Outputs go to `target/neuroncustomop/` in the project: `images/core<i>.elf`, and
 //! the package in `package/<name>/` (the built-in examples of `examples/` keep theirs
 //! in this repository's `target/images/<name>/` and `target/package/<name>/`). The device build shares this repository's
@@ -26,6 +35,7 @@ use crate::cxx;
 use crate::package::{self, Package, PackageError};
 use neuroncustomop_machine::images::{self, BuildError, Images};
 use neuroncustomop_machine::toolchain::{self, Toolchain};
+use serde::Deserialize;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -64,6 +74,19 @@ pub struct Project {
     pub package_dir: PathBuf,
     /// Scratch for the C build's objects.
     pub work_dir: PathBuf,
+    /// Every op splits its work over all 8 cores, so calls run on 8 unless they say
+    /// otherwise: `multicore = true` under `[package.metadata.neuroncustomop]` in the
+    /// `Cargo.toml`, or a C++ library's `"multicore": true` in its `customop.json`.
+    pub multicore: bool,
+}
+
+/// What a `Cargo.toml` says to this tool: its `[package.metadata.neuroncustomop]` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CargoMetadata {
+    /// Every op runs on all 8 cores unless a call says otherwise.
+    #[serde(default)]
+    multicore: bool,
 }
 
 /// Why a project could not be read, built or packaged.
@@ -153,6 +176,14 @@ impl Project {
                 .map(|name| name.replace('-', "_"))
                 .unwrap_or_else(folder_name),
         };
+        let declared = match &metadata {
+            Some(package) => cargo_metadata(package, &manifest)?,
+            None => CargoMetadata::default(),
+        };
+        // A C++ library's customop.json is read again, and checked, when it is built.
+        let cxx_multicore =
+            language == Language::Cxx && cxx::Library::open(&dir).is_ok_and(|library| library.manifest.multicore);
+        let multicore = declared.multicore || cxx_multicore;
         let repo = toolchain::repo_root();
         let mut name = name;
         let (image_dir, package_dir, work_dir) = if package::is_example(&repo, &dir) {
@@ -168,7 +199,7 @@ impl Project {
             let out = dir.join("target/neuroncustomop");
             (out.join("images"), out.join("package").join(&name), out.join("c"))
         };
-        Ok(Some(Self { dir, name, language, image_dir, package_dir, work_dir }))
+        Ok(Some(Self { dir, name, language, image_dir, package_dir, work_dir, multicore }))
     }
 
     /// The built-in example `name` (`examples/<name>/` of this repository), with its
@@ -278,6 +309,21 @@ fn c_sources(dir: &Path) -> Result<Vec<PathBuf>, ProjectError> {
     Ok(sources)
 }
 
+/// The `[package.metadata.neuroncustomop]` table of `package` (`cargo metadata`'s), or
+/// its defaults when there is none.
+///
+/// # Errors
+/// [`ProjectError::Manifest`] for a key it does not know or a value of the wrong type.
+fn cargo_metadata(package: &serde_json::Value, manifest: &Path) -> Result<CargoMetadata, ProjectError> {
+    match package["metadata"].get("neuroncustomop") {
+        None => Ok(CargoMetadata::default()),
+        Some(table) => CargoMetadata::deserialize(table).map_err(|e| ProjectError::Manifest {
+            manifest: manifest.into(),
+            what: format!("[package.metadata.neuroncustomop]: {e} (it takes `multicore = true` or `false`)"),
+        }),
+    }
+}
+
 /// The package `manifest` describes, from `cargo metadata` (which needs no network
 /// with `--no-deps`).
 fn metadata(manifest: &Path) -> Result<serde_json::Value, ProjectError> {
@@ -348,6 +394,30 @@ mod tests {
     }
 
     #[test]
+    fn a_cargo_toml_declares_a_library_multicore_and_a_misspelt_key_is_an_error() {
+        let dir = scratch("multicore");
+        let manifest = |metadata: &str| {
+            format!(
+                "[package]\nname = \"my-op\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\n{metadata}\n\
+                 [[bin]]\nname = \"my_op\"\npath = \"src/kernels.rs\"\n\n[workspace]\n"
+            )
+        };
+        fs::write(dir.join("src/kernels.rs"), "").unwrap();
+        fs::write(dir.join("Cargo.toml"), manifest("")).unwrap();
+        assert!(!Project::open(&dir).unwrap().unwrap().multicore);
+        fs::write(dir.join("Cargo.toml"), manifest("[package.metadata.neuroncustomop]\nmulticore = true\n")).unwrap();
+        assert!(Project::open(&dir).unwrap().unwrap().multicore);
+        fs::write(dir.join("Cargo.toml"), manifest("[package.metadata.neuroncustomop]\nmulti-core = true\n")).unwrap();
+        let error = Project::open(&dir).unwrap_err().to_string();
+        assert!(error.contains("[package.metadata.neuroncustomop]: unknown field `multi-core`"), "{error}");
+        fs::write(dir.join("Cargo.toml"), manifest("[package.metadata.neuroncustomop]\nmulticore = \"yes\"\n"))
+            .unwrap();
+        let error = Project::open(&dir).unwrap_err().to_string();
+        assert!(error.contains("it takes `multicore = true` or `false`"), "{error}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn the_examples_are_projects_with_the_usual_outputs() {
         let cxx = [
             "cxx_add",
@@ -370,6 +440,12 @@ mod tests {
         assert_eq!(relu.package_dir, toolchain::repo_root().join("target/package/relu"));
         let c = Project::example("c_kernel").unwrap().unwrap();
         assert_eq!((c.name.as_str(), matches!(c.language, Language::C(_))), ("c_kernel", true));
+        // Declared multicore: sort in its Cargo.toml, cxx_relu_multicore in its customop.json.
+        let multicore = |name: &str| Project::example(name).unwrap().unwrap().multicore;
+        assert_eq!(
+            ["sort", "cxx_relu_multicore", "relu", "c_kernel", "cxx_relu"].map(multicore),
+            [true, true, false, false, false]
+        );
         assert_eq!(Project::example("missing").unwrap(), None);
     }
 }

@@ -99,10 +99,12 @@ pub struct RawCall {
     pub stdout_lost: Vec<u32>,
     /// Wall time of the device run, in seconds.
     pub wall: f64,
-    /// The memory checks' first findings, each `(kind, core, text, backtrace)`: the
-    /// kind as `FindingKind`'s name, the text with its place, source line and
-    /// backtrace, the backtrace's call sites as function and `file:line`, innermost first.
-    pub findings: Vec<(String, u32, String, Vec<String>)>,
+    /// The memory checks' first findings, each `(kind, severity, core, text, backtrace)`:
+    /// the kind as `FindingKind`'s name, its severity as `Severity`'s (`error` or
+    /// `warning`: whether the call fails for it), the text with its place, source line
+    /// and backtrace, the backtrace's call sites as function and `file:line`, innermost
+    /// first.
+    pub findings: Vec<(String, String, u32, String, Vec<String>)>,
     /// How many findings there were in all.
     pub findings_total: u64,
     /// When output elements were never written (and the call did not declare a partial
@@ -142,7 +144,10 @@ impl RawCall {
                 .findings
                 .shown
                 .iter()
-                .map(|f| (f.kind.name().to_owned(), f.core, f.to_string(), f.backtrace_at.clone()))
+                .map(|f| {
+                    let severity = f.kind.severity().name().to_owned();
+                    (f.kind.name().to_owned(), severity, f.core, f.to_string(), f.backtrace_at.clone())
+                })
                 .collect(),
             findings_total: call.findings.total,
             unwritten: call.unwritten.filter(|unwritten| unwritten.elements > 0).map(|unwritten| unwritten.to_string()),

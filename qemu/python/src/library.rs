@@ -92,8 +92,9 @@ impl Library {
         package.map_err(call_error)
     }
 
-    /// The cores a call runs on unless it says otherwise: 8 for a C++ library whose
-    /// `customop.json` says `"multicore": true`, else 1 (the host API's
+    /// The cores a call runs on unless it says otherwise: 8 for a library declared
+    /// multicore (a C++ library's `customop.json`, a Rust or C library's `Cargo.toml`),
+    /// else 1 (the host API's
     /// `Library::default_cores`, as `ncop run` uses it).
     #[getter]
     fn default_cores(&self) -> usize {

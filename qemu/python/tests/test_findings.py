@@ -57,14 +57,15 @@ def test_a_use_after_free_raises_a_heap_error_and_a_leak_is_a_warning_on_the_res
     assert isinstance(raised.value, neuroncustomop.HeapError)
     assert isinstance(raised.value, KernelError)
     (finding,) = raised.value.findings
-    assert (finding.kind, finding.core) == ("use after free", 0)
+    assert (finding.kind, finding.severity, finding.core) == ("use after free", "error", 0)
     assert "a heap block of 64 bytes allocated at use_after_free (" in finding.text
     assert "), freed at use_after_free (" in finding.text
     with pytest.warns(neuroncustomop.LeakWarning) as warned:
         result = misuse.leaks.run(x, cores=8)
     np.testing.assert_array_equal(result.output, x)
     (leak,) = result.warnings
-    assert (leak.kind, leak.core) == ("leak (warning)", 0)
+    assert (leak.kind, leak.severity, leak.core) == ("leak", "warning", 0)
+    assert str(warned[0].message).startswith("kernel leaks: leak on core 0: ")
     assert "still held when the op ended" in leak.text
     assert warned[0].message.finding == leak
     np.testing.assert_array_equal(misuse.copy(x, cores=8), x)

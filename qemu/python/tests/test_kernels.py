@@ -30,6 +30,18 @@ def test_every_relu_variant_on_its_cores(relu):
     assert not result.unwritten.any()
 
 
+def test_a_rust_library_declared_multicore_runs_on_8_cores_by_default(repo, relu):
+    """examples/sort says `multicore = true` under [package.metadata.neuroncustomop] in
+    its Cargo.toml: its calls run on 8 cores with no cores=, as `ncop run` does; relu,
+    which does not declare it, on 1."""
+    sort = neuroncustomop.load(repo / "examples" / "sort")
+    assert (sort.cores, relu.cores) == (8, 1)
+    x = random_floats((21, 37), 9)
+    result = sort.sort_ascending.run(x)
+    assert result.statuses == [0] * 8
+    np.testing.assert_array_equal(result.output, np.sort(x, axis=-1))
+
+
 def test_instructions_are_the_same_with_or_without_icount(relu):
     x = random_floats(256, 8)
     # Each mode has a device of its own, whose first op pays a one-time setup: the

@@ -72,8 +72,9 @@ pub struct CallArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Cores that run the kernel (8 for a kernel that splits its work by
-    /// get_cpu_count()). Default: 8 for a C++ library whose customop.json says
-    /// "multicore": true, else 1.
+    /// get_cpu_count()). Default: 8 for a library declared multicore (a C++ library's
+    /// customop.json says "multicore": true, a Rust or C library's Cargo.toml says
+    /// multicore = true under [package.metadata.neuroncustomop]), else 1.
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub cores: Option<u8>,
     /// The kernel writes only part of its output on purpose: elements no core wrote
@@ -495,8 +496,9 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     }
     // Warnings do not fail the call (a failing one lists them with its findings).
     if call.findings.first_error().is_none() {
-        for warning in call.findings.shown.iter().filter(|finding| finding.kind.is_warning()) {
-            println!("  warning     {}", warning.to_string().replace('\n', "\n              "));
+        for warning in call.findings.warnings() {
+            let label = warning.kind.severity().name();
+            println!("  {label:<12}{}", warning.to_string().replace('\n', "\n              "));
         }
     }
     let failed = call.clone().check().err();

@@ -70,12 +70,80 @@ torch::Tensor &map_into(torch::Tensor &result, const torch::Tensor &self, const 
     return result;
 }
 
+/* A tensor operand's elements as T, and a scalar operand's value, for zip_typed: a
+ * scalar is converted once, not at every element. */
+template <class T>
+struct TensorElements {
+    const T *data;
+    T operator[](size_t i) const { return data[i]; }
+};
+
+template <class V>
+struct ScalarElements {
+    V value;
+    V operator[](size_t) const { return value; }
+};
+
+/* zip_into's loop when the tensor operands and the result all hold T: one loop over T,
+ * with the dtype dispatch out of it. Each element is converted as load_float and
+ * store_float (or, `Integral`, load_int and store_int) convert a T, so the result has
+ * the same bits as the per-element path. Element by element, each read before it is
+ * written: `result` may be an operand. */
+template <class T, bool Integral, class A, class B, class F, class G>
+torch::Tensor &zip_typed(torch::Tensor &result, const A &a, const B &b, F f, G g) {
+    TensorImpl *out = result.unsafeGetTensorImpl();
+    T *dst = static_cast<T *>(out->data);
+    size_t n = elements_in_memory(out);
+    if constexpr (Integral) {
+        auto x = a.template integers<T>();
+        auto y = b.template integers<T>();
+        for (size_t i = 0; i < n; i++) {
+            dst[i] = T(int64_t(g(int64_t(x[i]), int64_t(y[i]))));
+        }
+    } else {
+        auto x = a.template reals<T>();
+        auto y = b.template reals<T>();
+        for (size_t i = 0; i < n; i++) {
+            dst[i] = T(float(f(float(x[i]), float(y[i]))));
+        }
+    }
+    return result;
+}
+
 /* result[i] = f(a[i], b[i]) (float) or g(a[i], b[i]) (integer, when both operands are
- * integral), the operands given as element loaders so tensor and scalar mix. */
+ * integral), the operands given as element loaders so tensor and scalar mix. When every
+ * tensor operand has the result's dtype (the usual case: float32 + float32 into
+ * float32), one loop over that element type (zip_typed), the dtype switch out of it
+ * (docs/PERFORMANCE.md, "Math on the FPU": torch::add and torch::mul); mixed dtypes,
+ * and float arithmetic into an integral result, convert each element through float or
+ * int64_t. */
 template <class A, class B, class F, class G>
 torch::Tensor &zip_into(torch::Tensor &result, A a, B b, bool integral, F f, G g) {
     TensorImpl *out = result.unsafeGetTensorImpl();
-    for (int64_t i = 0; out->data != nullptr && i < out->numel; i++) {
+    if (out->data == nullptr) {
+        return result;
+    }
+    using c10::ScalarType;
+    if (a.has_dtype(out->dtype) && b.has_dtype(out->dtype)) {
+        if (integral) {
+            switch (out->dtype) {
+            case ScalarType::Byte: return zip_typed<uint8_t, true>(result, a, b, f, g);
+            case ScalarType::Char: return zip_typed<int8_t, true>(result, a, b, f, g);
+            case ScalarType::Short: return zip_typed<int16_t, true>(result, a, b, f, g);
+            case ScalarType::Int: return zip_typed<int32_t, true>(result, a, b, f, g);
+            case ScalarType::Long: return zip_typed<int64_t, true>(result, a, b, f, g);
+            default: break;
+            }
+        } else {
+            switch (out->dtype) {
+            case ScalarType::Half: return zip_typed<c10::Half, false>(result, a, b, f, g);
+            case ScalarType::Float: return zip_typed<float, false>(result, a, b, f, g);
+            case ScalarType::BFloat16: return zip_typed<c10::BFloat16, false>(result, a, b, f, g);
+            default: break;
+            }
+        }
+    }
+    for (int64_t i = 0; i < out->numel; i++) {
         if (integral) {
             store_int(out, i, g(a.integer(i), b.integer(i)));
         } else {
@@ -90,6 +158,15 @@ struct TensorOperand {
     float real(int64_t i) const { return load_float(impl, i); }
     int64_t integer(int64_t i) const { return load_int(impl, i); }
     bool integral() const { return c10::isIntegralType(impl->dtype); }
+    bool has_dtype(c10::ScalarType dtype) const { return impl->dtype == dtype; }
+    template <class T>
+    TensorElements<T> reals() const {
+        return {static_cast<const T *>(impl->data)};
+    }
+    template <class T>
+    TensorElements<T> integers() const {
+        return {static_cast<const T *>(impl->data)};
+    }
 };
 
 struct ScalarOperand {
@@ -97,6 +174,16 @@ struct ScalarOperand {
     float real(int64_t) const { return value.toFloat(); }
     int64_t integer(int64_t) const { return value.toLong(); }
     bool integral() const { return value.isIntegral(); }
+    /* Any: the operation converts a scalar for the tensors' dtype. */
+    bool has_dtype(c10::ScalarType) const { return true; }
+    template <class T>
+    ScalarElements<float> reals() const {
+        return {value.toFloat()};
+    }
+    template <class T>
+    ScalarElements<int64_t> integers() const {
+        return {value.toLong()};
+    }
 };
 
 inline TensorOperand operand(const torch::Tensor &t) { return TensorOperand{t.unsafeGetTensorImpl()}; }

@@ -25,8 +25,12 @@ class Finding:
         ``out-of-bounds store``, ``store into an input``, ``store into another core's
         image``, ``out-of-bounds load``, ``race``, ``semihosting call``, ``use after
         free``, ``heap access outside every live block``, ``double free``, ``free of a
-        pointer the heap did not give out``; the warnings ``leak (warning)`` and ``read
-        of uninitialized memory (warning)``.
+        pointer the heap did not give out``, ``leak``, ``read of uninitialized
+        memory``.
+    severity : str
+        ``"error"``: the call raised a :class:`FindingsError` for it; or
+        ``"warning"`` (a leak, a read of uninitialized memory): the call returned, and
+        gave it to ``warnings.warn`` as a :class:`CheckWarning`.
     core : int
         The core whose kernel did it.
     text : str
@@ -38,6 +42,7 @@ class Finding:
     """
 
     kind: str
+    severity: str
     core: int
     text: str
     backtrace: tuple[str, ...] = ()
@@ -54,7 +59,7 @@ class FindingsError(KernelError):
         super().__init__(kernel, result)
         self.findings = findings
         self.findings_total = total
-        shown = "\n".join(str(finding) for finding in findings)
+        shown = "\n".join(_listed(finding) for finding in findings)
         more = f"\n... and {total - len(findings)} more" if total > len(findings) else ""
         self.args = (f"kernel {kernel}: the memory checks found {total} problem(s):\n{shown}{more}",)
 
@@ -99,7 +104,8 @@ class UninitializedReadWarning(CheckWarning):
     """A load of heap bytes never written since their block was allocated."""
 
 
-# The errors and warnings by the host's kind names (neuroncustomop_machine's FindingKind::name).
+# The errors and warnings by the host's kind names (neuroncustomop_machine's FindingKind::name);
+# which of the two a finding is, its severity says.
 _ERRORS = {
     "race": RaceError,
     "semihosting call": SandboxError,
@@ -109,30 +115,38 @@ _ERRORS = {
     "free of a pointer the heap did not give out": HeapError,
 }
 _WARNINGS = {
-    "leak (warning)": LeakWarning,
-    "read of uninitialized memory (warning)": UninitializedReadWarning,
+    "leak": LeakWarning,
+    "read of uninitialized memory": UninitializedReadWarning,
 }
 
 
 def _findings(raw: Any) -> list[Finding]:
-    return [Finding(kind, core, text, tuple(backtrace)) for kind, core, text, backtrace in raw.findings]
+    return [
+        Finding(kind, severity, core, text, tuple(backtrace))
+        for kind, severity, core, text, backtrace in raw.findings
+    ]
+
+
+def _listed(finding: Finding) -> str:
+    """A finding in an error's list, a warning labelled as the host's list labels it."""
+    return f"warning: {finding}" if finding.severity == "warning" else str(finding)
 
 
 def warnings_of(raw: Any) -> list[Finding]:
     """The warnings among the first findings of ``raw`` (a native ``RawCall``)."""
-    return [finding for finding in _findings(raw) if finding.kind in _WARNINGS]
+    return [finding for finding in _findings(raw) if finding.severity == "warning"]
 
 
 def raise_for(kernel: str, result: "CallResult", raw: Any) -> None:
     """Raises the error for the first finding of ``raw`` (a native ``RawCall``) that is
     not a warning, if any; else gives each warning to ``warnings.warn``."""
     findings = _findings(raw)
-    errors = [finding for finding in findings if finding.kind not in _WARNINGS]
+    errors = [finding for finding in findings if finding.severity == "error"]
     if errors:
         error = _ERRORS.get(errors[0].kind, OutOfBoundsError)
         raise error(kernel, result, findings, raw.findings_total)
     for finding in findings:
-        warnings.warn(_WARNINGS[finding.kind](kernel, finding), stacklevel=4)
+        warnings.warn(_WARNINGS.get(finding.kind, CheckWarning)(kernel, finding), stacklevel=4)
 
 
 # Shown as neuroncustomop.<Name> in tracebacks, where users import them from.

@@ -138,7 +138,8 @@ class Kernel:
             The output's dtype, by the same rule.
         cores : int, optional
             Cores to run on, 1 to 8. Default: 8 for a library loaded with
-            ``multicore=True``, else 1.
+            ``multicore=True`` or declared multicore (its ``customop.json`` or
+            ``Cargo.toml``, see :func:`load_library`), else 1.
         count_instructions : bool, default False
             Run under QEMU's ``-icount``: all cores on one host thread, with a
             deterministic clock, so waits cost no wall time and a kernel that waits
@@ -472,7 +473,9 @@ def load_library(
     multicore : bool, optional
         Run calls on all 8 cores unless a call says otherwise. Default: what ``load``
         recorded in ``lib<name>.so``; for a C++ folder, its ``customop.json``'s
-        ``"multicore"`` (as ``ncop run`` reads it); else False.
+        ``"multicore"``; for a Rust or C folder, ``multicore`` under
+        ``[package.metadata.neuroncustomop]`` in its ``Cargo.toml`` (as ``ncop run``
+        reads them); else False.
     shape_fns : mapping of str to callable, optional
         As for :func:`load`.
     verbose : bool, default False
