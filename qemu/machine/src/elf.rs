@@ -65,6 +65,12 @@ pub fn load_segments(bytes: &[u8]) -> Result<Vec<LoadSegment>, ElfError> {
 
 /// The value of the global symbol `name`, if the image defines it.
 pub fn symbol(bytes: &[u8], name: &str) -> Result<Option<u32>, ElfError> {
+    Ok(symbol_range(bytes, name)?.map(|range| range.start))
+}
+
+/// The address range of the symbol `name` (its value and its size, as `.size` set it),
+/// if the image defines it.
+pub fn symbol_range(bytes: &[u8], name: &str) -> Result<Option<std::ops::Range<u32>>, ElfError> {
     check_header(bytes)?;
     let shoff = u32_at(bytes, 0x20)? as usize;
     let shentsize = u16_at(bytes, 0x2E)? as usize;
@@ -83,7 +89,8 @@ pub fn symbol(bytes: &[u8], name: &str) -> Result<Option<u32>, ElfError> {
             let tail = bytes.get(name_at..).ok_or(ElfError("symbol name out of range"))?;
             let end = tail.iter().position(|&b| b == 0).ok_or(ElfError("unterminated name"))?;
             if &tail[..end] == name.as_bytes() {
-                return Ok(Some(u32_at(bytes, entry + 4)?));
+                let value = u32_at(bytes, entry + 4)?;
+                return Ok(Some(value..value.saturating_add(u32_at(bytes, entry + 8)?)));
             }
         }
     }

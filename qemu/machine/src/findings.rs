@@ -466,11 +466,15 @@ const TABLE: &str = "NEURON_CHECK_REGIONS";
 const JOURNAL: &str = "neuron_heap_journal";
 /// A library image's window, and where its writable sections start (linker script).
 const IMAGE: [&str; 3] = ["_vector_table", "__init_array_start", "_stack_top"];
+/// The runtime's copies (runtime/arch/xtensa/mem.S), whose aligned word loads may hold
+/// bytes just outside their source, in its own words (`vec_memcpy` is `memcpy`).
+const WORD_LOADS: [&str; 2] = ["memcpy", "memmove"];
 
 /// The TCG plugin's arguments that check the kernels of a device with the loader
 /// images `loaders` next to the library images `libraries` (one of each per core):
-/// each core's region table, its library image's window (`qemu/plugin/src/checks.rs`)
-/// and its runtime's heap journal (`qemu/plugin/src/heap.rs`).
+/// each core's region table, its library image's window (`qemu/plugin/src/checks.rs`),
+/// where its runtime's `memcpy` and `memmove` are, and its runtime's heap journal
+/// (`qemu/plugin/src/heap.rs`).
 ///
 /// # Errors
 /// An image that cannot be read or lacks a symbol, in words.
@@ -488,6 +492,12 @@ pub fn plugin_arguments(loaders: &[std::path::PathBuf], libraries: &[std::path::
             [symbol(library, IMAGE[0])?, symbol(library, IMAGE[1])?, symbol(library, IMAGE[2])?];
         arguments += &format!(",check-table={core:x}:{table:x},check-image={core:x}:{start:x}:{writable:x}:{end:x}");
         let bytes = std::fs::read(library).map_err(|e| format!("reading {}: {e}", library.display()))?;
+        for name in WORD_LOADS {
+            let range = elf::symbol_range(&bytes, name).map_err(|e| format!("{}: {e}", library.display()))?;
+            if let Some(range) = range.filter(|range| !range.is_empty()) {
+                arguments += &format!(",word-loads={:x}:{:x}", range.start, range.end);
+            }
+        }
         // An image whose runtime keeps no heap journal gets no heap checks.
         if let Some(journal) = elf::symbol(&bytes, JOURNAL).map_err(|e| format!("{}: {e}", library.display()))? {
             arguments += &format!(",heap-journal={core:x}:{journal:x}");

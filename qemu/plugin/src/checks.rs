@@ -24,6 +24,14 @@
 //! - the heap checks (`heap.rs`): an access into the core's heap memory outside its
 //!   live blocks, a bad free, a leak, a read of a block's bytes never written.
 //!
+//! The runtime's `memcpy` and `memmove` (`word-loads=LO:HI`, runtime/arch/xtensa/mem.S)
+//! copy a source that is not word-aligned with aligned word loads, each holding at
+//! least one source byte and maybe up to 3 bytes just outside it, in the source's own
+//! words: no fault on the device, and no finding here. Of such a load only the bytes
+//! inside the heap block it starts in are checked, and it reads never-written bytes
+//! (of a block or of the output) only when none of its bytes there was written. A
+//! kernel's own word load past a block is checked as any other.
+//!
 //! Each finding carries its backtrace: the call sites of the core's shadow call stack
 //! (`calls.rs`), innermost first, at most [`DEPTH`].
 //!
@@ -235,6 +243,8 @@ struct State {
     images: Vec<Image>,
     /// Per vCPU: its runtime's heap journal (`heap.rs`).
     journals: Vec<Option<u32>>,
+    /// The runtime's `memcpy` and `memmove` in every library image (module docs).
+    word_loads: Vec<Range<u32>>,
     cores: Vec<Mutex<Core>>,
     shadow: RwLock<Shadow>,
 }
@@ -251,8 +261,18 @@ impl Checks {
     /// Takes `check-table=CORE:ADDR` (one per core: its loader's
     /// `NEURON_CHECK_REGIONS`) and `check-image=CORE:START:WRITABLE:END` (its library
     /// image's window and where its writable sections start), all hex. Without them
-    /// the module checks nothing.
+    /// the module checks nothing. `word-loads=LO:HI` (any number): the runtime's copies.
     pub(crate) fn install(args: &mut Arguments) -> Result<Box<dyn Module>, String> {
+        let word_loads = args
+            .take("word-loads")
+            .iter()
+            .map(|value| {
+                let range = value
+                    .split_once(':')
+                    .and_then(|(lo, hi)| Some(u32::from_str_radix(lo, 16).ok()?..u32::from_str_radix(hi, 16).ok()?));
+                range.ok_or_else(|| format!("`word-loads={value}` is not LO:HI in hex"))
+            })
+            .collect::<Result<_, _>>()?;
         let mut tables = Vec::new();
         let mut images = Vec::new();
         let mut journals = Vec::new();
@@ -286,7 +306,7 @@ impl Checks {
         let lo = images.iter().map(|i| i.window.0).min().unwrap_or(0);
         let hi = images.iter().map(|i| i.window.1).max().unwrap_or(0);
         let cores = (0..tables.len().max(images.len())).map(|_| Mutex::default()).collect();
-        let state = Arc::new(State { tables, images, journals, cores, shadow: RwLock::default() });
+        let state = Arc::new(State { tables, images, journals, word_loads, cores, shadow: RwLock::default() });
         Ok(Box::new(Checks { state, code: u64::from(lo)..u64::from(hi) }))
     }
 }
@@ -324,8 +344,9 @@ impl Module for Checks {
                 );
             }
             let state = Arc::clone(&self.state);
+            let copy = self.state.word_loads.iter().any(|range| range.contains(&(pc as u32)));
             insn.register_memory_access_callback_flags(
-                move |vcpu, info: MemoryInfo, vaddr| state.access(vcpu, pc as u32, &info, vaddr as u32),
+                move |vcpu, info: MemoryInfo, vaddr| state.access(vcpu, pc as u32, &info, vaddr as u32, copy),
                 MemRW::QEMU_PLUGIN_MEM_RW,
                 CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
             );
@@ -459,8 +480,9 @@ impl State {
         core.found(found);
     }
 
-    /// One access of the instruction at `pc` on `vcpu`.
-    fn access(&self, vcpu: VCPUIndex, pc: u32, info: &MemoryInfo, address: u32) {
+    /// One access of the instruction at `pc` on `vcpu`; `copy`: `pc` is in the
+    /// runtime's `memcpy` or `memmove` (module docs).
+    fn access(&self, vcpu: VCPUIndex, pc: u32, info: &MemoryInfo, address: u32, copy: bool) {
         let Some(mut core) = self.core(vcpu) else { return };
         let store = info.is_store();
         if store && let Some(journal) = self.journals.get(vcpu as usize).copied().flatten() {
@@ -471,9 +493,11 @@ impl State {
         }
         let size = 1u32 << info.size_shift();
         let bytes = (address, address.wrapping_add(size));
+        let word_load = copy && !store;
         if core.heap.watching()
             && in_heap(&core, address)
-            && let Some(found) = core.heap.access(address, size, store)
+            && let Some(found) =
+                if word_load { core.heap.word_load(address, size) } else { core.heap.access(address, size, store) }
         {
             let found = core.heap_finding(found, pc);
             core.found(found);
@@ -489,7 +513,7 @@ impl State {
                 }
             }
             Verdict::OutputRead(region) => {
-                if self.written(&core, address, size, &region) {
+                if self.written(&core, address, size, &region, word_load) {
                     return;
                 }
                 core.finding(Kind::Heap(Misuse::Uninit), pc, bytes, None, None)
@@ -499,19 +523,22 @@ impl State {
         core.found(found);
     }
 
-    /// Whether every byte of a load of `size` bytes at `address` in `output` was
-    /// written in this op, by any core or a DMA transfer one queued: the race shadow
-    /// holds each byte's last writer and op. Bytes the shadow does not follow (past
-    /// [`RACE_LIMIT`]) count as written: the check says nothing it does not know.
-    fn written(&self, core: &Core, address: u32, size: u32, output: &Region) -> bool {
+    /// Whether every byte of a load of `size` bytes at `address` in `output` (for a
+    /// copy's word load, any: module docs) was written in this op, by any core or a DMA
+    /// transfer one queued: the race shadow holds each byte's last writer and op. Bytes
+    /// the shadow does not follow (past [`RACE_LIMIT`]) count as written: the check
+    /// says nothing it does not know.
+    fn written(&self, core: &Core, address: u32, size: u32, output: &Region, any: bool) -> bool {
         let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
         let op = u64::from(core.ops);
-        (address..address.saturating_add(size).min(output.start.saturating_add(output.len))).all(|byte| {
+        let written = |byte: u32| {
             byte.checked_sub(shadow.start).and_then(|at| shadow.bytes.get(at as usize)).is_none_or(|slot| {
                 let entry = slot.load(Ordering::Relaxed);
                 entry >> 40 == op && entry >> 32 & 0xFF != 0
             })
-        })
+        };
+        let mut bytes = address..address.saturating_add(size).min(output.start.saturating_add(output.len));
+        if any { bytes.any(written) } else { bytes.all(written) }
     }
 
     /// A store at `pc` into the core's heap journal, `offset` bytes into it (any

@@ -351,6 +351,24 @@ impl Heaps {
         (!block.is_written(address - start, end - start)).then(|| found(Misuse::Uninit, Some(block.named(start))))
     }
 
+    /// A word load by the runtime's `memcpy` or `memmove` at `address`, inside the
+    /// core's heap memory (`checks.rs`, module docs): of its bytes only those inside the
+    /// block it starts in are checked, and they read unwritten memory only when none
+    /// of them was written.
+    pub(crate) fn word_load(&mut self, address: u32, size: u32) -> Option<Found> {
+        let Some((start, block)) = self.block_at(address).filter(|(_, block)| block.free.is_none()) else {
+            return self.access(address, size, false);
+        };
+        let end = address.wrapping_add(size).min(block.end(start));
+        let written = block.written.is_empty() || (address - start..end - start).any(|at| bit(&block.written, at));
+        (!written).then(|| Found {
+            misuse: Misuse::Uninit,
+            bytes: (address, end),
+            block: Some(block.named(start)),
+            site: None,
+        })
+    }
+
     /// A DMA transfer of `lo..hi`: a store marks the bytes of live blocks written; the
     /// first byte is checked as an access.
     pub(crate) fn transfer(&mut self, lo: u32, hi: u32, store: bool) -> Option<Found> {

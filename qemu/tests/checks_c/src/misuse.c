@@ -7,6 +7,7 @@
 #include <math.h>
 #include <neuroncustomop.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Copies this core's share of `in` into `out` and returns the output's data; *x is
  * the input's data and *count its element count. */
@@ -207,6 +208,40 @@ static void heap_ok(void) {
     customop_cleanup();
 }
 
+/* Correct copies the C library's memcpy and memmove make with word loads that hold
+ * bytes just outside their source (runtime/arch/xtensa/mem.S): 514 bytes from a block
+ * to a destination 2 bytes into a word (its last load holds 2 bytes past the block),
+ * and 63 bytes from a block's second byte, its first never written. No finding; a
+ * wrong byte makes the output wrong. */
+static void copies_odd(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    unsigned char *a = malloc(514), *b = malloc(520), *c = malloc(64);
+    for (int i = 0; i < 514; i++) {
+        a[i] = (unsigned char)(i * 7);
+    }
+    for (int i = 1; i < 64; i++) {
+        c[i] = (unsigned char)i;
+    }
+    memcpy(b + 2, a, 514);
+    int wrong = 0;
+    for (int i = 0; i < 514; i++) {
+        wrong |= b[2 + i] != (unsigned char)(i * 7);
+    }
+    memmove(b, c + 1, 63);
+    for (int i = 0; i < 63; i++) {
+        wrong |= b[i] != (unsigned char)(i + 1);
+    }
+    if (wrong) {
+        out[0] = -1.0f;
+    }
+    free(a);
+    free(b);
+    free(c);
+    customop_cleanup();
+}
+
 /* Stores into a block after freeing it. */
 static void use_after_free(void) {
     const float *x;
@@ -344,7 +379,7 @@ static const struct {
     {"cross_core", cross_core}, {"race", race}, {"reads_past", reads_past}, {"softmax_rows", softmax_rows},
     {"hoards_and_aborts", hoards_and_aborts}, {"needs_6_mib", needs_6_mib},
     {"dma_past_end", dma_past_end}, {"dma_reads_past", dma_reads_past}, {"past_end_nested", past_end_nested},
-    {"heap_ok", heap_ok}, {"use_after_free", use_after_free}, {"heap_overrun", heap_overrun},
+    {"heap_ok", heap_ok}, {"copies_odd", copies_odd}, {"use_after_free", use_after_free}, {"heap_overrun", heap_overrun},
     {"double_free", double_free}, {"foreign_free", foreign_free}, {"leaks", leaks},
     {"reads_unwritten", reads_unwritten}, {"reads_output_first", reads_output_first},
 };
