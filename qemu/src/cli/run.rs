@@ -499,20 +499,30 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
             println!("  warning     {}", warning.to_string().replace('\n', "\n              "));
         }
     }
-    let failed = call.clone().check().err();
-    if let Some(failed) = &failed {
-        println!("  result      FAILED: {failed}");
-        return Ok(ExitCode::FAILURE);
-    }
-    let Some(expected) = expected else {
-        println!("  result      OK (no --expect to compare with)");
-        return Ok(ExitCode::SUCCESS);
-    };
     let tolerance = match (args.rtol, args.atol) {
         (None, None) if !args.equal_nan => Tolerance::Exact,
         (rtol, atol) => {
             Tolerance::Close { rtol: rtol.unwrap_or(1e-5), atol: atol.unwrap_or(1e-8), equal_nan: args.equal_nan }
         }
+    };
+    let failed = call.clone().check().err();
+    if let Some(failed) = &failed {
+        println!("  result      FAILED: {failed}");
+        // Unwritten elements fail the call before any comparison: with --expect, the
+        // comparison still names them (and any wrong ones) by their index.
+        if let (Some(_), Some(expected)) = (failed.unwritten, &expected)
+            && let Err(mismatch) = compare(&call.output, expected, tolerance)
+        {
+            println!(
+                "  compared    with {} ({tolerance:?}): {mismatch}",
+                args.expect.as_ref().expect("read").display()
+            );
+        }
+        return Ok(ExitCode::FAILURE);
+    }
+    let Some(expected) = expected else {
+        println!("  result      OK (no --expect to compare with)");
+        return Ok(ExitCode::SUCCESS);
     };
     match compare(&call.output, &expected, tolerance) {
         Ok(()) => {
