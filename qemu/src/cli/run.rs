@@ -47,7 +47,8 @@ Example: ncop run scale --arg x.npy --arg float:0.5 --save out.npy --expect want
 pub struct RunArgs {
     /// The kernel to call.
     pub kernel: String,
-    /// The library: a project folder, or a package folder (ucode_lib.json).
+    /// The library: a project folder (Rust or C, as `ncop new` makes; C++ with a
+    /// customop.json), or a package folder (ucode_lib.json).
     #[arg(short, long, default_value = ".")]
     pub lib: PathBuf,
     /// The call's data and settings.
