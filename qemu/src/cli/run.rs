@@ -464,6 +464,12 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         (calls, _) => format!("the fastest of {calls} calls on one {device}"),
     };
     println!("  wall time   {:.3} s {machine} ({timing})", call.wall.as_secs_f64());
+    if args.host && args.sanitize.is_none() {
+        // A read past an input passes here unseen: say where it would not.
+        println!(
+            "  checks      none on the host tier: the device checks every access (without --host), or --sanitize address"
+        );
+    }
     if !call.instructions.is_empty() {
         // The definitions: docs/op-author-guide.md, "Instructions per element".
         let work = call.work();
