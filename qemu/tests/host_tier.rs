@@ -351,13 +351,23 @@ fn unwritten_elements_are_named_by_index_when_there_is_an_expected_output() {
     neuroncustomop_host::npy::write(&dir.join("want.npy"), &want).unwrap();
     let lib = neuroncustomop_machine::toolchain::repo_root().join("examples/c_kernel");
     let args = ["--arg", "x.npy", "--arg", "float:0.5", "--expect", "want.npy", "--host", "--cores", "1"];
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ncop"))
-        .current_dir(&dir)
-        .args(["run", "scale_multicore", "--lib", lib.to_str().unwrap()])
-        .args(args)
-        .output()
-        .unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ncop"))
+            .current_dir(&dir)
+            .args(["run", "scale_multicore", "--lib", lib.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let output = run(&args);
+    // Without --expect: the first elements still holding the canary.
+    let alone = run(&["--arg", "x.npy", "--arg", "float:0.5", "--host", "--cores", "1"]);
     std::fs::remove_dir_all(&dir).unwrap();
+    let alone = String::from_utf8_lossy(&alone.stdout);
+    assert!(
+        alone.contains("unwritten   still holding the canary at [2], [3], [4], [5], [6], [7], [8], [9], [10], [11], …"),
+        "{alone}"
+    );
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("result      FAILED: kernel scale_multicore failed: 14 of 16 output elements"), "{text}");

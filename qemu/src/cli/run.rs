@@ -4,7 +4,7 @@ use clap::{Args, ValueEnum};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{MAX_DIM, MAX_RANK};
 use neuroncustomop_host::array::{Dtype, dtype_name, parse_dtype};
-use neuroncustomop_host::compare::{Mismatch, Tolerance, compare};
+use neuroncustomop_host::compare::{Mismatch, Tolerance, canary, compare, holding};
 use neuroncustomop_host::generate::{Distribution, generate};
 use neuroncustomop_host::library::{Arg, CallError, Options, Output, PartialOutput, Sanitizer, Target};
 use neuroncustomop_host::npy::{self, NpyError};
@@ -516,14 +516,29 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     if let Some(failed) = &failed {
         println!("  result      FAILED: {failed}");
         // Unwritten elements fail the call before any comparison: with --expect, the
-        // comparison still names them (and any wrong ones) by their index.
-        if let (Some(_), Some(expected)) = (failed.unwritten, &expected)
-            && let Err(mismatch) = compare(&call.output, expected, tolerance)
-        {
-            println!(
-                "  compared    with {} ({tolerance:?}): {mismatch}",
-                args.expect.as_ref().expect("read").display()
-            );
+        // comparison still names them (and any wrong ones) by their index; without,
+        // the first that still hold the canary.
+        match (failed.unwritten, &expected) {
+            (Some(_), Some(expected)) => {
+                if let Err(mismatch) = compare(&call.output, expected, tolerance) {
+                    let path = args.expect.as_ref().expect("read").display();
+                    println!("  compared    with {path} ({tolerance:?}): {mismatch}");
+                }
+            }
+            (Some(unwritten), None) => {
+                let held = holding(call.output.bytes(), &canary(call.output.dtype()));
+                let first: Vec<String> = (0..held.len())
+                    .filter(|&index| held[index])
+                    .take(10)
+                    .map(|index| format!("{:?}", call.output.unravel(index)))
+                    .collect();
+                let more = if unwritten.elements > first.len() { ", …" } else { "" };
+                println!(
+                    "  unwritten   still holding the canary at {}{more} (--expect want.npy compares them with a reference)",
+                    first.join(", ")
+                );
+            }
+            (None, _) => {}
         }
         return Ok(ExitCode::FAILURE);
     }
