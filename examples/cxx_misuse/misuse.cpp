@@ -26,6 +26,13 @@ torch::Tensor heap_exhausted(const torch::Tensor& t_in) {
     return huge;
 }
 
+// One element past the input through the TCM accessor: OUT_OF_BOUNDS, naming this line.
+torch::Tensor tcm_copy_past_end(const torch::Tensor& t_in) {
+    float buffer[4];
+    t_in.tcm_accessor().tensor_to_tcm<float>(buffer, t_in.numel() - 3, 4);
+    return torch::full({1}, buffer[0], torch::kFloat);
+}
+
 // out[0] = 1 if a 16 KiB + 4 byte tcm_malloc is null (the pool is 16 KiB), out[1] = 1 if
 // a 4 KiB one is not.
 torch::Tensor tcm_past_pool(const torch::Tensor& t_in) {

@@ -24,4 +24,5 @@ NEURON_LIBRARY(misuse_ops, m) {
     m.def("cxx_runtime", &triple, "cxx_runtime");
     m.def("wrong_return_shape", &like_input, "wrong_return_shape");
     m.def("bitwise_on_floats", &like_input, "bitwise_on_floats");
+    m.def("tcm_copy_past_end", &like_input, "tcm_copy_past_end");
 }

@@ -404,6 +404,7 @@ fn each_misuse_ends_its_op_with_a_named_status_and_the_next_op_runs() {
         ("failed_assert", Status::ASSERT_FAILED),
         ("heap_exhausted", Status::OUT_OF_MEMORY),
         ("bitwise_on_floats", Status::UNSUPPORTED_DTYPE),
+        ("tcm_copy_past_end", Status::OUT_OF_BOUNDS),
     ];
     let mut job_ops: Vec<(&str, Vec<Arg>)> = Vec::new();
     for (function, _) in ops {
@@ -422,6 +423,14 @@ fn each_misuse_ends_its_op_with_a_named_status_and_the_next_op_runs() {
     let assert_line = String::from_utf8_lossy(&report.core(0).stdout[&4].0).into_owned();
     assert!(assert_line.starts_with("assertion failed: t_in.numel() == 0 at "), "{assert_line}");
     assert!(assert_line.contains("misuse.cpp:20 (failed_assert)"), "{assert_line}");
+    // A TCM copy past the tensor names the copy and the kernel's line, as an assert does.
+    let past_end = String::from_utf8_lossy(&report.core(0).stdout[&10].0).into_owned();
+    assert!(
+        past_end
+            .starts_with("torch: tensor_to_tcm of 4 elements from element 61 is outside the tensor's 64 elements, at "),
+        "{past_end}"
+    );
+    assert!(past_end.contains("misuse.cpp:32 (tcm_copy_past_end)"), "{past_end}");
     let returned = ops.len() as u32 * 2;
     assert_eq!(statuses(&report, returned), [Status::SHAPE_MISMATCH.0.to_string()], "the returned tensor is checked");
     assert_eq!(statuses(&report, returned + 1), ["0"]);

@@ -103,6 +103,20 @@ fn a_use_after_free_names_the_block_and_where_it_was_freed() {
 }
 
 #[test]
+fn the_core_a_sanitizer_caught_is_the_one_named() {
+    // Only core 1 writes one element past the output (line 8): the error names core 1,
+    // not core 0, and shows ASan's report without the loader's protocol lines.
+    let body = "    if (get_cpu_id() == 1) ((float *)customop_tensor_data(out))[8] = src[0];\n";
+    let source = format!("{}{body}{C_END}", C_PREAMBLE.replace("KERNEL", "one_core"));
+    let project = Project::c("one_core", "one_core", &source);
+    let text = project.sanitized_error("one_core", Sanitizer::Address, &[Arg::Tensor(floats(vec![8], 4))], 2);
+    assert!(text.starts_with("core 1 did not finish kernel one_core"), "{text}");
+    let said = device_terms(&text);
+    assert!(said.contains(", on core 1, at one_core (one_core.c:8)"), "{said}");
+    assert!(!text.lines().any(|line| line.starts_with("CALLBACK ") || line.starts_with("REGISTER ")), "{text}");
+}
+
+#[test]
 fn two_cores_writing_one_element_are_named_by_thread_sanitizer() {
     // Every core writes its id into element 3 of the output: a race on lines 8.
     let body = "    ((float *)customop_tensor_data(out))[3] = src[0] + (float)get_cpu_id();\n";

@@ -336,3 +336,44 @@ fn a_new_project_stops_under_gdb_at_its_kernel_line_and_prints_a_local_and_an_el
     assert!(text.contains("$3 = 4.5\n"), "the element x[3]: {text}");
     assert!(text.contains("result      OK: matches want.npy"), "the op's result: {text}");
 }
+
+/// `ncop run --expect` on a kernel that left elements unwritten: the call fails for
+/// them, and the comparison still names them by their index (a kernel written for 8
+/// cores, run on 1).
+#[test]
+fn unwritten_elements_are_named_by_index_when_there_is_an_expected_output() {
+    let dir = std::env::temp_dir().join(format!("host-tier-unwritten-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let x = Array::from_vec(vec![16], (0..16).map(|i| i as f32).collect::<Vec<f32>>()).unwrap();
+    let want = Array::from_vec(vec![16], (0..16).map(|i| i as f32 * 0.5).collect::<Vec<f32>>()).unwrap();
+    neuroncustomop_host::npy::write(&dir.join("x.npy"), &x).unwrap();
+    neuroncustomop_host::npy::write(&dir.join("want.npy"), &want).unwrap();
+    let lib = neuroncustomop_machine::toolchain::repo_root().join("examples/c_kernel");
+    let args = ["--arg", "x.npy", "--arg", "float:0.5", "--expect", "want.npy", "--host", "--cores", "1"];
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ncop"))
+            .current_dir(&dir)
+            .args(["run", "scale_multicore", "--lib", lib.to_str().unwrap()])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let output = run(&args);
+    // Without --expect: the first elements still holding the canary.
+    let alone = run(&["--arg", "x.npy", "--arg", "float:0.5", "--host", "--cores", "1"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let alone = String::from_utf8_lossy(&alone.stdout);
+    assert!(
+        alone.contains("unwritten   still holding the canary at [2], [3], [4], [5], [6], [7], [8], [9], [10], [11], …"),
+        "{alone}"
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("result      FAILED: kernel scale_multicore failed: 14 of 16 output elements"), "{text}");
+    assert!(text.contains("checks      none on the host tier: the device checks every access"), "{text}");
+    assert!(
+        text.contains("compared    with want.npy (Exact): 14 of 16 elements differ (14 never written by the kernel)\n  at [2]: never written, want 1.0"),
+        "{text}"
+    );
+}

@@ -1059,12 +1059,23 @@ impl Library {
             let status = core_report.ops.first().and_then(|op| op.status_code());
             let Some(status) = status.filter(|_| report.done) else {
                 let output = format!("{}{}", report.outcome.stdout, report.outcome.stderr);
+                // The core that stopped the device: the one a sanitizer caught (it ends
+                // the host tier's loader there, whichever cores reported before), else
+                // the first without its op's report.
+                let reported = |core: usize| report.core(core as u32).ops.first().and_then(|op| op.status_code());
+                let core = neuroncustomop_hosttier::sanitized_core(&output)
+                    .filter(|_| options.target == Target::Host)
+                    .or_else(|| (core..options.cores).find(|&core| reported(core).is_none()))
+                    .unwrap_or(core);
                 let mut output =
                     output.lines().filter(|line| !line.starts_with("DUMP ")).collect::<Vec<_>>().join("\n");
                 if options.target == Target::Host {
-                    // A sanitizer stopped the host tier's loader: say where in tensor terms.
+                    // A sanitizer stopped the host tier's loader: say where in tensor terms,
+                    // then its report without the loader's protocol lines around it.
                     if let Some(explained) = neuroncustomop_hosttier::explain_sanitizer(&output, &tensors) {
-                        output = format!("{explained}\n\n{output}");
+                        let report =
+                            output.lines().filter(|line| neuroncustomop_wire::report::Line::parse(line).is_err());
+                        output = format!("{explained}\n\n{}", report.collect::<Vec<_>>().join("\n"));
                     }
                 }
                 return Err(CallError::Unfinished { kernel: kernel.into(), core, output });

@@ -15,7 +15,7 @@ pub mod dispatch;
 pub mod loader;
 pub mod sanitize;
 
-pub use sanitize::{Sanitizer, explain as explain_sanitizer};
+pub use sanitize::{Sanitizer, explain as explain_sanitizer, stopped_core as sanitized_core};
 
 use neuroncustomop_machine::device::{Session, SessionOptions};
 use neuroncustomop_machine::toolchain;

@@ -277,16 +277,19 @@ fn heap_block_at(blocks: &[Block], address: usize) -> Option<String> {
 /// The first frame of `stack` in the author's code: not the runtime's, nor Rust's
 /// standard library's, nor the loader's (this crate's). `file:line (function)`.
 fn kernel_line(stack: &[usize]) -> Option<String> {
-    let repo = neuroncustomop_machine::toolchain::repo_root();
-    let ours = [repo.join("runtime"), Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()];
     stack.iter().find_map(|&pc| {
         // A return address: the call is the instruction before.
         let (function, file, line) = crate::locate(pc.checked_sub(1)?)?;
-        let ours = ours.iter().any(|dir| Path::new(&file).starts_with(dir))
-            || file.starts_with("/rustc/")
-            || file.contains("/library/");
-        (!ours).then(|| format!("{}:{line} ({function})", short(&file)))
+        (!is_ours(&file)).then(|| format!("{}:{line} ({function})", short(&file)))
     })
+}
+
+/// Whether `file` is the runtime's, Rust's standard library's or the loader's (this
+/// crate's) rather than the author's.
+fn is_ours(file: &str) -> bool {
+    let repo = neuroncustomop_machine::toolchain::repo_root();
+    let ours = [repo.join("runtime"), Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()];
+    ours.iter().any(|dir| Path::new(file).starts_with(dir)) || file.starts_with("/rustc/") || file.contains("/library/")
 }
 
 /// A source path as reports show it: its file name.
@@ -310,9 +313,7 @@ pub fn explain(output: &str, tensors: &[(String, u32, u32)]) -> Option<String> {
     let access = output.lines().find(|line| line.starts_with("READ of size") || line.starts_with("WRITE of size"));
     if let Some(access) = access {
         let (kind, size, address) = access_words(access);
-        // The loader starts its cores' threads first and in order: T1 is core 0.
-        let thread = access.split("thread T").nth(1).and_then(|rest| rest.split_whitespace().next());
-        let core = thread.and_then(|t| t.parse::<u32>().ok()).and_then(|t| t.checked_sub(1)).map(|c| c.to_string());
+        let core = access_core(access).map(|c| c.to_string());
         let heap = output.lines().find_map(|line| line.strip_prefix("HEAP-BLOCK"));
         let place = match (heap, address) {
             (Some(heap), _) => heap.to_string(),
@@ -324,12 +325,27 @@ pub fn explain(output: &str, tensors: &[(String, u32, u32)]) -> Option<String> {
             core.map(|c| format!(", on core {c}")).unwrap_or_default()
         ));
     }
-    // The first frame of the report outside the sanitizer's runtime: the kernel's line.
-    let frames = output.lines().map(str::trim).filter(|line| line.starts_with('#'));
-    if let Some(at) = frames.clone().find(|line| !line.contains("libclang_rt")).and_then(frame_place) {
+    // The first stack of the report: the bad access's.
+    if let Some(at) = kernel_frame(output.lines().map(str::trim).skip_while(|line| !line.starts_with('#'))) {
         said.push(format!("at {at}"));
     }
     Some(format!("{}\nin the device's terms: {}", error.trim(), said.join(", ")))
+}
+
+/// The core whose kernel made the bad access of an AddressSanitizer report in `output`
+/// (the one that ended the host tier's loader); `None` when `output` names none.
+pub fn stopped_core(output: &str) -> Option<usize> {
+    output
+        .lines()
+        .find(|line| line.starts_with("READ of size") || line.starts_with("WRITE of size"))
+        .and_then(access_core)
+}
+
+/// The core of an access line's `thread T<n>`: the loader starts its cores' threads
+/// first and in order, so T1 is core 0.
+fn access_core(access: &str) -> Option<usize> {
+    let thread = access.split("thread T").nth(1)?.split_whitespace().next()?;
+    thread.parse::<usize>().ok()?.checked_sub(1)
 }
 
 /// `(kind, size, address)` of an access line: `WRITE of size 4 at 0x… thread T1` (ASan)
@@ -346,26 +362,47 @@ fn access_words(access: &str) -> (String, String, Option<u64>) {
     (kind, size, address)
 }
 
-/// `function file:line` of a report's stack frame: `#0 0x… in f /a/b.c:11:5` (ASan) or
-/// `#0 f /a/b.c:11:5 (lib.so+0x…)` (TSan), the column and object left out.
-fn frame_place(frame: &str) -> Option<String> {
+/// The kernel's line in a report's stack (its frames, `#0` first, up to the first line
+/// that is not a frame): the first frame outside the sanitizer's runtime, the Rust
+/// standard library, the device runtime and the loader ([`is_ours`]): an overrun in
+/// `core::ptr::read` or an accessor of the torch API is named at the author's line
+/// that made it. The first frame with a source line when every frame is ours.
+fn kernel_frame<'a>(stack: impl Iterator<Item = &'a str>) -> Option<String> {
+    let frames: Vec<(String, String, String)> = stack
+        .take_while(|line| line.starts_with('#'))
+        .filter(|line| !line.contains("libclang_rt"))
+        .filter_map(frame_parts)
+        .collect();
+    let (function, file, line) = frames.iter().find(|(_, file, _)| !is_ours(file)).or(frames.first())?;
+    Some(format!("{function} ({}:{line})", short(file)))
+}
+
+/// `(function, file, line)` of a report's stack frame: `#0 0x… in f /a/b.c:11:5` (ASan)
+/// or `#0 f /a/b.c:11:5 (lib.so+0x…)` (TSan), the column and object left out. A C++
+/// function's name has spaces of its own (`f(torch::Tensor const&, double)`): the
+/// location is the last word that is `file:line[:column]`, the function what precedes it.
+fn frame_parts(frame: &str) -> Option<(String, String, String)> {
     let rest = match frame.split_once(" in ") {
         Some((_, rest)) => rest,
         None => frame.split_once(' ')?.1,
     };
-    let mut words = rest.split_whitespace();
-    let function = words.next()?;
-    let location = words.next().filter(|w| w.contains(':'))?;
-    let mut parts = location.rsplitn(3, ':').collect::<Vec<_>>();
-    parts.reverse();
-    // file:line:column, or file:line.
-    let (file, line) = match parts.as_slice() {
-        [file, line, column] if column.parse::<u32>().is_ok() => (*file, *line),
-        [first, file, line] => (&location[..first.len() + 1 + file.len()], *line),
-        [file, line] => (*file, *line),
-        _ => return None,
-    };
-    Some(format!("{function} ({}:{line})", short(file)))
+    let words: Vec<&str> = rest.split(' ').filter(|word| !word.is_empty()).collect();
+    let (at, (file, line)) = words.iter().enumerate().rev().find_map(|(at, word)| Some((at, location(word)?)))?;
+    (at > 0).then(|| (words[..at].join(" "), file.to_string(), line.to_string()))
+}
+
+/// `(file, line)` of `file:line:column` or `file:line`; `None` for another word.
+fn location(word: &str) -> Option<(&str, &str)> {
+    let numeric = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let (head, last) = word.rsplit_once(':')?;
+    if !numeric(last) {
+        return None;
+    }
+    match head.rsplit_once(':') {
+        Some((file, line)) if numeric(line) && !file.is_empty() => Some((file, line)),
+        _ if !head.is_empty() => Some((head, last)),
+        _ => None,
+    }
 }
 
 /// A data race's report (its `WARNING` at line `at` of `output`): the element both
@@ -396,7 +433,7 @@ fn explain_race(output: &str, at: usize, tensors: &[(String, u32, u32)]) -> Stri
         let (kind, size, address) = access_words(words);
         let thread = trimmed.split("by thread ").nth(1).map(|t| t.trim_end_matches(':').split_whitespace().next());
         let core = thread.flatten().map_or("?".into(), core_of);
-        let place = lines[index + 1..].iter().map(|l| l.trim()).find(|l| l.starts_with('#')).and_then(frame_place);
+        let place = kernel_frame(lines[index + 1..].iter().map(|l| l.trim()).skip_while(|l| !l.starts_with('#')));
         if element.is_none()
             && let Some(address) = address
         {
@@ -449,5 +486,88 @@ fn where_in(address: u64, tensors: &[(String, u32, u32)]) -> String {
             address - u64::from(*start) - u64::from(*len)
         ),
         None => format!(" at {address:#x}, outside every tensor"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{explain, stopped_core};
+
+    /// The tensors of the reports below: a [37, 200] float32 input and its output.
+    fn tensors() -> Vec<(String, u32, u32)> {
+        vec![("argument 0".into(), 0x6200_0000, 29600), ("the output".into(), 0x6200_7500, 29600)]
+    }
+
+    /// The sentence after "in the device's terms:".
+    fn device_terms(explained: &str) -> &str {
+        explained.lines().find_map(|line| line.strip_prefix("in the device's terms: ")).expect(explained)
+    }
+
+    #[test]
+    fn a_cxx_kernels_line_is_found_past_the_spaces_of_its_signature() {
+        // ASan's report of a C++ kernel on the torch API reading past its input (core 7).
+        let report = "\
+==16598==ERROR: AddressSanitizer: use-after-poison on address 0x0000620073a0 at pc 0x7b81398ec22d
+READ of size 4 at 0x0000620073a0 thread T8
+    #0 0x7b81398ec22c in layer_norm_overread(torch::Tensor const&, double) /tmp/ln/layernorm.cpp:73:49
+    #1 0x7b81398ee6f8 in void torchneuron::entry::pull_and_call<torch::Tensor (*)(torch::Tensor const&, double)>(torch::Tensor (*)(torch::Tensor const&, double)) /repo/runtime/include/torchneuron/entry.h:146:30
+
+Address 0x0000620073a0 is a wild pointer inside of access range of size 0x000000000004.
+";
+        let explained = explain(report, &tensors()).expect("an ASan report");
+        assert_eq!(
+            device_terms(&explained),
+            "a read of 4 bytes 0 bytes past the end of argument 0 (29600 bytes at 0x62000000), on core 7, at \
+             layer_norm_overread(torch::Tensor const&, double) (layernorm.cpp:73)"
+        );
+    }
+
+    #[test]
+    fn the_core_that_stopped_the_loader_is_the_reports_thread() {
+        let report = "==1==ERROR: AddressSanitizer: use-after-poison\nREAD of size 4 at 0x0000620073a0 thread T8\n";
+        assert_eq!(stopped_core(report), Some(7));
+        assert_eq!(stopped_core("WRITE of size 4 at 0x62000000 thread T1\n"), Some(0));
+        // The main thread (T0) is the loader's own, no core's.
+        assert_eq!(stopped_core("WRITE of size 4 at 0x62000000 thread T0\n"), None);
+        assert_eq!(stopped_core("no report"), None);
+    }
+
+    #[test]
+    fn a_rust_kernels_line_is_its_own_not_the_standard_librarys() {
+        let report = "\
+==16632==ERROR: AddressSanitizer: use-after-poison on address 0x000062000fa4 at pc 0x7b9180f0c88d
+READ of size 4 at 0x000062000fa4 thread T8
+    #0 0x7b9180f0c88c in core::ptr::read_volatile::<f32> /rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/ptr/mod.rs:2091:9
+    #1 0x7b9180f0c88c in rowops::clamp_overread /tmp/rowops/src/kernels.rs:97:33
+    #2 0x7b9180f0d000 in neuroncustomop::start_exit::call /repo/runtime/start_exit/mod.rs:10:5
+
+SUMMARY: AddressSanitizer: use-after-poison
+";
+        let explained = explain(report, &tensors()).expect("an ASan report");
+        assert!(
+            device_terms(&explained).ends_with(", on core 7, at rowops::clamp_overread (kernels.rs:97)"),
+            "{explained}"
+        );
+    }
+
+    #[test]
+    fn a_race_names_each_cores_line_in_the_kernel() {
+        let report = "\
+WARNING: ThreadSanitizer: data race (pid=4242)
+  Write of size 4 at 0x62007500 by thread T2:
+    #0 core::ptr::write::<f32> /rustc/abc/library/core/src/ptr/mod.rs:1800:9 (librowops.so+0x1234)
+    #1 rowops::racy /tmp/rowops/src/kernels.rs:12:5 (librowops.so+0x1240)
+
+  Previous write of size 4 at 0x62007500 by thread T1:
+    #0 clash(int, float) /tmp/clash/clash.cpp:8:5 (libclash.so+0x1250)
+
+  Thread T2 'core 1' (tid=2, running) created by main thread at:
+";
+        let explained = explain(report, &tensors()).expect("a TSan report");
+        assert_eq!(
+            device_terms(&explained),
+            "two cores accessed element 0 of the output (byte 0 of its 29600) with nothing ordering them: core 1 wrote \
+             4 bytes at rowops::racy (kernels.rs:12); core 0 wrote 4 bytes at clash(int, float) (clash.cpp:8)"
+        );
     }
 }

@@ -50,6 +50,10 @@ def test_a_multicore_library_runs_on_8_cores_and_on_1_fails_naming_the_idle_core
     with pytest.raises(neuroncustomop.UnwrittenOutputError) as caught:
         relu.relu_forward(x, cores=1)
     assert "875 of 1000 output elements were never written; cores 1-7 wrote nothing" in str(caught.value)
+    # The hint in Python's terms: torch.ops takes no cores=, so the library's multicore.
+    assert "(in Python: cores=8, or load(..., multicore=True) for every call and torch.ops; partial_output=True)" in str(
+        caught.value
+    )
     assert isinstance(caught.value, neuroncustomop.KernelError)
     assert int(caught.value.result.unwritten.sum()) == 875
     # Declared partial: the call returns, and `unwritten` marks what no core wrote.

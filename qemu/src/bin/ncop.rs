@@ -19,11 +19,19 @@ use std::process::ExitCode;
 /// An op author's tool: make a kernel library anywhere, package it, run its kernels
 /// on the simulated GPSIMD cores with your own data.
 #[derive(Debug, Parser)]
-#[command(name = "ncop", version, propagate_version = true)]
+#[command(name = "ncop", version, propagate_version = true, after_help = LIBRARIES_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// What `ncop --help` adds: the three kinds of library, C++ having no `new`.
+const LIBRARIES_HELP: &str = "\
+A library is a folder: `ncop new` makes a Rust or a C one (Cargo.toml, src/, tests/);
+a C++ library on the AWS torch API is a folder you write with customop.json
+({\"compute_srcs\": [\"k.cpp\"], \"shape_srcs\": [\"shape.cpp\"], \"multicore\": true}) beside its sources,
+run as `ncop run OP --lib FOLDER --arg ...`, its output's shape from its shape function.
+The guide: docs/op-author-guide.md in the checkout (section 8 for C++, 9 for Python and torch.ops).";
 
 #[derive(Debug, Subcommand)]
 enum Command {

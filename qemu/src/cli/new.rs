@@ -42,7 +42,8 @@ impl Lang {
 /// Make a kernel library in DIR: a `scale` kernel (x * factor), a Cargo test that
 /// checks it on the simulated device, and nothing to edit in the neuroncustomop
 /// checkout. Then, in DIR: `ncop run scale --arg gen:float32:4x8 --arg float:2`, or
-/// `cargo test`.
+/// `cargo test`. Rust or C: a C++ library on the AWS torch API has no template (a
+/// folder with customop.json and its sources; `ncop --help`).
 #[derive(Debug, Args)]
 pub struct NewArgs {
     /// The folder to create (it must not exist, or be empty).

@@ -4,7 +4,7 @@ use clap::{Args, ValueEnum};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{MAX_DIM, MAX_RANK};
 use neuroncustomop_host::array::{Dtype, dtype_name, parse_dtype};
-use neuroncustomop_host::compare::{Mismatch, Tolerance, compare};
+use neuroncustomop_host::compare::{Mismatch, Tolerance, canary, compare, holding};
 use neuroncustomop_host::generate::{Distribution, generate};
 use neuroncustomop_host::library::{Arg, CallError, Options, Output, PartialOutput, Sanitizer, Target};
 use neuroncustomop_host::npy::{self, NpyError};
@@ -47,7 +47,8 @@ Example: ncop run scale --arg x.npy --arg float:0.5 --save out.npy --expect want
 pub struct RunArgs {
     /// The kernel to call.
     pub kernel: String,
-    /// The library: a project folder, or a package folder (ucode_lib.json).
+    /// The library: a project folder (Rust or C, as `ncop new` makes; C++ with a
+    /// customop.json), or a package folder (ucode_lib.json).
     #[arg(short, long, default_value = ".")]
     pub lib: PathBuf,
     /// The call's data and settings.
@@ -464,6 +465,12 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
         (calls, _) => format!("the fastest of {calls} calls on one {device}"),
     };
     println!("  wall time   {:.3} s {machine} ({timing})", call.wall.as_secs_f64());
+    if args.host && args.sanitize.is_none() {
+        // A read past an input passes here unseen: say where it would not.
+        println!(
+            "  checks      none on the host tier: the device checks every access (without --host), or --sanitize address"
+        );
+    }
     if !call.instructions.is_empty() {
         // The definitions: docs/op-author-guide.md, "Instructions per element".
         let work = call.work();
@@ -501,20 +508,45 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
             println!("  {label:<12}{}", warning.to_string().replace('\n', "\n              "));
         }
     }
-    let failed = call.clone().check().err();
-    if let Some(failed) = &failed {
-        println!("  result      FAILED: {failed}");
-        return Ok(ExitCode::FAILURE);
-    }
-    let Some(expected) = expected else {
-        println!("  result      OK (no --expect to compare with)");
-        return Ok(ExitCode::SUCCESS);
-    };
     let tolerance = match (args.rtol, args.atol) {
         (None, None) if !args.equal_nan => Tolerance::Exact,
         (rtol, atol) => {
             Tolerance::Close { rtol: rtol.unwrap_or(1e-5), atol: atol.unwrap_or(1e-8), equal_nan: args.equal_nan }
         }
+    };
+    let failed = call.clone().check().err();
+    if let Some(failed) = &failed {
+        println!("  result      FAILED: {failed}");
+        // Unwritten elements fail the call before any comparison: with --expect, the
+        // comparison still names them (and any wrong ones) by their index; without,
+        // the first that still hold the canary.
+        match (failed.unwritten, &expected) {
+            (Some(_), Some(expected)) => {
+                if let Err(mismatch) = compare(&call.output, expected, tolerance) {
+                    let path = args.expect.as_ref().expect("read").display();
+                    println!("  compared    with {path} ({tolerance:?}): {mismatch}");
+                }
+            }
+            (Some(unwritten), None) => {
+                let held = holding(call.output.bytes(), &canary(call.output.dtype()));
+                let first: Vec<String> = (0..held.len())
+                    .filter(|&index| held[index])
+                    .take(10)
+                    .map(|index| format!("{:?}", call.output.unravel(index)))
+                    .collect();
+                let more = if unwritten.elements > first.len() { ", …" } else { "" };
+                println!(
+                    "  unwritten   still holding the canary at {}{more} (--expect want.npy compares them with a reference)",
+                    first.join(", ")
+                );
+            }
+            (None, _) => {}
+        }
+        return Ok(ExitCode::FAILURE);
+    }
+    let Some(expected) = expected else {
+        println!("  result      OK (no --expect to compare with)");
+        return Ok(ExitCode::SUCCESS);
     };
     match compare(&call.output, &expected, tolerance) {
         Ok(()) => {

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <torch/tensor_impl.h>
 
@@ -142,11 +143,18 @@ template <bool ReadOnly>
 class TensorTcmAccessor {
     torchneuron::TensorImpl *impl_;
 
+    /* The copy's first element; a copy past the tensor ends the op with OUT_OF_BOUNDS,
+     * naming the copy and the kernel's line that asked for it (`file`, `line` and
+     * `function`: the defaults of the copies below), as a failed assert does. */
     template <class T>
-    T *at(size_t offset, size_t n) const {
+    T *at(size_t offset, size_t n, const char *what, const char *file, int line, const char *function) const {
         torchneuron::check_dtype<T>(impl_, "torch: tcm accessor of a type other than the tensor's dtype");
         if (offset > size_t(impl_->numel) || n > size_t(impl_->numel) - offset) {
-            torchneuron::fail(torchneuron::STATUS_OUT_OF_BOUNDS, "torch: tcm accessor copy outside the tensor");
+            char message[256];
+            snprintf(message, sizeof message,
+                     "torch: %s of %u elements from element %u is outside the tensor's %u elements, at %s:%d (%s)",
+                     what, unsigned(n), unsigned(offset), unsigned(impl_->numel), file, line, function);
+            torchneuron::fail(torchneuron::STATUS_OUT_OF_BOUNDS, message);
         }
         return static_cast<T *>(impl_->data) + offset;
     }
@@ -157,17 +165,23 @@ class TensorTcmAccessor {
     TensorTcmAccessor &operator=(const TensorTcmAccessor &) = delete;
     ~TensorTcmAccessor() { torchneuron::drop_impl(impl_); }
 
-    /* num_elem elements from tensor_offset on, into tcm_ptr. */
+    /* num_elem elements from tensor_offset on, into tcm_ptr. (`file`, `line` and
+     * `function` are the caller's, for the message of a copy past the tensor: not
+     * arguments to pass.) */
     template <class T>
-    void tensor_to_tcm(T *tcm_ptr, size_t tensor_offset, size_t num_elem) const {
-        torchneuron::copy_elements(tcm_ptr, at<T>(tensor_offset, num_elem), num_elem);
+    void tensor_to_tcm(T *tcm_ptr, size_t tensor_offset, size_t num_elem, const char *file = __builtin_FILE(),
+                       int line = __builtin_LINE(), const char *function = __builtin_FUNCTION()) const {
+        T *from = at<T>(tensor_offset, num_elem, "tensor_to_tcm", file, line, function);
+        torchneuron::copy_elements(tcm_ptr, from, num_elem);
     }
 
     /* num_elem elements from tcm_ptr into the tensor from tensor_offset on. */
     template <class T>
-    void tcm_to_tensor(T *tcm_ptr, size_t tensor_offset, size_t num_elem) const {
+    void tcm_to_tensor(T *tcm_ptr, size_t tensor_offset, size_t num_elem, const char *file = __builtin_FILE(),
+                       int line = __builtin_LINE(), const char *function = __builtin_FUNCTION()) const {
         static_assert(!ReadOnly, "tcm_to_tensor writes the tensor: take tcm_accessor() of a non-const Tensor");
-        torchneuron::copy_elements(at<T>(tensor_offset, num_elem), static_cast<const T *>(tcm_ptr), num_elem);
+        T *to = at<T>(tensor_offset, num_elem, "tcm_to_tensor", file, line, function);
+        torchneuron::copy_elements(to, static_cast<const T *>(tcm_ptr), num_elem);
     }
 };
 

@@ -94,7 +94,11 @@ class UnwrittenOutputError(KernelError):
 
     def __init__(self, kernel: str, result: "CallResult", message: str):
         super().__init__(kernel, result)
-        self.args = (f"kernel {kernel}: {message}",)
+        # The message is the host API's, which ncop prints too: its hints name the
+        # command line's and Rust's options; a Python caller (or torch.ops, which takes
+        # no cores=) needs these.
+        python = "in Python: cores=8, or load(..., multicore=True) for every call and torch.ops; partial_output=True"
+        self.args = (f"kernel {kernel}: {message} ({python})",)
 
 
 class UnknownKernelError(AttributeError):
