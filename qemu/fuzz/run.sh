@@ -6,16 +6,18 @@
 #   qemu/fuzz/run.sh 60              each target for 60 s
 #   qemu/fuzz/run.sh --runs 10000000 each target for 10 M executions (the long mode)
 #   qemu/fuzz/run.sh 30 heap wire    only these targets
+#   qemu/fuzz/run.sh --build         only build the targets (`cargo sim test` builds them
+#                                    beside the cargo tests, on the cores those leave idle)
 #
 # Prints one line per target with its execution count, then exactly
 # `fuzz: N passed, M failed`; exits non-zero when a target fails or cannot run.
 #
 # Environment:
 #   FUZZ_TOOLCHAIN   rustup toolchain to build with (default: rustup's default, stable).
-#                    cargo fuzz needs unstable flags (-Zsanitizer=address); on a stable
+#                    The build needs unstable flags (-Zsanitizer=address); on a stable
 #                    toolchain they are enabled with RUSTC_BOOTSTRAP=1, which this script
 #                    sets, so no nightly is needed.
-#   FUZZ_SANITIZER   address (default) or none. Without ASan the targets run 2-3x faster;
+#   FUZZ_SANITIZER   address (default), leak, thread or none. Without ASan the targets run 2-3x faster;
 #                    the checks against the models stay, only memory errors that do not
 #                    change a checked value go unseen. Use its own CARGO_TARGET_DIR.
 #   FUZZ_JOBS        how many targets run at once (default: the number of cores).
@@ -31,11 +33,15 @@ set -euo pipefail
 fuzz_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$fuzz_dir/../.." && pwd)
 targets_all=(handoff descriptor pull_stream translate heap wire ucode_lib npy)
-cargo_fuzz_version=0.13.2
 
 limit=(-max_total_time=6)
 mode="6 s"
-if [[ ${1:-} == --runs ]]; then
+build_only=
+if [[ ${1:-} == --build ]]; then
+    (($# == 1)) || { echo "usage: $0 --build (it builds every target)" >&2; exit 2; }
+    build_only=1
+    shift
+elif [[ ${1:-} == --runs ]]; then
     [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "usage: $0 [seconds | --runs N] [target...]" >&2; exit 2; }
     limit=(-runs="$2")
     mode="$2 runs"
@@ -60,34 +66,54 @@ if ! rustc_version=$(rustc "${toolchain[@]}" --version 2>&1); then
     echo "fuzz: installed toolchains: $(rustup toolchain list 2>&1 | tr '\n' ' ')" >&2
     exit 1
 fi
-# cargo fuzz passes -Zsanitizer and other unstable flags: a stable rustc accepts them
+# The build passes -Zsanitizer and other unstable flags: a stable rustc accepts them
 # with RUSTC_BOOTSTRAP=1 (a nightly ignores the variable).
 export RUSTC_BOOTSTRAP=1
 
-# The installation's and the build's wall and CPU time in the log (docs/PERFORMANCE.md,
-# "CI time").
-TIMEFORMAT='fuzz: %R s wall, %U s user, %S s sys'
-if ! cargo "${toolchain[@]}" fuzz --version >/dev/null 2>&1; then
-    echo "fuzz: installing cargo-fuzz $cargo_fuzz_version from crates.io" >&2
-    time cargo "${toolchain[@]}" install --locked --version "$cargo_fuzz_version" cargo-fuzz >&2
-fi
-
 target_dir=${CARGO_TARGET_DIR:-$repo/target/fuzz}
 sanitizer=${FUZZ_SANITIZER:-address}
-echo "fuzz: $rustc_version, sanitizer $sanitizer, ${#targets[@]} targets, $mode each" >&2
+[[ $sanitizer =~ ^(address|leak|thread|none)$ ]] || { echo "fuzz: FUZZ_SANITIZER must be address, leak, thread or none, not $sanitizer" >&2; exit 2; }
+host=$(rustc "${toolchain[@]}" -vV | sed -n 's/^host: //p')
+# What `cargo fuzz build --sanitizer <s>` of cargo-fuzz 0.13.2 runs (its src/project.rs),
+# without cargo-fuzz itself: a runner without it compiled it from crates.io first, 40 s
+# of wall and 73 s of CPU on 2 cores (docs/PERFORMANCE.md, "CI time"). The same flags
+# give the same build: after `cargo fuzz build` this command compiles nothing. The
+# instrumentation libFuzzer needs (sanitizer coverage: 8-bit counters, the PC table,
+# compare tracing, stack depth; `--cfg fuzzing`), branch folding off so that each branch
+# keeps its own counter, debug assertions on, and one codegen unit per crate (with more,
+# the coverage pass keeps ThinLTO from importing functions across units: cargo-fuzz's
+# note measured the targets about 3x slower). `--target` keeps the
+# flags away from build scripts and proc macros, which run on the build machine.
+# In cargo-fuzz's order: cargo compares the flags as written, so another order would
+# rebuild every crate.
+rustflags=(-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
+    -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table
+    -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing
+    -Cllvm-args=-simplifycfg-branch-fold-threshold=0)
+[[ $sanitizer == none ]] || rustflags+=("-Zsanitizer=$sanitizer")
+rustflags+=(-Cllvm-args=-sanitizer-coverage-stack-depth -Cdebug-assertions -Ccodegen-units=1)
+if [[ -n $build_only ]]; then
+    echo "fuzz: $rustc_version, sanitizer $sanitizer, building only" >&2
+else
+    echo "fuzz: $rustc_version, sanitizer $sanitizer, ${#targets[@]} targets, $mode each" >&2
+fi
 mkdir -p "$target_dir"
 build_log=$target_dir/fuzz-build.log
 echo "fuzz: building the targets" >&2
-# The braces keep the time report out of the log (bash drops it when a timed subshell
-# itself is redirected).
-if ! time { (cd "$repo/qemu" && cargo "${toolchain[@]}" fuzz build --fuzz-dir "$fuzz_dir" --target-dir "$target_dir" \
-    --sanitizer "$sanitizer") >"$build_log" 2>&1; }; then
+# The build's wall and CPU time in the log (docs/PERFORMANCE.md, "CI time"). The braces
+# keep the time report out of the log (bash drops it when a timed subshell itself is
+# redirected). Run from qemu/, as `cargo fuzz` runs from the folder above its fuzz
+# directory, so the same .cargo/config.toml files apply.
+TIMEFORMAT='fuzz: %R s wall, %U s user, %S s sys'
+if ! time { (cd "$repo/qemu" && RUSTFLAGS="${rustflags[*]} ${RUSTFLAGS:-}" cargo "${toolchain[@]}" build \
+    --manifest-path "$fuzz_dir/Cargo.toml" --target "$host" --release \
+    --config 'profile.release.debug="line-tables-only"' --bins --target-dir "$target_dir") >"$build_log" 2>&1; }; then
     grep -E '^error' -A12 "$build_log" | head -40 >&2
     echo "fuzz: the targets do not build (log: $build_log)" >&2
     echo "fuzz: 0 passed, ${#targets[@]} failed"
     exit 1
 fi
-host=$(rustc "${toolchain[@]}" -vV | sed -n 's/^host: //p')
+[[ -z $build_only ]] || exit 0
 bin_dir=$target_dir/$host/release
 
 log_dir=$target_dir/fuzz-logs
