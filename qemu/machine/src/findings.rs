@@ -376,6 +376,10 @@ impl Finding {
                 };
                 format!("{}, {past} past its end", block.name())
             }
+            // An access that starts inside the block and runs past its end.
+            FindingKind::HeapOutside if hi > end && lo < end => {
+                format!("{}, bytes {from} to {to}, {} past its end", block.name(), hi - end)
+            }
             FindingKind::HeapOutside => format!("{}, {}", block.name(), bytes(from, to)),
             FindingKind::DoubleFree => format!("{}, freed already", block.name()),
             FindingKind::InvalidFree => format!("{}, byte {from}, not its start", block.name()),
@@ -578,6 +582,18 @@ mod tests {
         let listed = op.to_string();
         assert!(listed.contains("\nwarning: leak on core 0: a heap block"), "{listed}");
         assert!(listed.starts_with("out-of-bounds store on core 0: "), "{listed}");
+    }
+
+    #[test]
+    fn a_load_running_past_a_blocks_end_says_by_how_much() {
+        // A 4-byte load at byte 512 of a 514-byte block: it was "byte 512".
+        let text = "FINDING core=0 op=0 kind=heap-outside pc=0x84000010 address=0x6a000300 bytes=4 accesses=1 \
+                    block=0x6a000100 size=514 alloc=84000020";
+        let finding = &collect([text]).shown[0];
+        assert_eq!(
+            finding.place(),
+            "a heap block of 514 bytes allocated at 0x84000020, bytes 512 to 516, 2 past its end"
+        );
     }
 
     #[test]
