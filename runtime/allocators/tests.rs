@@ -571,9 +571,15 @@ fn run_against_model(region_size: usize, ops: &[Op]) {
         let (free, runs, longest) = model.granules.free_summary();
         assert_eq!(summary(&heap), (free * GRANULE, runs, longest * GRANULE, model.live.len()), "after {op:?}");
     }
+    free_all_and_check_whole(&mut heap, &mut model);
+}
+
+/// Frees every block the model holds live, each still holding its fill, and checks
+/// that the heap is one free block over its whole arena again.
+fn free_all_and_check_whole(heap: &mut Heap, model: &mut Model) {
     for block in model.live.drain(..) {
-        check_block(&heap, block);
-        assert_eq!(heap.free(granule(&heap, block.0)), Ok(block.1 * GRANULE));
+        check_block(heap, block);
+        assert_eq!(heap.free(granule(heap, block.0)), Ok(block.1 * GRANULE));
     }
     assert_eq!(heap.free_block_count(), 1);
     assert_eq!(heap.largest_free(), heap.arena_bytes());

@@ -3,11 +3,14 @@
 use clap::{Args, ValueEnum};
 use neuroncustomop::data_transfer::NeuronMemcpyMethod;
 use neuroncustomop::wrapper_api::{MAX_DIM, MAX_RANK};
-use neuroncustomop_host::array::{Dtype, dtype_name, parse_dtype};
+use neuroncustomop_host::array::{Array, Dtype, dtype_name, parse_dtype};
 use neuroncustomop_host::compare::{Mismatch, Tolerance, canary, compare, holding};
 use neuroncustomop_host::generate::{Distribution, generate};
-use neuroncustomop_host::library::{Arg, CallError, Options, Output, PartialOutput, Sanitizer, Target};
+use neuroncustomop_host::library::{
+    Arg, Call, CallError, KernelFailed, Library, Options, Output, PartialOutput, Sanitizer, Target,
+};
 use neuroncustomop_host::npy::{self, NpyError};
+use neuroncustomop_hosttier::Debugger;
 use neuroncustomop_machine::job::TENSOR_AREA_SIZE;
 use neuroncustomop_profile::cost::CostModel;
 use neuroncustomop_profile::mix::Class;
@@ -349,184 +352,206 @@ pub fn exec_debug(mut args: DebugArgs) -> super::Outcome {
     call(&args.lib, &args.kernel, &args.call)
 }
 
-/// Loads the library at `lib` and calls `kernel` as `args` say.
+/// Loads the library at `lib` and calls `kernel` as `args` say, in three steps: the
+/// command line resolved into a checked [`Request`] (every file read, the library
+/// loaded, before any device time is spent), the call made and saved ([`Report`]),
+/// and its report printed.
 pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
-    if args.gdb && (!args.host || args.repeat > 1) {
-        return Err(RunError::GdbNeedsHost.into());
-    }
-    if args.sanitize.is_some() && !args.host {
-        return Err(RunError::SanitizeNeedsHost.into());
-    }
-    let mut call_args = Vec::with_capacity(args.args.len());
-    for (index, spec) in args.args.iter().enumerate() {
-        call_args.push(match spec {
-            ArgSpec::File(path) => Arg::Tensor(npy::read(path).map_err(|source| RunError::Arg { index, source })?),
-            ArgSpec::Generated { dtype, shape, distribution } => {
-                Arg::Tensor(generate(*dtype, shape.clone(), *distribution, args.seed + index as u64))
-            }
-            ArgSpec::Scalar(scalar) => scalar.clone(),
-        });
-    }
-    // Read the expected array and the cost model before the run, so a bad file costs
-    // no device time.
-    let expected = args.expect.as_deref().map(npy::read).transpose().map_err(RunError::Expected)?;
-    let cost_model = match &args.cost_model {
-        Some(path) => CostModel::load(path)?,
-        None => CostModel::default(),
-    };
-    let library = super::package::load(lib, if args.host { Target::Host } else { Target::Device })?;
-    let output = match (&args.output, args.output_like) {
-        (Some(spec), _) => Output::Shape { dtype: spec.dtype, shape: spec.shape.clone() },
-        (None, Some(k)) => Output::Like(k),
-        // A C++ library's shape function says; else the first tensor's form.
-        (None, None) => {
-            let (dtype, shape) = library.resolve_output(kernel, &call_args, PartialOutput::default(), None)?;
-            Output::Shape { dtype, shape }
-        }
-    };
-    if let Some(dir) = &args.save_inputs {
-        std::fs::create_dir_all(dir)?;
-        for (index, arg) in call_args.iter().enumerate() {
-            if let Arg::Tensor(array) = arg {
-                npy::write(&dir.join(format!("arg{index}.npy")), array).map_err(RunError::Save)?;
-            }
-        }
-    }
+    let request = Request::resolve(lib, kernel, args)?;
+    let report = request.run()?;
+    Ok(report.print())
+}
 
-    let memcpy = match args.memcpy {
-        Memcpy::C => NeuronMemcpyMethod::CMemcpy,
-        Memcpy::Vector => NeuronMemcpyMethod::VecMemcpy,
-        Memcpy::Dma => NeuronMemcpyMethod::Dma,
-    };
-    let options = Options {
-        cores: args.cores.map_or_else(|| library.default_cores(), usize::from),
-        memcpy,
-        count_instructions: args.icount,
-        max_instructions: args.max_instructions,
-        partial_output: args.partial_output,
-        checked: !args.unchecked,
-        target: if args.host { Target::Host } else { Target::Device },
-        sanitize: args.sanitize.map(|sanitize| match sanitize {
-            SanitizeArg::Address => Sanitizer::Address,
-            SanitizeArg::Undefined => Sanitizer::Undefined,
-            SanitizeArg::Thread => Sanitizer::Thread,
-        }),
-        profile: args.profile.is_some(),
-    };
-    let described: Vec<String> = call_args.iter().map(Arg::describe).collect();
-    // A kernel that stopped (an exception, a panic, its instruction budget) or a device
-    // that did not finish it is the kernel failing (exit 1), not bad input (exit 2).
-    let heading = || println!("{} / {}({}) on {} core(s)", library.name(), kernel, described.join(", "), options.cores);
-    let stopped = |error: CallError| -> super::Outcome {
-        match error {
-            error @ (CallError::Stopped { .. } | CallError::Unfinished { .. }) => {
-                heading();
-                println!("  result      FAILED: {error}");
-                Ok(ExitCode::FAILURE)
-            }
-            other => Err(other.into()),
+/// One `ncop run`, resolved from its command line and checked: what to call, with
+/// what, how, and what to do with the result.
+struct Request {
+    library: Library,
+    kernel: String,
+    args: Vec<Arg>,
+    output: Output,
+    options: Options,
+    /// `--gdb`: the debugger the one call runs under.
+    debugger: Option<Debugger>,
+    repeat: u32,
+    /// `--expect`: its path and the array read from it.
+    expected: Option<(PathBuf, Array)>,
+    tolerance: Tolerance,
+    cost_model: CostModel,
+    save: Option<PathBuf>,
+    save_inputs: Option<PathBuf>,
+    /// `--profile`: the folder its files go to.
+    profile: Option<PathBuf>,
+}
+
+impl Request {
+    /// Checks the flags that go together, reads or generates every argument, reads
+    /// the expected array and the cost model (so a bad file costs no device time),
+    /// loads the library and settles the output's form and the call's options.
+    fn resolve(lib: &Path, kernel: &str, args: &CallArgs) -> Result<Self, Box<dyn std::error::Error>> {
+        if args.gdb && (!args.host || args.repeat > 1) {
+            return Err(RunError::GdbNeedsHost.into());
         }
-    };
-    let result = if args.gdb {
-        let debugger = neuroncustomop_hosttier::Debugger {
+        if args.sanitize.is_some() && !args.host {
+            return Err(RunError::SanitizeNeedsHost.into());
+        }
+        let call_args = read_args(args)?;
+        let expected = match &args.expect {
+            Some(path) => Some((path.clone(), npy::read(path).map_err(RunError::Expected)?)),
+            None => None,
+        };
+        let cost_model = match &args.cost_model {
+            Some(path) => CostModel::load(path)?,
+            None => CostModel::default(),
+        };
+        let target = if args.host { Target::Host } else { Target::Device };
+        let library = super::package::load(lib, target)?;
+        let output = match (&args.output, args.output_like) {
+            (Some(spec), _) => Output::Shape { dtype: spec.dtype, shape: spec.shape.clone() },
+            (None, Some(k)) => Output::Like(k),
+            // A C++ library's shape function says; else the first tensor's form.
+            (None, None) => {
+                let (dtype, shape) = library.resolve_output(kernel, &call_args, PartialOutput::default(), None)?;
+                Output::Shape { dtype, shape }
+            }
+        };
+        let options = Options {
+            cores: args.cores.map_or_else(|| library.default_cores(), usize::from),
+            memcpy: match args.memcpy {
+                Memcpy::C => NeuronMemcpyMethod::CMemcpy,
+                Memcpy::Vector => NeuronMemcpyMethod::VecMemcpy,
+                Memcpy::Dma => NeuronMemcpyMethod::Dma,
+            },
+            count_instructions: args.icount,
+            max_instructions: args.max_instructions,
+            partial_output: args.partial_output,
+            checked: !args.unchecked,
+            target,
+            sanitize: args.sanitize.map(|sanitize| match sanitize {
+                SanitizeArg::Address => Sanitizer::Address,
+                SanitizeArg::Undefined => Sanitizer::Undefined,
+                SanitizeArg::Thread => Sanitizer::Thread,
+            }),
+            profile: args.profile.is_some(),
+        };
+        let debugger = args.gdb.then(|| Debugger {
             core: args.gdb_core,
             commands: args.gdb_ex.clone(),
             batch: args.gdb_batch,
             transcript: None,
+        });
+        let tolerance = match (args.rtol, args.atol) {
+            (None, None) if !args.equal_nan => Tolerance::Exact,
+            (rtol, atol) => {
+                Tolerance::Close { rtol: rtol.unwrap_or(1e-5), atol: atol.unwrap_or(1e-8), equal_nan: args.equal_nan }
+            }
         };
-        library.debug(kernel, &call_args, output.clone(), &options, &debugger)
-    } else {
-        library.call_with(kernel, &call_args, output.clone(), &options)
-    };
-    let mut call = match result {
-        Ok(call) => call,
-        Err(error) => return stopped(error),
-    };
-    for _ in 1..args.repeat {
-        let again = match library.call_with(kernel, &call_args, output.clone(), &options) {
-            Ok(again) => again,
-            Err(error) => return stopped(error),
-        };
-        if again.output != call.output || again.statuses != call.statuses {
-            return Err(RunError::Unrepeatable.into());
-        }
-        call.instructions = call.instructions.iter().zip(&again.instructions).map(|(a, b)| *a.min(b)).collect();
-        call.wall = call.wall.min(again.wall);
+        Ok(Self {
+            library,
+            kernel: kernel.into(),
+            args: call_args,
+            output,
+            options,
+            debugger,
+            repeat: args.repeat,
+            expected,
+            tolerance,
+            cost_model,
+            save: args.save.clone(),
+            save_inputs: args.save_inputs.clone(),
+            profile: args.profile.clone(),
+        })
     }
 
-    heading();
-    println!("  output      {} {:?}", dtype_name(call.output.dtype()), call.output.shape());
-    println!("  status      {}", call.status_text());
-    let (machine, device) =
-        if args.host { ("on the host tier", "started loader") } else { ("under QEMU", "booted device") };
-    let timing = match (args.repeat, args.host) {
-        (1, false) => "booting the device included".to_string(),
-        (1, true) => "starting its loader included".to_string(),
-        (calls, _) => format!("the fastest of {calls} calls on one {device}"),
-    };
-    println!("  wall time   {:.3} s {machine} ({timing})", call.wall.as_secs_f64());
-    if args.host && args.sanitize.is_none() {
-        // A read past an input passes here unseen: say where it would not.
-        println!(
-            "  checks      none on the host tier: the device checks every access (without --host), or --sanitize address"
+    /// Saves the inputs if asked, calls the kernel (`--repeat` times), writes the
+    /// profile's files, saves the output and judges it: everything but the printing.
+    fn run(self) -> Result<Report, Box<dyn std::error::Error>> {
+        if let Some(dir) = &self.save_inputs {
+            std::fs::create_dir_all(dir)?;
+            for (index, arg) in self.args.iter().enumerate() {
+                if let Arg::Tensor(array) = arg {
+                    npy::write(&dir.join(format!("arg{index}.npy")), array).map_err(RunError::Save)?;
+                }
+            }
+        }
+        let described: Vec<String> = self.args.iter().map(Arg::describe).collect();
+        let heading = format!(
+            "{} / {}({}) on {} core(s)",
+            self.library.name(),
+            self.kernel,
+            described.join(", "),
+            self.options.cores
         );
-    }
-    if !call.instructions.is_empty() {
-        // The definitions: docs/op-author-guide.md, "Instructions per element".
-        let work = call.work();
-        // The device says whether each count is the kernel's exactly (`exact=yes`).
-        let exact = if call.exact.iter().all(|&exact| exact) { "exact" } else { "not exact on every core: estimates" };
-        println!(
-            "  instructions {} on the slowest core (core {}), {} in all; balance {:.2} (slowest / mean); per core {:?} \
-             ({exact})",
-            work.slowest, work.slowest_core, work.total, work.balance, call.instructions
-        );
-        match (work.per_element, work.elements) {
-            (Some(per_element), Some(elements)) => println!(
-                "  per element {per_element:.2} instructions per element core {} wrote ({elements} elements)",
-                work.slowest_core
-            ),
-            (None, Some(0)) => println!("  per element none: core {} wrote no element", work.slowest_core),
-            _ => println!("  per element not known: --profile counts the elements each core wrote"),
+        let call = match self.call()? {
+            Ok(call) => call,
+            Err(stopped) => return Ok(Report { heading, ran: Ran::Stopped(stopped) }),
+        };
+        let profile = match (&call.profile, &self.profile) {
+            (Some(profile), Some(dir)) => {
+                let written = neuroncustomop_profile::write::write(profile, dir)?;
+                Some(written.flame.parent().unwrap_or(dir).to_path_buf())
+            }
+            _ => None,
+        };
+        if let Some(path) = &self.save {
+            npy::write(path, &call.output).map_err(RunError::Save)?;
         }
+        let verdict = judge(&call, self.expected.as_ref(), self.tolerance);
+        let finished = Finished {
+            call,
+            host: self.options.target == Target::Host,
+            sanitized: self.options.sanitize.is_some(),
+            repeat: self.repeat,
+            profile: profile.map(|dir| (dir, self.cost_model)),
+            saved: self.save,
+            verdict,
+        };
+        Ok(Report { heading, ran: Ran::Finished(Box::new(finished)) })
     }
-    if let (Some(profile), Some(dir)) = (&call.profile, &args.profile) {
-        summarize(profile, &cost_model, dir)?;
-    }
-    for (core, printed) in call.stdout.iter().enumerate().filter(|(_, p)| !p.text.is_empty() || p.lost > 0) {
-        let lost = if printed.lost > 0 { format!(" ({} bytes lost first)", printed.lost) } else { String::new() };
-        println!("  core {core} printed{lost}:\n{}", printed.text.trim_end());
-    }
-    if let Some(path) = &args.save {
-        npy::write(path, &call.output).map_err(RunError::Save)?;
-        println!("  saved       {}", path.display());
-    }
-    // Warnings do not fail the call (a failing one lists them with its findings).
-    if call.findings.first_error().is_none() {
-        for warning in call.findings.warnings() {
-            let label = warning.kind.severity().name();
-            println!("  {label:<12}{}", warning.to_string().replace('\n', "\n              "));
+
+    /// The call, `--repeat` times on one booted device: each core's count is its
+    /// fewest, and every output must be the first's. `Ok(Err(_))` is a kernel that
+    /// stopped or a device that did not finish it: the kernel failing (exit 1), not
+    /// bad input (exit 2).
+    fn call(&self) -> Result<Result<Call, CallError>, Box<dyn std::error::Error>> {
+        let stopped = |error: CallError| match error {
+            error @ (CallError::Stopped { .. } | CallError::Unfinished { .. }) => Ok(Err(error)),
+            other => Err(other.into()),
+        };
+        let (library, kernel, args, options) = (&self.library, &self.kernel, &self.args, &self.options);
+        let result = match &self.debugger {
+            Some(debugger) => library.debug(kernel, args, self.output.clone(), options, debugger),
+            None => library.call_with(kernel, args, self.output.clone(), options),
+        };
+        let mut call = match result {
+            Ok(call) => call,
+            Err(error) => return stopped(error),
+        };
+        for _ in 1..self.repeat {
+            let again = match library.call_with(kernel, args, self.output.clone(), options) {
+                Ok(again) => again,
+                Err(error) => return stopped(error),
+            };
+            if again.output != call.output || again.statuses != call.statuses {
+                return Err(RunError::Unrepeatable.into());
+            }
+            call.instructions = call.instructions.iter().zip(&again.instructions).map(|(a, b)| *a.min(b)).collect();
+            call.wall = call.wall.min(again.wall);
         }
+        Ok(Ok(call))
     }
-    let tolerance = match (args.rtol, args.atol) {
-        (None, None) if !args.equal_nan => Tolerance::Exact,
-        (rtol, atol) => {
-            Tolerance::Close { rtol: rtol.unwrap_or(1e-5), atol: atol.unwrap_or(1e-8), equal_nan: args.equal_nan }
-        }
-    };
-    let failed = call.clone().check().err();
-    if let Some(failed) = &failed {
-        println!("  result      FAILED: {failed}");
+}
+
+/// Whether `call` succeeded, and its output matches `expected` (`--expect`'s path and
+/// array) within `tolerance`.
+fn judge(call: &Call, expected: Option<&(PathBuf, Array)>, tolerance: Tolerance) -> Verdict {
+    if let Err(failed) = call.clone().check() {
         // Unwritten elements fail the call before any comparison: with --expect, the
         // comparison still names them (and any wrong ones) by their index; without,
         // the first that still hold the canary.
-        match (failed.unwritten, &expected) {
-            (Some(_), Some(expected)) => {
-                if let Err(mismatch) = compare(&call.output, expected, tolerance) {
-                    let path = args.expect.as_ref().expect("read").display();
-                    println!("  compared    with {path} ({tolerance:?}): {mismatch}");
-                }
-            }
+        let located = match (failed.unwritten, expected) {
+            (Some(_), Some((path, expected))) => compare(&call.output, expected, tolerance)
+                .err()
+                .map(|mismatch| Located::Compared { path: path.clone(), mismatch }),
             (Some(unwritten), None) => {
                 let held = holding(call.output.bytes(), &canary(call.output.dtype()));
                 let first: Vec<String> = (0..held.len())
@@ -534,40 +559,204 @@ pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
                     .take(10)
                     .map(|index| format!("{:?}", call.output.unravel(index)))
                     .collect();
-                let more = if unwritten.elements > first.len() { ", …" } else { "" };
-                println!(
-                    "  unwritten   still holding the canary at {}{more} (--expect want.npy compares them with a reference)",
-                    first.join(", ")
-                );
+                let more = unwritten.elements > first.len();
+                Some(Located::Canary { first, more })
             }
-            (None, _) => {}
-        }
-        return Ok(ExitCode::FAILURE);
+            (None, _) => None,
+        };
+        return Verdict::Failed { failed: Box::new(failed), located, tolerance };
     }
-    let Some(expected) = expected else {
-        println!("  result      OK (no --expect to compare with)");
-        return Ok(ExitCode::SUCCESS);
+    match expected {
+        None => Verdict::Unchecked,
+        Some((path, expected)) => match compare(&call.output, expected, tolerance) {
+            Ok(()) => Verdict::Matches { path: path.clone(), tolerance },
+            Err(mismatch) => Verdict::Mismatch { mismatch, tolerance },
+        },
+    }
+}
+
+/// Each `--arg` as the kernel takes it: a file read, a tensor generated (argument k
+/// with seed SEED + k), a scalar.
+fn read_args(args: &CallArgs) -> Result<Vec<Arg>, RunError> {
+    let read = |(index, spec): (usize, &ArgSpec)| {
+        Ok(match spec {
+            ArgSpec::File(path) => Arg::Tensor(npy::read(path).map_err(|source| RunError::Arg { index, source })?),
+            ArgSpec::Generated { dtype, shape, distribution } => {
+                Arg::Tensor(generate(*dtype, shape.clone(), *distribution, args.seed + index as u64))
+            }
+            ArgSpec::Scalar(scalar) => scalar.clone(),
+        })
     };
-    match compare(&call.output, &expected, tolerance) {
-        Ok(()) => {
-            println!("  result      OK: matches {} ({tolerance:?})", args.expect.as_ref().expect("compared").display());
-            Ok(ExitCode::SUCCESS)
+    args.args.iter().enumerate().map(read).collect()
+}
+
+/// What `ncop run` says of a call: printed by [`Report::print`].
+struct Report {
+    /// `library / kernel(arguments) on N core(s)`.
+    heading: String,
+    ran: Ran,
+}
+
+/// How the call ended.
+enum Ran {
+    /// The kernel stopped without returning, or the device did not finish it.
+    Stopped(CallError),
+    /// The kernel returned on every core. (Boxed: it is the large one.)
+    Finished(Box<Finished>),
+}
+
+/// A call that returned, and what was done with it.
+struct Finished {
+    call: Call,
+    /// It ran on the host tier.
+    host: bool,
+    /// Under a sanitizer.
+    sanitized: bool,
+    /// How many calls it is the fastest of.
+    repeat: u32,
+    /// The folder its profile's files were written to, and the cost model that
+    /// predicts its device time.
+    profile: Option<(PathBuf, CostModel)>,
+    /// Where its output was saved.
+    saved: Option<PathBuf>,
+    verdict: Verdict,
+}
+
+/// Where a failed call's unwritten elements are.
+enum Located {
+    /// `--expect`'s comparison, which names them (and any wrong ones) by their index.
+    Compared { path: PathBuf, mismatch: Mismatch },
+    /// The first (at most 10) that still hold the canary; `more` when there are others.
+    Canary { first: Vec<String>, more: bool },
+}
+
+/// The result line.
+enum Verdict {
+    /// The kernel failed ([`Call::check`]); where its unwritten elements are, if it
+    /// left some.
+    Failed { failed: Box<KernelFailed>, located: Option<Located>, tolerance: Tolerance },
+    /// It succeeded, with no `--expect` to compare with.
+    Unchecked,
+    /// It succeeded and its output matches `path`.
+    Matches { path: PathBuf, tolerance: Tolerance },
+    /// It succeeded, but its output differs from `--expect`.
+    Mismatch { mismatch: Mismatch, tolerance: Tolerance },
+}
+
+impl Report {
+    /// Prints the report; its exit code: success when the kernel succeeded (and
+    /// matched), failure when it stopped, failed or differed.
+    fn print(self) -> ExitCode {
+        println!("{}", self.heading);
+        let finished = match self.ran {
+            Ran::Stopped(error) => {
+                println!("  result      FAILED: {error}");
+                return ExitCode::FAILURE;
+            }
+            Ran::Finished(finished) => finished,
+        };
+        let Finished { call, host, sanitized, repeat, profile, saved, verdict } = *finished;
+        println!("  output      {} {:?}", dtype_name(call.output.dtype()), call.output.shape());
+        println!("  status      {}", call.status_text());
+        let (machine, device) =
+            if host { ("on the host tier", "started loader") } else { ("under QEMU", "booted device") };
+        let timing = match (repeat, host) {
+            (1, false) => "booting the device included".to_string(),
+            (1, true) => "starting its loader included".to_string(),
+            (calls, _) => format!("the fastest of {calls} calls on one {device}"),
+        };
+        println!("  wall time   {:.3} s {machine} ({timing})", call.wall.as_secs_f64());
+        if host && !sanitized {
+            // A read past an input passes here unseen: say where it would not.
+            println!(
+                "  checks      none on the host tier: the device checks every access (without --host), or --sanitize address"
+            );
         }
-        Err(mismatch @ (Mismatch::Form { .. } | Mismatch::Values(_))) => {
+        print_instructions(&call);
+        if let (Some(profile), Some((dir, model))) = (&call.profile, &profile) {
+            summarize(profile, model, dir);
+        }
+        for (core, printed) in call.stdout.iter().enumerate().filter(|(_, p)| !p.text.is_empty() || p.lost > 0) {
+            let lost = if printed.lost > 0 { format!(" ({} bytes lost first)", printed.lost) } else { String::new() };
+            println!("  core {core} printed{lost}:\n{}", printed.text.trim_end());
+        }
+        if let Some(path) = &saved {
+            println!("  saved       {}", path.display());
+        }
+        // Warnings do not fail the call (a failing one lists them with its findings).
+        if call.findings.first_error().is_none() {
+            for warning in call.findings.warnings() {
+                let label = warning.kind.severity().name();
+                println!("  {label:<12}{}", warning.to_string().replace('\n', "\n              "));
+            }
+        }
+        print_verdict(verdict)
+    }
+}
+
+/// The instruction counts' lines: the slowest core, the balance, per element
+/// (docs/op-author-guide.md, "Instructions per element"); none on the host tier.
+fn print_instructions(call: &Call) {
+    if call.instructions.is_empty() {
+        return;
+    }
+    let work = call.work();
+    // The device says whether each count is the kernel's exactly (`exact=yes`).
+    let exact = if call.exact.iter().all(|&exact| exact) { "exact" } else { "not exact on every core: estimates" };
+    println!(
+        "  instructions {} on the slowest core (core {}), {} in all; balance {:.2} (slowest / mean); per core {:?} \
+         ({exact})",
+        work.slowest, work.slowest_core, work.total, work.balance, call.instructions
+    );
+    match (work.per_element, work.elements) {
+        (Some(per_element), Some(elements)) => println!(
+            "  per element {per_element:.2} instructions per element core {} wrote ({elements} elements)",
+            work.slowest_core
+        ),
+        (None, Some(0)) => println!("  per element none: core {} wrote no element", work.slowest_core),
+        _ => println!("  per element not known: --profile counts the elements each core wrote"),
+    }
+}
+
+/// The result line (and where a failed call's unwritten elements are); the exit code
+/// it means.
+fn print_verdict(verdict: Verdict) -> ExitCode {
+    match verdict {
+        Verdict::Failed { failed, located, tolerance } => {
+            println!("  result      FAILED: {failed}");
+            match located {
+                Some(Located::Compared { path, mismatch }) => {
+                    println!("  compared    with {} ({tolerance:?}): {mismatch}", path.display());
+                }
+                Some(Located::Canary { first, more }) => println!(
+                    "  unwritten   still holding the canary at {}{} (--expect want.npy compares them with a reference)",
+                    first.join(", "),
+                    if more { ", …" } else { "" }
+                ),
+                None => {}
+            }
+            ExitCode::FAILURE
+        }
+        Verdict::Unchecked => {
+            println!("  result      OK (no --expect to compare with)");
+            ExitCode::SUCCESS
+        }
+        Verdict::Matches { path, tolerance } => {
+            println!("  result      OK: matches {} ({tolerance:?})", path.display());
+            ExitCode::SUCCESS
+        }
+        Verdict::Mismatch { mismatch, tolerance } => {
             println!("  result      MISMATCH ({tolerance:?}): {mismatch}");
-            Ok(ExitCode::FAILURE)
+            ExitCode::FAILURE
         }
     }
 }
 
-/// Writes the profile's files into `dir` and prints its summary: the top 5 functions
-/// with what they call and by their own instructions, the instruction mix, memory by region, and the cost model's prediction.
-fn summarize(profile: &Profile, model: &CostModel, dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    let written = neuroncustomop_profile::write::write(profile, dir)?;
-    println!(
-        "  profile     {}: flame.svg, stacks.folded, trace.json (Perfetto), profile.json",
-        written.flame.parent().unwrap_or(dir).display()
-    );
+/// Prints the summary of a profile whose files are in `dir`: the top 5 functions with
+/// what they call and by their own instructions, the instruction mix, memory by
+/// region, and the cost model's prediction.
+fn summarize(profile: &Profile, model: &CostModel, dir: &Path) {
+    println!("  profile     {}: flame.svg, stacks.folded, trace.json (Perfetto), profile.json", dir.display());
     // Where the time goes first: a function with all it called (`expf` with its
     // soft-float calls), then the code that runs most itself (a helper `expf` inlined).
     let rows = |top: Vec<Hot>| {
@@ -624,7 +813,6 @@ fn summarize(profile: &Profile, model: &CostModel, dir: &Path) -> Result<(), Box
             slowest.bound.name()
         );
     }
-    Ok(())
 }
 
 /// Run an example's own tests, one of its kernels, or a firmware program.
@@ -709,6 +897,7 @@ fn boot_program(args: &SimRunArgs) -> super::Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use neuroncustomop_host::library::{CoreStdout, KernelStatus, OpFindings, Unwritten};
 
     #[test]
     fn arguments_parse_with_their_kind() {
@@ -787,6 +976,59 @@ mod tests {
             "[ -~]{0,12}",
         ];
         prop::collection::vec(word, 1..6).prop_map(|words| words.join(":"))
+    }
+
+    /// A one-core call of a float32 output whose elements are `values`, `None` where
+    /// the kernel left the canary; its unwritten count as the host API makes it.
+    fn call_writing(values: &[Option<f32>]) -> Call {
+        let bytes =
+            values.iter().flat_map(|value| value.map_or_else(|| canary(Dtype::Float32), |v| v.to_le_bytes().to_vec()));
+        let output = Array::from_bytes(Dtype::Float32, vec![values.len()], bytes.collect()).unwrap();
+        let elements = values.iter().filter(|value| value.is_none()).count();
+        Call {
+            kernel: "k".into(),
+            output,
+            status: KernelStatus(0),
+            statuses: vec![KernelStatus(0)],
+            arg_failures: vec![None],
+            stdout: vec![CoreStdout::default()],
+            instructions: vec![],
+            exact: vec![],
+            wall: std::time::Duration::ZERO,
+            unwritten: Some(Unwritten { elements, total: values.len(), cores: 1 }),
+            findings: OpFindings::default(),
+            profile: None,
+        }
+    }
+
+    #[test]
+    fn the_verdict_compares_with_the_expected_output_and_locates_unwritten_elements() {
+        let want = |values: Vec<f32>| (PathBuf::from("want.npy"), Array::from_vec(vec![values.len()], values).unwrap());
+        let exact = Tolerance::Exact;
+        let whole = call_writing(&[Some(1.0), Some(2.0), Some(3.0), Some(4.0)]);
+        assert!(matches!(judge(&whole, None, exact), Verdict::Unchecked));
+        assert!(matches!(judge(&whole, Some(&want(vec![1.0, 2.0, 3.0, 4.0])), exact), Verdict::Matches { .. }));
+        let Verdict::Mismatch { mismatch: Mismatch::Values(report), .. } =
+            judge(&whole, Some(&want(vec![1.0, 2.0, 3.0, 5.0])), exact)
+        else {
+            panic!("one element differs");
+        };
+        assert_eq!((report.bad, report.unwritten), (1, 0));
+
+        let partial = call_writing(&[Some(1.0), None, Some(3.0), None]);
+        let Verdict::Failed { failed, located: Some(Located::Canary { first, more }), .. } =
+            judge(&partial, None, exact)
+        else {
+            panic!("unwritten elements, no --expect: the canary locates them");
+        };
+        assert_eq!(failed.unwritten.map(|unwritten| unwritten.elements), Some(2));
+        assert_eq!((first, more), (vec!["[1]".to_string(), "[3]".to_string()], false));
+        let Verdict::Failed { located: Some(Located::Compared { mismatch: Mismatch::Values(report), .. }), .. } =
+            judge(&partial, Some(&want(vec![1.0, 2.0, 3.0, 4.0])), exact)
+        else {
+            panic!("unwritten elements with --expect: the comparison locates them");
+        };
+        assert_eq!((report.bad, report.unwritten), (2, 2));
     }
 
     /// A case the property below found: a quoted part ("3{") that holds another ("3").
