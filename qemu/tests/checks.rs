@@ -42,7 +42,7 @@ fn a_rust_kernel_writing_64_floats_past_its_output_is_named_with_its_line_and_th
     assert_eq!(found.total, 1, "{found}");
     let finding = &found.shown[0];
     assert_eq!((finding.kind, finding.core, finding.accesses), (FindingKind::OutOfBoundsStore, 0, 64), "{finding}");
-    assert_eq!(finding.place(), "bytes 0 to 256 past the end of output 0 ([16] int32)");
+    assert_eq!(finding.place(), "elements [16] to [79], 0–256 bytes past the end of output 0 ([16] int32)");
     let line = line_of(include_str!("../firmware/src/bin/fault_probe.rs"), "past.add(i).write_volatile");
     let at = finding.at.as_deref().unwrap_or_default();
     assert!(at.contains(&format!("fault_probe.rs:{line}")), "{at}");
@@ -87,14 +87,17 @@ fn c_stores_256_bytes_and_1_mib_past_the_output_and_into_an_input_are_named_and_
     let library = c_library();
     let (found, _) = call(library, "past_end_256", vec![4, 32], 8);
     let finding = only(&found, FindingKind::OutOfBoundsStore, 0, C_SOURCE, "misuse.c", "out[n + i] = 1.0f");
-    assert_eq!(finding.place(), "bytes 0 to 256 past the end of output 0 ([4, 32] float32)");
+    assert_eq!(finding.place(), "elements [4, 0] to [5, 31], 0–256 bytes past the end of output 0 ([4, 32] float32)");
     assert_eq!(finding.accesses, 64);
     let (found, whole) = call(library, "copy", vec![4, 32], 8);
     assert!(found.is_empty() && whole, "{found}");
 
     let (found, _) = call(library, "past_end_1m", vec![4, 32], 8);
     let finding = only(&found, FindingKind::OutOfBoundsStore, 0, C_SOURCE, "misuse.c", "out[n + i] = 2.0f");
-    assert_eq!(finding.place(), "bytes 0 to 1048576 past the end of output 0 ([4, 32] float32)");
+    assert_eq!(
+        finding.place(),
+        "elements [4, 0] to [8195, 31], 0–1048576 bytes past the end of output 0 ([4, 32] float32)"
+    );
 
     let (found, _) = call(library, "into_input", vec![4, 32], 8);
     let finding = only(&found, FindingKind::InputStore, 0, C_SOURCE, "misuse.c", "((float *)x)[17] = 0.0f");
@@ -102,7 +105,7 @@ fn c_stores_256_bytes_and_1_mib_past_the_output_and_into_an_input_are_named_and_
 
     let (found, _) = call(library, "reads_past", vec![4, 32], 8);
     let finding = only(&found, FindingKind::OutOfBoundsLoad, 0, C_SOURCE, "misuse.c", "out[0] = x[n + 3]");
-    assert_eq!(finding.place(), "12 bytes past the end of input 0 ([4, 32] float32)");
+    assert_eq!(finding.place(), "element [4, 3], 12–16 bytes past the end of input 0 ([4, 32] float32)");
 
     let (found, whole) = call(library, "copy", vec![4, 32], 8);
     assert!(found.is_empty() && whole, "{found}");
@@ -142,7 +145,7 @@ fn a_finding_in_a_helper_carries_its_backtrace_to_the_kernels_line() {
     let (found, _) = call(library, "past_end_nested", vec![64], 8);
     let finding =
         only(&found, FindingKind::OutOfBoundsStore, 0, C_SOURCE, "misuse.c", "((volatile float *)p)[i] = 4.0f");
-    assert_eq!(finding.place(), "bytes 0 to 64 past the end of output 0 ([64] float32)");
+    assert_eq!(finding.place(), "elements [64] to [79], 0–64 bytes past the end of output 0 ([64] float32)");
     // Innermost first: the kernel's call of the helper.
     let caller = format!("misuse.c:{}", line_of(C_SOURCE, "scribble(out + n, 16)"));
     assert!(!finding.backtrace.is_empty(), "{finding}");
@@ -161,7 +164,7 @@ fn a_dma_transfer_past_the_output_or_the_input_names_the_kernels_line_and_the_ne
     let (found, _) = call(library, "dma_past_end", vec![4, 32], 8);
     let finding = only(&found, FindingKind::OutOfBoundsStore, 0, C_SOURCE, "misuse.c", "neuron_memcpy(dst, src,");
     assert!(finding.dma, "{finding}");
-    assert_eq!(finding.place(), "bytes 0 to 256 past the end of output 0 ([4, 32] float32)");
+    assert_eq!(finding.place(), "elements [4, 0] to [5, 31], 0–256 bytes past the end of output 0 ([4, 32] float32)");
     assert!(finding.to_string().starts_with("out-of-bounds store by a DMA transfer on core 0: "), "{finding}");
     // The backtrace reaches the kernel's call of the helper.
     let caller = format!("misuse.c:{}", line_of(C_SOURCE, "send(out + n, x, 64)"));
@@ -172,21 +175,20 @@ fn a_dma_transfer_past_the_output_or_the_input_names_the_kernels_line_and_the_ne
     let (found, _) = call(library, "dma_reads_past", vec![4, 32], 8);
     let finding = only(&found, FindingKind::OutOfBoundsLoad, 0, C_SOURCE, "misuse.c", "neuron_memcpy(dst, src,");
     assert!(finding.dma, "{finding}");
-    assert_eq!(finding.place(), "bytes 0 to 16 past the end of input 0 ([4, 32] float32)");
+    assert_eq!(finding.place(), "elements [4, 0] to [4, 3], 0–16 bytes past the end of input 0 ([4, 32] float32)");
     let (found, whole) = call(library, "copy", vec![4, 32], 8);
     assert!(found.is_empty() && whole, "{found}");
 }
 
 #[test]
 fn a_cxx_store_past_the_output_is_named_and_the_next_op_runs() {
-    let library = Library::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/checks_cxx"))
-        .unwrap_or_else(|e| panic!("{}", describe(&e)));
+    let library = cxx_library();
     let source = include_str!("checks_cxx/misuse.cpp");
-    let (found, _) = call(&library, "past_end", vec![100], 1);
+    let (found, _) = call(library, "past_end", vec![100], 1);
     let finding =
         only(&found, FindingKind::OutOfBoundsStore, 0, source, "misuse.cpp", "data[t_out.numel() + i] = 3.0f");
-    assert_eq!(finding.place(), "bytes 0 to 64 past the end of output 0 ([100] float32)");
-    let (found, whole) = call(&library, "copy", vec![100], 1);
+    assert_eq!(finding.place(), "elements [100] to [115], 0–64 bytes past the end of output 0 ([100] float32)");
+    let (found, whole) = call(library, "copy", vec![100], 1);
     assert!(found.is_empty() && whole, "{found}");
 }
 
@@ -264,18 +266,17 @@ fn c_heap_misuse_is_named_with_its_line_and_block_and_the_next_op_runs() {
 
 #[test]
 fn a_cxx_use_after_delete_and_a_kept_new_are_named_and_the_next_op_runs() {
-    let library = Library::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/checks_cxx"))
-        .unwrap_or_else(|e| panic!("{}", describe(&e)));
+    let library = cxx_library();
     let source = include_str!("checks_cxx/misuse.cpp");
-    let (found, _) = call(&library, "uses_deleted", vec![100], 1);
+    let (found, _) = call(library, "uses_deleted", vec![100], 1);
     let finding = only(&found, FindingKind::UseAfterFree, 0, source, "misuse.cpp", "p[1] = 2.0f;  // after delete");
     assert!(finding.place().starts_with("a heap block of 64 bytes allocated at "), "{}", finding.place());
-    let (found, whole) = call(&library, "copy", vec![100], 1);
+    let (found, whole) = call(library, "copy", vec![100], 1);
     assert!(found.is_empty() && whole, "{found}");
-    let (found, whole) = call(&library, "keeps_new", vec![100], 1);
+    let (found, whole) = call(library, "keeps_new", vec![100], 1);
     only(&found, FindingKind::Leak, 0, source, "misuse.cpp", "new float[16];  // kept");
     assert!(whole && found.first_error().is_none(), "a leak is a warning: {found}");
-    let (found, whole) = call(&library, "copy", vec![100], 1);
+    let (found, whole) = call(library, "copy", vec![100], 1);
     assert!(found.is_empty() && whole, "{found}");
 }
 
@@ -310,10 +311,12 @@ fn a_rust_kernel_writing_into_a_dropped_box_and_one_leaking_a_box_are_named_and_
 }
 
 #[test]
-fn a_kernel_using_its_heap_counts_the_same_instructions_checked_and_unchecked() {
-    // The heap journal is written whether the device is checked or not. A library of
-    // its own: each device runs the same ops from boot (a heap's history changes how
-    // many instructions its next allocation takes).
+fn a_kernel_using_its_heap_counts_within_8_instructions_per_allocation_checked_and_unchecked() {
+    // The heap journal is written whether the device is checked or not; a checked call
+    // gives each block a red zone (runtime/allocators/redzone.rs), which changes only
+    // how the allocator splits its free space: 4 instructions more for heap_ok's one
+    // malloc and free. A library of its own: each device runs the same ops from boot (a
+    // heap's history changes how many instructions its next allocation takes).
     let library = Library::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/checks_c"))
         .unwrap_or_else(|e| panic!("{}", describe(&e)));
     let x = generate(Dtype::Float32, vec![4, 32], Distribution::Range, 0);
@@ -325,5 +328,152 @@ fn a_kernel_using_its_heap_counts_the_same_instructions_checked_and_unchecked() 
     };
     let (unchecked, checked) = (count(false), count(true));
     assert!(checked.iter().all(|&n| n > 0), "{checked:?}");
-    assert_eq!(checked, unchecked);
+    let more: Vec<i64> = checked.iter().zip(&unchecked).map(|(&c, &u)| c as i64 - u as i64).collect();
+    assert!(more.iter().all(|more| (0..=8).contains(more)), "checked {checked:?}, unchecked {unchecked:?}");
+}
+
+#[test]
+fn a_c_dma_copy_of_300_floats_into_a_256_float_tcm_block_is_named_with_its_line_and_the_next_op_runs() {
+    let library = c_library();
+    let (found, _) = call(library, "tcm_copy_past", vec![4, 128], 8);
+    let finding = only(&found, FindingKind::HeapOutside, 0, C_SOURCE, "misuse.c", "/* past the TCM block */");
+    assert!(finding.dma, "{finding}");
+    let place = finding.place();
+    assert!(place.starts_with("a TCM block of 1024 bytes allocated at tcm_copy_past ("), "{place}");
+    assert!(place.ends_with(", bytes 0 to 1200, 176 past its end"), "{place}");
+    let (found, whole) = call(library, "copy", vec![4, 128], 8);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
+fn a_c_store_16_floats_past_a_block_into_the_next_live_ones_place_is_named_and_the_next_op_runs() {
+    let library = c_library();
+    let (found, _) = call(library, "into_next_block", vec![4, 32], 8);
+    let finding = only(&found, FindingKind::HeapOutside, 0, C_SOURCE, "misuse.c", "/* past the first block */");
+    assert_eq!(finding.accesses, 16, "{finding}");
+    let place = finding.place();
+    assert!(place.starts_with("a heap block of 256 bytes allocated at into_next_block ("), "{place}");
+    assert!(place.ends_with(", bytes 0 to 64 past its end"), "{place}");
+    let (found, whole) = call(library, "copy", vec![4, 32], 8);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
+fn c_stores_into_core_1s_stack_and_core_3s_dataram_name_that_core_and_the_writers_line() {
+    let library = c_library();
+    let (found, _) = call(library, "into_other_stack", vec![64], 8);
+    let finding = only(&found, FindingKind::CrossCoreStore, 0, C_SOURCE, "misuse.c", "/* core 1's stack */");
+    assert_eq!(finding.owner, Some(1), "{finding}");
+    assert!(finding.place().starts_with("core 1's stack, byte "), "{}", finding.place());
+    assert!(finding.to_string().starts_with("store into another core's memory on core 0: core 1's stack"), "{finding}");
+
+    let (found, _) = call(library, "into_other_dataram", vec![64], 8);
+    let finding = only(&found, FindingKind::CrossCoreStore, 0, C_SOURCE, "misuse.c", "/* core 3's dataram */");
+    assert_eq!(finding.owner, Some(3), "{finding}");
+    assert!(finding.place().starts_with("core 3's dataram, byte "), "{}", finding.place());
+    let (found, whole) = call(library, "copy", vec![64], 8);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
+fn a_c_copy_of_a_never_written_block_into_the_output_is_one_warning_naming_the_elements_it_reached() {
+    let library = c_library();
+    for (kernel, line) in
+        [("unwritten_to_output", "/* unwritten, by DMA */"), ("unwritten_memcpy", "/* unwritten, by memcpy */")]
+    {
+        let (found, _) = call(library, kernel, vec![4, 32], 8);
+        let finding = only(&found, FindingKind::UninitializedRead, 0, C_SOURCE, "misuse.c", line);
+        assert!(found.first_error().is_none(), "a warning: {found}");
+        let place = finding.place();
+        assert!(place.starts_with(&format!("a heap block of 64 bytes allocated at {kernel} (")), "{place}");
+        assert!(
+            place.ends_with(
+                ", bytes 0 to 64 never written, copied into output 0 ([4, 32] float32), elements [0, 0] to [0, 15]"
+            ),
+            "{kernel}: {place}"
+        );
+        let (found, whole) = call(library, "copy", vec![4, 32], 8);
+        assert!(found.is_empty() && whole, "{found}");
+    }
+}
+
+#[test]
+fn a_c_load_one_element_past_the_input_names_the_element_and_folds_its_64_loads() {
+    let library = c_library();
+    let (found, _) = call(library, "reads_one_past", vec![1000], 8);
+    let finding = only(&found, FindingKind::OutOfBoundsLoad, 0, C_SOURCE, "misuse.c", "/* one past */");
+    assert_eq!(finding.accesses, 64, "{finding}");
+    assert_eq!(finding.place(), "element [1000], 0–4 bytes past the end of input 0 ([1000] float32)");
+    let (found, whole) = call(library, "copy", vec![1000], 8);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+/// The C++ test kernels (`qemu/tests/checks_cxx`).
+fn cxx_library() -> &'static Library {
+    static LIBRARY: OnceLock<Library> = OnceLock::new();
+    LIBRARY.get_or_init(|| {
+        Library::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/checks_cxx"))
+            .unwrap_or_else(|e| panic!("{}", describe(&e)))
+    })
+}
+
+#[test]
+fn a_cxx_tensor_to_tcm_past_its_block_and_a_store_past_an_empty_tensor_are_named_and_the_next_op_runs() {
+    let library = cxx_library();
+    let source = include_str!("checks_cxx/misuse.cpp");
+    let (found, _) = call(library, "tcm_copy_past", vec![512], 1);
+    let finding = only(&found, FindingKind::HeapOutside, 0, source, "misuse.cpp", "// past the TCM block");
+    assert!(finding.dma, "{finding}");
+    assert!(finding.place().starts_with("a TCM block of 1024 bytes allocated at "), "{}", finding.place());
+    assert!(finding.place().ends_with(", bytes 0 to 1200, 176 past its end"), "{}", finding.place());
+    let (found, whole) = call(library, "copy", vec![512], 1);
+    assert!(found.is_empty() && whole, "{found}");
+
+    let (found, _) = call(library, "past_empty", vec![100], 1);
+    let finding = only(&found, FindingKind::HeapOutside, 0, source, "misuse.cpp", "// past the empty tensor");
+    assert_eq!(finding.accesses, 16, "{finding}");
+    assert!(finding.place().starts_with("a heap block of 256 bytes allocated at "), "{}", finding.place());
+    assert!(finding.place().ends_with(", bytes 0 to 64 past its end"), "{}", finding.place());
+    let (found, whole) = call(library, "copy", vec![100], 1);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
+fn a_rust_store_past_a_box_and_a_copy_of_a_never_written_box_are_named_and_the_next_op_runs() {
+    let library = images::build("heap_probe").expect("build heap_probe");
+    let input: Vec<i32> = (0..16).map(|i| i * 3 - 5).collect();
+    let job = probe_job(&library, &["past_box", "copy", "unwritten_out", "copy"], &input);
+    let mut session = Session::boot(&library, 1, checked()).expect("boot");
+    let report = session.dispatch(&job).expect("dispatch");
+    assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
+    let source = include_str!("../firmware/src/bin/heap_probe.rs");
+    let only = |op: usize, kind: FindingKind, text: &str| {
+        let found = symbolized(report.findings(op), &library.cores);
+        assert_eq!(found.total, 1, "op {op}: {found}");
+        let finding = found.shown[0].clone();
+        assert_eq!((finding.kind, finding.core), (kind, 0), "{finding}");
+        let at = finding.at.as_deref().unwrap_or_default();
+        assert!(at.contains(&format!("heap_probe.rs:{}", line_of(source, text))), "{finding}");
+        finding
+    };
+    let finding = only(0, FindingKind::HeapOutside, "add(16 + i).write_volatile(3)");
+    assert_eq!(finding.accesses, 4, "{finding}");
+    assert!(finding.place().starts_with("a heap block of 64 bytes allocated at "), "{}", finding.place());
+    assert!(finding.place().ends_with(", bytes 0 to 16 past its end"), "{}", finding.place());
+    let finding = only(2, FindingKind::UninitializedRead, "out.tcm_to_tensor(unwritten, 0)");
+    assert!(
+        finding
+            .place()
+            .ends_with(", bytes 0 to 64 never written, copied into output 0 ([16] int32), elements [0] to [15]"),
+        "{}",
+        finding.place()
+    );
+    // The backtrace does not name the kernel's line again.
+    let line = format!("heap_probe.rs:{}", line_of(source, "out.tcm_to_tensor(unwritten, 0)"));
+    assert!(finding.backtrace_at.iter().all(|site| !site.contains(&line)), "{finding}");
+    for op in [1u32, 3] {
+        assert!(report.findings(op as usize).is_empty(), "{}", report.findings(op as usize));
+        let copied: Vec<i32> = report.dumps[&op].chunks(4).map(|w| i32::from_le_bytes(w.try_into().unwrap())).collect();
+        assert_eq!(copied, input);
+    }
 }

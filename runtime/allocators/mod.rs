@@ -25,6 +25,7 @@
 pub mod exports;
 mod heap;
 pub mod journal;
+pub mod redzone;
 mod sanitize;
 pub mod tcm;
 
@@ -205,7 +206,7 @@ pub fn allocate_for_runtime(id: HeapId, size: usize, align: usize) -> Result<Non
 
 fn allocate_as(event: Event, id: HeapId, size: usize, align: usize) -> Result<NonNull<u8>, HeapError> {
     enter();
-    let block = with_memory(|memory| memory.heap(id).allocate(sanitize::padded(size), align));
+    let block = with_memory(|memory| redzone::allocate(size, |ask| memory.heap(id).allocate(ask, align)).0);
     taken(event, &block, size, 0);
     sanitize::taken(block, size, Pool::Heap)
 }
@@ -215,9 +216,16 @@ fn allocate_as(event: Event, id: HeapId, size: usize, align: usize) -> Result<No
 /// # Errors
 /// [`HeapError::SizeOverflow`] when `count * size` overflows, else as [`allocate`].
 pub fn allocate_zeroed(id: HeapId, count: usize, size: usize) -> Result<NonNull<u8>, HeapError> {
-    let (padded_count, padded_size) = sanitize::padded_zeroed(count, size);
     enter();
-    let block = with_memory(|memory| memory.heap(id).allocate_zeroed(padded_count, padded_size));
+    let block = with_memory(|memory| {
+        let heap = memory.heap(id);
+        match count.checked_mul(size) {
+            // One element of `count * size` bytes and the red zone.
+            Some(bytes) => redzone::allocate(bytes, |ask| heap.allocate_zeroed(1, ask)).0,
+            // The heap reports the overflow.
+            None => heap.allocate_zeroed(count, size),
+        }
+    });
     taken(Event::AllocZeroed, &block, count.wrapping_mul(size), 0);
     sanitize::taken(block, count.wrapping_mul(size), Pool::Heap)
 }
@@ -264,7 +272,7 @@ pub fn reallocate(block: *mut u8, size: usize, align: usize) -> Result<NonNull<u
     let moved = with_memory(|memory| {
         let heap = memory.owner(block)?;
         let old_bytes = sanitize::block_bytes(heap, block);
-        let moved = heap.reallocate(block, sanitize::padded(size), align)?;
+        let moved = redzone::allocate(size, |ask| heap.reallocate(block, ask, align)).0?;
         // Under ASan the old block is poisoned, then the new one unpoisoned (in place,
         // the same bytes: what remains poisoned is past the new size).
         sanitize::given_back(block, old_bytes);

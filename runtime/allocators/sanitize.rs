@@ -6,44 +6,16 @@
 //! handed out is unpoisoned (its requested bytes only) and poisoned again when it is
 //! freed, through ASan's public `__asan_poison_memory_region` /
 //! `__asan_unpoison_memory_region`. Heap blocks tile the arena with no gap, so each is
-//! followed by a poisoned redzone of one granule ([`REDZONE`]): an overrun of a block
+//! followed by a poisoned red zone of one granule (`redzone.rs`): an overrun of a block
 //! lands there, not in its neighbour. The host tier's loader watches the blocks
 //! (`neuron_host_heap_observer`) to say which one a bad address is in or near, and
 //! where it was allocated and freed.
 //!
-//! Without the feature every function here is an inlined no-op and [`REDZONE`] is 0:
-//! the device build and the plain host tier are unchanged.
+//! Without the feature every function here is an inlined no-op: the device build and
+//! the plain host tier are unchanged.
 
 use super::HeapError;
 use core::ptr::NonNull;
-
-/// Bytes added after every `malloc`-family, `neuron_*_malloc` and `tcm_malloc` block
-/// (poisoned, never handed out): one granule under ASan, none otherwise.
-#[cfg(feature = "host-asan")]
-pub(super) const REDZONE: usize = super::GRANULE;
-/// Bytes added after every block: none without ASan.
-#[cfg(not(feature = "host-asan"))]
-pub(super) const REDZONE: usize = 0;
-
-/// The size to ask the heap for a block of `size` usable bytes (followed by a redzone).
-#[inline(always)]
-pub(super) fn padded(size: usize) -> usize {
-    size.saturating_add(REDZONE)
-}
-
-/// The `(count, size)` to ask `allocate_zeroed` for, so the block has a redzone: one
-/// element of `count * size + REDZONE` bytes, or `(count, size)` as given when the
-/// product overflows (the heap then reports it).
-#[inline(always)]
-pub(super) fn padded_zeroed(count: usize, size: usize) -> (usize, usize) {
-    if REDZONE == 0 {
-        return (count, size);
-    }
-    match count.checked_mul(size) {
-        Some(bytes) => (1, padded(bytes)),
-        None => (count, size),
-    }
-}
 
 /// Which allocator handed a block out, for the observer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,7 @@
 //! last rebuild: most ops never touch TCM, and a rebuild costs hundreds of instructions.
 
 use super::journal::{Event, enter, leave, record, taken};
+use super::redzone;
 use super::sanitize::{self, Pool};
 use super::{GRANULE, Heap, HeapError, HeapStats, metadata_words, with_core_memory, with_memory};
 use core::cell::UnsafeCell;
@@ -60,11 +61,15 @@ pub(super) struct TcmPool {
     /// Whether the heap is exactly what a successful rebuild makes: built without an
     /// error, and no block taken since.
     fresh: bool,
+    /// Blocks given a red zone since the last rebuild (at most
+    /// [`TCM_REDZONES`](super::redzone::TCM_REDZONES): the pool's extra room).
+    redzones: usize,
 }
 
 impl TcmPool {
     /// No pool: every allocation fails.
-    pub(super) const EMPTY: TcmPool = TcmPool { base: ptr::null_mut(), size: 0, heap: Heap::empty(), fresh: false };
+    pub(super) const EMPTY: TcmPool =
+        TcmPool { base: ptr::null_mut(), size: 0, heap: Heap::empty(), fresh: false, redzones: 0 };
 
     /// Empties the pool: a new heap over the same region.
     fn rebuild(&mut self) -> Result<(), HeapError> {
@@ -76,15 +81,25 @@ impl TcmPool {
         let result = unsafe { self.heap.build_in_place(placement) };
         sanitize::arena(self.heap.arena_start(), self.heap.arena_bytes());
         self.fresh = result.is_ok();
+        self.redzones = 0;
         record(Event::TcmReset, self.base.addr(), self.size, 0, result);
         result
     }
 
-    /// Takes a block from the heap, which is then no longer fresh (even if the attempt
-    /// fails: only a heap nothing touched is known to equal a rebuilt one).
-    fn allocate(&mut self, size: usize) -> Result<NonNull<u8>, HeapError> {
+    /// Takes a block of `size` bytes from the heap, followed by a red zone if `zoned`
+    /// and the pool's room for red zones is not used up (`redzone.rs`). The heap is then
+    /// no longer fresh (even if the attempt fails: only a heap nothing touched is known
+    /// to equal a rebuilt one).
+    fn allocate(&mut self, size: usize, zoned: bool) -> Result<NonNull<u8>, HeapError> {
         self.fresh = false;
-        self.heap.allocate(size, GRANULE)
+        // The cap holds where the pool was enlarged for it (the device); under ASan every
+        // block has its red zone, as before.
+        if !zoned || (redzone::tcm_room() > 0 && self.redzones >= redzone::TCM_REDZONES) {
+            return self.heap.allocate(size, GRANULE);
+        }
+        let (block, with_zone) = redzone::allocate(size, |ask| self.heap.allocate(ask, GRANULE));
+        self.redzones += usize::from(with_zone && block.is_ok());
+        block
     }
 }
 
@@ -117,15 +132,14 @@ pub fn tcm_reset() {
 
 /// Takes `size` bytes (64-byte aligned) from this op's TCM pool; null when it cannot.
 pub fn tcm_alloc(size: usize) -> *mut u8 {
-    take(size, size)
+    take(size, false)
 }
 
-/// A block of `size` usable bytes, asking the pool for `ask` (`size` and a redzone
-/// under the host tier's ASan, `tcm_malloc`'s; `size` for the stream accessors'
-/// buffers, four of which fill the pool).
-fn take(size: usize, ask: usize) -> *mut u8 {
+/// A block of `size` usable bytes, followed by a red zone if `zoned` (`tcm_malloc`'s;
+/// not the stream accessors' buffers, four of which fill the pool).
+fn take(size: usize, zoned: bool) -> *mut u8 {
     enter();
-    let block = with_memory(|memory| memory.tcm.allocate(ask));
+    let block = with_memory(|memory| memory.tcm.allocate(size, zoned));
     taken(Event::TcmAlloc, &block, size, 0);
     sanitize::taken(block, size, Pool::Tcm).map_or(ptr::null_mut(), |block| block.as_ptr())
 }
@@ -151,11 +165,11 @@ pub fn tcm_stats() -> HeapStats {
     stats
 }
 
-/// C ABI `void *tcm_malloc(size_t size)`: [`tcm_alloc`] (under the host tier's ASan,
-/// with a redzone after the block).
+/// C ABI `void *tcm_malloc(size_t size)`: [`tcm_alloc`], with a red zone after the
+/// block under the host tier's ASan and in a checked session (`redzone.rs`).
 #[cfg_attr(c_abi, unsafe(no_mangle))]
 pub extern "C" fn tcm_malloc(size: usize) -> *mut c_void {
-    take(size, sanitize::padded(size)).cast()
+    take(size, true).cast()
 }
 
 /// C ABI `void tcm_free(void *ptr)`: [`tcm_release`].

@@ -280,8 +280,9 @@ impl Runtime for DeviceRuntime {
 
     unsafe fn init_heaps(&mut self, hbm: ScratchRegion, dataram: ScratchRegion) -> Result<(), Status> {
         // The core's dataram is its TCM: the op's TCM pool is its first
-        // `TCM_POOL_SIZE` bytes, the dataram heap the rest.
-        let pool = crate::allocators::tcm::TCM_POOL_SIZE;
+        // `TCM_POOL_SIZE` bytes (and room for red zones in a checked session), the
+        // dataram heap the rest.
+        let pool = crate::allocators::tcm::TCM_POOL_SIZE + crate::allocators::redzone::tcm_room();
         let heap_size = (dataram.size as usize).checked_sub(pool).ok_or(Status::FAILURE_NO_SCRATCH)?;
         // SAFETY: forwarded from this function's contract: the host gave both regions
         // to the runtime, and the pool and the dataram heap split the dataram region.

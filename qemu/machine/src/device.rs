@@ -403,6 +403,8 @@ struct Device {
     events: Receiver<Event>,
     /// What the TCG plugin writes, when it runs.
     plugin: Option<PluginFile>,
+    /// A checked session's library images (red zones on), kept while QEMU runs.
+    _checked: Vec<findings::CheckedImage>,
 }
 
 /// What the output readers saw.
@@ -464,6 +466,7 @@ impl Session {
     /// Starts QEMU (the loader waits for the first job).
     fn start(&mut self) -> Result<(), RunError> {
         let cores = self.cores;
+        let mut checked = Vec::new();
         let (mut child, plugin) = match &self.backend {
             Backend::Qemu { library, loader, engine } => {
                 let mut boot = Boot::new(loader.cores[..cores].iter().chain(&engine.cores[..1]).cloned().collect());
@@ -477,6 +480,10 @@ impl Session {
                     if self.options.checked {
                         argument += &findings::plugin_arguments(&loader.cores[..cores], &library.cores[..cores])
                             .map_err(|e| RunError::Plugin(PluginError::Io(e)))?;
+                        // The same images with red zones after heap blocks.
+                        checked = findings::checked_images(&library.cores[..cores])
+                            .map_err(|e| RunError::Plugin(PluginError::Io(e)))?;
+                        boot.elf_data = checked.iter().map(|image| image.path().to_path_buf()).collect();
                     }
                     if self.options.profile {
                         argument += &format!(
@@ -517,7 +524,7 @@ impl Session {
         let (sender, events) = mpsc::channel();
         read_stdout(child.stdout.take().expect("piped"), sender.clone());
         read_stderr(child.stderr.take().expect("piped"), sender);
-        self.device = Some(Device { child, stdin, events, plugin });
+        self.device = Some(Device { child, stdin, events, plugin, _checked: checked });
         self.entered_with = None;
         Ok(())
     }

@@ -63,6 +63,33 @@ pub fn load_segments(bytes: &[u8]) -> Result<Vec<LoadSegment>, ElfError> {
     Ok(segments)
 }
 
+/// Writes `value` (little-endian) over the initial bytes of the 32-bit word at `vaddr`
+/// in an image's file: a `.data` word as the image loads it.
+///
+/// # Errors
+/// No `PT_LOAD` segment holds the word's four bytes in the file (`.bss`, or no segment).
+pub fn patch_word(bytes: &mut [u8], vaddr: u32, value: u32) -> Result<(), ElfError> {
+    check_header(bytes)?;
+    let phoff = u32_at(bytes, 0x1C)? as usize;
+    let phentsize = u16_at(bytes, 0x2A)? as usize;
+    let phnum = u16_at(bytes, 0x2C)? as usize;
+    for i in 0..phnum {
+        let header = phoff + i * phentsize;
+        if u32_at(bytes, header)? != PT_LOAD {
+            continue;
+        }
+        let (offset, start, filesz) =
+            (u32_at(bytes, header + 4)?, u32_at(bytes, header + 8)?, u32_at(bytes, header + 16)?);
+        if vaddr >= start && vaddr.saturating_add(4) <= start.saturating_add(filesz) {
+            let at = (offset + (vaddr - start)) as usize;
+            let word = bytes.get_mut(at..at + 4).ok_or(ElfError("segment past the end of the file"))?;
+            word.copy_from_slice(&value.to_le_bytes());
+            return Ok(());
+        }
+    }
+    Err(ElfError("no loaded segment holds the word in the file"))
+}
+
 /// The value of the global symbol `name`, if the image defines it.
 pub fn symbol(bytes: &[u8], name: &str) -> Result<Option<u32>, ElfError> {
     Ok(symbol_range(bytes, name)?.map(|range| range.start))

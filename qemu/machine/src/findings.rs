@@ -27,7 +27,8 @@ pub enum FindingKind {
     OutOfBoundsStore,
     /// A store into an input tensor (inputs are read-only).
     InputStore,
-    /// A store into another core's image window ([`Finding::other_core`] is that core).
+    /// A store into another core's memory: its image window ([`Finding::other_core`]
+    /// is that core), stack, dataram or HBM scratch ([`Finding::owner`]).
     CrossCoreStore,
     /// A load outside everything the op may read.
     OutOfBoundsLoad,
@@ -99,7 +100,7 @@ impl FindingKind {
         match self {
             Self::OutOfBoundsStore => "out-of-bounds store",
             Self::InputStore => "store into an input",
-            Self::CrossCoreStore => "store into another core's image",
+            Self::CrossCoreStore => "store into another core's memory",
             Self::OutOfBoundsLoad => "out-of-bounds load",
             Self::Race => "race",
             Self::Simcall => "semihosting call",
@@ -143,6 +144,8 @@ pub struct HeapBlock {
     pub start: u32,
     /// Its size as asked for.
     pub size: u32,
+    /// A block of the op's TCM pool (`tcm_malloc`, a stream buffer), not of a heap.
+    pub tcm: bool,
     /// Where it was allocated: the allocator's PC, then the call sites under it,
     /// innermost first.
     pub alloc: Vec<u32>,
@@ -155,12 +158,15 @@ pub struct HeapBlock {
 }
 
 impl HeapBlock {
-    /// `a heap block of 64 bytes allocated at f (k.c:12)` (`, freed at ...`).
+    /// `a heap block of 64 bytes allocated at f (k.c:12)` (`, freed at ...`), or `a TCM
+    /// block ...`.
     fn name(&self) -> String {
         let at = |pcs: &[u32], text: &Option<String>| {
             text.clone().unwrap_or_else(|| format!("{:#010x}", pcs.first().copied().unwrap_or(0)))
         };
-        let mut name = format!("a heap block of {} bytes allocated at {}", self.size, at(&self.alloc, &self.alloc_at));
+        let pool = if self.tcm { "TCM" } else { "heap" };
+        let mut name =
+            format!("a {pool} block of {} bytes allocated at {}", self.size, at(&self.alloc, &self.alloc_at));
         if !self.free.is_empty() {
             name += &format!(", freed at {}", at(&self.free, &self.free_at));
         }
@@ -203,16 +209,36 @@ impl Region {
         }
     }
 
-    /// The element holding byte `offset` of a tensor, as an index per dimension.
+    /// The element holding byte `offset` of a tensor, as an index per dimension; past
+    /// its end, the element it would be if the outermost dimension went on.
     fn element(&self, offset: u32) -> Option<Vec<usize>> {
         let dtype = self.dtype?;
         let mut flat = offset as usize / dtype.size();
         let mut index = vec![0; self.shape.len()];
-        for (slot, &dim) in index.iter_mut().zip(&self.shape).rev() {
-            *slot = flat % dim.max(1);
-            flat /= dim.max(1);
+        for (at, (slot, &dim)) in index.iter_mut().zip(&self.shape).enumerate().rev() {
+            if at == 0 {
+                *slot = flat;
+            } else {
+                *slot = flat % dim.max(1);
+                flat /= dim.max(1);
+            }
         }
         Some(index)
+    }
+
+    /// `element [3]` or `elements [4, 0] to [5, 31]`: the elements holding bytes
+    /// `from..to` of the tensor (offsets from its start), if it has a dtype.
+    fn elements(&self, from: u32, to: u32) -> Option<String> {
+        let (first, last) = (self.element(from)?, self.element(to.saturating_sub(1).max(from))?);
+        Some(if first == last { format!("element {first:?}") } else { format!("elements {first:?} to {last:?}") })
+    }
+
+    /// How a place in another core's memory names the region: `stack`, `dataram`.
+    fn part(&self) -> &'static str {
+        match self.kind {
+            RegionKind::DataScratch => "dataram",
+            kind => kind.name(),
+        }
     }
 }
 
@@ -254,6 +280,12 @@ pub struct Finding {
     pub backtrace_at: Vec<String>,
     /// The heap block a heap finding is named by.
     pub block: Option<HeapBlock>,
+    /// The core whose memory [`Finding::region`] is, when it is not the op's own
+    /// region: another core's stack, dataram, HBM scratch, or a loader's image.
+    pub owner: Option<u32>,
+    /// An uninitialized read by a DMA transfer into the output: the output bytes it
+    /// reached (first, and how many); [`Finding::region`] is the output.
+    pub reached: Option<(u32, u32)>,
 }
 
 impl Finding {
@@ -270,6 +302,7 @@ impl Finding {
                 RegionKind::DmaQueues,
             ]
             .into_iter()
+            .chain([RegionKind::LoaderImage])
             .find(|k| k.name().replace(' ', "-") == kind)?;
             let shape = f.text("shape").ok()?;
             Some(Region {
@@ -300,21 +333,22 @@ impl Finding {
             block: f.number("block").ok().map(|start| HeapBlock {
                 start,
                 size: f.number("size").unwrap_or(0),
+                tcm: f.number::<u32>("tcm").is_ok_and(|tcm| tcm == 1),
                 alloc: f.text("alloc").map(pcs).unwrap_or_default(),
                 free: f.text("free").map(pcs).unwrap_or_default(),
                 alloc_at: None,
                 free_at: None,
             }),
+            owner: f.number("owner").ok(),
+            reached: f.number("reached").ok().zip(f.number("reached_bytes").ok()),
         })
     }
 
-    /// Where the accessed bytes are, in words: `12 bytes past the end of output 0
-    /// ([64, 128] float32)`, `input 1, element [3, 17]`, `core 3's image window`.
+    /// Where the accessed bytes are, in words: `element [1000], 0–4 bytes past the end
+    /// of input 0 ([1000] float32)`, `input 1, element [3, 17]`, `core 1's stack, 16
+    /// bytes in (at 0x84a0fff0)`, `core 3's image window`.
     pub fn place(&self) -> String {
         let (lo, hi) = (self.address, self.address.wrapping_add(self.bytes));
-        let span = |from: u32, to: u32| {
-            if to - from <= 4 { format!("{from} bytes") } else { format!("bytes {from} to {to}") }
-        };
         if self.kind == FindingKind::Simcall {
             return "a request to the host running the simulation".into();
         }
@@ -326,25 +360,37 @@ impl Finding {
         if self.kind == FindingKind::OutOfBoundsStore && self.other_core == Some(self.core) {
             return format!("its own image's code or constants, at {lo:#010x}");
         }
+        if let (Some(owner), Some(region)) = (self.owner, &self.region) {
+            if region.kind == RegionKind::LoaderImage {
+                let whose = if owner == self.core {
+                    "the loader's image".to_string()
+                } else {
+                    format!("core {owner}'s loader image")
+                };
+                return format!("{whose}, at {lo:#010x}");
+            }
+            let (from, to) = (lo.wrapping_sub(region.start), hi.wrapping_sub(region.start));
+            let span = if to - from <= 4 { format!("byte {from}") } else { format!("bytes {from} to {to}") };
+            return format!("core {owner}'s {}, {span} of {} (at {lo:#010x})", region.part(), region.len);
+        }
         if let Some(place) = self.heap_place() {
             return place;
         }
         let Some(region) = &self.region else { return format!("{lo:#010x}, in no region the op was given") };
         let end = region.start.wrapping_add(region.len);
+        let (from, to) = (lo.wrapping_sub(region.start), hi.wrapping_sub(region.start));
         if lo >= region.start && lo < end {
-            return match region.element(lo - region.start) {
-                Some(index) => format!("{}, element {index:?}", region.name()),
-                None => format!("{}, {} bytes in", region.name(), lo - region.start),
+            return match region.elements(from, to.min(region.len)) {
+                Some(elements) => format!("{}, {elements}", region.name()),
+                None => format!("{}, {from} bytes in", region.name()),
             };
         }
+        let elements = region.elements(from, to).map(|elements| format!("{elements}, ")).unwrap_or_default();
         if lo >= end {
-            format!("{} past the end of {}", span(lo - end, hi - end), region.name())
+            format!("{elements}{}–{} bytes past the end of {}", lo - end, hi - end, region.name())
         } else {
-            format!(
-                "{} before the start of {}",
-                span(region.start - hi.min(region.start), region.start - lo),
-                region.name()
-            )
+            let (far, near) = (region.start - lo, region.start - hi.min(region.start));
+            format!("{far}–{near} bytes before the start of {}", region.name())
         }
     }
 }
@@ -367,7 +413,14 @@ impl Finding {
         let (from, to) = (lo.wrapping_sub(block.start), hi.wrapping_sub(block.start));
         Some(match self.kind {
             FindingKind::UseAfterFree => format!("{}, {}", block.name(), bytes(from, to)),
-            FindingKind::UninitializedRead => format!("{}, {} never written", block.name(), bytes(from, to)),
+            FindingKind::UninitializedRead => {
+                let reached = self.reached.zip(self.region.as_ref()).map(|((at, len), output)| {
+                    let (from, to) = (at.wrapping_sub(output.start), at.wrapping_sub(output.start) + len);
+                    let elements = output.elements(from, to).unwrap_or_else(|| format!("bytes {from} to {to}"));
+                    format!(", copied into {}, {elements}", output.name())
+                });
+                format!("{}, {} never written{}", block.name(), bytes(from, to), reached.unwrap_or_default())
+            }
             FindingKind::HeapOutside if lo >= end => {
                 let past = if hi - lo <= 4 {
                     format!("{} bytes", lo - end)
@@ -476,7 +529,8 @@ const WORD_LOADS: [&str; 2] = ["memcpy", "memmove"];
 
 /// The TCG plugin's arguments that check the kernels of a device with the loader
 /// images `loaders` next to the library images `libraries` (one of each per core):
-/// each core's region table, its library image's window (`qemu/plugin/src/checks.rs`),
+/// each core's region table, its library image's and loader image's windows
+/// (`qemu/plugin/src/checks.rs`),
 /// where its runtime's `memcpy` and `memmove` are, and its runtime's heap journal
 /// (`qemu/plugin/src/heap.rs`).
 ///
@@ -495,6 +549,14 @@ pub fn plugin_arguments(loaders: &[std::path::PathBuf], libraries: &[std::path::
         let [start, writable, end] =
             [symbol(library, IMAGE[0])?, symbol(library, IMAGE[1])?, symbol(library, IMAGE[2])?];
         arguments += &format!(",check-table={core:x}:{table:x},check-image={core:x}:{start:x}:{writable:x}:{end:x}");
+        // The loader image's window, so an access there is named by it.
+        let loader_bytes = std::fs::read(loader).map_err(|e| format!("reading {}: {e}", loader.display()))?;
+        let segments = elf::load_segments(&loader_bytes).map_err(|e| format!("{}: {e}", loader.display()))?;
+        let low = segments.iter().map(|s| s.vaddr).min();
+        let high = segments.iter().map(|s| s.vaddr.saturating_add(s.memsz)).max();
+        if let (Some(low), Some(high)) = (low, high) {
+            arguments += &format!(",check-loader={core:x}:{low:x}:{high:x}");
+        }
         let bytes = std::fs::read(library).map_err(|e| format!("reading {}: {e}", library.display()))?;
         for name in WORD_LOADS {
             let range = elf::symbol_range(&bytes, name).map_err(|e| format!("{}: {e}", library.display()))?;
@@ -508,6 +570,60 @@ pub fn plugin_arguments(loaders: &[std::path::PathBuf], libraries: &[std::path::
         }
     }
     Ok(arguments)
+}
+
+/// The runtime's red zone word in a library image (`runtime/allocators/redzone.rs`).
+const REDZONE: &str = "NEURON_CHECKED_REDZONE";
+
+/// A library image as a checked session boots it: a copy whose allocators put a red
+/// zone after each block (`runtime/allocators/redzone.rs`), deleted when dropped; or
+/// the image itself when its runtime has no red zone word (an older build).
+#[derive(Debug)]
+pub struct CheckedImage {
+    path: std::path::PathBuf,
+    copy: bool,
+}
+
+impl CheckedImage {
+    /// The image to boot.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl Drop for CheckedImage {
+    fn drop(&mut self) {
+        if self.copy {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The library images `libraries` as a checked session boots them: each a copy with
+/// its `NEURON_CHECKED_REDZONE` set to one heap granule ([`CheckedImage`]).
+///
+/// # Errors
+/// An image that cannot be read, patched or written, in words.
+pub fn checked_images(libraries: &[std::path::PathBuf]) -> Result<Vec<CheckedImage>, String> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    libraries
+        .iter()
+        .map(|library| {
+            let mut bytes = std::fs::read(library).map_err(|e| format!("reading {}: {e}", library.display()))?;
+            let Some(word) = elf::symbol(&bytes, REDZONE).map_err(|e| format!("{}: {e}", library.display()))? else {
+                return Ok(CheckedImage { path: library.clone(), copy: false });
+            };
+            elf::patch_word(&mut bytes, word, neuroncustomop::allocators::GRANULE as u32)
+                .map_err(|e| format!("{}: {REDZONE}: {e}", library.display()))?;
+            let path = std::env::temp_dir().join(format!(
+                "neuroncustomop-checked-{}-{}.elf",
+                std::process::id(),
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+            std::fs::write(&path, &bytes).map_err(|e| format!("writing {}: {e}", path.display()))?;
+            Ok(CheckedImage { path, copy: true })
+        })
+        .collect()
 }
 
 /// The findings in the plugin's `FINDING` and `CHECKED` lines of one op (any core);
@@ -539,10 +655,11 @@ mod tests {
         assert_eq!(op.total, 1);
         let finding = &op.shown[0];
         assert_eq!((finding.kind, finding.core, finding.pc), (FindingKind::OutOfBoundsStore, 0, 0x8400_0123));
-        assert_eq!(finding.place(), "bytes 0 to 256 past the end of output 0 ([64] float32)");
+        assert_eq!(finding.place(), "elements [64] to [127], 0–256 bytes past the end of output 0 ([64] float32)");
         assert_eq!(
             finding.to_string(),
-            "out-of-bounds store on core 0: bytes 0 to 256 past the end of output 0 ([64] float32) (64 accesses)\n  at 0x84000123"
+            "out-of-bounds store on core 0: elements [64] to [127], 0–256 bytes past the end of output 0 ([64] float32) \
+             (64 accesses)\n  at 0x84000123"
         );
     }
 
@@ -601,5 +718,44 @@ mod tests {
         let text = "FINDING core=0 op=0 kind=cross-core pc=0x84000010 address=0x84600100 bytes=4 accesses=1 other=3";
         let finding = &collect([text]).shown[0];
         assert_eq!(finding.place(), "core 3's image window, at 0x84600100");
+    }
+
+    #[test]
+    fn one_element_past_an_input_is_named_with_its_index_and_byte_range() {
+        let text = "FINDING core=0 op=0 kind=load pc=0x84000010 address=0x62000fa0 bytes=4 accesses=64 \
+                    region=input index=0 start=0x62000000 len=4000 dtype=1 shape=1000";
+        let finding = &collect([text]).shown[0];
+        assert_eq!(finding.place(), "element [1000], 0–4 bytes past the end of input 0 ([1000] float32)");
+    }
+
+    #[test]
+    fn a_store_into_another_cores_stack_or_a_loader_image_names_whose_it_is() {
+        let text = "FINDING core=0 op=0 kind=cross-core pc=0x84000010 address=0x84a0fff0 bytes=4 accesses=1 owner=1 \
+                    region=stack index=0 start=0x84a08000 len=32768 dtype=0 shape=";
+        let finding = &collect([text]).shown[0];
+        assert_eq!(finding.owner, Some(1));
+        assert_eq!(finding.place(), "core 1's stack, byte 32752 of 32768 (at 0x84a0fff0)");
+        assert!(finding.to_string().starts_with("store into another core's memory on core 0: core 1's stack"));
+        let text = "FINDING core=2 op=0 kind=store pc=0x84000010 address=0x84c00100 bytes=4 accesses=1 owner=2 \
+                    region=loader-image index=0 start=0x84c00000 len=65536 dtype=0 shape=";
+        assert_eq!(collect([text]).shown[0].place(), "the loader's image, at 0x84c00100");
+    }
+
+    #[test]
+    fn a_tcm_block_is_named_so_and_unwritten_bytes_copied_to_the_output_name_the_elements() {
+        let text = "FINDING core=0 op=0 kind=heap-outside pc=0x84000010 address=0x7f800000 bytes=1200 accesses=1 dma=1 \
+                    block=0x7f800000 size=1024 alloc=84000020 tcm=1";
+        assert_eq!(
+            collect([text]).shown[0].place(),
+            "a TCM block of 1024 bytes allocated at 0x84000020, bytes 0 to 1200, 176 past its end"
+        );
+        let text = "FINDING core=0 op=0 kind=uninit pc=0x84000010 address=0x6a000000 bytes=64 accesses=1 dma=1 \
+                    block=0x6a000000 size=64 alloc=84000020 reached=0x62000000 reached_bytes=64 \
+                    region=output index=0 start=0x62000000 len=512 dtype=1 shape=4x32";
+        assert_eq!(
+            collect([text]).shown[0].place(),
+            "a heap block of 64 bytes allocated at 0x84000020, bytes 0 to 64 never written, copied into output 0 \
+             ([4, 32] float32), elements [0, 0] to [0, 15]"
+        );
     }
 }

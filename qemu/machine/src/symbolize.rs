@@ -165,7 +165,17 @@ impl Symbolizer {
     /// called it, and so are the lines that allocated and freed its block.
     pub fn symbolize_finding(&self, finding: &mut Finding) {
         finding.at = Some(if finding.dma || finding.kind.is_heap() {
-            self.describe_kernels(std::iter::once(finding.pc).chain(finding.backtrace.iter().copied()))
+            let pcs: Vec<u32> = std::iter::once(finding.pc).chain(finding.backtrace.iter().copied()).collect();
+            // The frames inside the runtime, and the kernel's line named as `at`, are
+            // not repeated in the backtrace: it starts at that line's caller.
+            let kernels = self.kernels_frame(pcs.iter().copied());
+            if let Some((at, _)) = kernels {
+                finding.backtrace.drain(..at.min(finding.backtrace.len()));
+            }
+            match kernels {
+                Some((_, place)) => format!("{} ({})", place.function, place.source()),
+                None => self.describe(finding.pc),
+            }
         } else {
             self.describe(finding.pc)
         });
@@ -252,14 +262,19 @@ impl Symbolizer {
     /// that is the kernel's own line, in words as [`Symbolizer::describe`] puts it;
     /// the first PC's description if none is.
     pub fn describe_kernels(&self, pcs: impl IntoIterator<Item = u32>) -> String {
-        let mut pcs = pcs.into_iter().peekable();
-        let first = pcs.peek().copied().unwrap_or(0);
-        for pc in pcs {
-            if let Some(place) = self.places(pc).iter().find(|place| place.is_kernels()) {
-                return format!("{} ({})", place.function, place.source());
-            }
+        let pcs: Vec<u32> = pcs.into_iter().collect();
+        match self.kernels_frame(pcs.iter().copied()) {
+            Some((_, place)) => format!("{} ({})", place.function, place.source()),
+            None => self.describe(pcs.first().copied().unwrap_or(0)),
         }
-        self.describe(first)
+    }
+
+    /// The first of `pcs` (innermost first) that is the kernel's own line: its index,
+    /// and the kernel's function there.
+    fn kernels_frame(&self, pcs: impl IntoIterator<Item = u32>) -> Option<(usize, Place)> {
+        pcs.into_iter()
+            .enumerate()
+            .find_map(|(at, pc)| Some((at, self.places(pc).into_iter().find(Place::is_kernels)?)))
     }
 
     /// A call site in words: its function and line, then each function inlined there,

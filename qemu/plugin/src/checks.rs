@@ -10,7 +10,9 @@
 //!
 //! - a store into an input, or outside every region the op may write (its own image's
 //!   writable part included): `store` or `input-store`; into another core's image
-//!   window: `cross-core`, naming the core whose image it is;
+//!   window, stack, dataram or HBM scratch: `cross-core`, naming the core whose it is
+//!   (`owner=`, and that core's region, from its region table as last read); into a
+//!   loader's image outside its stack: `store`, named by that image;
 //! - a load outside what the op may read (every region, its own whole image): `load`;
 //! - a store to an output byte another core stored to in the same op: `race`, naming
 //!   both cores and both PCs;
@@ -18,8 +20,11 @@
 //!   queued) in this op: `uninit`, a warning (the race check's shadow says who wrote
 //!   each byte in which op);
 //! - a DMA transfer the kernel queues (`dma.rs`: its stores into its descriptors) is
-//!   checked as the accesses it makes: its destination as stores, its source as loads,
-//!   each at the PC of the store that completed the descriptor (`dma=1`);
+//!   checked as the accesses it makes, over its whole range: its destination as
+//!   stores, its source as loads, each at the PC of the store that completed the
+//!   descriptor (`dma=1`); one into or out of the heaps' memory must lie in one live
+//!   block (`heap.rs`), and one that moves a block's never-written bytes into the
+//!   output is an `uninit` warning naming the output bytes they reached (`reached=`);
 //! - a `simcall` (QEMU's semihosting, which reaches the host): `simcall`;
 //! - the heap checks (`heap.rs`): an access into the core's heap memory outside its
 //!   live blocks, a bad free, a leak, a read of a block's bytes never written.
@@ -35,11 +40,16 @@
 //! Each finding carries its backtrace: the call sites of the core's shadow call stack
 //! (`calls.rs`), innermost first, at most [`DEPTH`].
 //!
-//! Accesses of one instruction into one place are folded into one finding (a loop
-//! writing 64 floats past an output is one finding of 64 stores over 256 bytes). At
-//! the op's end each core writes its first [`SHOWN`] findings as `FINDING` lines, then
-//! one `CHECKED` line with how many there were in all (`qemu/machine/src/findings.rs`
-//! reads them).
+//! Accesses of one kind, from one site, into one place are folded into one finding (a
+//! loop writing 64 floats past an output is one finding of 64 stores over 256 bytes):
+//! the site is the instruction, or for the runtime's `memcpy` and `memmove` (a copy's
+//! every load is another PC) the copy's call site; the place is the region that names
+//! it, the heap block, or the other core's region. A finding keeps the range from its
+//! first byte to its last and the number of accesses. When the runtime's copy loads
+//! only never-written bytes of a block and then stores into the output, the bytes it
+//! stored join that `uninit` finding's `reached=`. At the op's end each core writes
+//! its first [`SHOWN`] findings as `FINDING` lines, then one `CHECKED` line with how
+//! many there were in all (`qemu/machine/src/findings.rs` reads them).
 //!
 //! The loader's own code and the DMA engine's are not checked: the loader is the
 //! device's firmware, and the engine moves only what the kernels queued, which is
@@ -53,6 +63,7 @@ use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
 use qemu_plugin::{
     CallbackFlags, MemRW, MemValue, MemoryInfo, TranslationBlock, VCPUIndex, qemu_plugin_read_memory_vaddr,
 };
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,9 +75,6 @@ pub const SHOWN: u32 = 10;
 /// Largest output whose bytes the race check and the uninitialized-output check
 /// follow (8 bytes of shadow per byte).
 const RACE_LIMIT: u32 = 64 << 20;
-
-/// Accesses within this many bytes of a finding's range, by the same instruction, join it.
-const FOLD_GAP: u32 = 64;
 
 /// Call sites kept in a finding's backtrace.
 pub const DEPTH: usize = 16;
@@ -81,7 +89,7 @@ struct Image {
 }
 
 /// What went wrong, as the `kind=` of a finding.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Kind {
     Store,
     InputStore,
@@ -111,12 +119,22 @@ impl Kind {
     }
 }
 
-/// One finding, possibly folded over several accesses.
+/// Where a wrong access landed when it is in none of the op's own regions: another
+/// core's stack or scratch (from that core's region table), or a loader's image.
+#[derive(Clone, Copy, Debug)]
+struct Hit {
+    /// The core whose region it is.
+    core: u32,
+    region: Region,
+}
+
+/// One finding, folded over every access of the same kind, made at the same site, into
+/// the same place ([`Finding::key`]).
 #[derive(Clone, Copy, Debug)]
 struct Finding {
     kind: Kind,
     pc: u32,
-    /// The bytes accessed, first to last plus one.
+    /// The bytes accessed, first to last plus one (over every access folded in).
     bytes: (u32, u32),
     accesses: u64,
     /// The other core of a race, or the core whose image a cross-core store hit.
@@ -130,21 +148,52 @@ struct Finding {
     depth: u8,
     /// The heap block a heap finding is named by.
     block: Option<Named>,
+    /// Another core's region or a loader's image it landed in.
+    hit: Option<Hit>,
+    /// An uninitialized read by a DMA transfer: the bytes it wrote them to.
+    reached: Option<(u32, u32)>,
+    /// Where the accesses are made, for folding: `pc`, or for the runtime's copies
+    /// (whose every load is another PC) the call site of the copy.
+    site: u32,
+}
+
+/// What makes two accesses one finding: kind, site and place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    kind: Kind,
+    site: u32,
+    other: Option<u32>,
+    other_pc: Option<u32>,
+    dma: bool,
+    block: Option<u32>,
+    hit: Option<(u32, u32)>,
+    /// The start of the op's region that names it ([`nearest`]).
+    place: u32,
 }
 
 impl Finding {
-    /// Whether an access `(kind, pc, bytes, other)` continues this one.
-    fn folds(&self, other: &Finding) -> bool {
-        self.kind == other.kind
-            && self.pc == other.pc
-            && self.other == other.other
-            && self.other_pc == other.other_pc
-            && self.dma == other.dma
-            && self.block.map(|b| b.start) == other.block.map(|b| b.start)
-            && other.bytes.0 <= self.bytes.1.saturating_add(FOLD_GAP)
-            && other.bytes.1.saturating_add(FOLD_GAP) >= self.bytes.0
+    /// An uninitialized read whose bytes were also written to `bytes` of the output.
+    fn reach(&mut self, bytes: (u32, u32)) {
+        self.reached = Some(self.reached.map_or(bytes, |(lo, hi)| (lo.min(bytes.0), hi.max(bytes.1))));
+    }
+
+    fn key(&self, place: u32) -> Key {
+        Key {
+            kind: self.kind,
+            site: self.site,
+            other: self.other,
+            other_pc: self.other_pc,
+            dma: self.dma,
+            block: self.block.map(|b| b.start),
+            hit: self.hit.map(|hit| (hit.core, hit.region.start)),
+            place,
+        }
     }
 }
+
+/// Distinct findings an op keeps per core (folding into them as it goes); past these,
+/// new ones are only counted.
+const KEPT: usize = 4096;
 
 /// One core's state: whether a kernel runs, the op's regions, its findings so far.
 #[derive(Default)]
@@ -153,18 +202,25 @@ struct Core {
     /// Ops this core has started in the session (the race check's op number).
     ops: u32,
     table: Option<RegionTable>,
-    /// The finding the latest wrong accesses fold into.
-    pending: Option<Finding>,
-    /// The op's first [`SHOWN`] findings, complete.
-    shown: Vec<Finding>,
-    /// Findings of the op so far (shown or not).
-    findings: u32,
+    /// The op's findings, in the order first found, at most [`KEPT`].
+    kept: Vec<Finding>,
+    /// Where each finding of `kept` is, by its key.
+    index: HashMap<Key, usize>,
+    /// Findings past [`KEPT`], counted only.
+    overflow: u32,
     /// Accesses of the op found wrong, over every finding.
     accesses: u64,
     /// The kernel's calls, for the backtraces.
     calls: CallStack,
     /// The DMA descriptors it is writing.
     descriptors: Descriptors,
+    /// The source of the transfer whose read side was queued last: its write side
+    /// follows (the runtime fills the m2s descriptor, then the s2m one).
+    last_read: Option<(u32, u32)>,
+    /// The `uninit` finding (in [`Core::kept`]) of the runtime copy's latest load, when
+    /// it read only never-written bytes: the copy's next store into the output carries
+    /// them there.
+    carrying: Option<usize>,
     /// Its heaps' blocks: they outlive the op.
     heap: Heaps,
 }
@@ -178,7 +234,21 @@ impl Core {
             *slot = frame.site as u32;
             depth += 1;
         }
-        Finding { kind, pc, bytes, accesses: 1, other, other_pc, dma: false, backtrace, depth, block: None }
+        Finding {
+            kind,
+            pc,
+            bytes,
+            accesses: 1,
+            other,
+            other_pc,
+            dma: false,
+            backtrace,
+            depth,
+            block: None,
+            hit: None,
+            reached: None,
+            site: pc,
+        }
     }
 
     /// Where the core is: `pc` under its current calls.
@@ -193,6 +263,7 @@ impl Core {
         if let Some(site) = found.site {
             let pcs = site.pcs();
             finding.pc = pcs.first().copied().unwrap_or(pc);
+            finding.site = finding.pc;
             finding.depth = 0;
             for (slot, pc) in finding.backtrace.iter_mut().zip(pcs.iter().skip(1)) {
                 *slot = *pc;
@@ -202,27 +273,28 @@ impl Core {
         Finding { block: found.block, ..finding }
     }
 
-    /// Adds `found` to the finding it continues, or starts a new one with it.
-    fn found(&mut self, found: Finding) {
-        match &mut self.pending {
-            Some(pending) if pending.folds(&found) => {
-                pending.bytes = (pending.bytes.0.min(found.bytes.0), pending.bytes.1.max(found.bytes.1));
-                pending.accesses += 1;
+    /// Folds `found` into the finding of its kind, site and place, or keeps it as a
+    /// new one; which of [`Core::kept`] it is (none past [`KEPT`]).
+    fn found(&mut self, found: Finding) -> Option<usize> {
+        self.accesses += found.accesses;
+        // The region that names it (the one holding it, or the closest tensor).
+        let place = self.table.as_ref().and_then(|table| nearest(table, found.bytes.0, found.bytes.1));
+        let key = found.key(place.map_or(0, |region| region.start));
+        if let Some(&at) = self.index.get(&key) {
+            let kept = &mut self.kept[at];
+            kept.bytes = (kept.bytes.0.min(found.bytes.0), kept.bytes.1.max(found.bytes.1));
+            kept.accesses += found.accesses;
+            if let Some(reached) = found.reached {
+                kept.reach(reached);
             }
-            pending => {
-                if let Some(previous) = pending.replace(found) {
-                    self.record(previous);
-                }
-            }
-        }
-    }
-
-    /// Counts `finding`, and keeps it if it is among the op's first.
-    fn record(&mut self, finding: Finding) {
-        self.findings += 1;
-        self.accesses += finding.accesses;
-        if self.shown.len() < SHOWN as usize {
-            self.shown.push(finding);
+            Some(at)
+        } else if self.kept.len() < KEPT {
+            self.index.insert(key, self.kept.len());
+            self.kept.push(found);
+            Some(self.kept.len() - 1)
+        } else {
+            self.overflow += 1;
+            None
         }
     }
 }
@@ -243,9 +315,13 @@ struct State {
     images: Vec<Image>,
     /// Per vCPU: its runtime's heap journal (`heap.rs`).
     journals: Vec<Option<u32>>,
+    /// Per vCPU: its loader image's window (`check-loader=`), to name an access there.
+    loaders: Vec<Option<(u32, u32)>>,
     /// The runtime's `memcpy` and `memmove` in every library image (module docs).
     word_loads: Vec<Range<u32>>,
     cores: Vec<Mutex<Core>>,
+    /// Per vCPU: its region table as last read, to name another core's stack or scratch.
+    known: RwLock<Vec<Option<RegionTable>>>,
     shadow: RwLock<Shadow>,
 }
 
@@ -262,6 +338,7 @@ impl Checks {
     /// `NEURON_CHECK_REGIONS`) and `check-image=CORE:START:WRITABLE:END` (its library
     /// image's window and where its writable sections start), all hex. Without them
     /// the module checks nothing. `word-loads=LO:HI` (any number): the runtime's copies.
+    /// `check-loader=CORE:START:END` (one per core): its loader image's window.
     pub(crate) fn install(args: &mut Arguments) -> Result<Box<dyn Module>, String> {
         let word_loads = args
             .take("word-loads")
@@ -277,14 +354,20 @@ impl Checks {
         let mut images = Vec::new();
         let mut journals = Vec::new();
         let given = args.take("check-table").into_iter().map(|v| ("check-table", v));
+        let mut loaders = Vec::new();
         let given = given.chain(args.take("heap-journal").into_iter().map(|v| ("heap-journal", v)));
+        let given = given.chain(args.take("check-loader").into_iter().map(|v| ("check-loader", v)));
         for (key, value) in given.chain(args.take("check-image").into_iter().map(|v| ("check-image", v))) {
             let fields: Vec<&str> = value.split(':').collect();
             let number = |text: &str| {
                 u32::from_str_radix(text.trim_start_matches("0x"), 16)
                     .map_err(|_| format!("`{key}={value}`: `{text}` is not a hex number"))
             };
-            let wanted = if key == "check-image" { 4 } else { 2 };
+            let wanted = match key {
+                "check-image" => 4,
+                "check-loader" => 3,
+                _ => 2,
+            };
             if fields.len() != wanted {
                 return Err(format!("`{key}={value}` has {} `:`-separated fields, not {wanted}", fields.len()));
             }
@@ -295,6 +378,9 @@ impl Checks {
             if key == "check-table" {
                 tables.resize(tables.len().max(core + 1), None);
                 tables[core] = Some(number(fields[1])?);
+            } else if key == "check-loader" {
+                loaders.resize(loaders.len().max(core + 1), None);
+                loaders[core] = Some((number(fields[1])?, number(fields[2])?));
             } else if key == "heap-journal" {
                 journals.resize(journals.len().max(core + 1), None);
                 journals[core] = Some(number(fields[1])?);
@@ -305,8 +391,11 @@ impl Checks {
         }
         let lo = images.iter().map(|i| i.window.0).min().unwrap_or(0);
         let hi = images.iter().map(|i| i.window.1).max().unwrap_or(0);
-        let cores = (0..tables.len().max(images.len())).map(|_| Mutex::default()).collect();
-        let state = Arc::new(State { tables, images, journals, word_loads, cores, shadow: RwLock::default() });
+        let count = tables.len().max(images.len());
+        let cores = (0..count).map(|_| Mutex::default()).collect();
+        let known = RwLock::new(vec![None; count]);
+        let state =
+            Arc::new(State { tables, images, journals, loaders, word_loads, cores, known, shadow: RwLock::default() });
         Ok(Box::new(Checks { state, code: u64::from(lo)..u64::from(hi) }))
     }
 }
@@ -375,6 +464,9 @@ impl State {
         let table = qemu_plugin_read_memory_vaddr(u64::from(address), &mut bytes)
             .ok()
             .and_then(|()| RegionTable::from_bytes(&bytes));
+        if let Some(slot) = self.known.write().unwrap_or_else(PoisonError::into_inner).get_mut(vcpu as usize) {
+            *slot = table;
+        }
         let Some(mut core) = self.core(vcpu) else { return };
         let ops = core.ops + 1;
         let mut heap = std::mem::take(&mut core.heap);
@@ -414,56 +506,16 @@ impl State {
             let finding = core.heap_finding(leak, 0);
             core.found(finding);
         }
-        if let Some(pending) = core.pending.take() {
-            core.record(pending);
-        }
-        if core.findings == 0 {
+        let total = core.kept.len() as u64 + u64::from(core.overflow);
+        if total == 0 {
             return;
         }
         let op = core.ops - 1;
-        for finding in &core.shown {
-            let Finding { kind, pc, bytes: (lo, hi), accesses, other, other_pc, dma, backtrace, depth, block } =
-                *finding;
-            let mut text = format!(
-                "op={op} kind={} pc={pc:#x} address={lo:#x} bytes={} accesses={accesses}",
-                kind.name(),
-                hi.wrapping_sub(lo)
-            );
-            if let Some(other) = other {
-                let _ = write!(text, " other={other}");
-            }
-            if let Some(other_pc) = other_pc {
-                let _ = write!(text, " other_pc={other_pc:#x}");
-            }
-            if dma {
-                text += " dma=1";
-            }
-            if let Some(Named { start, size, alloc, free }) = block {
-                let _ = write!(text, " block={start:#x} size={size} alloc={}", alloc.text());
-                if let Some(free) = free {
-                    let _ = write!(text, " free={}", free.text());
-                }
-            }
-            if depth > 0 {
-                let sites: Vec<String> = backtrace[..usize::from(depth)].iter().map(|pc| format!("{pc:x}")).collect();
-                let _ = write!(text, " backtrace={}", sites.join(";"));
-            }
-            if let Some(region) = core.table.as_ref().and_then(|table| nearest(table, lo, hi)) {
-                let shape: Vec<String> = region.shape().iter().map(u16::to_string).collect();
-                let _ = write!(
-                    text,
-                    " region={} index={} start={:#x} len={} dtype={} shape={}",
-                    region.kind().map_or("?", |kind| kind.name()).replace(' ', "-"),
-                    region.index,
-                    region.start,
-                    region.len,
-                    region.dtype,
-                    shape.join("x")
-                );
-            }
+        for finding in core.kept.iter().take(SHOWN as usize) {
+            let text = describe(finding, op, core.table.as_ref());
             lines.line("FINDING", format_args!("{text}"));
         }
-        lines.line("CHECKED", format_args!("op={op} findings={} accesses={}", core.findings, core.accesses));
+        lines.line("CHECKED", format_args!("op={op} findings={total} accesses={}", core.accesses));
     }
 
     /// Runs `step` on `vcpu`'s call stack while its kernel runs.
@@ -494,13 +546,21 @@ impl State {
         let size = 1u32 << info.size_shift();
         let bytes = (address, address.wrapping_add(size));
         let word_load = copy && !store;
+        if !copy || (word_load && in_heap(&core, address)) {
+            // Outside a copy, or a copy's load of bytes it may have written: carries nothing.
+            core.carrying = None;
+        }
         if core.heap.watching()
             && in_heap(&core, address)
             && let Some(found) =
                 if word_load { core.heap.word_load(address, size) } else { core.heap.access(address, size, store) }
         {
-            let found = core.heap_finding(found, pc);
-            core.found(found);
+            let uninit = found.misuse == Misuse::Uninit;
+            let found = in_copy(core.heap_finding(found, pc), copy);
+            let at = core.found(found);
+            if word_load && uninit {
+                core.carrying = at;
+            }
             return;
         }
         let found = match self.classify(&core, vcpu, address, store).0 {
@@ -509,6 +569,9 @@ impl State {
                 if let Some((other, other_pc)) = self.race(&core, vcpu, pc, address, size, &region) {
                     core.finding(Kind::Race, pc, bytes, Some(other), Some(other_pc))
                 } else {
+                    if let Some(at) = core.carrying.filter(|_| region.kind() == Some(RegionKind::Output)) {
+                        core.kept[at].reach(bytes);
+                    }
                     return self.queued(&mut core, vcpu, pc, info, address, &region);
                 }
             }
@@ -518,9 +581,9 @@ impl State {
                 }
                 core.finding(Kind::Heap(Misuse::Uninit), pc, bytes, None, None)
             }
-            Verdict::Wrong(kind, other) => core.finding(kind, pc, bytes, other, None),
+            Verdict::Wrong(kind, other, hit) => Finding { hit, ..core.finding(kind, pc, bytes, other, None) },
         };
-        core.found(found);
+        core.found(in_copy(found, copy));
     }
 
     /// Whether every byte of a load of `size` bytes at `address` in `output` (for a
@@ -568,6 +631,10 @@ impl State {
         let Some(transfer) = core.descriptors.store(address - region.start, value) else { return };
         let (lo, hi) = (transfer.address, transfer.address.saturating_add(transfer.len));
         let store = transfer.side == Side::Write;
+        let source = if store { core.last_read.take() } else { None };
+        if !store {
+            core.last_read = Some((lo, hi));
+        }
         if core.heap.watching()
             && in_heap(core, lo)
             && let Some(found) = core.heap.transfer(lo, hi, store)
@@ -582,13 +649,18 @@ impl State {
             let end = end.clamp(at + 1, hi);
             let found = match verdict {
                 Verdict::Allowed => None,
-                Verdict::Output(output) => self
-                    .race(core, vcpu, pc, at, end - at, &output)
-                    .map(|(other, other_pc)| core.finding(Kind::Race, pc, (at, end), Some(other), Some(other_pc))),
+                Verdict::Output(output) => {
+                    let raced = self.race(core, vcpu, pc, at, end - at, &output);
+                    let raced = raced
+                        .map(|(other, other_pc)| core.finding(Kind::Race, pc, (at, end), Some(other), Some(other_pc)));
+                    raced.or_else(|| self.carried(core, pc, source, (lo, hi), &output))
+                }
                 // A transfer out of the output: its source bytes are not followed.
                 Verdict::OutputRead(_) => None,
                 // The rest of the transfer: one finding for it.
-                Verdict::Wrong(kind, other) => Some(core.finding(kind, pc, (at, hi), other, None)),
+                Verdict::Wrong(kind, other, hit) => {
+                    Some(Finding { hit, ..core.finding(kind, pc, (at, hi), other, None) })
+                }
             };
             if let Some(found) = found {
                 core.found(Finding { dma: true, ..found });
@@ -598,13 +670,31 @@ impl State {
         }
     }
 
+    /// A transfer into `output` writing `to` (device addresses) from `source`: an
+    /// `uninit` warning if it moves bytes of a heap block never written, naming the
+    /// block's bytes and the output bytes they reached.
+    fn carried(
+        &self,
+        core: &Core,
+        pc: u32,
+        source: Option<(u32, u32)>,
+        to: (u32, u32),
+        output: &Region,
+    ) -> Option<Finding> {
+        let (from, _) = source.filter(|(from, _)| core.heap.watching() && in_heap(core, *from))?;
+        let (lo, hi, block) = core.heap.unwritten(from, from.saturating_add(to.1 - to.0))?;
+        let reached = (to.0 + (lo - from), (to.0 + (hi - from)).min(output.start.saturating_add(output.len)));
+        let finding = core.finding(Kind::Heap(Misuse::Uninit), pc, (lo, hi), None, None);
+        Some(Finding { block: Some(block), reached: Some(reached), ..finding })
+    }
+
     /// What an access to `address` by `vcpu`'s kernel is, and where the place that
     /// decided it ends (the region's or image's end; for no place, the address space's).
     fn classify(&self, core: &Core, vcpu: VCPUIndex, address: u32, store: bool) -> (Verdict, u32) {
         if let Some(region) = core.table.as_ref().and_then(|t| t.regions().iter().find(|r| r.contains(address))) {
             let end = region.start.saturating_add(region.len);
             return match region.kind() {
-                Some(RegionKind::Input) if store => (Verdict::Wrong(Kind::InputStore, None), end),
+                Some(RegionKind::Input) if store => (Verdict::Wrong(Kind::InputStore, None, None), end),
                 Some(RegionKind::Output | RegionKind::DmaQueues) if store => (Verdict::Output(*region), end),
                 Some(RegionKind::Output) => (Verdict::OutputRead(*region), end),
                 _ => (Verdict::Allowed, end),
@@ -617,17 +707,60 @@ impl State {
             return if !store || address >= image.writable {
                 (Verdict::Allowed, image.window.1)
             } else {
-                (Verdict::Wrong(Kind::Store, Some(vcpu)), image.writable)
+                (Verdict::Wrong(Kind::Store, Some(vcpu), None), image.writable)
             };
         }
         let owner = self.images.iter().position(|image| (image.window.0..image.window.1).contains(&address));
+        if owner.is_none()
+            && let Some(hit) = self.hit(vcpu, address)
+        {
+            let kind = match (store, hit.core == vcpu) {
+                (true, false) => Kind::CrossCore,
+                (true, true) => Kind::Store,
+                (false, _) => Kind::Load,
+            };
+            return (Verdict::Wrong(kind, None, Some(hit)), hit.region.start.saturating_add(hit.region.len));
+        }
         let end = owner.map_or(u32::MAX, |owner| self.images[owner].window.1);
         let verdict = match (owner, store) {
-            (Some(owner), true) => Verdict::Wrong(Kind::CrossCore, Some(owner as u32)),
-            (owner, false) => Verdict::Wrong(Kind::Load, owner.map(|o| o as u32)),
-            (None, true) => Verdict::Wrong(Kind::Store, None),
+            (Some(owner), true) => Verdict::Wrong(Kind::CrossCore, Some(owner as u32), None),
+            (owner, false) => Verdict::Wrong(Kind::Load, owner.map(|o| o as u32), None),
+            (None, true) => Verdict::Wrong(Kind::Store, None, None),
         };
         (verdict, end)
+    }
+
+    /// The other core's stack or scratch, or the loader image (any core's), holding
+    /// `address`, which is in none of `vcpu`'s own regions. A core whose table was not
+    /// read yet (its first op has not begun) is read now.
+    fn hit(&self, vcpu: VCPUIndex, address: u32) -> Option<Hit> {
+        let mut known = self.known.write().unwrap_or_else(PoisonError::into_inner);
+        for (core, slot) in known.iter_mut().enumerate() {
+            if core == vcpu as usize {
+                continue;
+            }
+            if slot.is_none()
+                && let Some(table) = self.tables.get(core).copied().flatten()
+            {
+                let mut bytes = vec![0u8; size_of::<RegionTable>()];
+                *slot = qemu_plugin_read_memory_vaddr(u64::from(table), &mut bytes)
+                    .ok()
+                    .and_then(|()| RegionTable::from_bytes(&bytes));
+            }
+            let theirs = slot.iter().flat_map(|table| table.regions()).find(|region| {
+                matches!(
+                    region.kind(),
+                    Some(RegionKind::Stack | RegionKind::DataScratch | RegionKind::HbmScratch | RegionKind::DmaQueues)
+                ) && region.contains(address)
+            });
+            if let Some(region) = theirs {
+                return Some(Hit { core: core as u32, region: *region });
+            }
+        }
+        let (core, (start, end)) = self.loaders.iter().enumerate().find_map(|(core, window)| {
+            window.filter(|(start, end)| (*start..*end).contains(&address)).map(|w| (core, w))
+        })?;
+        Some(Hit { core: core as u32, region: Region::new(RegionKind::LoaderImage, 0, start, end - start) })
     }
 
     /// Records `vcpu`'s store of `size` bytes at `address` in `output`; the other core
@@ -661,6 +794,86 @@ impl State {
     }
 }
 
+/// `finding` made by the runtime's `memcpy` or `memmove` (`copy`): folded by the copy's
+/// call site, as each of its loads and stores is another PC.
+fn in_copy(finding: Finding, copy: bool) -> Finding {
+    match finding.backtrace.first() {
+        Some(&caller) if copy && finding.depth > 0 => Finding { site: caller, ..finding },
+        _ => finding,
+    }
+}
+
+/// A finding's `FINDING` line fields (after `core=`), in op `op` with the op's `table`.
+fn describe(finding: &Finding, op: u32, table: Option<&RegionTable>) -> String {
+    let Finding {
+        kind,
+        pc,
+        bytes: (lo, hi),
+        accesses,
+        other,
+        other_pc,
+        dma,
+        backtrace,
+        depth,
+        block,
+        hit,
+        reached,
+        ..
+    } = *finding;
+    let mut text = format!(
+        "op={op} kind={} pc={pc:#x} address={lo:#x} bytes={} accesses={accesses}",
+        kind.name(),
+        hi.wrapping_sub(lo)
+    );
+    if let Some(other) = other {
+        let _ = write!(text, " other={other}");
+    }
+    if let Some(other_pc) = other_pc {
+        let _ = write!(text, " other_pc={other_pc:#x}");
+    }
+    if dma {
+        text += " dma=1";
+    }
+    if let Some(Named { start, size, tcm, alloc, free }) = block {
+        let _ = write!(text, " block={start:#x} size={size} alloc={}", alloc.text());
+        if tcm {
+            text += " tcm=1";
+        }
+        if let Some(free) = free {
+            let _ = write!(text, " free={}", free.text());
+        }
+    }
+    if depth > 0 {
+        let sites: Vec<String> = backtrace[..usize::from(depth)].iter().map(|pc| format!("{pc:x}")).collect();
+        let _ = write!(text, " backtrace={}", sites.join(";"));
+    }
+    if let Some((from, to)) = reached {
+        let _ = write!(text, " reached={from:#x} reached_bytes={}", to.wrapping_sub(from));
+    }
+    let (region, owner) = match (hit, reached) {
+        (Some(hit), _) => (Some(hit.region), Some(hit.core)),
+        (None, Some((from, to))) => (table.and_then(|table| nearest(table, from, to)), None),
+        (None, None) => (table.and_then(|table| nearest(table, lo, hi)), None),
+    };
+    if let Some(owner) = owner {
+        let _ = write!(text, " owner={owner}");
+    }
+    if let Some(region) = region {
+        let shape: Vec<String> = region.shape().iter().map(u16::to_string).collect();
+        let _ = write!(
+            text,
+            " region={} index={} start={:#x} len={} dtype={} shape={}",
+            region.kind().map_or("?", |kind| kind.name()).replace(' ', "-"),
+            region.index,
+            region.start,
+            region.len,
+            region.dtype,
+            shape.join("x")
+        );
+    }
+    text
+}
+
 /// Whether `address` is in the core's heap memory: its HBM or data scratch.
 fn in_heap(core: &Core, address: u32) -> bool {
     core.table.as_ref().is_some_and(|table| {
@@ -680,8 +893,9 @@ enum Verdict {
     /// A load from the op's output: allowed, a warning for bytes not yet written in
     /// this op.
     OutputRead(Region),
-    /// Wrong, and the core whose image it hit (if any).
-    Wrong(Kind, Option<u32>),
+    /// Wrong, the core whose image it hit (if any), and which other core's region or
+    /// loader image it hit (if any).
+    Wrong(Kind, Option<u32>, Option<Hit>),
 }
 
 /// The region a finding over `lo..hi` is named by: the one holding it, else the

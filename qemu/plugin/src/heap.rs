@@ -42,9 +42,12 @@
 //!   followed `malloc` block one bit per byte (1 MiB for a full 8 MiB HBM heap).
 //!   Freed blocks are kept until a new block overlaps them or the heaps are reset.
 //! - Time: a `BTreeMap` lookup per access into heap memory.
-//! - An overrun into the *next live* block is not seen (the runtime packs blocks with
-//!   no red zone, and the checks see addresses, not which pointer made them).
-//! - A DMA transfer into a block marks its bytes written; its first byte is checked.
+//! - An overrun into the *next live* block is seen only through its red zone: in a
+//!   checked session the runtime follows each block with one (`runtime/allocators/
+//!   redzone.rs`), where no block is, so an access there is past the block's end. A
+//!   block the runtime gave no red zone (no room for it) is packed against the next.
+//! - A DMA transfer is checked over its whole range, which must lie in one live block;
+//!   a transfer into a block marks its bytes written.
 
 use crate::checks::DEPTH;
 use std::collections::BTreeMap;
@@ -107,7 +110,7 @@ impl Site {
 }
 
 /// What a heap finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Misuse {
     UseAfterFree,
     Outside,
@@ -122,6 +125,8 @@ pub(crate) enum Misuse {
 pub(crate) struct Named {
     pub(crate) start: u32,
     pub(crate) size: u32,
+    /// A TCM pool block (`tcm_malloc`, a stream buffer), not a heap block.
+    pub(crate) tcm: bool,
     pub(crate) alloc: Site,
     pub(crate) free: Option<Site>,
 }
@@ -155,7 +160,7 @@ struct Block {
 
 impl Block {
     fn named(&self, start: u32) -> Named {
-        Named { start, size: self.size, alloc: self.alloc, free: self.free }
+        Named { start, size: self.size, tcm: self.tcm, alloc: self.alloc, free: self.free }
     }
 
     fn end(&self, start: u32) -> u32 {
@@ -369,23 +374,37 @@ impl Heaps {
         })
     }
 
-    /// A DMA transfer of `lo..hi`: a store marks the bytes of live blocks written; the
-    /// first byte is checked as an access.
+    /// A DMA transfer of `lo..hi`, checked over its whole range as one access: it must
+    /// lie in one live block (a copy moves one buffer). A store marks the bytes it
+    /// writes inside that block written. Unwritten source bytes are no finding here:
+    /// the engine moves what it was told to, and the kernel may move a partial buffer;
+    /// [`Heaps::unwritten`] says which of them were never written.
     pub(crate) fn transfer(&mut self, lo: u32, hi: u32, store: bool) -> Option<Found> {
-        if store {
-            let starts: Vec<u32> = self.blocks.range(..hi).rev().take(64).map(|(s, _)| *s).collect();
-            for start in starts {
-                if let Some(block) = self.blocks.get_mut(&start)
-                    && block.free.is_none()
-                    && block.end(start) > lo
-                {
-                    block.write(lo.saturating_sub(start), hi - start);
-                }
+        // A store wholly inside its block is marked written by `access`.
+        let found = self.access(lo, hi.wrapping_sub(lo).max(1), store)?;
+        if store
+            && let Some((start, block)) = self.block_at(lo)
+            && block.free.is_none()
+        {
+            let end = hi.min(block.end(start));
+            if let Some(block) = self.blocks.get_mut(&start) {
+                block.write(lo - start, end - start);
             }
         }
-        // The engine moves the bytes it was told to: unwritten source bytes are the
-        // kernel's choice to move (a partial buffer), not a read it makes.
-        self.access(lo, 1, store).filter(|found| found.misuse != Misuse::Uninit)
+        Some(found).filter(|found| found.misuse != Misuse::Uninit)
+    }
+
+    /// The bytes of `lo..hi` inside a followed live block that were never written
+    /// (first to last plus one), with the block: a DMA transfer's source that moves
+    /// them carries nothing the kernel wrote.
+    pub(crate) fn unwritten(&self, lo: u32, hi: u32) -> Option<(u32, u32, Named)> {
+        let (start, block) =
+            self.block_at(lo).filter(|(_, block)| block.free.is_none() && !block.written.is_empty())?;
+        let end = hi.min(block.end(start));
+        let mut never = (lo - start..end - start).filter(|&at| !bit(&block.written, at));
+        let first = never.next()?;
+        let last = never.next_back().unwrap_or(first);
+        Some((start + first, start + last + 1, block.named(start)))
     }
 
     /// The blocks op `op` took and still holds, not TCM: leaks.

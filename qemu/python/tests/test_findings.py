@@ -24,7 +24,7 @@ def test_a_store_past_the_output_raises_out_of_bounds_naming_the_line(misuse):
     assert isinstance(raised.value, KernelError)
     (finding,) = raised.value.findings
     assert (finding.kind, finding.core) == ("out-of-bounds store", 0)
-    assert "bytes 0 to 256 past the end of output 0 ([128] float32)" in finding.text
+    assert "elements [128] to [191], 0–256 bytes past the end of output 0 ([128] float32)" in finding.text
     assert "misuse.c:" in finding.text
     # Unchecked, the same kernel returns; the next checked call is clean.
     misuse.past_end_256.run(x, cores=8, checked=False)

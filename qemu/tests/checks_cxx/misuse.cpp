@@ -42,3 +42,25 @@ torch::Tensor keeps_new(const torch::Tensor& t_in) {
     p[0] = 1.0f;
     return t_out;
 }
+
+// out = in, then copies 300 floats of the input into a 256-float TCM block.
+torch::Tensor tcm_copy_past(const torch::Tensor& t_in) {
+    torch::Tensor t_out = copy(t_in);
+    float* buf = static_cast<float*>(torch::neuron::tcm_malloc(256 * sizeof(float)));
+    auto in = t_in.tcm_accessor();
+    in.tensor_to_tcm<float>(buf, 0, 300);  // past the TCM block
+    torch::neuron::tcm_free(buf);
+    return t_out;
+}
+
+// out = in, then 16 floats past an empty tensor, where the zeros after it would start.
+torch::Tensor past_empty(const torch::Tensor& t_in) {
+    torch::Tensor t_out = copy(t_in);
+    torch::Tensor first = torch::empty({64}, torch::kFloat);
+    torch::Tensor next = torch::zeros({64}, torch::kFloat);
+    float* data = first.data_ptr<float>();
+    for (int i = 0; i < 16; i++) {
+        data[64 + i] = 6.0f;  // past the empty tensor
+    }
+    return t_out;
+}

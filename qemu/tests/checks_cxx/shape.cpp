@@ -11,4 +11,6 @@ NEURON_LIBRARY(checks_ops, m) {
     m.def("past_end", &like_input, "past_end");
     m.def("uses_deleted", &like_input, "uses_deleted");
     m.def("keeps_new", &like_input, "keeps_new");
+    m.def("tcm_copy_past", &like_input, "tcm_copy_past");
+    m.def("past_empty", &like_input, "past_empty");
 }

@@ -41,6 +41,9 @@ pub enum RegionKind {
     /// The core's DMA queues in the SoC's queue window (the runtime's DMA backend
     /// writes its descriptors there).
     DmaQueues = 6,
+    /// A core's loader image outside its stack: the device's firmware. The loader never
+    /// puts it in a table; the plugin names an access there by it.
+    LoaderImage = 7,
 }
 
 impl RegionKind {
@@ -53,13 +56,14 @@ impl RegionKind {
             4 => Self::HbmScratch,
             5 => Self::Stack,
             6 => Self::DmaQueues,
+            7 => Self::LoaderImage,
             _ => return None,
         })
     }
 
     /// Whether the op may store there.
     pub const fn writable(self) -> bool {
-        !matches!(self, Self::Input)
+        !matches!(self, Self::Input | Self::LoaderImage)
     }
 
     /// How a finding names the region: `output`, `input`, `data scratch`, ...
@@ -71,6 +75,7 @@ impl RegionKind {
             Self::HbmScratch => "HBM scratch",
             Self::Stack => "stack",
             Self::DmaQueues => "DMA queues",
+            Self::LoaderImage => "loader image",
         }
     }
 }

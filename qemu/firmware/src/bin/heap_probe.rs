@@ -1,7 +1,8 @@
 //! A library image of Rust kernels that misuse the heap through Rust's global allocator,
 //! for the device's heap checks (`qemu/tests/checks.rs`): `uses_freed` writes into a
-//! box it dropped, `leaks` keeps a box when it returns (a warning); `copy` shows the
-//! next op still runs.
+//! box it dropped, `leaks` keeps a box when it returns (a warning), `past_box` writes
+//! past a box where the next box would start, `unwritten_out` copies a box it never
+//! wrote into the output (a warning); `copy` shows the next op still runs.
 #![no_std]
 #![no_main]
 
@@ -35,6 +36,32 @@ fn leaks(args: &Args) -> Result<Tensor<'_>, KernelError> {
     copy(args)
 }
 
+/// Copies, then stores 4 words past a box of 16, where the box taken after it would start.
+fn past_box(args: &Args) -> Result<Tensor<'_>, KernelError> {
+    let first = Box::into_raw(Box::new([7u32; 16]));
+    let next = Box::new([9u32; 16]);
+    for i in 0..4 {
+        // SAFETY: none: past the box, on purpose, for the checks to find.
+        unsafe { first.cast::<u32>().add(16 + i).write_volatile(3) };
+    }
+    core::hint::black_box(next);
+    // SAFETY: `first` came from `Box::into_raw` just above.
+    drop(unsafe { Box::from_raw(first) });
+    copy(args)
+}
+
+/// Copies, then copies a box of 16 words it never wrote over the output's first 16
+/// elements (by the runtime's copy: a DMA transfer).
+fn unwritten_out(args: &Args) -> Result<Tensor<'_>, KernelError> {
+    let mut out = copy(args)?;
+    let words = Box::<[i32; 16]>::new_uninit();
+    // SAFETY: the box holds 16 words; no Rust code reads them: the DMA engine copies
+    // them, never written, on purpose, for the checks to find.
+    let unwritten = unsafe { core::slice::from_raw_parts(words.as_ptr().cast::<i32>(), 16) };
+    out.tcm_to_tensor(unwritten, 0)?;
+    Ok(out)
+}
+
 neuroncustomop::kernels! {
-    fn copy, fn uses_freed, fn leaks
+    fn copy, fn uses_freed, fn leaks, fn past_box, fn unwritten_out
 }

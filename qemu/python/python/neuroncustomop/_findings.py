@@ -23,7 +23,7 @@ class Finding:
     ----------
     kind : str
         ``out-of-bounds store``, ``store into an input``, ``store into another core's
-        image``, ``out-of-bounds load``, ``race``, ``semihosting call``, ``use after
+        memory``, ``out-of-bounds load``, ``race``, ``semihosting call``, ``use after
         free``, ``heap access outside every live block``, ``double free``, ``free of a
         pointer the heap did not give out``, ``leak``, ``read of uninitialized
         memory``.
@@ -66,7 +66,7 @@ class FindingsError(KernelError):
 
 class OutOfBoundsError(FindingsError):
     """A load or store outside what the op was given: past an output, into an input,
-    into another core's image."""
+    into another core's memory."""
 
 
 class RaceError(FindingsError):

@@ -371,6 +371,106 @@ static void needs_6_mib(void) {
     customop_cleanup();
 }
 
+/* Copies 300 floats of x by DMA into a 256-float TCM block. */
+static void tcm_copy_past(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        float *buf = tcm_malloc(256 * sizeof(float));
+        neuron_memcpy(buf, x, 300 * sizeof(float)); /* past the TCM block */
+        tcm_free(buf);
+    }
+    customop_cleanup();
+}
+
+/* Writes 16 floats past a 64-float block, where the next live block would start. */
+static void into_next_block(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        volatile float *first = malloc(64 * sizeof(float));
+        float *next = calloc(64, sizeof(float));
+        for (uint32_t i = 0; i < 16; i++) {
+            first[64 + i] = 5.0f; /* past the first block */
+        }
+        free(next);
+        free((void *)first);
+    }
+    customop_cleanup();
+}
+
+/* Core 0 stores into core 1's stack: its own local's address, 2 MiB on (the next
+ * core's loader image, where that core's local is). */
+static void into_other_stack(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    volatile uint32_t local = 0;
+    if (get_cpu_id() == 0) {
+        *(volatile uint32_t *)((uintptr_t)&local + 0x200000) = 0xDEAD; /* core 1's stack */
+    }
+    (void)local;
+    customop_cleanup();
+}
+
+/* Core 0 stores into core 3's dataram: its own TCM block's address, 3 dataram
+ * scratches (64 KiB each) on. */
+static void into_other_dataram(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    char *mine = tcm_malloc(64);
+    if (get_cpu_id() == 0 && mine != NULL) {
+        *(volatile uint32_t *)(mine + 3 * 0x10000) = 0xDEAD; /* core 3's dataram */
+    }
+    tcm_free(mine);
+    customop_cleanup();
+}
+
+/* Core 0 copies a block it never wrote into the first 16 elements of the output, by DMA
+ * (a warning, naming the elements). */
+static void unwritten_to_output(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        float *p = malloc(16 * sizeof(float));
+        neuron_memcpy(out, p, 16 * sizeof(float)); /* unwritten, by DMA */
+        free(p);
+    }
+    customop_cleanup();
+}
+
+/* The same with the CPU's memcpy. */
+static void unwritten_memcpy(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        float *p = malloc(16 * sizeof(float));
+        memcpy(out, p, 16 * sizeof(float)); /* unwritten, by memcpy */
+        free(p);
+    }
+    customop_cleanup();
+}
+
+/* Core 0 reads element n of x (one past its end) 64 times. */
+static void reads_one_past(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    if (get_cpu_id() == 0) {
+        float sum = 0.0f;
+        for (int i = 0; i < 64; i++) {
+            sum += ((volatile const float *)x)[n]; /* one past */
+        }
+        out[0] = sum * 0.0f + x[0];
+    }
+    customop_cleanup();
+}
+
 static const struct {
     const char *name;
     neuron_kernel_fn kernel;
@@ -382,6 +482,9 @@ static const struct {
     {"heap_ok", heap_ok}, {"copies_odd", copies_odd}, {"use_after_free", use_after_free}, {"heap_overrun", heap_overrun},
     {"double_free", double_free}, {"foreign_free", foreign_free}, {"leaks", leaks},
     {"reads_unwritten", reads_unwritten}, {"reads_output_first", reads_output_first},
+    {"tcm_copy_past", tcm_copy_past}, {"into_next_block", into_next_block}, {"into_other_stack", into_other_stack},
+    {"into_other_dataram", into_other_dataram}, {"unwritten_to_output", unwritten_to_output},
+    {"unwritten_memcpy", unwritten_memcpy}, {"reads_one_past", reads_one_past},
 };
 
 #define KERNEL_COUNT ((int)(sizeof kernels / sizeof kernels[0]))
