@@ -21,7 +21,7 @@
 //!
 //! # One candidate per address
 //! Testing the records in turn costs 4 to 8 instructions for each record before the
-//! hit, which no start order keeps within issue 16's 30 for a hit in any record. So
+//! hit, which no start order keeps within the goal of 30 for a hit in any record. So
 //! `configure` also picks a *field*: four address bits, within bits 12..=43
 //! ([`FIELD_FLOOR`]), that separates the windows best. Each of the 16 values of the
 //! field is a *bucket* with one *candidate* window; a lookup reads the field, tests

@@ -70,7 +70,7 @@ fn the_copies_are_near_one_load_and_one_store_per_word() {
     };
     // Instructions per byte x1000.
     let at = |name: &str, alignment: &str, len: u64| per_copy(name, alignment, len) * 10 / len;
-    // Issue 16's goals (docs/PERFORMANCE.md, "Data movement"): from 256 bytes, aligned
+    // The goals (docs/runtime-figures.md, "Data movement"): from 256 bytes, aligned
     // copies within 1.1x of 0.5 per byte (one l32i + one s32i per word), misaligned ones
     // within 1.1x of 0.75 (plus the funnel shift) from 1 KiB, memset within 0.3.
     for len in [256, 1024, 4096, 16384, 65536] {

@@ -1,4 +1,4 @@
-//! The entry contract under QEMU (issue 3, docs/abi/entry.md): the simulated loader
+//! The entry contract under QEMU (docs/abi/entry.md): the simulated loader
 //! (qemu/firmware/src/loader.rs) enters real linked library images through
 //! `entry_func` and `register_funcs`, and every fact it prints is checked here against
 //! exact values.

@@ -275,7 +275,7 @@ fn address_sanitizer_catches_a_seeded_overrun_at_its_line() {
     assert!(text.contains("core 0"), "{text}");
 }
 
-/// The newcomer's path (issue 26, "Done when"): a project made by `ncop new` outside
+/// The newcomer's path: a project made by `ncop new` outside
 /// the checkout, debugged with `ncop debug` as the guide shows, stops at a line of its
 /// kernel and prints a local and a tensor element, and the op's result is still right.
 #[test]

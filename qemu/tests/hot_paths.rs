@@ -41,7 +41,7 @@ fn own(rows: &[(String, f64)], case: &str) -> f64 {
 #[test]
 fn the_math_and_the_accessors_run_within_their_goals() {
     let rows = own_instructions();
-    // Goal: 60 a call (issue 23); the libm crate's, in software float, took 2,400 to
+    // Goal: 60 a call; the libm crate's, in software float, took 2,400 to
     // 4,000.
     for function in ["expf", "logf", "tanhf"] {
         let fpu = own(&rows, function);
@@ -52,7 +52,7 @@ fn the_math_and_the_accessors_run_within_their_goals() {
     // Goal: 40 for an exact division; compiler_builtins' __divsf3 took about 210.
     let divide = own(&rows, "divsf3");
     assert!(divide <= 40.0, "__divsf3: {divide} instructions a call, goal 40 ({rows:?})");
-    // Goal: 20 for the C shape accessors (issue 23; 333 before), on a descriptor of the
+    // Goal: 20 for the C shape accessors (333 before), on a descriptor of the
     // kernel's own and on a copy the runtime handed out: each reads and checks only the
     // fields its answer comes from. (At least 10: the look at the invocation and the
     // status alone are 7, so less means the bench measures nothing.)
@@ -79,7 +79,7 @@ fn a_row_softmax_costs_at_most_150_instructions_an_element() {
     let call = softmax.call("softmax", &args, Output::Like(0)).unwrap().check().unwrap();
     let sums: Vec<f32> = call.output.to_vec::<f32>().unwrap().chunks(cols).map(|row| row.iter().sum()).collect();
     assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-4), "rows that do not sum to 1: {sums:?}");
-    // Goal: 150 (issue 23); 2,560 with the libm crate's expf and the software division,
+    // Goal: 150; 2,560 with the libm crate's expf and the software division,
     // 175 with int64_t loop counters in the example.
     let per_element = call.instructions[0] as f64 / (rows * cols) as f64;
     assert!(per_element <= 150.0, "softmax: {per_element:.2} instructions an element, goal 150");
@@ -98,7 +98,7 @@ fn torch_exp_costs_at_most_70_instructions_an_element() {
         let ulps = got.to_bits().abs_diff(x.exp().to_bits());
         assert!(ulps <= 2, "element {i}: exp({x}) = {got}, the host's {} ({ulps} ulp apart)", x.exp());
     }
-    // Goal: 70 (issue 23); 90.13 with the dtype switch in each load and store and an
+    // Goal: 70; 90.13 with the dtype switch in each load and store and an
     // int64_t counter (docs/PERFORMANCE.md).
     let per_element = call.instructions[0] as f64 / (rows * cols) as f64;
     assert!(per_element <= 70.0, "torch::exp: {per_element:.2} instructions an element, goal 70");

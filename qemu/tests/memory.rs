@@ -1,4 +1,4 @@
-//! Device memory under QEMU (issue 4, docs/abi/memory.md): the heaps and the TCM pool
+//! Device memory under QEMU (docs/abi/memory.md): the heaps and the TCM pool
 //! on the regions the simulated loader hands out, and `neuron_translate` through the
 //! windows it configures, on all 8 cores, with every result checked exactly; and the
 //! benchmarks' goals (`bench_heap`, `bench_translate`; docs/PERFORMANCE.md, "Memory").
@@ -618,7 +618,7 @@ fn the_heap_beats_linked_list_allocator_tenfold_when_churning_and_on_immediate_p
         let (ours, list) = (net("ours", scenario), net("linked_list_allocator", scenario));
         assert!(list >= 10 * ours, "{scenario}: {ours} vs {list} instructions x100 per pair");
     }
-    // Issue 16: a block freed right after it was taken (and taken again) is never slower
+    // The pairs' goal: a block freed right after it was taken (and taken again) is never slower
     // than linked_list_allocator's, at any size.
     for scenario in ["pair_16", "pair_256", "pair_4k", "pair_16k", "pair_64k"] {
         let (ours, list) = (net("ours", scenario), net("linked_list_allocator", scenario));
@@ -631,7 +631,7 @@ fn a_translate_hit_takes_at_most_20_instructions_in_the_record_used_last_and_30_
     let outcome = bench("bench_translate");
     let translate = rows(&outcome, "TRANSLATE ", 1);
     let own = |case: &str| translate.get(case).unwrap_or_else(|| panic!("no {case}"))[1];
-    // Issue 16's goals (docs/PERFORMANCE.md; measured: 20 for every one of these): a
+    // The goals (docs/runtime-figures.md, "Memory"; measured: 20 for every one of these): a
     // hit in the record used last within 20, whatever its index, in any record within
     // 30, and misses no worse than before (48 when the low half matches, 27 else).
     for case in ["hit_1", "hit_2", "hit_3", "hit_4", "hit_5"] {

@@ -1,4 +1,4 @@
-//! An op author's flow end to end under QEMU (issue 7): a package (8 images and
+//! An op author's flow end to end under QEMU: a package (8 images and
 //! `ucode_lib.json`) that the strict reader reads back byte for byte, ops dispatched
 //! from 0x85/0x86 words through the simulated loader with the package's FunctionIds,
 //! and malformed words the loader rejects. Each example checks its own kernels

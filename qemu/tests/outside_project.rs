@@ -1,4 +1,4 @@
-//! An op author's project outside this checkout (issue 14): `ncop new` in a temporary
+//! An op author's project outside this checkout: `ncop new` in a temporary
 //! folder, then `ncop run` packages it and calls its kernel with generated data and
 //! with `.npy` files, saves the output, and compares it with an expected `.npy`; a
 //! Rust and a C library, and no file of the checkout changes.

@@ -1,4 +1,4 @@
-//! The pull stream under QEMU (issue 5, docs/abi/descriptors.md): the simulated loader
+//! The pull stream under QEMU (docs/abi/descriptors.md): the simulated loader
 //! passes real 48-byte descriptors from the 0x85/0x86 dispatch words to kernels of
 //! `qemu/firmware/src/bin/runtime_probe.rs`, and every outcome is checked exactly:
 //! output bytes bit for bit against a host reference, and each bad input as its own
@@ -302,11 +302,11 @@ const DISPATCHES: usize = 128;
 const LOOP_REPETITIONS: u32 = 256;
 /// Guest instructions per CCOUNT tick under `-icount shift=0` (docs/toolchain.md).
 const INSTRUCTIONS_PER_TICK: f64 = 25.0;
-/// Issue 5's goal for `dispatch3`, in guest instructions.
+/// The goal for `dispatch3`, the same arguments again, in guest instructions.
 const DISPATCH_GOAL: f64 = 500.0;
 /// What the test enforces: the goal. A regression past it fails.
 const DISPATCH_CEILING: f64 = DISPATCH_GOAL;
-/// The same op with new arguments every dispatch (nothing to reuse): issue 16's goal,
+/// The same op with new arguments every dispatch (nothing to reuse): its goal,
 /// met since setup resolves the common descriptors in assembly (docs/PERFORMANCE.md,
 /// "Dispatch": 685.1 measured). A regression past the goal fails.
 const NEW_ARGUMENTS_CEILING: f64 = 700.0;

@@ -1,4 +1,4 @@
-//! The runtime's code size in a library image (docs/PERFORMANCE.md, issue 16's goal 5):
+//! The runtime's code size in a library image (docs/runtime-figures.md, "Text size"):
 //! the bytes of `.text` function symbols in the `c_kernel` image (one small C kernel
 //! linked with `libneuroncustomop.a`), less the kernel's own functions and any
 //! compiler_builtins float routines, with aliases and nested symbols (`memcpy` inside
@@ -20,11 +20,11 @@ use neuroncustomop_machine::toolchain::repo_root;
 use neuroncustomop_package::program;
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
-/// The most runtime text bytes the image may hold. Issue 16's goal is 20 KiB, met at
-/// 20,338 B; giving back a stopped op's heap (issue 22: `neuron_heaps_mark` and
-/// `neuron_heaps_give_back`, which every library image keeps for the loader) brought it
-/// to 21,158 B, past that goal (docs/PERFORMANCE.md, "Text size"). Three features of
-/// issues 22 and 23 then brought it to 21,811 B: the heap journal (every allocator call
+/// The most runtime text bytes the image may hold. The goal is 20 KiB, met at 20,338 B;
+/// giving back a stopped op's heap (`neuron_heaps_mark` and `neuron_heaps_give_back`,
+/// which every library image keeps for the loader) brought it to 21,158 B, past that
+/// goal (docs/PERFORMANCE.md, "Text size"). Three later features brought it to
+/// 21,811 B: the heap journal (every allocator call
 /// records what it did, `runtime/allocators/journal.rs`), the failing pull's record and
 /// its `ARGFAIL` line, and `customop_tensor_dim`'s two continuations. Until the goal is
 /// met again this guard holds the figure under 21.375 KiB.

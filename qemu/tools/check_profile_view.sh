@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Opt-in check that a profile's files open in real tools (issue 23: "the flame graph and
-# trace open: in a real browser for the SVG, and Perfetto accepts the JSON"). Not run by
+# Opt-in check that a profile's files open in real tools (the flame graph and
+# trace open: in a real browser for the SVG, and Perfetto accepts the JSON). Not run by
 # .ci/run: installing and starting Chromium takes minutes. Run as root (it installs what
 # is missing: Debian's chromium, and PyPI's perfetto in a virtualenv under target/):
 #

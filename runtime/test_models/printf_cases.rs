@@ -7,7 +7,7 @@
 //! a precision with `%c`). `l`, `z` and `t` values fit 31 bits, so the device (32-bit
 //! `long`) and a 64-bit host print the same. Doubles mix random bit patterns, short
 //! decimals (0.95, 2.5, ...), exact binary ties for every precision and the special
-//! values; [`TIES`] lists the cases issue 25 reported.
+//! values; [`TIES`] lists the cases a bug report found printed wrong.
 
 use core::ffi::{c_char, c_int, c_long, c_longlong};
 use std::ffi::CString;
@@ -66,7 +66,8 @@ pub struct Case {
     pub arg: CaseArg,
 }
 
-/// The formats issue 25 found wrong, with their arguments.
+/// Formats a bug report found printed wrong (halfway values, long exact expansions),
+/// with their arguments.
 pub const TIES: &[(&str, f64)] = &[
     ("%.0f", 0.5),
     ("%.0f", 2.5),

@@ -334,8 +334,8 @@ pub(super) mod fields {
     /// Dimension `index` of an inline shape, 0 at and past the rank, given to `found`;
     /// the rank checked as [`rank`]'s. `refused()` where the others give `None`.
     ///
-    /// Written for LLVM 22's Xtensa code (the accessor's own instructions, issue 23's
-    /// goal of 20): the two answers go to `found` apart, not as one `Option`, whose tag
+    /// Written for LLVM 22's Xtensa code (the accessor's own instructions, its
+    /// goal of 20, `hot_paths::accessors_*`): the two answers go to `found` apart, not as one `Option`, whose tag
     /// LLVM materialises where `None` and `Some(0)` meet past the rank (4 instructions
     /// on every path); and the rank's bounds are tested apart, not as one range
     /// (`rank - 1 < 8`), which LLVM narrows to the loaded byte's 8 bits and widens again

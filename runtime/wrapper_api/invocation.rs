@@ -126,7 +126,7 @@ fn device_begin_op(first_call: bool) {
 
 fn device_end_op() {
     crate::arch::memw();
-    // HOOK(issue 3): the vendor's `fsync`; when the stdout ring needs publishing to the
+    // HOOK(vendor fsync): the vendor's `fsync`; when the stdout ring needs publishing to the
     // loader, that call goes here. The ring is written in place today.
 }
 

@@ -1,7 +1,7 @@
 /*
  * neuron_translate on the device: the lookup of runtime/translate.rs (`find` and
  * `translate`, which are its host stand-in and its Rust callers' version), written out
- * because issue 16's 20 instructions for a hit leave no room for the two or three
+ * because the goal of 20 instructions for a hit leaves no room for the two or three
  * LLVM adds (a jump to a shared tail, a register move, a zero for the status).
  *
  * void *neuron_translate(uint64_t framework_addr)     a2 = low half, a3 = high half

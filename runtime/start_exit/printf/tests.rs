@@ -1,5 +1,5 @@
-//! The formatter against glibc's `snprintf`: hand-picked cases, issue 25's ties, and
-//! 20,000 generated ones (`test_models::printf_cases`, the table the device test runs).
+//! The formatter against glibc's `snprintf`: hand-picked cases, the cases a bug report
+//! found printed wrong (`TIES`), and 20,000 generated ones (`test_models::printf_cases`, the table the device test runs).
 
 use super::*;
 use crate::test_models::printf_cases::{Case, CaseArg, TIES, cases, glibc};

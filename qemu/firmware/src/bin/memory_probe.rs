@@ -1,5 +1,5 @@
-//! A library image of memory kernels for `qemu/tests/memory.rs` (issue 4,
-//! docs/abi/memory.md): the heaps, the TCM pool and `neuron_translate` exercised on
+//! A library image of memory kernels for `qemu/tests/memory.rs`
+//! (docs/abi/memory.md): the heaps, the TCM pool and `neuron_translate` exercised on
 //! the device, on the regions and windows the simulated loader hands out.
 //!
 //! Every kernel runs on every core of the job and reports in u32 words (the output is
