@@ -154,13 +154,6 @@ fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
-/// Transitional, for `cargo sim run` alone until its module moves to the sim crate's
-/// `cli::checkout`: the checkout the home is, or an empty path.
-#[doc(hidden)]
-pub fn repo_root() -> std::path::PathBuf {
-    Home::locate().ok().and_then(|home| home.checkout().map(Path::to_path_buf)).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
