@@ -11,6 +11,9 @@
 # skipped test (tests/conftest.py).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
+# The checkout is the home of the tools the tests run (qemu/machine/src/home.rs): the
+# package installed from source has no data folder of its own.
+export NEURONCUSTOMOP_HOME="${NEURONCUSTOMOP_HOME:-$repo}"
 venv="$repo/target/python-venv"
 # Each phase's wall and CPU time in the log (docs/PERFORMANCE.md, "CI time").
 TIMEFORMAT='run-tests.sh: %R s wall, %U s user, %S s sys'

@@ -11,7 +11,7 @@
 //! defined by the runtime (a table of them all links into a C library's images).
 
 use neuroncustomop::wrapper_api::Dtype;
-use neuroncustomop_machine::toolchain::{Llvm, Toolchain, repo_root};
+use neuroncustomop_machine::toolchain::{Llvm, Toolchain};
 use neuroncustomop_package::package;
 use std::collections::BTreeSet;
 use std::fs;
@@ -23,7 +23,7 @@ fn compiles_with(compiler: &str, args: &[&str], prelude: &str, after: &str) -> R
     let mut child = Command::new(compiler)
         .args(args)
         .args(["-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I"])
-        .arg(repo_root().join("runtime/include"))
+        .arg(crate::common::checkout().join("runtime/include"))
         .arg("-")
         .stdin(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -91,7 +91,7 @@ fn includes(headers: &[&str]) -> String {
 /// clang (or clang++) for the device, as `cargo sim package` compiles a kernel: the
 /// device C library first, then the runtime's headers. Reads the unit from stdin.
 fn device_compiler(language: &str, extra: &[&str]) -> Command {
-    let include = repo_root().join("runtime/include");
+    let include = crate::common::checkout().join("runtime/include");
     let (compiler, standard) = if language == "c" { (Llvm::CLANG, "-std=c11") } else { (Llvm::CLANGXX, "-std=c++17") };
     let mut command = Command::new(compiler);
     command
@@ -143,7 +143,7 @@ fn every_header_compiles_with_every_other_so_two_declarations_of_a_function_agre
     ] {
         let mut host = Command::new("g++");
         host.args(["-x", "c++", "-std=c++17", "-DTORCHNEURON_HOST", "-Wall", "-Werror", "-fsyntax-only", "-I"])
-            .arg(repo_root().join("runtime/include"))
+            .arg(crate::common::checkout().join("runtime/include"))
             .arg("-");
         run_on(host, unit).unwrap_or_else(|e| panic!("host form:\n{unit}\n{e}"));
     }
@@ -167,7 +167,7 @@ fn a_declaration_that_disagrees_with_the_headers_does_not_compile() {
 
 #[test]
 fn each_part_of_the_torch_api_compiles_on_its_own() {
-    let parts = fs::read_dir(repo_root().join("runtime/include/torch")).unwrap();
+    let parts = fs::read_dir(crate::common::checkout().join("runtime/include/torch")).unwrap();
     let mut names: Vec<String> = parts.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect();
     names.sort();
     assert!(names.len() >= 8, "{names:?}");
@@ -210,7 +210,7 @@ fn every_function_the_headers_declare_is_defined_by_the_runtime() {
          void *get_func_ptr(int index) {{ (void)index; return (void *)header_symbols; }}\n\
          const char *get_func_name(int index) {{ (void)index; return \"header_symbols\"; }}\n"
     );
-    let work = repo_root().join("target/c-header-test");
+    let work = crate::common::checkout().join("target/c-header-test");
     fs::create_dir_all(&work).unwrap();
     let file = work.join("header_symbols.c");
     fs::write(&file, source).unwrap();

@@ -10,7 +10,7 @@ use neuroncustomop::wrapper_api::{ArgTensor, Bf16, Dtype, F16, ScalarKind, Statu
 use neuroncustomop_host::generate::Rng;
 use neuroncustomop_machine::device::{self, Report};
 use neuroncustomop_machine::job::{Job, Op};
-use neuroncustomop_machine::toolchain::{self, Toolchain};
+use neuroncustomop_machine::toolchain::Toolchain;
 use neuroncustomop_package::cxx::{self, Library, OutputShape, RUNTIME_SYMBOLS, ShapeArg};
 use neuroncustomop_package::package::{Package, PackageError};
 use neuroncustomop_wire::job::OutputDump;
@@ -22,7 +22,7 @@ use crate::common::packaged;
 
 fn shape_driver(name: &str) -> PathBuf {
     let tools = Toolchain::locate().expect("the toolchain");
-    let library = Library::open(&tools.repo.join("examples").join(name)).expect("a C++ library");
+    let library = Library::open(&crate::common::checkout().join("examples").join(name)).expect("a C++ library");
     library.shape_driver_path(&tools)
 }
 
@@ -465,7 +465,7 @@ fn the_reference_guides_tensor_add_compute_builds_unchanged_and_its_assert_names
 
 /// A library folder under `target/cxx-tests/` with the given sources.
 fn scratch_library(name: &str, compute: &str, shape: &str) -> Library {
-    let dir = toolchain::repo_root().join("target/cxx-tests").join(name);
+    let dir = crate::common::checkout().join("target/cxx-tests").join(name);
     fs::create_dir_all(&dir).unwrap();
     fs::write(dir.join("kernel.cpp"), compute).unwrap();
     fs::write(dir.join("shape.cpp"), shape).unwrap();
@@ -572,13 +572,13 @@ fn the_headers_status_values_are_the_runtimes() {
 
 /// Whether `source`, after `<torch/torch.h>`, compiles (host form of the header).
 fn compiles(name: &str, source: &str) -> bool {
-    let dir = toolchain::repo_root().join("target/cxx-tests");
+    let dir = crate::common::checkout().join("target/cxx-tests");
     fs::create_dir_all(&dir).unwrap();
     let file = dir.join(format!("{name}.cpp"));
     fs::write(&file, format!("#include <torch/torch.h>\n{source}")).unwrap();
     Command::new(cxx::HOST_CXX)
         .args(["-std=c++17", "-fsyntax-only", "-DTORCHNEURON_HOST", "-I"])
-        .arg(toolchain::repo_root().join("runtime/include"))
+        .arg(crate::common::checkout().join("runtime/include"))
         .arg(&file)
         .stderr(std::process::Stdio::null())
         .status()

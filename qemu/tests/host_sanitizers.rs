@@ -134,7 +134,7 @@ fn two_cores_writing_one_element_are_named_by_thread_sanitizer() {
 #[test]
 fn a_rust_kernels_unsafe_overrun_is_caught_at_its_line() {
     let project = Project::new("rust_overrun");
-    let repo = neuroncustomop_machine::toolchain::repo_root();
+    let repo = crate::common::checkout();
     let manifest = format!(
         "[package]\nname = \"rust-overrun\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\
          [features]\ndevice = []\n\

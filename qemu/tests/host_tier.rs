@@ -349,7 +349,7 @@ fn unwritten_elements_are_named_by_index_when_there_is_an_expected_output() {
     let want = Array::from_vec(vec![16], (0..16).map(|i| i as f32 * 0.5).collect::<Vec<f32>>()).unwrap();
     neuroncustomop_host::npy::write(&dir.join("x.npy"), &x).unwrap();
     neuroncustomop_host::npy::write(&dir.join("want.npy"), &want).unwrap();
-    let lib = neuroncustomop_machine::toolchain::repo_root().join("examples/c_kernel");
+    let lib = crate::common::checkout().join("examples/c_kernel");
     let args = ["--arg", "x.npy", "--arg", "float:0.5", "--expect", "want.npy", "--host", "--cores", "1"];
     let run = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_ncop"))

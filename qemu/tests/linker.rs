@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use neuroncustomop_machine::elf;
-use neuroncustomop_machine::toolchain::{self, repo_root};
+use neuroncustomop_machine::toolchain;
 
 use crate::common::{boot, field};
 
@@ -30,7 +30,8 @@ fn an_image_with_more_code_than_l32r_reaches_links_and_runs() {
     let expected = big_code_stages::chain(big_code_stages::SEED);
     assert_eq!(field(line, "result"), format!("{expected:#010x}"), "{line}");
 
-    let image = fs::read(repo_root().join("target/images/big_code/core0.elf")).expect("read core 0's image");
+    let image =
+        fs::read(crate::common::checkout().join("target/images/big_code/core0.elf")).expect("read core 0's image");
     let symbol = |name| elf::symbol(&image, name).expect("ELF").unwrap_or_else(|| panic!("no {name}"));
     let code = symbol("_text_end") - symbol("_text_start");
     assert!(code > L32R_REACH, "only {code} bytes of code: the test no longer exceeds l32r's reach");
@@ -48,7 +49,7 @@ fn scratch(case: &str) -> PathBuf {
 /// linker's success and its messages.
 fn link(case: &str, origin: u32, length: u32, sources: &[&str]) -> (bool, String) {
     let dir = scratch(case);
-    let repo = repo_root();
+    let repo = crate::common::checkout();
     let features = xtensa_asm::target_features(&repo.join(".cargo/xtensa-gpsimd-none-elf.json"));
     let objects: Vec<PathBuf> = sources
         .iter()

@@ -9,13 +9,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use neuroncustomop_machine::toolchain::{RUSTC, repo_root};
+use neuroncustomop_machine::toolchain::RUSTC;
 
 const PREFIX: &str = "llvm-190204 workaround";
 
 /// A fresh folder for one test's files.
 fn scratch(name: &str) -> PathBuf {
-    let dir = repo_root().join("target/llvm-workaround-tests").join(name);
+    let dir = crate::common::checkout().join("target/llvm-workaround-tests").join(name);
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir).unwrap();
     dir
@@ -40,7 +40,7 @@ fn author_crate<'a>(command: &'a mut Command, out_dir: &Path, source: &Path) -> 
             "-Zunstable-options",
         ])
         .arg("--target")
-        .arg(repo_root().join(".cargo/xtensa-gpsimd-none-elf.json"))
+        .arg(crate::common::checkout().join(".cargo/xtensa-gpsimd-none-elf.json"))
         .arg("--out-dir")
         .arg(out_dir)
         .arg(source)
@@ -49,7 +49,7 @@ fn author_crate<'a>(command: &'a mut Command, out_dir: &Path, source: &Path) -> 
 
 /// The wrapper, as cargo calls it for an Xtensa crate that produces machine code.
 fn wrapper(rustc: &Path, out_dir: &Path, llvm_bin: Option<&Path>, source: &str) -> Output {
-    let mut command = Command::new(repo_root().join(".cargo/llvm-190204/rustc-wrapper"));
+    let mut command = Command::new(crate::common::checkout().join(".cargo/llvm-190204/rustc-wrapper"));
     author_crate(command.arg(rustc), out_dir, Path::new(source));
     if let Some(bin) = llvm_bin {
         command.env("LLVM_BIN", bin);

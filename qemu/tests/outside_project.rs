@@ -5,7 +5,7 @@
 
 use neuroncustomop_host::array::Array;
 use neuroncustomop_host::npy;
-use neuroncustomop_machine::toolchain::repo_root;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ncop-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(!dir.starts_with(repo_root()), "{} is inside the checkout", dir.display());
+    assert!(!dir.starts_with(crate::common::checkout()), "{} is inside the checkout", dir.display());
     dir
 }
 
@@ -34,7 +34,12 @@ fn stdout(output: &Output) -> String {
 
 /// `git status --porcelain` of the checkout, which the test must leave as it was.
 fn checkout_status() -> String {
-    let output = Command::new("git").arg("-C").arg(repo_root()).args(["status", "--porcelain"]).output().expect("git");
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(crate::common::checkout())
+        .args(["status", "--porcelain"])
+        .output()
+        .expect("git");
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 

@@ -7,7 +7,6 @@ use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_host::array::Array;
 use neuroncustomop_host::library::{Arg, Library, Options, Output};
 use neuroncustomop_machine::findings::FindingKind;
-use neuroncustomop_machine::toolchain;
 use std::fs;
 
 /// A C kernel that asks the host, through semihosting, to create the file whose
@@ -74,7 +73,7 @@ fn path_tensor(path: &std::path::Path) -> Array {
 
 #[test]
 fn a_kernels_own_semihosting_is_named_and_cannot_create_write_or_read_a_host_file() {
-    let dir = toolchain::repo_root().join("target/sandbox-tests/escape");
+    let dir = crate::common::checkout().join("target/sandbox-tests/escape");
     fs::create_dir_all(dir.join("src")).unwrap();
     fs::write(dir.join("src/escape.c"), ESCAPE).unwrap();
     let target = dir.join("escaped.txt");

@@ -16,7 +16,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::path::Path;
 
-use neuroncustomop_machine::toolchain::repo_root;
 use neuroncustomop_package::program;
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
@@ -110,7 +109,7 @@ fn runtime_text_of_a_library_image_stays_within_its_goal() {
     let library = program::build("c_kernel").expect("build c_kernel");
     let bytes = fs::read(&library.cores[0]).expect("read core 0's image");
     let file = object::File::parse(&*bytes).expect("an ELF image");
-    let kernel = kernel_functions(&repo_root().join("target/c-examples/c_kernel"));
+    let kernel = kernel_functions(&crate::common::checkout().join("target/c-examples/c_kernel"));
     let soft_float = soft_float_names();
 
     let (mut kernel_bytes, mut float_bytes) = (0, 0);

@@ -5,6 +5,7 @@
 //! kernel table), compiled by the same clang++ for x86-64 instead of Xtensa.
 
 use crate::{EXACT_FLOAT, HostError, Sanitizer};
+use neuroncustomop_machine::home::Home;
 use neuroncustomop_machine::toolchain::Toolchain;
 use neuroncustomop_package::cxx;
 use neuroncustomop_package::project::Project;
@@ -34,7 +35,8 @@ pub(crate) fn compile(
 ) -> Result<Compiled, HostError> {
     let error = |what: String| HostError::Build { name: project.name.clone(), what };
     let library = cxx::Library::open(&project.dir).map_err(|e| error(e.to_string()))?;
-    let tools = Toolchain { repo: repo.to_path_buf() };
+    let home = Home::at(repo).map_err(|e| error(e.to_string()))?;
+    let tools = Toolchain { home };
     // The host build's own driver, beside its objects: a device build of the same
     // library at the same time writes its own.
     let shape_driver = out.join(neuroncustomop_package::package::SHAPE_DRIVER);

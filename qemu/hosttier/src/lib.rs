@@ -18,6 +18,7 @@ pub mod sanitize;
 pub use sanitize::{Sanitizer, explain as explain_sanitizer, stopped_core as sanitized_core};
 
 use neuroncustomop_machine::device::{Session, SessionOptions};
+use neuroncustomop_machine::home::Home;
 use neuroncustomop_machine::toolchain;
 use neuroncustomop_package::project::{Language, Project};
 use std::ffi::OsString;
@@ -43,6 +44,28 @@ pub enum HostError {
     /// A file could not be written.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// The host tier builds its runtime and loader from a checkout's sources, and the
+    /// home is not one.
+    #[error(
+        "the host tier builds its runtime and loader from a source checkout of neuroncustomop: {0}; point \
+         NEURONCUSTOMOP_HOME at a checkout to use it (the installed package runs kernels on the simulated device)"
+    )]
+    NeedsCheckout(String),
+}
+
+/// The checkout the host tier builds its runtime and loader from: the home, when it is
+/// one ([`neuroncustomop_machine::home`]).
+///
+/// # Errors
+/// [`HostError::NeedsCheckout`] saying what the home is instead.
+fn checkout() -> Result<PathBuf, HostError> {
+    match Home::locate() {
+        Ok(home) => match home.checkout() {
+            Some(checkout) => Ok(checkout.to_path_buf()),
+            None => Err(HostError::NeedsCheckout(format!("the home {} is installed", home.root().display()))),
+        },
+        Err(no_home) => Err(HostError::NeedsCheckout(no_home.to_string())),
+    }
 }
 
 /// A library built for the host: one copy per core (each its own statics, as each
@@ -68,8 +91,8 @@ pub struct HostLibrary {
 pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibrary, HostError> {
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let repo = toolchain::repo_root();
-    let out = host_dir(project).join(sanitizer.map_or("plain", Sanitizer::name));
+    let repo = checkout()?;
+    let out = host_dir(project, &repo).join(sanitizer.map_or("plain", Sanitizer::name));
     fs::create_dir_all(&out)?;
     let mut shape_driver = None;
     let built = match &project.language {
@@ -102,8 +125,7 @@ pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibr
 }
 
 /// Where a project's host build goes.
-fn host_dir(project: &Project) -> PathBuf {
-    let repo = toolchain::repo_root();
+fn host_dir(project: &Project, repo: &Path) -> PathBuf {
     if project.dir.starts_with(repo.join("examples")) {
         repo.join("target/hosttier/libraries").join(&project.name)
     } else {
@@ -284,7 +306,7 @@ pub fn loader_program() -> Result<PathBuf, HostError> {
     if let Some(path) = &*built {
         return Ok(path.clone());
     }
-    let repo = toolchain::repo_root();
+    let repo = checkout()?;
     let status = Command::new(toolchain::CARGO)
         .env("CARGO_TARGET_DIR", cargo_target(&repo))
         .env_remove("RUSTC_WRAPPER")

@@ -287,9 +287,12 @@ fn kernel_line(stack: &[usize]) -> Option<String> {
 /// Whether `file` is the runtime's, Rust's standard library's or the loader's (this
 /// crate's) rather than the author's.
 fn is_ours(file: &str) -> bool {
-    let repo = neuroncustomop_machine::toolchain::repo_root();
-    let ours = [repo.join("runtime"), Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()];
-    ours.iter().any(|dir| Path::new(file).starts_with(dir)) || file.starts_with("/rustc/") || file.contains("/library/")
+    let home = neuroncustomop_machine::home::Home::locate().ok();
+    let runtime = home.map(|home| home.root().join("runtime"));
+    let ours = runtime.into_iter().chain([Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()]);
+    ours.into_iter().any(|dir| Path::new(file).starts_with(dir))
+        || file.starts_with("/rustc/")
+        || file.contains("/library/")
 }
 
 /// A source path as reports show it: its file name.

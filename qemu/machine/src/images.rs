@@ -1,15 +1,20 @@
 //! Building images: one per core, core i linked at its own address (see `linker/`).
 //!
-//! Xtensa builds use Debian's rustc and cargo with `.cargo/xtensa.toml`, in their own
-//! target directory (`target/xtensa`), so they never contend with host builds. The
-//! per-core link writes the images to a folder the tool names (`linker/link-cores
-//! --neuron-image-dir`): `target/images/<name>/core<i>.elf`.
+//! Xtensa builds use Debian's rustc and cargo with the home's `.cargo/xtensa.toml`, in
+//! a target directory of their own in the per-machine cache ([`xtensa_target_dir`]),
+//! so they never contend with host builds and every project shares one build of
+//! `core` and `alloc`. The per-core link writes the images to a folder the tool names
+//! (`linker/link-cores --neuron-image-dir`): a checkout's firmware to its
+//! `target/images/<name>/core<i>.elf`. An installed home has the firmware prebuilt.
 
+use crate::home::{self, Home};
+use crate::lock::Lock;
 use crate::toolchain::{self, Toolchain};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// Cores of a GPSIMD cluster, and so images per build.
 pub const CORES: usize = 8;
@@ -41,13 +46,19 @@ pub enum BuildError {
     Io(#[from] io::Error),
 }
 
-/// The names of the firmware programs (`qemu/firmware/src/bin/<name>.rs`), sorted.
-pub fn firmware_names(repo: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(repo.join("qemu/firmware/src/bin"))
+/// The names of the firmware programs, sorted: a checkout's sources
+/// (`qemu/firmware/src/bin/<name>.rs`), or an installed home's prebuilt images
+/// (`prebuilt/firmware/<name>/`).
+pub fn firmware_names(home: &Home) -> Vec<String> {
+    let (dir, suffix) = match home.prebuilt() {
+        Some(prebuilt) => (prebuilt.join("firmware"), ""),
+        None => (home.root().join("qemu/firmware/src/bin"), ".rs"),
+    };
+    let mut names: Vec<String> = fs::read_dir(dir)
         .into_iter()
         .flatten()
         .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_string_lossy().strip_suffix(".rs").map(str::to_owned))
+        .filter_map(|entry| entry.file_name().to_string_lossy().strip_suffix(suffix).map(str::to_owned))
         .collect();
     names.sort();
     names
@@ -55,24 +66,31 @@ pub fn firmware_names(repo: &Path) -> Vec<String> {
 
 /// Builds the firmware program `name` (`qemu/firmware/src/bin/<name>.rs`: the loader,
 /// the DMA engine, the probes the tests boot) and returns its images: 8 for a library,
-/// one for a program linked once (the DMA engine). An op author's library is built
-/// from its own folder by the package crate, never found here by name.
+/// one for a program linked once (the DMA engine). An installed home's are prebuilt.
+/// An op author's library is built from its own folder by the package crate, never
+/// found here by name.
 ///
 /// # Errors
 /// [`BuildError::UnknownProgram`] naming the programs there are, or the build's error.
 pub fn build(name: &str) -> Result<Images, BuildError> {
     let tools = Toolchain::locate().map_err(BuildError::Toolchain)?;
-    if !tools.repo.join("qemu/firmware/src/bin").join(format!("{name}.rs")).is_file() || name.contains('/') {
-        return Err(BuildError::UnknownProgram(name.into(), firmware_names(&tools.repo)));
+    let names = firmware_names(&tools.home);
+    if name.contains('/') || !names.iter().any(|known| known == name) {
+        return Err(BuildError::UnknownProgram(name.into(), names));
     }
-    let out = tools.repo.join("target/images").join(name);
+    let Some(checkout) = tools.home.checkout() else {
+        let prebuilt = tools.home.prebuilt().expect("a home that is not a checkout is installed");
+        return read_dir(name, &prebuilt.join("firmware").join(name));
+    };
+    let out = checkout.join("target/images").join(name);
+    let _building = build_lock()?;
     // The per-core link writes the images into `out` (linker/link-cores); the
     // argument is this binary's own, so cargo relinks when it changes. Quiet: the
     // firmware is the simulator's own, checked at every device's boot (each library's
     // first call from Python), where "Finished" is noise; its errors still print.
     let status = xtensa_cargo(&tools)
         .args(["rustc", "--quiet", "--release", "--manifest-path"])
-        .arg(tools.repo.join("qemu/firmware/Cargo.toml"))
+        .arg(checkout.join("qemu/firmware/Cargo.toml"))
         .args(["--bin", name, "--", "-C"])
         .arg(format!("link-arg=--neuron-image-dir={}", out.display()))
         .status()
@@ -83,19 +101,55 @@ pub fn build(name: &str) -> Result<Images, BuildError> {
     read_dir(name, &out)
 }
 
-/// Debian's cargo, set up for the Xtensa target (see docs/toolchain.md).
+/// Debian's cargo, set up for the Xtensa target (see docs/toolchain.md), building in
+/// [`xtensa_target_dir`].
 pub fn xtensa_cargo(tools: &Toolchain) -> Command {
     let mut cargo = Command::new(toolchain::CARGO);
     cargo
-        .current_dir(&tools.repo)
+        .current_dir(tools.home.root())
         .env("RUSTC", toolchain::RUSTC)
         .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_TARGET_DIR", tools.repo.join("target/xtensa"))
+        .env("CARGO_TARGET_DIR", xtensa_target_dir())
         .env_remove("RUSTC_WRAPPER")
         .env_remove("RUSTFLAGS")
         .arg("--config")
-        .arg(tools.repo.join(".cargo/xtensa.toml"));
+        .arg(tools.home.cargo_config());
     cargo
+}
+
+/// The target directory of every device build on this machine, one per toolchain:
+/// `xtensa-<rustc's version>/` in the per-machine cache ([`home::cache_dir`]). Every
+/// project's build shares its `core` and `alloc` (`-Zbuild-std`); cargo's own lock
+/// on it lets builds of different projects run at once.
+pub fn xtensa_target_dir() -> PathBuf {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    let version = VERSION.get_or_init(|| {
+        let output = Command::new(toolchain::RUSTC).arg("--version").output();
+        // `rustc 1.85.0 (4d91de4e4 2025-02-17) (built from a source tarball)`: the version.
+        let text = output.map(|output| String::from_utf8_lossy(&output.stdout).into_owned()).unwrap_or_default();
+        text.split_whitespace().nth(1).unwrap_or("unknown").to_owned()
+    });
+    home::cache_dir().join(format!("xtensa-{version}"))
+}
+
+/// The lock of the device builds' target folder ([`xtensa_target_dir`]), taken
+/// exclusively by every build there, so that no build replaces the runtime's archive
+/// while a C or C++ link that holds it shared ([`build_lock_shared`]) reads it.
+/// (Cargo's own lock of the folder keeps builds apart, but not a link outside cargo.)
+///
+/// # Errors
+/// The lock file cannot be made or locked.
+pub fn build_lock() -> io::Result<Lock> {
+    Lock::exclusive(&xtensa_target_dir().join("neuroncustomop-build.lock"))
+}
+
+/// The device builds' lock ([`build_lock`]), shared: held while a link reads what a
+/// build there made.
+///
+/// # Errors
+/// The lock file cannot be made or locked.
+pub fn build_lock_shared() -> io::Result<Lock> {
+    Lock::shared(&xtensa_target_dir().join("neuroncustomop-build.lock"))
 }
 
 /// The images of `name` the per-core link wrote into `dir` (`linker/link-cores

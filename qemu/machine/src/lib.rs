@@ -2,7 +2,7 @@
 //! would do around the runtime, so a set of per-core images can be built, booted under
 //! QEMU, given jobs and explained. It owns finding the Xtensa tools ([`toolchain`]),
 //! building the firmware programs and reading a folder of per-core images ([`images`]),
-//! booting them ([`machine`], with QEMU's gdbstub: [`debugger`], and the TCG plugin that
+//! where the tools' data lives and their cache ([`home`]), locks between processes ([`lock`]), booting them ([`machine`], with QEMU's gdbstub: [`debugger`], and the TCG plugin that
 //! counts each kernel's instructions: [`plugin`]), the loader's job and
 //! what it reports ([`job`], [`device`]), the little of ELF the checks need ([`elf`]),
 //! and device faults as function names and source lines ([`symbolize`]). It must NOT
@@ -19,8 +19,10 @@ pub mod debugger;
 pub mod device;
 pub mod elf;
 pub mod findings;
+pub mod home;
 pub mod images;
 pub mod job;
+pub mod lock;
 pub mod machine;
 pub mod plugin;
 pub mod symbolize;

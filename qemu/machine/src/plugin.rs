@@ -78,8 +78,12 @@ pub enum PluginError {
     Io(String),
 }
 
-/// Builds the plugin (once per process; cargo finds nothing to do when it is up to
-/// date) and returns the shared library QEMU loads.
+/// The plugin's shared library's file name.
+pub const LIBRARY_FILE: &str = "libneuroncustomop_plugin.so";
+
+/// Builds the plugin in a checkout (once per process; cargo finds nothing to do when
+/// it is up to date), or finds an installed home's prebuilt one, and returns the
+/// shared library QEMU loads.
 ///
 /// # Errors
 /// [`PluginError::Toolchain`], [`PluginError::OldQemu`] (before building anything) or
@@ -92,11 +96,17 @@ pub fn library() -> Result<PathBuf, PluginError> {
         return Ok(path.clone());
     }
     let tools = Toolchain::locate().map_err(PluginError::Toolchain)?;
+    let Some(checkout) = tools.home.checkout() else {
+        let prebuilt = tools.home.prebuilt().expect("a home that is not a checkout is installed");
+        let path = prebuilt.join("plugin").join(LIBRARY_FILE);
+        *built = Some(path.clone());
+        return Ok(path);
+    };
     // Its own target directory: a build from inside `cargo test` never waits for the
     // lock of the build that started the test.
-    let target = tools.repo.join("target/plugin");
+    let target = checkout.join("target/plugin");
     let status = Command::new(toolchain::CARGO)
-        .current_dir(&tools.repo)
+        .current_dir(checkout)
         .env("RUSTC", toolchain::RUSTC)
         .env("CARGO_TARGET_DIR", &target)
         .env_remove("RUSTC_WRAPPER")
@@ -107,7 +117,7 @@ pub fn library() -> Result<PathBuf, PluginError> {
     if !status.success() {
         return Err(PluginError::Build(format!("cargo exited with {status}")));
     }
-    let path = target.join("release/libneuroncustomop_plugin.so");
+    let path = target.join("release").join(LIBRARY_FILE);
     *built = Some(path.clone());
     Ok(path)
 }

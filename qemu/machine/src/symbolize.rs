@@ -110,7 +110,7 @@ impl std::error::Error for SymbolizeError {}
 pub struct Place {
     /// The function, demangled, without its hash.
     pub function: String,
-    /// The source file (relative to the repository when inside it).
+    /// The source file (relative to the home, a checkout, when inside it).
     pub file: Option<String>,
     /// The line.
     pub line: Option<u32>,
@@ -148,7 +148,9 @@ impl Place {
 /// The images of a run, ready to answer "where is this PC".
 pub struct Symbolizer {
     images: Vec<Image>,
-    repo: PathBuf,
+    /// The home's folder ([`crate::home`]), which sources inside it are shown
+    /// relative to.
+    home: Option<PathBuf>,
 }
 
 struct Image {
@@ -203,7 +205,7 @@ impl Symbolizer {
                 Ok(Image { segments, debug })
             })
             .collect::<Result<_, SymbolizeError>>()?;
-        Ok(Symbolizer { images, repo: crate::toolchain::repo_root() })
+        Ok(Symbolizer { images, home: crate::home::Home::locate().ok().map(|home| home.root().to_path_buf()) })
     }
 
     /// The functions at `pc`, innermost (inlined) first; empty if no image holds it.
@@ -291,7 +293,8 @@ impl Symbolizer {
     }
 
     fn relative(&self, file: &str) -> String {
-        Path::new(file).strip_prefix(&self.repo).map_or_else(|_| file.to_string(), |p| p.display().to_string())
+        let inside = self.home.as_deref().and_then(|home| Path::new(file).strip_prefix(home).ok());
+        inside.map_or_else(|| file.to_string(), |path| path.display().to_string())
     }
 
     /// The places of each frame of `fault`: a return address is looked up one byte

@@ -1,7 +1,8 @@
 //! Where the Xtensa toolchain lives, and a clear message when part of it is missing.
 
+use crate::home::{Home, NoHome};
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Debian's packages, installed by `qemu/setup.sh` (see docs/toolchain.md).
 pub const RUSTC: &str = "/usr/bin/rustc";
@@ -43,31 +44,46 @@ pub const QEMU_FOR_PLUGIN: (u32, u32) = (10, 0);
 /// The tools the simulation needs, all found.
 #[derive(Debug, Clone)]
 pub struct Toolchain {
-    /// Root of this repository.
-    pub repo: PathBuf,
+    /// Where the runtime's headers, linker driver, firmware and plugin are
+    /// ([`crate::home`]).
+    pub home: Home,
 }
 
-/// Some tools are missing; the message says which and how to get them.
+/// Some tools, or the data folder, are missing; the message says which and how to
+/// get them.
 #[derive(Debug)]
-pub struct Missing(pub Vec<&'static str>);
+pub enum Missing {
+    /// Programs or files of the system's packages.
+    Tools(Vec<&'static str>),
+    /// The tools' data folder.
+    Home(NoHome),
+}
 
 impl fmt::Display for Missing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "missing: {}. Install them with `qemu/setup.sh` (Debian packages rustc-web, \
-             rust-web-src, cargo-web, llvm-22, binutils-xtensa-lx106, qemu-system-misc), \
-             or run `cargo sim setup`.",
-            self.0.join(", ")
-        )
+        match self {
+            Missing::Tools(tools) => write!(
+                f,
+                "missing: {}. Install them with `qemu/setup.sh` (Debian packages rustc-web, \
+                 rust-web-src, cargo-web, llvm-22, binutils-xtensa-lx106, qemu-system-misc), \
+                 or run `cargo sim setup`.",
+                tools.join(", ")
+            ),
+            Missing::Home(no_home) => no_home.fmt(f),
+        }
     }
 }
 
 impl std::error::Error for Missing {}
 
 impl Toolchain {
-    /// Checks every tool; lists all that are missing at once.
+    /// Finds the home ([`Home::locate`]) and checks every tool; lists all that are
+    /// missing at once.
+    ///
+    /// # Errors
+    /// [`Missing`], saying what to install.
     pub fn locate() -> Result<Self, Missing> {
+        let home = Home::locate().map_err(Missing::Home)?;
         let mut missing = Vec::new();
         for path in [RUSTC, CARGO, RUST_SRC, Llvm::MC] {
             if !Path::new(path).exists() {
@@ -79,7 +95,7 @@ impl Toolchain {
                 missing.push(program);
             }
         }
-        if missing.is_empty() { Ok(Self { repo: repo_root() }) } else { Err(Missing(missing)) }
+        if missing.is_empty() { Ok(Self { home }) } else { Err(Missing::Tools(missing)) }
     }
 }
 
@@ -132,11 +148,6 @@ fn qemu_version(line: &str) -> Option<(u32, u32)> {
     let version = line.strip_prefix("QEMU emulator version ")?.split([' ', '(']).next()?;
     let mut parts = version.split('.').map(str::parse::<u32>);
     Some((parts.next()?.ok()?, parts.next()?.ok()?))
-}
-
-/// The repository root: this crate lives in `<root>/qemu/machine`.
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("qemu/machine has two parents").to_path_buf()
 }
 
 fn on_path(program: &str) -> bool {

@@ -226,10 +226,11 @@ impl Library {
     /// same name in different folders never share it; a built-in example's is this
     /// repository's `target/cxx/<name>/`, beside its other outputs.
     pub fn work_dir(&self, tools: &Toolchain) -> PathBuf {
-        if package::is_example(&tools.repo, &self.dir) {
-            tools.repo.join("target/cxx").join(&self.name)
-        } else {
-            self.dir.join("target/neuroncustomop/cxx")
+        match tools.home.checkout() {
+            Some(checkout) if package::is_example(&tools.home, &self.dir) => {
+                checkout.join("target/cxx").join(&self.name)
+            }
+            _ => self.dir.join("target/neuroncustomop/cxx"),
         }
     }
 
@@ -256,7 +257,7 @@ impl Library {
     /// # Errors
     /// [`PackageError::CBuild`] with the compiler's diagnostics.
     pub fn shape_driver_at(&self, tools: &Toolchain, driver: &Path) -> Result<(), PackageError> {
-        let include = tools.repo.join("runtime/include");
+        let include = tools.home.include_dir();
         let mut command = Command::new(HOST_CXX);
         command.args(["-std=c++17", "-O1", "-DTORCHNEURON_HOST", "-I"]).arg(&include);
         command.args(self.manifest.shape_srcs.iter().map(|s| self.dir.join(s)));
@@ -676,13 +677,15 @@ mod tests {
     fn same_named_projects_in_two_folders_build_apart() {
         let manifest = r#"{"compute_srcs":["k.cpp"],"shape_srcs":["s.cpp"]}"#;
         let (first, second) = (manifest_dir("one/my_op", manifest), manifest_dir("two/my_op", manifest));
-        let tools = Toolchain { repo: neuroncustomop_machine::toolchain::repo_root() };
+        // The tests run with the checkout as the home (.cargo/config.toml).
+        let tools = Toolchain { home: neuroncustomop_machine::home::Home::locate().unwrap() };
+        let checkout = tools.home.checkout().unwrap().to_path_buf();
         let (a, b) = (Library::open(&first).unwrap(), Library::open(&second).unwrap());
         assert_eq!((a.name.as_str(), b.name.as_str()), ("my_op", "my_op"));
         assert_eq!(a.work_dir(&tools), first.join("target/neuroncustomop/cxx"));
         assert_eq!(b.work_dir(&tools), second.join("target/neuroncustomop/cxx"));
-        let example = Library::open(&tools.repo.join("examples/cxx_relu")).unwrap();
-        assert_eq!(example.work_dir(&tools), tools.repo.join("target/cxx/cxx_relu"));
+        let example = Library::open(&checkout.join("examples/cxx_relu")).unwrap();
+        assert_eq!(example.work_dir(&tools), checkout.join("target/cxx/cxx_relu"));
     }
 
     #[test]

@@ -17,4 +17,5 @@ pub mod cxx;
 pub mod package;
 pub mod program;
 pub mod project;
+pub mod publish;
 pub mod ucode_lib;

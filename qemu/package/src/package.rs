@@ -31,6 +31,7 @@
 use crate::ucode_lib::{UcodeLib, UcodeLibError, UcodeLibRegistry};
 use neuroncustomop::start_exit::CUSTOMOP_LIB_VERSION;
 use neuroncustomop_machine::device::{self, RunError};
+use neuroncustomop_machine::home::Home;
 use neuroncustomop_machine::images::{self, BuildError, CORES, Images};
 use neuroncustomop_machine::job::{Job, JobError};
 use neuroncustomop_machine::toolchain::{self, Llvm, Toolchain};
@@ -56,17 +57,19 @@ pub fn ucode_version() -> String {
     String::from_utf8_lossy(text).into_owned()
 }
 
-/// Where `cargo sim package <name>` writes: `target/package/<name>/`.
-pub fn package_dir(name: &str) -> PathBuf {
-    toolchain::repo_root().join("target/package").join(name)
+/// Where `cargo sim package <name>` writes for a built-in example of the checkout at
+/// `checkout`: its `target/package/<name>/`.
+pub fn package_dir(checkout: &Path, name: &str) -> PathBuf {
+    checkout.join("target/package").join(name)
 }
 
-/// Whether `dir` is a built-in example (`examples/<name>/` of the checkout at `repo`),
+/// Whether `dir` is a built-in example (`examples/<name>/` of a checkout `home`),
 /// whose outputs go to the checkout's `target/` where `cargo sim` has always put them;
 /// any other project keeps its outputs in its own `target/neuroncustomop/`.
-pub fn is_example(repo: &Path, dir: &Path) -> bool {
+pub fn is_example(home: &Home, dir: &Path) -> bool {
     let canonical = |path: &Path| path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    dir.parent().is_some_and(|parent| canonical(parent) == canonical(&repo.join("examples")))
+    let examples = home.examples_dir();
+    dir.parent().zip(examples).is_some_and(|(parent, examples)| canonical(parent) == canonical(&examples))
 }
 
 /// Why a library could not be packaged.
@@ -350,7 +353,7 @@ pub(crate) fn link_images(
     out: &Path,
 ) -> Result<Images, PackageError> {
     let runtime = runtime_archive(tools)?;
-    run(Command::new(tools.repo.join("linker/link-cores"))
+    run(Command::new(tools.home.link_cores())
         .args(["--gc-sections", "-z", "noexecstack", "--no-warn-rwx-segments", "-L"])
         .arg(&runtime.scripts) // before -T: ld looks the script up in the paths given so far
         .arg("-Tcore0.x")
@@ -368,12 +371,31 @@ pub(crate) fn link_images(
 struct RuntimeArchive {
     archive: PathBuf,
     scripts: PathBuf,
+    /// A checkout's: the device builds' lock, shared, so no build replaces the archive
+    /// before the link that reads it is done.
+    _in_use: Option<neuroncustomop_machine::lock::Lock>,
 }
+
+/// The runtime's archive and linker scripts: an installed home's prebuilt ones
+/// (`prebuilt/lib/`), or built in a checkout ([`build_runtime_archive`]).
+fn runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
+    match tools.home.prebuilt() {
+        Some(prebuilt) => {
+            let scripts = prebuilt.join("lib");
+            Ok(RuntimeArchive { archive: scripts.join(RUNTIME_ARCHIVE), scripts, _in_use: None })
+        }
+        None => build_runtime_archive(tools),
+    }
+}
+
+/// The runtime's static library's file name.
+pub const RUNTIME_ARCHIVE: &str = "libneuroncustomop.a";
 
 /// Builds the runtime library for Xtensa and finds, in cargo's JSON messages, the
 /// `libneuroncustomop.a` it wrote and its build script's output folder (the scripts
 /// `core<i>.x` and the assembled `.S` files, which the archive already holds).
-fn runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
+fn build_runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
+    let building = images::build_lock()?;
     // The root package's library alone, as a Rust library's build compiles it.
     let output = images::xtensa_cargo(tools)
         .args(["build", "--release", "--lib", "--message-format=json-render-diagnostics"])
@@ -396,8 +418,11 @@ fn runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
             _ => {}
         }
     }
+    drop(building);
+    // Another build may come between: the archive is then its build's, whole.
+    let in_use = images::build_lock_shared()?;
     match (archive, scripts) {
-        (Some(archive), Some(scripts)) => Ok(RuntimeArchive { archive, scripts }),
+        (Some(archive), Some(scripts)) => Ok(RuntimeArchive { archive, scripts, _in_use: Some(in_use) }),
         _ => Err(PackageError::CBuild("cargo did not report libneuroncustomop.a and its build script's folder".into())),
     }
 }
@@ -405,7 +430,7 @@ fn runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
 /// The ISA features of `.cargo/xtensa-gpsimd-none-elf.json`, so C, Rust and assembly
 /// agree on the core (the windowed ABI among them).
 pub(crate) fn target_features(tools: &Toolchain) -> Result<Vec<String>, PackageError> {
-    let spec = tools.repo.join(".cargo/xtensa-gpsimd-none-elf.json");
+    let spec = tools.home.target_spec();
     let json: serde_json::Value = serde_json::from_str(&fs::read_to_string(&spec)?)
         .map_err(|e| PackageError::CBuild(format!("{}: {e}", spec.display())))?;
     let features =
@@ -442,9 +467,9 @@ pub(crate) fn xtensa_clang(compiler: &str, tools: &Toolchain, features: &[String
         .arg("-fomit-frame-pointer")
         // The C library's headers (<stdio.h>, <string.h>, ...) first, then the runtime's.
         .arg("-I")
-        .arg(tools.repo.join("runtime/include/libc"))
+        .arg(tools.home.include_dir().join("libc"))
         .arg("-I")
-        .arg(tools.repo.join("runtime/include"));
+        .arg(tools.home.include_dir());
     for feature in features {
         clang.args(["-Xclang", "-target-feature", "-Xclang", feature]);
     }

@@ -6,8 +6,8 @@
 
 use crate::package::Package;
 use crate::project::{Project, ProjectError};
+use neuroncustomop_machine::home::Home;
 use neuroncustomop_machine::images::{self, BuildError, Images};
-use neuroncustomop_machine::toolchain;
 
 /// What to build.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +43,7 @@ impl Program {
     pub fn find(name: &str) -> Result<Option<Self>, ProjectError> {
         if let Some(project) = Project::example(name)? {
             Ok(Some(Self::Example(project)))
-        } else if images::firmware_names(&toolchain::repo_root()).iter().any(|program| program == name) {
+        } else if firmware_names().iter().any(|program| program == name) {
             Ok(Some(Self::Firmware(name.into())))
         } else {
             Ok(None)
@@ -52,8 +52,14 @@ impl Program {
 
     /// The names of every program: the examples, then the firmware programs.
     pub fn names() -> Vec<String> {
-        Project::examples().into_iter().chain(images::firmware_names(&toolchain::repo_root())).collect()
+        Project::examples().into_iter().chain(firmware_names()).collect()
     }
+}
+
+/// The firmware programs of the home (none when there is no home: the build then
+/// says why).
+fn firmware_names() -> Vec<String> {
+    Home::locate().map(|home| images::firmware_names(&home)).unwrap_or_default()
 }
 
 /// Builds `name` (an example or a firmware program) and returns its images: 8 for a

@@ -1,15 +1,15 @@
 //! An op author's own project, anywhere on disk: a kernel library in Rust (a Cargo
 //! package whose binary is the device image), in C (`src/*.c`) or in C++ on the AWS
-//! torch API (`customop.json`), built for the device with this repository's Xtensa set-up and packaged beside it.
+//! torch API (`customop.json`), built for the device with the home's Xtensa set-up
+//! ([`neuroncustomop_machine::home`]) and packaged beside it.
 //!
-//! The set-up is this repository's: `.cargo/xtensa.toml`, the target specification,
-//! the LLVM 22 workaround in `.cargo/llvm-190204/` and the per-core linker. A tool
-//! built from the repository records where it is at build time
-//! ([`neuroncustomop_machine::toolchain::repo_root`]), so a project outside it needs no copy of them.
+//! The set-up is the home's: `.cargo/xtensa.toml`, the target specification, the LLVM
+//! 22 workaround in `.cargo/llvm-190204/`, the per-core linker, and an installed home's
+//! prebuilt runtime; so a project needs no copy of them.
 //!
 //! What a project folder holds (`ncop new` writes all of it):
 //! - Rust: `Cargo.toml` with a binary that needs the feature `device`, depending on
-//!   the runtime (`neuroncustomop`, by path) and, for its tests, on this crate; the
+//!   the runtime (`neuroncustomop`) and, for its tests, on this crate; the
 //!   binary is `#![no_std]`, `#![no_main]`, with a `neuroncustomop::kernels!` table.
 //! - C: the kernels in `src/*.c` (against `neuroncustomop.h`), linked with the
 //!   runtime's `libneuroncustomop.a`; a `Cargo.toml` for its tests is optional.
@@ -26,20 +26,22 @@
 //! ```
 //!
 //! Outputs go to `target/neuroncustomop/` in the project: `images/core<i>.elf`, and
-//! the package in `package/<name>/` (the built-in examples of `examples/` keep theirs
-//! in this repository's `target/images/<name>/` and `target/package/<name>/`). The device build shares this repository's
-//! `target/xtensa`, so `core`, `alloc` and the runtime are compiled once for all
-//! projects.
+//! the package in `package/<name>/` (the built-in examples of a checkout's `examples/`
+//! keep theirs in the checkout's `target/images/<name>/` and `target/package/<name>/`).
+//! A Rust library's device build shares the per-machine cache's Xtensa target folder
+//! ([`neuroncustomop_machine::images::xtensa_target_dir`]), so `core` and `alloc` are
+//! compiled once for all projects.
 
 use crate::cxx;
 use crate::package::{self, Package, PackageError};
+use crate::publish;
+use neuroncustomop_machine::home::Home;
 use neuroncustomop_machine::images::{self, BuildError, Images};
 use neuroncustomop_machine::toolchain::{self, Toolchain};
 use serde::Deserialize;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 
 /// How a project's kernels are written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,16 +186,16 @@ impl Project {
         let cxx_multicore =
             language == Language::Cxx && cxx::Library::open(&dir).is_ok_and(|library| library.manifest.multicore);
         let multicore = declared.multicore || cxx_multicore;
-        let repo = toolchain::repo_root();
         let mut name = name;
-        let (image_dir, package_dir, work_dir) = if package::is_example(&repo, &dir) {
+        let checkout = Home::locate().ok().filter(|home| package::is_example(home, &dir));
+        let (image_dir, package_dir, work_dir) = if let Some(checkout) = checkout.as_ref().and_then(Home::checkout) {
             // A built-in example: named after its folder, its outputs where `cargo sim`
             // has always put them.
             name = dir.file_name().expect("in examples/").to_string_lossy().into_owned();
             (
-                repo.join("target/images").join(&name),
-                package::package_dir(&name),
-                repo.join("target/c-examples").join(&name),
+                checkout.join("target/images").join(&name),
+                package::package_dir(checkout, &name),
+                checkout.join("target/c-examples").join(&name),
             )
         } else {
             let out = dir.join("target/neuroncustomop");
@@ -202,24 +204,26 @@ impl Project {
         Ok(Some(Self { dir, name, language, image_dir, package_dir, work_dir, multicore }))
     }
 
-    /// The built-in example `name` (`examples/<name>/` of this repository), with its
-    /// outputs where `cargo sim` has always put them: `target/images/<name>/` and
-    /// `target/package/<name>/`. `None` when there is no such example.
+    /// The built-in example `name` (`examples/<name>/` of the checkout the home is),
+    /// with its outputs where `cargo sim` has always put them: `target/images/<name>/`
+    /// and `target/package/<name>/`. `None` when there is no such example (an
+    /// installed home has none).
     ///
     /// # Errors
     /// As [`Project::open`].
     pub fn example(name: &str) -> Result<Option<Self>, ProjectError> {
-        let dir = toolchain::repo_root().join("examples").join(name);
+        let Some(examples) = examples_dir() else { return Ok(None) };
+        let dir = examples.join(name);
         if name.is_empty() || name.contains('/') || !dir.is_dir() {
             return Ok(None);
         }
         Self::open(&dir)
     }
 
-    /// The names of the built-in examples (the libraries among `examples/`' folders),
-    /// sorted.
+    /// The names of the built-in examples (the libraries among a checkout's `examples/`
+    /// folders), sorted; none in an installed home.
     pub fn examples() -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(toolchain::repo_root().join("examples"))
+        let mut names: Vec<String> = fs::read_dir(examples_dir().unwrap_or_default())
             .into_iter()
             .flatten()
             .filter_map(Result::ok)
@@ -230,11 +234,23 @@ impl Project {
         names
     }
 
-    /// Builds the 8 device images.
+    /// Builds the 8 device images, with the project's lock held ([`publish::Lock`]).
     ///
     /// # Errors
     /// [`ProjectError::Build`] (cargo's or clang's diagnostics went to stderr).
     pub fn build(&self) -> Result<Images, ProjectError> {
+        let _turn = self.lock()?;
+        self.build_images()
+    }
+
+    /// The project's lock, which its builds and packagings take turns through.
+    fn lock(&self) -> Result<publish::Lock, ProjectError> {
+        let path = publish::lock_path(&self.package_dir);
+        publish::Lock::exclusive(&path).map_err(|source| ProjectError::Io { path, source })
+    }
+
+    /// Builds the 8 device images; the caller holds the project's lock.
+    fn build_images(&self) -> Result<Images, ProjectError> {
         let build_error = |source| ProjectError::Build { name: self.name.clone(), source };
         let tools = Toolchain::locate().map_err(|e| build_error(BuildError::Toolchain(e)))?;
         let image_dir = &self.image_dir;
@@ -251,6 +267,7 @@ impl Project {
                 // arguments of this crate only, so cargo relinks when they change.
                 cargo.args(["--", "-C", "link-arg=-Tcore0.x", "-C"]);
                 cargo.arg(format!("link-arg=--neuron-image-dir={}", image_dir.display()));
+                let _building = images::build_lock().map_err(|e| build_error(BuildError::Io(e)))?;
                 let status = cargo
                     .status()
                     .map_err(|e| build_error(BuildError::Cargo(format!("cannot run {}: {e}", toolchain::CARGO))))?;
@@ -267,20 +284,23 @@ impl Project {
         }
     }
 
-    /// Builds the images and packages them into [`Project::package_dir`].
+    /// Builds the images and packages them: a new version of the package, published
+    /// as [`Project::package_dir`] ([`publish`]), while the project's lock is held, so
+    /// processes and threads packaging it at once take turns. The package returned is
+    /// that version's folder, which no later packaging changes.
     ///
     /// # Errors
     /// [`ProjectError::Build`] or [`ProjectError::Package`].
     pub fn package(&self) -> Result<Package, ProjectError> {
-        // A build writes one work folder and one package folder per project, so two
-        // threads of a process packaging at once (parallel tests, a host API shared by
-        // threads) would write each other's files: one packaging at a time per process.
-        // (Python's processes take turns through lock files: qemu/python.)
-        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-        let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
-        let built = self.build()?;
         let package_error = |source| ProjectError::Package { name: self.name.clone(), source };
-        let package = package::package_into(&self.name, &built, &self.package_dir).map_err(package_error)?;
+        let io_error = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ProjectError::Io { path, source }
+        };
+        let _turn = self.lock()?;
+        let built = self.build_images()?;
+        let version = publish::new_version(&self.package_dir).map_err(io_error(&self.package_dir))?;
+        let package = package::package_into(&self.name, &built, &version).map_err(package_error)?;
         if self.language == Language::Cxx {
             // The build made the shape driver; it goes into the package with the images.
             let tools = Toolchain::locate()
@@ -289,8 +309,14 @@ impl Project {
             package::copy_whole(&driver, &package.dir.join(package::SHAPE_DRIVER))
                 .map_err(|e| package_error(PackageError::Io(e)))?;
         }
+        publish::publish(&self.package_dir, &version).map_err(io_error(&self.package_dir))?;
         Ok(package)
     }
+}
+
+/// The checkout's `examples/`, when the home is a checkout.
+fn examples_dir() -> Option<PathBuf> {
+    Home::locate().ok().and_then(|home| home.examples_dir())
 }
 
 /// The `.c` files of `dir` in name order (none when `dir` does not exist).
@@ -437,7 +463,9 @@ mod tests {
         assert_eq!((cxx_relu.name.as_str(), &cxx_relu.language), ("cxx_relu", &Language::Cxx));
         let relu = Project::example("relu").unwrap().unwrap();
         assert_eq!(relu.language, Language::Rust { bin: "relu".into(), device_feature: true });
-        assert_eq!(relu.package_dir, toolchain::repo_root().join("target/package/relu"));
+        // The tests run with the checkout as the home (.cargo/config.toml).
+        let checkout = Home::locate().unwrap().checkout().unwrap().to_path_buf();
+        assert_eq!(relu.package_dir, checkout.join("target/package/relu"));
         let c = Project::example("c_kernel").unwrap().unwrap();
         assert_eq!((c.name.as_str(), matches!(c.language, Language::C(_))), ("c_kernel", true));
         // Declared multicore: sort in its Cargo.toml, cxx_relu_multicore in its customop.json.

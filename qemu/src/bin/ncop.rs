@@ -8,9 +8,11 @@
 //! ncop debug <kernel> [options]      call one kernel on the host tier under gdb
 //! ```
 //!
-//! Installed with `cargo install --path <checkout>/qemu --bin ncop`; the tool records
-//! the checkout's path when it is built, and builds every project with that
-//! checkout's runtime and Xtensa set-up (docs/op-author-guide.md).
+//! Installed with the wheel (`pip install neuroncustomop-*.whl`, which `cargo sim
+//! dist` builds): it finds its data (the runtime's headers and prebuilt archive, the
+//! firmware, the QEMU plugin) beside itself, in `<prefix>/share/neuroncustomop`. Run
+//! from a checkout (`cargo run --bin ncop`) or with `NEURONCUSTOMOP_HOME=<checkout>`,
+//! it builds from that checkout's sources instead (qemu/machine/src/home.rs).
 
 use clap::{Parser, Subcommand};
 use neuroncustomop_sim::cli::{self, new, package, run};

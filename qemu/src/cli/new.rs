@@ -1,7 +1,7 @@
 //! `ncop new`: a kernel library with one kernel and its test, anywhere on disk.
 
 use clap::{Args, ValueEnum};
-use neuroncustomop_machine::toolchain::repo_root;
+use neuroncustomop_machine::home::Home;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,8 +19,8 @@ pub enum Lang {
 }
 
 impl Lang {
-    /// The template's files: path in the project, text with `{{name}}`, `{{package}}`
-    /// and `{{repo}}` to fill in.
+    /// The template's files: path in the project, text with `{{name}}`, `{{package}}`,
+    /// `{{version}}` and `{{patch}}` to fill in.
     fn files(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Lang::Rust => &[
@@ -90,6 +90,22 @@ pub fn exec(args: NewArgs) -> super::Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The `[patch]` that takes the crates from the checkout `checkout` instead of the
+/// registry: written when the tools' home is a checkout (named explicitly,
+/// `NEURONCUSTOMOP_HOME`), so a project made with a checkout's tools builds with its
+/// runtime.
+fn checkout_patch(checkout: &Path) -> String {
+    format!(
+        "\n# Made with the tools of the source checkout {}: its crates, not the registry's.\n\
+         [patch.crates-io]\n\
+         neuroncustomop = {{ path = {:?} }}\n\
+         neuroncustomop-host = {{ path = {:?} }}\n",
+        checkout.display(),
+        checkout.display().to_string(),
+        checkout.join("qemu/host").display().to_string()
+    )
+}
+
 /// Writes the template of `lang` for library `name` into `dir`.
 pub fn create(dir: &Path, lang: Lang, name: &str) -> Result<(), NewError> {
     let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
@@ -100,12 +116,13 @@ pub fn create(dir: &Path, lang: Lang, name: &str) -> Result<(), NewError> {
     if fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
         return Err(NewError::NotEmpty(dir.into()));
     }
-    let repo = repo_root();
+    let patch = Home::locate().ok().as_ref().and_then(Home::checkout).map(checkout_patch).unwrap_or_default();
     for (path, text) in lang.files() {
         let text = text
             .replace("{{name}}", name)
             .replace("{{package}}", &name.replace('_', "-"))
-            .replace("{{repo}}", &repo.display().to_string());
+            .replace("{{version}}", env!("CARGO_PKG_VERSION"))
+            .replace("{{patch}}", &patch);
         let path = dir.join(path);
         let io = |source| NewError::Io { path: path.clone(), source };
         fs::create_dir_all(path.parent().expect("in the project")).map_err(io)?;

@@ -839,7 +839,7 @@ pub struct SimRunArgs {
 /// Runs `cargo sim run`.
 pub fn exec_sim(args: SimRunArgs) -> super::Outcome {
     super::setup::setup()?;
-    let repo = neuroncustomop_machine::toolchain::repo_root();
+    let repo = super::checkout()?;
     let cargo = || std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     let example = neuroncustomop_package::project::Project::example(&args.name)?;
     if example.is_some() && args.call.gdb && !args.call.host {

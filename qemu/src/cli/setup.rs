@@ -1,7 +1,7 @@
 //! `sim setup`: install what the simulation needs (qemu/setup.sh; idempotent).
 
 use clap::Args;
-use neuroncustomop_machine::toolchain::repo_root;
+use neuroncustomop_machine::home::Home;
 use std::process::{Command, ExitCode};
 
 /// Install the Debian packages the simulation needs, if missing (qemu/setup.sh).
@@ -11,6 +11,9 @@ pub struct SetupArgs {}
 /// `qemu/setup.sh` failed or could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
+    /// No home holds the script.
+    #[error(transparent)]
+    NoHome(#[from] neuroncustomop_machine::home::NoHome),
     /// The script could not be started.
     #[error("cannot run qemu/setup.sh")]
     Spawn(#[source] std::io::Error),
@@ -30,6 +33,7 @@ pub fn exec(_: SetupArgs) -> super::Outcome {
 /// # Errors
 /// [`SetupError`].
 pub fn setup() -> Result<(), SetupError> {
-    let status = Command::new("bash").arg(repo_root().join("qemu/setup.sh")).status().map_err(SetupError::Spawn)?;
+    let script = Home::locate()?.setup_script();
+    let status = Command::new("bash").arg(script).status().map_err(SetupError::Spawn)?;
     if status.success() { Ok(()) } else { Err(SetupError::Failed(status)) }
 }

@@ -1,7 +1,6 @@
 //! `sim test`: every test of the repository.
 
 use clap::Args;
-use neuroncustomop_machine::toolchain::repo_root;
 use std::fs::File;
 use std::process::{Command, ExitCode, ExitStatus, Stdio};
 use std::time::Instant;
@@ -17,7 +16,7 @@ pub fn exec(_: TestArgs) -> super::Outcome {
     let start = Instant::now();
     super::setup::setup()?;
     eprintln!("sim test: setup took {:.0} s", start.elapsed().as_secs_f64());
-    let root = repo_root();
+    let root = super::checkout()?;
     // PyTorch for the Python tests (qemu/python/torch-cache.sh): on a machine without it,
     // a 2.7 GB download that takes minutes. It is network-bound and the cargo tests are
     // CPU-bound, so it runs beside them; run-tests.sh then finds it installed. Its

@@ -32,3 +32,9 @@ pub fn packaged(name: &str) -> Package {
         .or_insert_with(|| program::package(name).unwrap_or_else(|e| panic!("packaging {name}: {e}")))
         .clone()
 }
+
+/// The checkout these tests are part of, which they run with as the home
+/// (`NEURONCUSTOMOP_HOME`, set by `.cargo/config.toml`).
+pub fn checkout() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("qemu/ is in the checkout").to_path_buf()
+}
