@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the AWS custom-op training sample's own files on the simulated device: build.py,
 # my_ops.py, model.py, relu.cpp and shape.cpp of aws-neuron-samples'
-# torch-neuronx/training/customop_mlp/neuron/, with only their vendor import changed,
-# trained by this folder's train.py (the sample's, on the CPU with generated data).
+# torch-neuronx/training/customop_mlp/neuron/, unchanged (the runner, `python -m
+# neuroncustomop`, serves their `torch_neuronx.xla_impl.custom_op`), trained by this
+# folder's train.py (the sample's, on the CPU with generated data).
 #
 #     bash examples/cxx_mlp_training/run-aws-sample.sh <aws-neuron-samples checkout> [python]
 #
@@ -17,15 +18,6 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp "$sample"/{build.py,my_ops.py,model.py,relu.cpp,shape.cpp} "$work"
 cp "$here/train.py" "$work"
-# The vendor import and nothing else: `import torch_neuronx` goes, and custom_op is
-# neuroncustomop.
-sed -i -e '/^import torch_neuronx$/d' \
-    -e 's/^from torch_neuronx\.xla_impl import custom_op$/import neuroncustomop as custom_op/' \
-    "$work/build.py" "$work/my_ops.py"
-if grep -n torch_neuronx "$work"/*.py; then
-    echo "run-aws-sample.sh: the sample imports torch_neuronx in a way this script does not know" >&2
-    exit 1
-fi
 cd "$work"
-"$python" build.py
-"$python" train.py
+"$python" -m neuroncustomop build.py
+"$python" -m neuroncustomop train.py

@@ -431,7 +431,26 @@ fn each_misuse_ends_its_op_with_a_named_status_and_the_next_op_runs() {
         "{past_end}"
     );
     assert!(past_end.contains("misuse.cpp:32 (tcm_copy_past_end)"), "{past_end}");
+    // An accessor's dtype or rank check names the tensor, what it is and what was asked, and the line.
+    let printed = |op: u32| String::from_utf8_lossy(&report.core(0).stdout[&op].0).into_owned();
+    let (dtype, rank) = (printed(0), printed(2));
+    assert!(dtype.starts_with("torch: accessor<T, N> at ") && dtype.contains("misuse.cpp:10 (wrong_dtype)"), "{dtype}");
+    assert!(dtype.ends_with(": argument 0 holds float32, but T is int32\n"), "{dtype}");
+    assert!(rank.contains("misuse.cpp:15 (wrong_rank): argument 0 has rank 1, but N is 2\n"), "{rank}");
+    // An exhausted heap says what was asked for and what was left.
+    let memory = printed(6);
+    assert!(
+        memory.starts_with("torch: the HBM heap has no room for 1073741824 bytes (a new tensor): ")
+            && memory.contains(" bytes are free, the largest free block is "),
+        "{memory}"
+    );
     let returned = ops.len() as u32 * 2;
+    let disagreed = printed(returned);
+    assert_eq!(
+        disagreed,
+        "kernel entry: the returned tensor is [3], but the shape function (shape.cpp) says the output is [64]: \
+         the kernel and its shape function must agree\n"
+    );
     assert_eq!(statuses(&report, returned), [Status::SHAPE_MISMATCH.0.to_string()], "the returned tensor is checked");
     assert_eq!(statuses(&report, returned + 1), ["0"]);
     assert_eq!(f32s(&report, returned + 1)[..2], [1.0, 1.0], "tcm_malloc past the 16 KiB pool is null; within it, not");

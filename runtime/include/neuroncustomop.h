@@ -297,6 +297,9 @@ uint32_t customop_cleanup(void);
 NEURONCUSTOMOP_NORETURN void neuron_cxx_fail(uint32_t status, const char* message);
 /* neuron_cxx_fail without ending the kernel; returns `status`. */
 uint32_t neuron_cxx_record(uint32_t status, const char* message);
+/* The HBM heap's free bytes and its largest free block (a NULL pointer is skipped):
+   what an OUT_OF_MEMORY message says was left. */
+void neuron_cxx_heap_room(size_t* free_bytes, size_t* largest_free);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -58,6 +58,24 @@ pub unsafe extern "C" fn neuron_cxx_record(status: u32, message: *const c_char) 
     record_failure(Status(status), &[text]).0
 }
 
+/// C ABI `void neuron_cxx_heap_room(size_t *free_bytes, size_t *largest_free)`: the HBM
+/// heap's free bytes and its largest free block, for the C++ API's `OUT_OF_MEMORY`
+/// message (a tensor that does not fit says how much was left). A null pointer is
+/// skipped.
+///
+/// # Safety
+/// Each pointer is null or valid for a write.
+#[cfg_attr(c_abi, unsafe(no_mangle))]
+pub unsafe extern "C" fn neuron_cxx_heap_room(free_bytes: *mut usize, largest_free: *mut usize) {
+    let stats = crate::allocators::heap_stats(crate::allocators::HeapId::Hbm);
+    for (out, value) in [(free_bytes, stats.free_bytes), (largest_free, stats.largest_free)] {
+        if !out.is_null() {
+            // SAFETY: non-null, valid for a write (contract).
+            unsafe { out.write(value) };
+        }
+    }
+}
+
 /// The bytes of a C message; none for null.
 ///
 /// # Safety

@@ -59,7 +59,7 @@ mod invocation;
 mod status;
 mod tensor;
 
-pub use cxx::{__assert_func, end_op, neuron_cxx_fail, neuron_cxx_record, record_failure};
+pub use cxx::{__assert_func, end_op, neuron_cxx_fail, neuron_cxx_heap_room, neuron_cxx_record, record_failure};
 pub use descriptor::*;
 pub use element::{Bf16, Element, F16};
 pub use invocation::{Args, Invocation, Platform, TranslateFn};

@@ -252,10 +252,17 @@ impl Report {
     }
 
     /// What the memory checks found in op `index` of the job, over every core that ran
-    /// it (empty when unchecked).
+    /// it (empty when unchecked). A core whose kernel ended early had the blocks it held
+    /// given back by the loader ([`CoreReport::given_back`]): they are not leaks.
     pub fn findings(&self, index: usize) -> findings::OpFindings {
         let lines = self.cores.values().filter_map(|core| core.ops.get(index)).flat_map(|op| &op.plugin.lines);
-        findings::collect(lines.map(String::as_str))
+        let mut found = findings::collect(lines.map(String::as_str));
+        let given_back =
+            |core: u32| self.cores.get(&core).is_some_and(|report| report.given_back.contains_key(&(index as u32)));
+        let before = found.shown.len();
+        found.shown.retain(|finding| !(finding.kind == findings::FindingKind::Leak && given_back(finding.core)));
+        found.total = found.total.saturating_sub((before - found.shown.len()) as u64);
+        found
     }
 
     /// Core `core`'s report (empty if it said nothing).

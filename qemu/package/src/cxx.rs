@@ -494,6 +494,14 @@ pub fn generated_unit(library: &Library, registration: &Registration) -> String 
     for source in &library.manifest.compute_srcs {
         writeln!(unit, "#include \"{}\"", library.dir.join(source).display()).expect("a String");
     }
+    // The entry's messages name the shape sources (a shape function the kernel disagrees with).
+    let shape_srcs: Vec<&str> = library
+        .manifest
+        .shape_srcs
+        .iter()
+        .map(|source| Path::new(source).file_name().and_then(|name| name.to_str()).unwrap_or(source))
+        .collect();
+    writeln!(unit, "#define TORCHNEURON_SHAPE_SRCS {:?}", shape_srcs.join(", ")).expect("a String");
     unit.push_str("#include <torchneuron/entry.h>\n\n");
     for (index, op) in registration.ops.iter().enumerate() {
         let kernel = &op.kernel;
@@ -567,9 +575,35 @@ pub fn build_images(tools: &Toolchain, library: &Library, out: &Path) -> Result<
             .arg(&assembly);
         clang
     };
-    package::compile_to_object(clang, &unit, &assembly, &object, &features)?;
+    package::compile_to_object(clang, &unit, &assembly, &object, &features)
+        .map_err(|error| undefined_kernels(error, library, &registration))?;
     let keep: Vec<String> = RUNTIME_SYMBOLS.iter().map(|symbol| format!("--undefined={symbol}")).collect();
     package::link_images(tools, &library.name, &work, &[object], &keep, out)
+}
+
+/// `error`, the generated unit's failed compile, as one sentence when its cause is ops
+/// that `NEURON_LIBRARY` registers and no compute source defines (the compiler's
+/// account is several errors in the generated unit); else `error` itself.
+fn undefined_kernels(error: PackageError, library: &Library, registration: &Registration) -> PackageError {
+    let PackageError::CBuild(diagnostics) = &error else { return error };
+    let missing: Vec<&str> = registration
+        .ops
+        .iter()
+        .map(|op| op.kernel.as_str())
+        .filter(|kernel| diagnostics.contains(&format!("use of undeclared identifier '{kernel}'")))
+        .collect();
+    if missing.is_empty() {
+        return error;
+    }
+    let (one, it) = if missing.len() == 1 { ("function", "it") } else { ("functions", "each") };
+    build_error(format!(
+        "NEURON_LIBRARY({}) registers the {one} {}, which no compute source ({}) defines: define {it} there \
+         (returning torch::Tensor), or take its m.def out of the shape sources ({})",
+        registration.library,
+        missing.join(", "),
+        library.manifest.compute_srcs.join(", "),
+        library.manifest.shape_srcs.join(", "),
+    ))
 }
 
 /// Runs a compiler; a failure's error carries its diagnostics.

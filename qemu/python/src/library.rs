@@ -8,18 +8,63 @@ use neuroncustomop_host::library::{self as host, CallError, Options, Output, Par
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// A `NEURON_LIBRARY` as Python sees it: the namespace, and each op's name and argument
 /// kinds.
 type Registration = (String, Vec<(String, Vec<&'static str>)>);
 
 /// A packaged kernel library, ready to run.
+///
+/// Fork-safe: the host API's library keeps its booted devices (QEMU processes and the
+/// threads that read them), which a child made by `fork()` shares with its parent
+/// without the threads, so a call there would wait forever. A forked child loads the
+/// library again on its first use and gets devices of its own; the parent's copy is
+/// forgotten in the child, never dropped (dropping would stop the parent's devices).
 #[pyclass(module = "neuroncustomop._native", frozen)]
 pub struct Library {
-    library: host::Library,
+    /// Where it was loaded from: a forked child loads it from there again.
+    path: PathBuf,
     /// Where its calls run: the simulated device, or the host tier (`target="host"`).
     target: host::Target,
+    /// Its name and kernels, which a forked child's load does not change.
+    name: String,
+    kernels: Vec<String>,
+    loaded: Mutex<Loaded>,
+}
+
+/// The host API's library as one process loaded it.
+struct Loaded {
+    /// The process that loaded it (`std::process::id`).
+    pid: u32,
+    library: Arc<host::Library>,
+}
+
+impl Library {
+    /// The host API's library of this process: loaded again when this is a child forked
+    /// after the load (the struct's documentation).
+    fn library(&self) -> PyResult<Arc<host::Library>> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        let pid = std::process::id();
+        if loaded.pid != pid {
+            let fresh = host::Library::load_for(&self.path, self.target)
+                .map_err(|e| PackageError::new_err(format!("{}: {}", self.path.display(), host::describe(&e))))?;
+            std::mem::forget(std::mem::replace(&mut loaded.library, Arc::new(fresh)));
+            loaded.pid = pid;
+        }
+        Ok(Arc::clone(&loaded.library))
+    }
+}
+
+impl Drop for Library {
+    fn drop(&mut self) {
+        let loaded = self.loaded.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if loaded.pid != std::process::id() {
+            // A forked child's copy of its parent's devices: stopping them would stop
+            // the parent's (the struct's documentation).
+            std::mem::forget(Arc::clone(&loaded.library));
+        }
+    }
 }
 
 /// The Python exception for a call the host API refused or could not run.
@@ -67,7 +112,10 @@ impl Library {
         };
         let loaded = py.detach(|| host::Library::load_for(&path, target).map_err(|e| host::describe(&e)));
         let library = loaded.map_err(|why| PackageError::new_err(format!("{}: {why}", path.display())))?;
-        Ok(Self { library, target })
+        let name = library.name().to_owned();
+        let kernels = library.kernels().into_iter().map(str::to_owned).collect();
+        let loaded = Mutex::new(Loaded { pid: std::process::id(), library: Arc::new(library) });
+        Ok(Self { path, target, name, kernels, loaded })
     }
 
     /// Where its calls run: `"device"` or `"host"`.
@@ -82,14 +130,14 @@ impl Library {
     /// The library's name.
     #[getter]
     fn name(&self) -> &str {
-        self.library.name()
+        &self.name
     }
 
     /// The package folder (the 8 images and `ucode_lib.json`).
     #[getter]
     fn package_dir(&self, py: Python<'_>) -> PyResult<PathBuf> {
-        let package = py.detach(|| self.library.package().map(|package| package.dir.clone()));
-        package.map_err(call_error)
+        let package = py.detach(|| self.library()?.package().map(|package| package.dir.clone()).map_err(call_error));
+        package
     }
 
     /// The cores a call runs on unless it says otherwise: 8 for a library declared
@@ -97,21 +145,21 @@ impl Library {
     /// else 1 (the host API's
     /// `Library::default_cores`, as `ncop run` uses it).
     #[getter]
-    fn default_cores(&self) -> usize {
-        self.library.default_cores()
+    fn default_cores(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(py.detach(|| self.library())?.default_cores())
     }
 
     /// Its kernels, in registration order.
     #[getter]
     fn kernels(&self) -> Vec<&str> {
-        self.library.kernels()
+        self.kernels.iter().map(String::as_str).collect()
     }
 
     /// A C++ library's `NEURON_LIBRARY`: `(namespace, [(op, [kind, ...]), ...])`, each
     /// argument kind one of `tensor`, `int`, `long`, `float`, `double` (the shape
     /// function's C++ parameter types); `None` for a Rust or C library.
     fn registration(&self, py: Python<'_>) -> PyResult<Option<Registration>> {
-        let library = &self.library;
+        let library = py.detach(|| self.library())?;
         let Some(registration) = py.detach(|| library.registration()) else { return Ok(None) };
         let registration = registration.map_err(|why| PackageError::new_err(format!("{}: {why}", library.name())))?;
         let ops = registration
@@ -138,7 +186,7 @@ impl Library {
         let args = call::to_args(&inputs)?;
         let given = PartialOutput { shape, dtype: dtype.map(call::dtype).transpose()? };
         let shape_fn = shape_fn.map(|(dtype, shape)| Ok::<_, PyErr>((call::dtype(&dtype)?, shape))).transpose()?;
-        let library = &self.library;
+        let library = py.detach(|| self.library())?;
         let (dtype, shape) =
             py.detach(|| library.resolve_output(kernel, &args, given, shape_fn)).map_err(call_error)?;
         Ok((dtype_name(dtype), shape))
@@ -193,7 +241,7 @@ impl Library {
             target: self.target,
             ..defaults
         };
-        let library = &self.library;
+        let library = py.detach(|| self.library())?;
         // Exact either way: the TCG plugin's counts without -icount, ICOUNT's under it.
         // Ctrl-C: the device runs without the GIL, and the call takes it back about
         // every CANCEL_POLL to let Python see a signal. A handler's exception (the

@@ -2,7 +2,9 @@
 with load(name=, compute_srcs=, shape_srcs=, build_directory=) and loaded again with
 load_library("lib<name>.so")."""
 
+import re
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -155,3 +157,133 @@ def test_a_c_library_s_kernels_register_with_python_shape_functions(repo):
     with pytest.raises(KernelError) as caught:  # the kernel's own check: its code 1
         torch.ops.c_kernel.scale(torch.ones(3, dtype=torch.int32), 1.0)
     assert caught.value.status_name == "Op(1)"
+
+
+def test_an_empty_tensor_gives_an_empty_result_in_every_path(sample):
+    _, library = sample
+    for shape in [(0, 32), (5, 0)]:
+        x = torch.empty(shape)
+        out = torch.ops.my_ops.relu_forward(x)
+        assert (type(out), out.shape, out.dtype) == (torch.Tensor, shape, torch.float32)
+        assert torch.ops.my_ops.relu_backward(x, x).shape == shape
+        assert torch.ops.my_ops.relu_forward(torch.empty(shape, device="meta")).shape == shape
+        # The NumPy path, with a tensor and with an array.
+        assert library.relu_forward(x).shape == shape
+        assert library.relu_forward(np.empty(shape, np.float32)).shape == shape
+
+
+def test_options_reach_torch_ops_calls_and_their_results_are_reachable(sample):
+    folder, _ = sample
+    x = torch.linspace(-1, 1, 24).reshape(4, 6)
+    # relu_forward is written for one core: on 8 each core writes the whole output.
+    with neuroncustomop.options(cores=8):
+        with pytest.raises(neuroncustomop.RaceError) as raced:
+            torch.ops.my_ops.relu_forward(x)
+        assert raced.value.status_name == "race"  # every core returned 0: not 'OK'
+        seen = []
+        with neuroncustomop.options(checked=False, on_result=lambda op, result: seen.append((op, result))):
+            assert torch.equal(torch.ops.my_ops.relu_forward(x), torch.relu(x))
+    assert [op for op, _ in seen] == ["my_ops::relu_forward"]
+    last = neuroncustomop.last_result()
+    assert last is seen[0][1] and len(last.statuses) == 8 and all(count > 0 for count in last.instructions)
+    torch.ops.my_ops.relu_forward(x)  # outside the blocks: one core again
+    assert len(neuroncustomop.last_result().statuses) == 1
+    with neuroncustomop.options(profile=True):
+        torch.ops.my_ops.relu_forward(x)
+    profile = neuroncustomop.last_result().profile
+    assert len(profile.cores) == 1 and profile.instructions > 0
+    # The library's own default, under the blocks' options.
+    try:
+        neuroncustomop.load_library(folder / "librelu.so", checked=False)
+        with neuroncustomop.options(cores=8):
+            assert torch.equal(torch.ops.my_ops.relu_forward(x), torch.relu(x))
+    finally:
+        neuroncustomop.load_library(folder / "librelu.so")
+    with pytest.raises(ValueError, match="cores=9: from 1 to 8"):
+        with neuroncustomop.options(cores=9):
+            pass
+
+
+def test_an_int64_or_1_d_tensor_into_a_float_2_d_accessor_names_what_is_wrong(sample):
+    # The shape function says float32 for any input; the kernel's accessor<float, 2> refuses.
+    folder, _ = sample
+    lines = (folder / "relu.cpp").read_text().splitlines()
+    forward = 1 + lines.index("    auto in_acc = x.accessor<float, 2>();")
+    backward = 1 + lines.index("    auto grad_acc = grad.accessor<float, 2>();")
+    with warnings.catch_warnings():
+        # The op's torch::zeros is given back by the runtime when the op ends early: no leak.
+        warnings.simplefilter("error", neuroncustomop.LeakWarning)
+        with pytest.raises(KernelError) as caught:
+            torch.ops.my_ops.relu_forward(torch.ones(2, 3, dtype=torch.int64))
+        assert caught.value.status_name == "DTYPE_MISMATCH"
+        assert re.search(
+            rf"accessor<T, N> at \S*relu\.cpp:{forward} \(relu_forward\): argument 0 holds int64, but T is float32",
+            str(caught.value),
+        ), caught.value
+        with pytest.raises(KernelError) as caught:
+            torch.ops.my_ops.relu_backward(torch.ones(3), torch.ones(3))
+        assert caught.value.status_name == "RANK_MISMATCH"
+        assert re.search(
+            rf"accessor<T, N> at \S*relu\.cpp:{backward} \(relu_backward\): argument 0 has rank 1, but N is 2",
+            str(caught.value),
+        ), caught.value
+
+
+def test_backward_registers_the_vendor_s_autograd_pattern(sample):
+    folder, _ = sample
+    neuroncustomop.load_library(folder / "librelu.so", backward={"relu_forward": "relu_backward"})
+    x = torch.randn(8, 16, generator=torch.Generator().manual_seed(5), requires_grad=True)
+    torch.ops.my_ops.relu_forward(x).sum().backward()
+    assert torch.equal(x.grad, (x > 0).float())
+    torch.library.opcheck(torch.ops.my_ops.relu_forward.default, (torch.randn(4, 6, requires_grad=True),))
+    with pytest.raises(ValueError, match="relu_forward takes \\(tensor\\), where the gradient"):
+        neuroncustomop.load_library(folder / "librelu.so", backward={"relu_backward": "relu_forward"})
+
+
+def test_torch_compile_dynamic_compiles_once_over_batch_sizes(sample):
+    counter = torch._dynamo.testing.CompileCounter()
+    torch._dynamo.reset()
+
+    @torch.compile(backend=counter, dynamic=True, fullgraph=True)
+    def f(x):
+        return torch.ops.my_ops.relu_forward(x) * 2
+
+    for batch in (3, 5, 8, 13):
+        x = torch.randn(batch, 12, generator=torch.Generator().manual_seed(batch))
+        assert torch.equal(f(x), torch.relu(x) * 2)
+    assert counter.frame_count == 1
+
+
+def test_export_keeps_a_dynamic_batch(sample):
+    class Step(torch.nn.Module):
+        def forward(self, x, grad):
+            return torch.ops.my_ops.relu_backward(grad, torch.ops.my_ops.relu_forward(x))
+
+    batch = torch.export.Dim("batch")
+    x = torch.randn(32, 120, generator=torch.Generator().manual_seed(8))
+    exported = torch.export.export(Step(), (x, x), dynamic_shapes={"x": {0: batch}, "grad": {0: batch}})
+    calls = [node for node in exported.graph.nodes if node.target is torch.ops.my_ops.relu_forward.default]
+    assert isinstance(calls[0].meta["val"].shape[0], torch.SymInt)
+    for rows in (4, 32, 50):
+        x = torch.randn(rows, 120, generator=torch.Generator().manual_seed(rows))
+        assert torch.equal(exported.module()(x, x), torch.where(x > 0, x, 0.0))
+
+
+def test_an_op_the_compute_sources_lack_is_one_sentence(sample, tmp_path):
+    folder, _ = sample
+    shutil.copy(folder / "relu.cpp", tmp_path)
+    shape = (folder / "shape.cpp").read_text()
+    (tmp_path / "shape.cpp").write_text(
+        shape.replace('m.def("relu_backward"', 'm.def("relu_sideways", &relu_forward_shape, "relu_sideways");\n    m.def("relu_backward"')
+    )
+    with pytest.raises(neuroncustomop.PackageError) as caught:
+        neuroncustomop.load(
+            name="sideways", compute_srcs=[tmp_path / "relu.cpp"], shape_srcs=[tmp_path / "shape.cpp"], build_directory=tmp_path
+        )
+    message = str(caught.value)
+    assert (
+        "NEURON_LIBRARY(my_ops) registers the function relu_sideways, which no compute source (" in message
+        and "relu.cpp) defines: define it there (returning torch::Tensor), or take its m.def out of the shape sources"
+        in message
+    ), message
+    assert "entries.cpp" not in message and "error:" not in message

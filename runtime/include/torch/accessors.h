@@ -148,7 +148,7 @@ class TensorTcmAccessor {
      * `function`: the defaults of the copies below), as a failed assert does. */
     template <class T>
     T *at(size_t offset, size_t n, const char *what, const char *file, int line, const char *function) const {
-        torchneuron::check_dtype<T>(impl_, "torch: tcm accessor of a type other than the tensor's dtype");
+        torchneuron::check_dtype<T>(impl_, what, file, line, function);
         if (offset > size_t(impl_->numel) || n > size_t(impl_->numel) - offset) {
             char message[256];
             snprintf(message, sizeof message,

@@ -84,6 +84,7 @@ inline torch::Tensor get_dst_tensor() {
         if (state.impl == nullptr) {
             torchneuron::fail(torchneuron::STATUS_SHAPE_MISMATCH, "get_dst_tensor: the op has no usable output");
         }
+        state.impl->origin = torchneuron::kOpOutput;
     }
     state.impl->refs++;
     return torch::Tensor(state.impl);

@@ -24,11 +24,13 @@ class Tensor {
     }
 
     template <class T, size_t N>
-    T *accessor_data() const {
+    T *accessor_data(const char *file, int line, const char *function) const {
         torchneuron::TensorImpl *impl = checked();
-        torchneuron::check_dtype<T>(impl, "torch: accessor<T, N> with T other than the tensor's dtype");
+        torchneuron::check_dtype<T>(impl, "accessor<T, N>", file, line, function);
         if (int64_t(N) != impl->dim) {
-            torchneuron::fail(torchneuron::STATUS_RANK_MISMATCH, "torch: accessor<T, N> with N other than the tensor's dim()");
+            char because[48];
+            snprintf(because, sizeof because, "has rank %d, but N is %d", int(impl->dim), int(N));
+            torchneuron::fail_at(torchneuron::STATUS_RANK_MISMATCH, impl, "accessor<T, N>", file, line, function, because);
         }
         if (impl->write_streams != 0) {
             torchneuron::incoherent(impl, "torch: an accessor while a write stream on the tensor is open");
@@ -88,38 +90,46 @@ class Tensor {
     bool is_contiguous() const { return true; }
     TensorOptions options() const { return TensorOptions(scalar_type()); }
 
+    /* (`file`, `line` and `function` are the caller's, for the message of a T other than
+     * the tensor's dtype: not arguments to pass. So for the accessors below.) */
     template <class T>
-    T *data_ptr() const {
-        torchneuron::check_dtype<T>(checked(), "torch: data_ptr<T> with T other than the tensor's dtype");
+    T *data_ptr(const char *file = __builtin_FILE(), int line = __builtin_LINE(),
+                const char *function = __builtin_FUNCTION()) const {
+        torchneuron::check_dtype<T>(checked(), "data_ptr<T>", file, line, function);
         return static_cast<T *>(impl_->data);
     }
     void *data_ptr() const { return checked()->data; }
 
     template <class T, size_t N>
-    TensorAccessor<T, N, true> accessor() const & {
-        return TensorAccessor<T, N, true>(accessor_data<T, N>(), impl_->sizes, impl_->strides);
+    TensorAccessor<T, N, true> accessor(const char *file = __builtin_FILE(), int line = __builtin_LINE(),
+                                        const char *function = __builtin_FUNCTION()) const & {
+        return TensorAccessor<T, N, true>(accessor_data<T, N>(file, line, function), impl_->sizes, impl_->strides);
     }
     template <class T, size_t N>
-    TensorAccessor<T, N, false> accessor() & {
-        return TensorAccessor<T, N, false>(accessor_data<T, N>(), impl_->sizes, impl_->strides);
+    TensorAccessor<T, N, false> accessor(const char *file = __builtin_FILE(), int line = __builtin_LINE(),
+                                         const char *function = __builtin_FUNCTION()) & {
+        return TensorAccessor<T, N, false>(accessor_data<T, N>(file, line, function), impl_->sizes, impl_->strides);
     }
     /* As in PyTorch: an accessor of a temporary would outlive its tensor. */
     template <class T, size_t N>
-    TensorAccessor<T, N> accessor() && = delete;
+    TensorAccessor<T, N> accessor(const char *file = __builtin_FILE(), int line = __builtin_LINE(),
+                                  const char *function = __builtin_FUNCTION()) && = delete;
 
     template <class T>
-    TensorReadStreamAccessor<T> read_stream_accessor() const & {
+    TensorReadStreamAccessor<T> read_stream_accessor(const char *file = __builtin_FILE(), int line = __builtin_LINE(),
+                                                     const char *function = __builtin_FUNCTION()) const & {
         torchneuron::TensorImpl *impl = checked();
-        torchneuron::check_dtype<T>(impl, "torch: read_stream_accessor<T> with T other than the tensor's dtype");
+        torchneuron::check_dtype<T>(impl, "read_stream_accessor<T>", file, line, function);
         if (impl->write_streams != 0) {
             torchneuron::incoherent(impl, "torch: a read stream opened while a write stream on the tensor is open");
         }
         return TensorReadStreamAccessor<T>(impl);
     }
     template <class T>
-    TensorWriteStreamAccessor<T> write_stream_accessor() & {
+    TensorWriteStreamAccessor<T> write_stream_accessor(const char *file = __builtin_FILE(), int line = __builtin_LINE(),
+                                                       const char *function = __builtin_FUNCTION()) & {
         torchneuron::TensorImpl *impl = checked();
-        torchneuron::check_dtype<T>(impl, "torch: write_stream_accessor<T> with T other than the tensor's dtype");
+        torchneuron::check_dtype<T>(impl, "write_stream_accessor<T>", file, line, function);
         if (impl->write_streams != 0 || impl->read_streams != 0) {
             torchneuron::incoherent(impl, "torch: a write stream opened while another stream on the tensor is open");
         }

@@ -12,9 +12,7 @@
 
 #include <torch/types.h>
 
-#ifndef TORCHNEURON_HOST
 #include <stdio.h>
-#endif
 
 namespace torch {
 
@@ -49,7 +47,39 @@ struct TensorImpl {
     torch::CoherencyEnforcer::Policy policy;
     int read_streams;
     int write_streams;
+    /* Which tensor it is, for messages: the op's argument of that index (0, 1, ...),
+     * or kMadeByKernel, or kOpOutput (describe_tensor). */
+    int origin;
 };
+
+constexpr int kMadeByKernel = -1;
+constexpr int kOpOutput = -2;
+
+/* "argument 0", "the op's output (get_dst_tensor())" or "a tensor the kernel made",
+ * in `text` (at least 48 bytes). */
+inline const char *describe_tensor(const TensorImpl *impl, char *text, size_t size) {
+    if (impl->origin >= 0) {
+        snprintf(text, size, "argument %d", impl->origin);
+    } else {
+        snprintf(text, size, "%s", impl->origin == kOpOutput ? "the op's output (get_dst_tensor())" : "a tensor the kernel made");
+    }
+    return text;
+}
+
+/* A dtype's name as NumPy and PyTorch print it (float32, int64, ...). */
+inline const char *dtype_name(c10::ScalarType dtype) {
+    switch (dtype) {
+    case c10::ScalarType::Byte: return "uint8";
+    case c10::ScalarType::Char: return "int8";
+    case c10::ScalarType::Short: return "int16";
+    case c10::ScalarType::Int: return "int32";
+    case c10::ScalarType::Long: return "int64";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    }
+    return "an unknown dtype";
+}
 
 /* A possibly incoherent access to `impl` (`what` says which): acted on per policy. */
 inline void incoherent(const TensorImpl *impl, const char *what) {
@@ -142,6 +172,7 @@ inline TensorImpl *new_impl(c10::IntArrayRef sizes, c10::ScalarType dtype, bool 
     impl->policy = torch::CoherencyEnforcer::COHERENT;
     impl->read_streams = 0;
     impl->write_streams = 0;
+    impl->origin = kMadeByKernel;
     return impl;
 }
 
@@ -154,10 +185,25 @@ inline void drop_impl(TensorImpl *impl) {
     }
 }
 
+/* Ends the op with `status` and the line "torch: <what> at <file>:<line> (<function>):
+ * <which tensor> <because>" (describe_tensor): the accessors' checks. */
+[[noreturn]] inline void fail_at(Status status, const TensorImpl *impl, const char *what, const char *file, int line,
+                                 const char *function, const char *because) {
+    char tensor[48], message[320];
+    snprintf(message, sizeof message, "torch: %s at %s:%d (%s): %s %s", what, file, line, function,
+             describe_tensor(impl, tensor, sizeof tensor), because);
+    fail(status, message);
+}
+
+/* A tensor's dtype is T's, or the op ends with DTYPE_MISMATCH naming the tensor, both
+ * dtypes and the kernel's line (`what` names the access, "accessor<T, N>"). */
 template <class T>
-inline void check_dtype(const TensorImpl *impl, const char *what) {
+inline void check_dtype(const TensorImpl *impl, const char *what, const char *file, int line, const char *function) {
     if (impl->dtype != c10::ScalarTypeOf<T>::value) {
-        fail(STATUS_DTYPE_MISMATCH, what);
+        char because[64];
+        snprintf(because, sizeof because, "holds %s, but T is %s", dtype_name(impl->dtype),
+                 dtype_name(c10::ScalarTypeOf<T>::value));
+        fail_at(STATUS_DTYPE_MISMATCH, impl, what, file, line, function, because);
     }
 }
 

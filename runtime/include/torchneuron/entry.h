@@ -34,33 +34,39 @@ namespace torchneuron {
 namespace entry {
 
 /* How an argument of kind K is pulled (the kinds: arg_kind.h): `Stored` holds it
- * for the call. */
+ * for the call; `index` is its position, which a tensor keeps for messages. */
 template <ArgKind K>
 struct PullKind;
 template <>
 struct PullKind<ArgKind::Tensor> {
     using Stored = torch::Tensor;
-    static Stored pull() { return torch::Tensor(impl_from_descriptor(customop_next_tensor())); }
+    static Stored pull(int index) {
+        TensorImpl *impl = impl_from_descriptor(customop_next_tensor());
+        if (impl != nullptr) {
+            impl->origin = index;
+        }
+        return torch::Tensor(impl);
+    }
 };
 template <>
 struct PullKind<ArgKind::Int> {
     using Stored = int32_t;
-    static Stored pull() { return customop_next_int(); }
+    static Stored pull(int) { return customop_next_int(); }
 };
 template <>
 struct PullKind<ArgKind::Long> {
     using Stored = int64_t;
-    static Stored pull() { return customop_next_longlong(); }
+    static Stored pull(int) { return customop_next_longlong(); }
 };
 template <>
 struct PullKind<ArgKind::Float> {
     using Stored = float;
-    static Stored pull() { return customop_next_float(); }
+    static Stored pull(int) { return customop_next_float(); }
 };
 template <>
 struct PullKind<ArgKind::Double> {
     using Stored = double;
-    static Stored pull() { return customop_next_float(); }
+    static Stored pull(int) { return customop_next_float(); }
 };
 
 /* How a parameter of type T is pulled: by its kind. */
@@ -110,6 +116,34 @@ struct Pulled;
 template <size_t... I, class... A>
 struct Pulled<Indices<I...>, A...> : Slot<I, A>... {};
 
+/* The library's shape sources, for messages (the build defines it). */
+#ifndef TORCHNEURON_SHAPE_SRCS
+#define TORCHNEURON_SHAPE_SRCS "shape_srcs"
+#endif
+
+/* `shape` as "[32, 120]", in `text`. */
+inline const char *format_shape(c10::IntArrayRef shape, char *text, size_t size) {
+    size_t used = size_t(snprintf(text, size, "["));
+    for (size_t i = 0; i < shape.size() && used < size; i++) {
+        used += size_t(snprintf(text + used, size - used, i == 0 ? "%ld" : ", %ld", long(shape[i])));
+    }
+    if (used < size) {
+        snprintf(text + used, size - used, "]");
+    }
+    return text;
+}
+
+/* Records `status` with "kernel entry: the returned tensor is <returned>, but the shape
+ * function (<sources>) says the output is <expected>: ...". */
+inline void disagree(Status status, const char *returned, const char *expected) {
+    char message[256];
+    snprintf(message, sizeof message,
+             "kernel entry: the returned tensor is %s, but the shape function (%s) says the output is %s: the "
+             "kernel and its shape function must agree",
+             returned, TORCHNEURON_SHAPE_SRCS, expected);
+    neuron_cxx_record(status, message);
+}
+
 /* The kernel's result into the output: the returned tensor, unless the kernel wrote
  * through get_dst_tensor(). */
 inline void deliver(const torch::Tensor &returned) {
@@ -121,11 +155,13 @@ inline void deliver(const torch::Tensor &returned) {
         }
         torch::Tensor out = get_dst_tensor(); /* fails the op if there is no output */
         if (returned.scalar_type() != out.scalar_type()) {
-            neuron_cxx_record(STATUS_DTYPE_MISMATCH, "kernel entry: the returned tensor's dtype is not the output's");
+            disagree(STATUS_DTYPE_MISMATCH, dtype_name(returned.scalar_type()), dtype_name(out.scalar_type()));
             return;
         }
         if (returned.sizes() != out.sizes()) {
-            neuron_cxx_record(STATUS_SHAPE_MISMATCH, "kernel entry: the returned tensor's shape is not the output's");
+            char got[96], expected[96];
+            disagree(STATUS_SHAPE_MISMATCH, format_shape(returned.sizes(), got, sizeof got),
+                     format_shape(out.sizes(), expected, sizeof expected));
             return;
         }
         if (out.nbytes() != 0) {
@@ -139,7 +175,7 @@ inline void deliver(const torch::Tensor &returned) {
 template <class F, class... A, size_t... I>
 inline void pull_and_call(F kernel, Indices<I...>) {
     /* Braced initialisation runs the pulls left to right: argument order. */
-    Pulled<Indices<I...>, A...> args{Slot<I, A>{Pull<A>::pull()}...};
+    Pulled<Indices<I...>, A...> args{Slot<I, A>{Pull<A>::pull(int(I))}...};
     if (customop_invocation_status() != 0) {
         return; /* a pull failed: its status is the op's; the kernel does not run */
     }

@@ -14,6 +14,8 @@
 
 #ifdef TORCHNEURON_HOST
 #include <stdlib.h>
+#else
+#include <stdio.h>
 #endif
 
 namespace torchneuron {
@@ -66,12 +68,22 @@ struct MakeIndices<0, I...> {
 inline void *allocate(size_t bytes) {
 #ifdef TORCHNEURON_HOST
     void *block = malloc(bytes == 0 ? 1 : bytes);
+    if (block == nullptr) {
+        fail(STATUS_OUT_OF_MEMORY, "torch: no memory for a new tensor");
+    }
 #else
     void *block = neuron_hbm_malloc(bytes == 0 ? 1 : bytes);
-#endif
     if (block == nullptr) {
-        fail(STATUS_OUT_OF_MEMORY, "torch: the HBM heap has no room for a new tensor");
+        size_t free_bytes = 0, largest_free = 0;
+        neuron_cxx_heap_room(&free_bytes, &largest_free);
+        char message[192];
+        snprintf(message, sizeof message,
+                 "torch: the HBM heap has no room for %u bytes (a new tensor): %u bytes are free, the largest free "
+                 "block is %u bytes",
+                 unsigned(bytes), unsigned(free_bytes), unsigned(largest_free));
+        fail(STATUS_OUT_OF_MEMORY, message);
     }
+#endif
     return block;
 }
 

@@ -8,12 +8,16 @@ tensors, through the array protocol); they return NumPy arrays.
 >>> x = np.linspace(-1, 1, 8, dtype=np.float32)
 >>> np.testing.assert_array_equal(lib.relu(x), np.maximum(x, 0))
 
-The AWS Neuron custom-op flow runs with its import changed to
-``import neuroncustomop as custom_op``: :func:`load` builds ``lib<name>.so`` from
+The AWS Neuron flow's scripts run unchanged under ``python -m neuroncustomop
+SCRIPT.py`` (their ``torch_neuronx.xla_impl.custom_op`` is this package), or with
+their import changed to ``import neuroncustomop as custom_op``: :func:`load` builds
+``lib<name>.so`` from
 ``name=``, ``compute_srcs=``, ``shape_srcs=``, ``build_directory=``, ``multicore=``,
 ``extra_cflags=``; :func:`load_library` loads it; with PyTorch installed each op is
-``torch.ops.<namespace>.<op>``, its fake kernel the shape function. The output's shape and dtype are the first tensor input's unless
-the call (``out_shape=``, ``out_dtype=``) or the library's shape function
+``torch.ops.<namespace>.<op>``, its fake kernel the shape function; :func:`options`
+sets how a block of calls runs (``torch.ops`` calls take no keywords) and
+:func:`last_result` is the last one's whole result. The output's shape and dtype are
+the first tensor input's unless the call (``out_shape=``, ``out_dtype=``) or the library's shape function
 (``load(shape_fns=...)``) says otherwise. Scalars are passed as Python or NumPy
 numbers, their C kind by their type: ``int``/``np.int32`` an ``int``, ``np.int64`` a
 ``long long``, ``float``/``np.float32`` a ``float``.
@@ -52,6 +56,7 @@ from ._findings import (
 )
 from ._library import CallResult, Kernel, Library, load, load_library
 from ._native import CORES, DeviceError, PackageError
+from ._options import last_result, options
 
 __all__ = [
     "CORES",
@@ -74,6 +79,8 @@ __all__ = [
     "UnknownKernelError",
     "UnwrittenOutputError",
     "UseAfterFreeError",
+    "last_result",
     "load",
     "load_library",
+    "options",
 ]

@@ -96,6 +96,9 @@ def tensor(value: Any, what: str) -> tuple[str, list[int], np.ndarray]:
             raise ValueError(f"{what} is on {value.device}: the simulated device takes CPU tensors (x.cpu())")
         if value.dim() == 0:
             raise ValueError(f"{what} is a 0-d tensor: pass a scalar (x.item()) or a shape (1,) tensor")
+        if value.numel() == 0:
+            # PyTorch cannot view an empty tensor's bytes (its stride is not 1).
+            return (torch_dtype, list(value.shape), np.zeros(0, np.uint8))
         flat = value.detach().contiguous().reshape(-1)
         return (torch_dtype, list(value.shape), flat.view(sys.modules["torch"].uint8).numpy())
     array = np.asarray(value)

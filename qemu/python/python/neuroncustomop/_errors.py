@@ -21,9 +21,12 @@ class KernelError(RuntimeError):
         The first failing core's invocation status (cores in order), e.g. ``0x40``, or
         ``0x10000 + n`` for a kernel's own code ``n``; ``None`` when the kernel stopped.
     status_name : str
-        Its name: ``DTYPE_MISMATCH``, ``NO_MORE_ARGS``, ... or ``Op(n)`` (a kernel's own
-        code n); for a stopped kernel, how it stopped: ``exit(101) EXIT_PANIC``,
-        ``exception(3) EXIT_EXCEPTION``, ``abort``, ``over-budget``.
+        What failed, never ``OK``: the status' name, ``DTYPE_MISMATCH``,
+        ``NO_MORE_ARGS``, ... or ``Op(n)`` (a kernel's own code n); for a stopped
+        kernel, how it stopped: ``exit(101) EXIT_PANIC``, ``exception(3)
+        EXIT_EXCEPTION``, ``abort``, ``over-budget``; when every core returned 0, the
+        memory checks' first error (``out-of-bounds store``, a subclass of
+        ``FindingsError``) or ``unwritten output`` (``UnwrittenOutputError``).
     status_detail : str or None
         When the runtime knows the argument behind the status, which and why:
         ``argument 3: pulled as float, passed as int`` (arguments count from 0); the
@@ -94,6 +97,7 @@ class UnwrittenOutputError(KernelError):
 
     def __init__(self, kernel: str, result: "CallResult", message: str):
         super().__init__(kernel, result)
+        self.status_name = "unwritten output"  # every core returned 0 (OK): not what failed
         # The message is the host API's, which ncop prints too: its hints name the
         # command line's and Rust's options; a Python caller (or torch.ops, which takes
         # no cores=) needs these.

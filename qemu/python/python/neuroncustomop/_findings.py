@@ -59,6 +59,9 @@ class FindingsError(KernelError):
         super().__init__(kernel, result)
         self.findings = findings
         self.findings_total = total
+        if self.status == 0:
+            # Every core returned 0: what failed the call is the checks' first error.
+            self.status_name = next((f.kind for f in findings if f.severity == "error"), "memory check")
         shown = "\n".join(_listed(finding) for finding in findings)
         more = f"\n... and {total - len(findings)} more" if total > len(findings) else ""
         self.args = (f"kernel {kernel}: the memory checks found {total} problem(s):\n{shown}{more}",)

@@ -10,8 +10,9 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _args, _build, _findings, _native
+from . import _args, _build, _findings, _native, _options
 from ._errors import KernelError, UnknownKernelError, UnwrittenOutputError
+from ._options import CallOptions
 from ._profile import Profile
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -115,11 +116,11 @@ class Kernel:
         out_shape: Optional[Sequence[int]] = None,
         out_dtype: Any = None,
         cores: Optional[int] = None,
-        count_instructions: bool = False,
+        count_instructions: Optional[bool] = None,
         max_instructions: Optional[int] = None,
-        checked: bool = True,
-        profile: bool = False,
-        partial_output: bool = False,
+        checked: Optional[bool] = None,
+        profile: Optional[bool] = None,
+        partial_output: Optional[bool] = None,
     ) -> CallResult:
         """Runs the kernel once on the simulated device.
 
@@ -136,6 +137,11 @@ class Kernel:
             else the first tensor input's shape.
         out_dtype : dtype, optional
             The output's dtype, by the same rule.
+
+        Each option below not given (None) is that of the enclosing
+        :func:`neuroncustomop.options` block, else the library's (``load(...,
+        checked=...)``), else its default here.
+
         cores : int, optional
             Cores to run on, 1 to 8. Default: 8 for a library loaded with
             ``multicore=True`` or declared multicore (its ``customop.json`` or
@@ -187,30 +193,27 @@ class Kernel:
         DeviceError
             The simulated device could not run the op.
         """
-        raw, shape, dtype = self._call(
-            inputs, out_shape, out_dtype, cores, count_instructions, max_instructions, checked, profile, partial_output
-        )
+        said = CallOptions(cores, checked, count_instructions, max_instructions, profile, partial_output)
+        raw, shape, dtype = self._call(inputs, out_shape, out_dtype, _options.resolve(self.library, said))
         return _checked(self.name, raw, shape, dtype)
 
-    def _call(
-        self,
-        inputs: Sequence[Any],
-        out_shape: Any,
-        out_dtype: Any,
-        cores: Optional[int],
-        count: bool,
-        max_instructions: Optional[int] = None,
-        checked: bool = True,
-        profile: bool = False,
-        partial_output: bool = False,
-    ) -> tuple:
-        """The native call of :meth:`run`: ``(raw result, output shape, output dtype
-        name)``; a failing status is not raised here."""
+    def _call(self, inputs: Sequence[Any], out_shape: Any, out_dtype: Any, options: CallOptions) -> tuple:
+        """The native call of :meth:`run` with every option resolved
+        (:func:`_options.resolve`): ``(raw result, output shape, output dtype name)``; a
+        failing status is not raised here."""
         arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
         shape, dtype = self.library._output_of(self.name, inputs, arguments, out_shape, out_dtype)
-        cores = self.library.cores if cores is None else cores
         raw = self.library._native.call(
-            self.name, arguments, dtype, list(shape), cores, count, max_instructions, checked, profile, partial_output
+            self.name,
+            arguments,
+            dtype,
+            list(shape),
+            options.cores,
+            options.count_instructions,
+            options.max_instructions,
+            options.checked,
+            options.profile,
+            options.partial_output,
         )
         return raw, shape, dtype
 
@@ -273,9 +276,13 @@ class Library:
     name raises :class:`UnknownKernelError` listing the kernels it has.
     """
 
-    def __init__(self, native: Any, cores: int, shape_fns: Mapping[str, ShapeFn]):
+    def __init__(self, native: Any, cores: int, shape_fns: Mapping[str, ShapeFn], checked: Optional[bool] = None):
         self._native = native
         self.cores = cores
+        #: The options of its calls that say nothing else (``load(..., checked=...)``).
+        self.defaults = CallOptions(checked=checked)
+        # The output (dtype, shape) per kernel and argument signature (_output_of).
+        self._outputs: dict = {}
         unknown = sorted(set(shape_fns) - set(native.kernels))
         if unknown:
             raise self._unknown(", ".join(unknown))
@@ -340,8 +347,28 @@ class Library:
                 said = (_args.dtype_name(fn_dtype, "the output"), [int(d) for d in fn_shape])
         given_shape = None if shape is None else [int(d) for d in shape]
         given_dtype = None if dtype is None else _args.dtype_name(dtype, "the output")
-        out_dtype, out_shape = self._native.resolve_output(kernel, arguments, given_shape, given_dtype, said)
+        if said is None and given_shape is None and given_dtype is None:
+            # The library's own shape function (a C++ library's runs in a process on the
+            # host) sees only dtypes, shapes and scalars: its answer for those is kept.
+            key = (kernel, *(_signature(argument) for argument in arguments))
+            known = self._outputs.get(key)
+            if known is None:
+                known = self._native.resolve_output(kernel, arguments, None, None, None)
+                self._outputs[key] = known
+            out_dtype, out_shape = known
+        else:
+            out_dtype, out_shape = self._native.resolve_output(kernel, arguments, given_shape, given_dtype, said)
         return tuple(out_shape), out_dtype
+
+
+def _signature(argument: tuple) -> tuple:
+    """What a shape function sees of a native argument: a tensor's dtype and shape, a
+    scalar's kind and value."""
+    if len(argument) == 3:
+        dtype, shape, _ = argument
+        return (dtype, tuple(shape))
+    kind, data = argument
+    return (kind, data.tobytes())
 
 
 def load(
@@ -355,6 +382,8 @@ def load(
     *,
     shape_fns: Optional[Mapping[str, ShapeFn]] = None,
     target: str = "device",
+    checked: Optional[bool] = None,
+    backward: Optional[Mapping[str, str]] = None,
 ) -> Library:
     """Builds a kernel library from its sources, writes ``lib<name>.so`` and loads it:
     the vendor's ``custom_op.load``, with its arguments, in its order.
@@ -399,6 +428,17 @@ def load(
         thread: results, statuses and printed text are the device's; no instruction
         counts). For the host tier the library is built for the host only, and no
         ``lib<name>.so`` is written.
+    checked : bool, optional
+        Whether its calls check every memory access, unless a call or an
+        :func:`neuroncustomop.options` block says otherwise (``torch.ops`` calls take
+        no keywords). Default True; ``False`` is faster.
+    backward : mapping of str to str, optional
+        For ``torch.ops``: each op's backward op, ``{"relu_forward": "relu_backward"}``,
+        the vendor's pattern: the backward op takes the output's gradient, then the
+        forward op's inputs, and returns the first input's gradient. It registers
+        ``torch.library.register_autograd``, so autograd, ``opcheck`` and
+        ``torch.compile`` differentiate the forward op (the gradients of its other
+        inputs are None).
 
     Returns
     -------
@@ -424,7 +464,15 @@ def load(
         if shape_srcs is not None or build_directory is not None or extra_cflags is not None:
             raise TypeError("load(path) loads a library as it is: shape_srcs, build_directory and extra_cflags need compute_srcs")
         # multicore=False is load's default, not a choice: the library's own then decides.
-        return load_library(name, multicore=multicore or None, shape_fns=shape_fns, verbose=verbose, target=target)
+        return load_library(
+            name,
+            multicore=multicore or None,
+            shape_fns=shape_fns,
+            verbose=verbose,
+            target=target,
+            checked=checked,
+            backward=backward,
+        )
     if name is None:
         raise TypeError("load(compute_srcs=...) needs name=: the library's name (it writes lib<name>.so)")
     if isinstance(compute_srcs, (str, os.PathLike)):
@@ -440,9 +488,10 @@ def load(
             native = _build.quietly(lambda: _native.Library(project, target), os.fspath(name), verbose)
         if target == "host":
             # lib<name>.so names a device package, which the host tier does not make.
-            return _loaded(native, native.default_cores if not multicore else _native.CORES, shape_fns)
+            cores = native.default_cores if not multicore else _native.CORES
+            return _loaded(native, cores, shape_fns, checked, backward)
         built = _build.write_library_file(native.package_dir, build_directory, os.fspath(name), multicore)
-    return load_library(built, shape_fns=shape_fns)
+    return load_library(built, shape_fns=shape_fns, checked=checked, backward=backward)
 
 
 def load_library(
@@ -452,6 +501,8 @@ def load_library(
     shape_fns: Optional[Mapping[str, ShapeFn]] = None,
     verbose: bool = False,
     target: str = "device",
+    checked: Optional[bool] = None,
+    backward: Optional[Mapping[str, str]] = None,
 ) -> Library:
     """Loads a library: the vendor's ``custom_op.load_library``.
 
@@ -483,6 +534,8 @@ def load_library(
     target : str, default "device"
         As for :func:`load`: ``"host"`` runs the calls on the host tier, built from a
         project's sources (a package or ``lib<name>.so`` has none: ``PackageError``).
+    checked, backward
+        As for :func:`load`.
 
     Returns
     -------
@@ -503,15 +556,23 @@ def load_library(
         with _build.project_locked(path):
             native = _build.quietly(lambda: _native.Library(path, target), os.path.basename(path), verbose)
     cores = native.default_cores if multicore is None else (_native.CORES if multicore else 1)
-    return _loaded(native, cores, shape_fns)
+    return _loaded(native, cores, shape_fns, checked, backward)
 
 
-def _loaded(native: Any, cores: int, shape_fns: Optional[Mapping[str, ShapeFn]]) -> Library:
+def _loaded(
+    native: Any,
+    cores: int,
+    shape_fns: Optional[Mapping[str, ShapeFn]],
+    checked: Optional[bool],
+    backward: Optional[Mapping[str, str]],
+) -> Library:
     """The :class:`Library` of ``native``, its ops registered with PyTorch when it is
     installed."""
-    library = Library(native, cores, shape_fns or {})
+    library = Library(native, cores, shape_fns or {}, checked)
     if importlib.util.find_spec("torch") is not None:
         from . import _torch
 
-        _torch.register(library)
+        _torch.register(library, backward or {})
+    elif backward:
+        raise ValueError("backward= registers torch.ops autograd: it needs PyTorch (pip install torch)")
     return library
