@@ -13,7 +13,7 @@
 //! |---|---|---|
 //! | instructions per PC | one per-vCPU inline counter per instruction (QEMU's scoreboard, 8-byte slots in chunks of [`CHUNK`]), and one more for the core's running total | yes: the same instructions as the count |
 //! | instructions per call path | a shadow call stack per vCPU (`calls.rs`): a call instruction's callback notes its return address, the next block's callback pushes the callee; a block starting at a frame's return address pops to it; at each push and pop the core's count since the last one goes to the path on top | yes: every instruction lies between two such events |
-//! | loads and stores | a memory callback per access, counted per 16 MiB page of the address, per vCPU | yes |
+//! | loads and stores | a memory callback per access, counted per 16 MiB page of the address, and per PC and page, per vCPU | yes |
 //! | DMA bytes | the `len` the core stores into its m2s queue's descriptors (`dma.rs`) | yes |
 //! | the timeline | the host's monotonic clock at the op's start and end, each `waiti` and its wake, each DMA transfer queued | wall time of the simulation, not of the device |
 //!
@@ -34,6 +34,7 @@
 //! - `STACK core=C n=N frames=HEX;HEX;…`: instructions run with that call path on top,
 //!   outermost first; the first frame `0` is the loader, which called the kernel;
 //! - `MEMORY core=C page=HH loads=N stores=N`: accesses to addresses `HH000000..+16 MiB`;
+//! - `ACCESS core=C pc=HEX page=HH loads=N stores=N`: the same, of the instruction at `pc`;
 //! - `DMA core=C bytes=N transfers=N`;
 //! - `WROTE core=C ranges=LO-HI,…`: the byte ranges it stored to in the tensor area,
 //!   itself or by the DMA transfers it queued (their s2m descriptors' destinations)
@@ -141,6 +142,8 @@ struct Core {
     path: Vec<usize>,
     /// Loads and stores per 16 MiB page.
     memory: Vec<[u64; 2]>,
+    /// Loads and stores per PC and 16 MiB page.
+    accesses: HashMap<(u64, u8), [u64; 2]>,
     dma_bytes: u64,
     dma_transfers: u64,
     /// A `waiti`'s clock and count, until the core runs again.
@@ -432,7 +435,9 @@ impl Profiler {
             move |vcpu, info, vaddr| {
                 let Some(mut core) = me.active(vcpu) else { return };
                 let store = info.is_store();
-                core.memory[(vaddr >> 24) as usize & 0xFF][usize::from(store)] += 1;
+                let page = (vaddr >> 24) as u8;
+                core.memory[usize::from(page)][usize::from(store)] += 1;
+                core.accesses.entry((pc, page)).or_default()[usize::from(store)] += 1;
                 if store && me.tensors.as_ref().is_some_and(|tensors| tensors.contains(&vaddr)) {
                     core.wrote(vaddr, 1 << info.size_shift());
                 }
@@ -514,6 +519,11 @@ impl Profiler {
         }
         for (page, [loads, stores]) in core.memory.iter().enumerate().filter(|(_, c)| c[0] + c[1] > 0) {
             lines.line("MEMORY", format_args!("page={page:02x} loads={loads} stores={stores}"));
+        }
+        let mut accesses: Vec<_> = core.accesses.iter().collect();
+        accesses.sort_unstable();
+        for ((pc, page), [loads, stores]) in accesses {
+            lines.line("ACCESS", format_args!("pc={pc:x} page={page:02x} loads={loads} stores={stores}"));
         }
         lines.line("DMA", format_args!("bytes={} transfers={}", core.dma_bytes, core.dma_transfers));
         core.merge_written();

@@ -1,28 +1,35 @@
 //! The device cost model: predicted device cycles and time of an op per core, from its
-//! profile (instructions, loads by region, DMA bytes) and parameters each documented
-//! with its public source in `qemu/profile/cost-model.toml`, which an author may
-//! override key by key (`ncop run --cost-model FILE`).
+//! profile (instructions, loads by region, DMA transfers) and parameters each documented
+//! with its source in `qemu/profile/cost-model.toml`, which an author may override key by
+//! key (`ncop run --cost-model FILE`) or fit to measured times (`ncop calibrate`,
+//! [`crate::fit`]).
 //!
 //! Per core, every term in cycles:
 //!
 //! | term | cycles |
 //! |---|---|
 //! | compute | instructions × `core.cycles_per_instruction` |
-//! | local memory | loads from local RAM and the image × (`local_ram.load_cycles` − 1) |
+//! | local memory | loads from local RAM, the image and the stack × (`local_ram.load_cycles` − 1) |
 //! | HBM | loads from HBM and the HBM scratch × (`hbm.load_cycles` − 1) |
 //! | stores | stores × (`stores.cycles` − 1) |
-//! | DMA | bytes ÷ min(`dma.link_bytes_per_cycle`, `dma.shared_bytes_per_second` ÷ `clock.hz` ÷ cores) + transfers × `dma.cycles_per_transfer` |
+//! | DMA | the time the core waits for its transfers ([`crate::timeline`]): each batch's `dma.latency_cycles`, then its bytes at min(`dma.link_bytes_per_cycle`, `dma.shared_bytes_per_second` ÷ `clock.hz` ÷ cores) |
 //!
-//! The terms add up (the runtime waits for each DMA copy before going on); the largest
-//! is what bounds the core. The op takes as long as its slowest core.
+//! The instructions of a wait for the DMA engine (the runtime's wait loop, its sleep,
+//! the interrupt that ends it: [`crate::profile::Instruction::waiting`]) are not work:
+//! how many run depends on how long the simulated engine took, so they and their loads
+//! count nothing, and the DMA term stands for the wait. The terms add up; the largest is
+//! what bounds the core. The op takes as long as its slowest core, and an iteration of
+//! the framework around it `op.overhead_seconds` more.
 //!
 //! What it cannot model: the device's 512-bit SIMD (this toolchain emits none of it, so
 //! a vendor-compiled kernel using it would be faster than predicted), caches (there
 //! are none in the model: each load pays its region's latency), overlap of loads
 //! (a load's latency is paid in full, as if the next instruction used it), and
-//! anything outside the op (the host, the framework, the other engines).
+//! anything outside the op but its one fixed overhead (the host, the framework, the
+//! other engines).
 
-use crate::profile::{CoreProfile, Profile, Region};
+use crate::profile::{CoreProfile, Instruction, Profile, Region};
+use crate::timeline::Timeline;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -45,6 +52,16 @@ pub struct CostModel {
     pub stores: Stores,
     /// `[dma]`.
     pub dma: Dma,
+    /// `[op]`.
+    pub op: Op,
+}
+
+/// `[op]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Op {
+    /// Seconds an iteration of the framework around the op takes besides the op.
+    pub overhead_seconds: f64,
 }
 
 /// `[clock]`.
@@ -97,8 +114,8 @@ pub struct Dma {
     pub link_bytes_per_cycle: f64,
     /// Bytes per second of the DMA all cores share.
     pub shared_bytes_per_second: f64,
-    /// Cycles per transfer besides its bytes.
-    pub cycles_per_transfer: f64,
+    /// Cycles from a batch of transfers queued to its first bytes moving.
+    pub latency_cycles: f64,
 }
 
 /// Why a cost model file could not be used.
@@ -162,28 +179,130 @@ impl CostModel {
         Self::from_toml(&text, &what)
     }
 
-    /// The prediction for one core of an op that ran on `cores` cores at once.
-    pub fn core(&self, profile: &CoreProfile, cores: usize) -> CorePrediction {
-        let loads = |regions: &[Region]| regions.iter().map(|&r| profile.accesses(r).loads).sum::<u64>() as f64;
-        let stores: u64 = profile.memory.values().map(|a| a.stores).sum();
-        let shared = self.dma.shared_bytes_per_second / self.clock.hz / cores.max(1) as f64;
-        let dma_rate = self.dma.link_bytes_per_cycle.min(shared);
-        let terms = Terms {
-            compute: profile.instructions as f64 * self.core.cycles_per_instruction,
-            local_memory: loads(&[Region::LocalRam, Region::Image]) * (self.local_ram.load_cycles - 1.0),
-            hbm: loads(&[Region::Hbm, Region::HbmScratch]) * (self.hbm.load_cycles - 1.0),
-            stores: stores as f64 * (self.stores.cycles - 1.0),
-            dma: profile.dma_bytes as f64 / dma_rate + profile.dma_transfers as f64 * self.dma.cycles_per_transfer,
-        };
-        let cycles = terms.compute + terms.local_memory + terms.hbm + terms.stores + terms.dma;
-        CorePrediction { core: profile.core, cycles, seconds: cycles / self.clock.hz, bound: terms.bound(), terms }
+    /// Cycles of a load from `region`.
+    fn load_cycles(&self, region: Region) -> f64 {
+        match region {
+            Region::LocalRam | Region::Image | Region::Stack => self.local_ram.load_cycles,
+            Region::Hbm | Region::HbmScratch => self.hbm.load_cycles,
+            // The queues' counters and the job block: not priced (an instruction's issue).
+            Region::DmaQueues | Region::Other => 1.0,
+        }
     }
 
-    /// The prediction for an op: each core's, and the slowest.
+    /// Predicted cycles of one instruction over all its runs: issue, plus its loads'
+    /// and stores' cycles beyond issue; none for a wait's ([`Instruction::waiting`]).
+    pub fn instruction_cycles(&self, pc: &Instruction) -> f64 {
+        if pc.waiting {
+            return 0.0;
+        }
+        let memory: f64 = pc
+            .memory
+            .iter()
+            .map(|(&region, a)| {
+                a.loads as f64 * (self.load_cycles(region) - 1.0) + a.stores as f64 * (self.stores.cycles - 1.0)
+            })
+            .sum();
+        pc.executed as f64 * self.core.cycles_per_instruction + memory
+    }
+
+    /// Bytes a cycle one core's transfers move while `cores` cores copy at once: its
+    /// link, or its share of the DMA they share, whichever is less.
+    pub fn dma_bytes_per_cycle(&self, cores: usize) -> f64 {
+        let shared = self.dma.shared_bytes_per_second / self.clock.hz / cores.max(1) as f64;
+        self.dma.link_bytes_per_cycle.min(shared)
+    }
+
+    /// The busy terms of one core (every term but the DMA wait): its figures less its
+    /// waits' instructions and accesses.
+    fn busy(&self, profile: &CoreProfile) -> Terms {
+        let mut memory = profile.memory.clone();
+        for pc in profile.pcs.iter().filter(|pc| pc.waiting) {
+            for (region, a) in &pc.memory {
+                let sum = memory.entry(*region).or_default();
+                sum.loads = sum.loads.saturating_sub(a.loads);
+                sum.stores = sum.stores.saturating_sub(a.stores);
+            }
+        }
+        let loads = |regions: &[Region]| {
+            regions.iter().map(|&r| memory.get(&r).map_or(0, |a| a.loads) as f64 * (self.load_cycles(r) - 1.0)).sum()
+        };
+        let stores: u64 = memory.values().map(|a| a.stores).sum();
+        Terms {
+            compute: (profile.instructions - profile.waiting) as f64 * self.core.cycles_per_instruction,
+            local_memory: loads(&[Region::LocalRam, Region::Image, Region::Stack]),
+            hbm: loads(&[Region::Hbm, Region::HbmScratch]),
+            stores: stores as f64 * (self.stores.cycles - 1.0),
+            dma: 0.0,
+        }
+    }
+
+    /// The prediction for one core of an op that ran on `cores` cores at once, with
+    /// its device-time timeline.
+    pub fn core(&self, profile: &CoreProfile, cores: usize) -> (CorePrediction, Timeline) {
+        let mut terms = self.busy(profile);
+        let busy = terms.compute + terms.local_memory + terms.hbm + terms.stores;
+        let timeline = crate::timeline::core(self, profile, busy, cores);
+        terms.dma = timeline.idle();
+        let cycles = busy + terms.dma;
+        let prediction =
+            CorePrediction { core: profile.core, cycles, seconds: cycles / self.clock.hz, bound: terms.bound(), terms };
+        (prediction, timeline)
+    }
+
+    /// The prediction for an op: each core's, the slowest, and the iteration's time.
     pub fn predict(&self, profile: &Profile) -> Prediction {
-        let cores: Vec<CorePrediction> = profile.cores.iter().map(|c| self.core(c, profile.cores.len())).collect();
+        let cores: Vec<CorePrediction> = profile.cores.iter().map(|c| self.core(c, profile.cores.len()).0).collect();
         let slowest = cores.iter().max_by(|a, b| a.cycles.total_cmp(&b.cycles)).cloned();
-        Prediction { cores, slowest }
+        let seconds = slowest.as_ref().map_or(0.0, |s| s.seconds) + self.op.overhead_seconds;
+        Prediction { cores, slowest, seconds }
+    }
+
+    /// Each core's device-time timeline.
+    pub fn timelines(&self, profile: &Profile) -> Vec<Timeline> {
+        profile.cores.iter().map(|c| self.core(c, profile.cores.len()).1).collect()
+    }
+
+    /// Prices `profile`'s line tables under this model.
+    pub fn price(&self, profile: &mut Profile) {
+        for core in &mut profile.cores {
+            core.lines = crate::annotate::lines(&core.pcs, self);
+        }
+    }
+
+    /// This model with the parameter `key` (`section.name`, as in the TOML file) set to
+    /// `value`.
+    ///
+    /// # Errors
+    /// [`CostModelError::Invalid`] for a key the model does not have or that is no number.
+    pub fn with(&self, key: &str, value: f64) -> Result<CostModel, CostModelError> {
+        let invalid = |message: String| CostModelError::Invalid { path: key.into(), message };
+        let mut table = toml::Table::try_from(self).map_err(|e| invalid(e.to_string()))?;
+        let (section, name) = key.split_once('.').ok_or_else(|| invalid("a key is `section.name` ".into()))?;
+        let slot = table
+            .get_mut(section)
+            .and_then(|s| s.as_table_mut())
+            .and_then(|s| s.get_mut(name))
+            .ok_or_else(|| invalid("no such parameter ".into()))?;
+        if !slot.is_float() {
+            return Err(invalid("not a number of cycles, bytes or seconds ".into()));
+        }
+        *slot = toml::Value::Float(value);
+        table.try_into().map_err(|e: toml::de::Error| invalid(e.to_string()))
+    }
+
+    /// The parameter `key`'s value.
+    ///
+    /// # Errors
+    /// As [`CostModel::with`].
+    pub fn get(&self, key: &str) -> Result<f64, CostModelError> {
+        let invalid = |message: String| CostModelError::Invalid { path: key.into(), message };
+        let table = toml::Table::try_from(self).map_err(|e| invalid(e.to_string()))?;
+        let (section, name) = key.split_once('.').ok_or_else(|| invalid("a key is `section.name` ".into()))?;
+        table
+            .get(section)
+            .and_then(|s| s.get(name))
+            .and_then(toml::Value::as_float)
+            .ok_or_else(|| invalid("no such number ".into()))
     }
 }
 
@@ -198,7 +317,7 @@ pub struct Terms {
     pub hbm: f64,
     /// Store cost beyond issue.
     pub stores: f64,
-    /// DMA transfers.
+    /// Waiting for DMA transfers.
     pub dma: f64,
 }
 
@@ -266,58 +385,28 @@ pub struct Prediction {
     pub cores: Vec<CorePrediction>,
     /// The slowest core: the op's time (`None` for no core).
     pub slowest: Option<CorePrediction>,
-}
-
-/// The HBM load latency that makes `slow` take `ratio` times as long as `fast` under
-/// `model` (every other parameter as it is): how `[hbm] load_cycles` was calibrated.
-/// `None` when no latency can (the two make the same number of HBM loads, or the
-/// latency would be below a cycle).
-pub fn calibrate_hbm_load_cycles(model: &CostModel, slow: &Profile, fast: &Profile, ratio: f64) -> Option<f64> {
-    // Each prediction is a + b·(L − 1) in the latency L; solve a_s + b_s·x = ratio·(a_f + b_f·x).
-    let split = |profile: &Profile| {
-        let at = |hbm: f64| {
-            let mut model = model.clone();
-            model.hbm.load_cycles = hbm;
-            model.predict(profile).slowest.map_or(0.0, |p| p.cycles)
-        };
-        let a = at(1.0);
-        (a, at(2.0) - a)
-    };
-    let ((a_s, b_s), (a_f, b_f)) = (split(slow), split(fast));
-    let denominator = b_s - ratio * b_f;
-    if denominator.abs() < f64::EPSILON {
-        return None;
-    }
-    Some((ratio * a_f - a_s) / denominator + 1.0).filter(|&l| l >= 1.0)
+    /// Seconds of an iteration: the slowest core's, and `op.overhead_seconds`.
+    pub seconds: f64,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::Accesses;
+    use crate::mix::Class;
+    use crate::profile::{Accesses, Event, EventKind};
     use std::collections::BTreeMap;
 
-    fn core(instructions: u64, hbm_loads: u64, local_loads: u64, dma_bytes: u64) -> CoreProfile {
+    fn core(instructions: u64, hbm_loads: u64, local_loads: u64) -> CoreProfile {
         let memory = BTreeMap::from([
             (Region::Hbm, Accesses { loads: hbm_loads, stores: 0 }),
             (Region::LocalRam, Accesses { loads: local_loads, stores: 0 }),
         ]);
-        CoreProfile {
-            core: 0,
-            instructions,
-            functions: vec![],
-            stacks: vec![],
-            inclusive: vec![],
-            mix: BTreeMap::new(),
-            in_runtime: 0,
-            in_libm: 0,
-            memory,
-            dma_bytes,
-            dma_transfers: 0,
-            events: vec![],
-            dropped_events: 0,
-            elements_written: None,
-        }
+        CoreProfile { instructions, memory, ..CoreProfile::default() }
+    }
+
+    /// A transfer of `bytes` queued at instruction `at`.
+    fn transfer(at: u64, bytes: u64) -> Event {
+        Event { kind: EventKind::Dma, start_ns: 0, duration_ns: 0, bytes, instruction: at }
     }
 
     #[test]
@@ -331,31 +420,61 @@ mod tests {
         assert_eq!(over.clock, model.clock);
         let bad = CostModel::from_toml("[hbm]\nlatency = 1\n", "test").unwrap_err().to_string();
         assert!(bad.contains("unknown field `latency`"), "{bad}");
+        assert_eq!(model.with("hbm.load_cycles", 7.0).unwrap().hbm.load_cycles, 7.0);
+        assert_eq!(model.get("op.overhead_seconds").unwrap(), model.op.overhead_seconds);
+        assert!(model.with("hbm.nothing", 1.0).is_err() && model.with("local_ram.bytes", 1.0).is_err());
     }
 
     #[test]
     fn terms_add_up_and_the_largest_bounds() {
-        let model = CostModel::from_toml("[hbm]\nload_cycles = 101.0\n", "test").unwrap();
-        let prediction = model.core(&core(1000, 10, 100, 6400), 1);
+        let model = CostModel::from_toml("[hbm]\nload_cycles = 101.0\n[dma]\nlatency_cycles = 50.0\n", "test").unwrap();
+        let mut one = core(1000, 10, 100);
+        one.events = vec![transfer(500, 6400)];
+        let (prediction, timeline) = model.core(&one, 1);
         assert_eq!(prediction.terms.compute, 1000.0);
         assert_eq!(prediction.terms.hbm, 1000.0);
         assert_eq!(prediction.terms.local_memory, 200.0);
-        assert_eq!(prediction.terms.dma, 100.0, "64 B a cycle on one core");
-        assert_eq!(prediction.cycles, 2300.0);
-        assert_eq!(prediction.seconds, 2300.0 / 1.4e9);
+        assert_eq!(prediction.terms.dma, 50.0 + 100.0, "the latency, then 64 B a cycle on one core");
+        assert_eq!(prediction.cycles, 2350.0);
+        assert_eq!(prediction.seconds, 2350.0 / 1.4e9);
+        assert_eq!(timeline.op.cycles, prediction.cycles, "the trace's op is the prediction");
+        // Queued halfway through the busy cycles (2200 at 2.2 a busy instruction).
+        assert_eq!(timeline.transfers[0].start, 500.0 * 2.2);
+        assert_eq!(timeline.waits[0].start, 500.0 * 2.2);
         // On 8 cores each gets 307e9 / 1.4e9 / 8 = 27.4 B a cycle: the shared DMA binds.
-        let eight = model.core(&core(0, 0, 0, 6400), 8);
-        assert!((eight.terms.dma - 6400.0 / (307e9 / 1.4e9 / 8.0)).abs() < 1e-9);
+        let mut eight = core(0, 0, 0);
+        eight.events = vec![transfer(0, 6400)];
+        let (eight, _) = model.core(&eight, 8);
+        assert!((eight.terms.dma - 50.0 - 6400.0 / (307e9 / 1.4e9 / 8.0)).abs() < 1e-9, "{eight:?}");
         assert_eq!(eight.bound, Bound::Dma);
     }
 
     #[test]
-    fn calibration_recovers_the_latency_that_gives_the_ratio() {
-        let profile = |c| Profile { kernel: "k".into(), cores: vec![c] };
+    fn waits_are_idle_and_the_stack_is_local_ram() {
         let model = CostModel::default();
-        let (slow, fast) = (profile(core(1000, 100, 0, 0)), profile(core(1000, 0, 0, 0)));
-        let latency = calibrate_hbm_load_cycles(&model, &slow, &fast, 5.0).unwrap();
-        assert!((latency - 41.0).abs() < 1e-9, "1000 + 100·(L − 1) = 5000 ⟹ L = 41, got {latency}");
-        assert_eq!(calibrate_hbm_load_cycles(&model, &fast, &fast, 2.0), None);
+        let pc = |executed, waiting, region| Instruction {
+            pc: 0,
+            executed,
+            mnemonic: "l32i".into(),
+            text: None,
+            class: Class::Load,
+            frames: vec![],
+            file: None,
+            line: None,
+            memory: BTreeMap::from([(region, Accesses { loads: executed, stores: 0 })]),
+            waiting,
+        };
+        assert_eq!(model.instruction_cycles(&pc(10, false, Region::Stack)), 10.0 * 3.0);
+        assert_eq!(model.instruction_cycles(&pc(10, true, Region::DmaQueues)), 0.0);
+        // A core whose wait loop ran 40 more times costs the same.
+        let busy = |waits: u64| {
+            let mut core = core(1000 + waits, 0, 0);
+            core.waiting = waits;
+            core.memory.insert(Region::DmaQueues, Accesses { loads: waits, stores: 0 });
+            core.pcs = vec![pc(waits, true, Region::DmaQueues)];
+            model.core(&core, 1).0.cycles
+        };
+        assert_eq!(busy(10), busy(50));
+        assert_eq!(busy(10), 1000.0);
     }
 }

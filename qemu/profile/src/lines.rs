@@ -14,6 +14,8 @@ pub struct RawCore {
     pub stacks: Vec<(Vec<u32>, u64)>,
     /// Loads and stores per 16 MiB page of the address.
     pub memory: BTreeMap<u8, (u64, u64)>,
+    /// The same per instruction: by PC, then page.
+    pub accesses: BTreeMap<u32, BTreeMap<u8, (u64, u64)>>,
     /// Bytes and transfers the core queued on its DMA queues.
     pub dma: (u64, u64),
     /// Timeline events, in the order they happened.
@@ -61,6 +63,10 @@ pub fn parse<S: AsRef<str>>(lines: &[S]) -> RawCore {
             "MEMORY" => {
                 raw.memory.insert(hex("page") as u8, (number("loads"), number("stores")));
             }
+            "ACCESS" => {
+                let page = raw.accesses.entry(hex("pc") as u32).or_default();
+                page.insert(hex("page") as u8, (number("loads"), number("stores")));
+            }
             "DMA" => raw.dma = (number("bytes"), number("transfers")),
             "EVENT" => raw.events.push(RawEvent {
                 kind: fields.text("kind").unwrap_or("?").to_string(),
@@ -94,6 +100,7 @@ mod tests {
             "PROFILE core=1 pc=84000010 n=5 insn=l32i.n",
             "STACK core=1 n=7 frames=0;84000010",
             "MEMORY core=1 page=7f loads=3 stores=2",
+            "ACCESS core=1 pc=84000010 page=7f loads=3 stores=2",
             "DMA core=1 bytes=4096 transfers=1",
             "EVENT core=1 kind=op ns=100 dur=50 bytes=0 at=7",
             "WROTE core=1 ranges=62000000-62000010,62000040-62000044",
@@ -103,6 +110,7 @@ mod tests {
         assert_eq!(one.pcs, [(0x8400_0010, 5, "l32i.n".to_string())]);
         assert_eq!(one.stacks, [(vec![0, 0x8400_0010], 7)]);
         assert_eq!(one.memory[&0x7f], (3, 2));
+        assert_eq!(one.accesses[&0x8400_0010][&0x7f], (3, 2));
         assert_eq!(one.dma, (4096, 1));
         assert_eq!(one.events[0], RawEvent { kind: "op".into(), ns: 100, dur: 50, bytes: 0, at: 7 });
         assert_eq!(one.written, Some(vec![(0x6200_0000, 0x6200_0010), (0x6200_0040, 0x6200_0044)]));

@@ -2,18 +2,24 @@
 //! disassembler gives it (`qemu_plugin_insn_disas`, first word), so no decoder of ours
 //! can disagree with what ran.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What an instruction does, as far as the cost model cares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Class {
     /// Integer arithmetic, logic, shifts, moves, constants.
     Alu,
     /// Integer multiply and divide (`mull`, `muluh`, `quou`, `rems`, MAC16).
     MulDiv,
-    /// Floating point (`*.s`, `rfr`/`wfr`), not its loads and stores.
+    /// Floating-point arithmetic (`add.s`, `sub.s`, `mul.s`, `madd.s`, `msub.s`).
     Fpu,
+    /// The FPU's divide and square-root steps (`div0.s`, `divn.s`, `maddn.s`,
+    /// `nexp01.s`, `recip0.s`, `sqrt0.s`, …): a divide or root is a sequence of them.
+    FpuDivide,
+    /// Floating-point moves, conversions and compares (`mov.s`, `float.s`, `trunc.s`,
+    /// `olt.s`, `rfr`, `wfr`, …), not its loads and stores.
+    FpuMove,
     /// Loads, float loads included (`l32i`, `l32r`, `lsi`).
     Load,
     /// Stores, float stores included (`s32i`, `ssi`).
@@ -28,8 +34,18 @@ pub enum Class {
 
 impl Class {
     /// Every class, in the order reports list them.
-    pub const ALL: [Class; 8] =
-        [Class::Alu, Class::MulDiv, Class::Fpu, Class::Load, Class::Store, Class::Branch, Class::Call, Class::System];
+    pub const ALL: [Class; 10] = [
+        Class::Alu,
+        Class::MulDiv,
+        Class::Fpu,
+        Class::FpuDivide,
+        Class::FpuMove,
+        Class::Load,
+        Class::Store,
+        Class::Branch,
+        Class::Call,
+        Class::System,
+    ];
 
     /// Its name in reports.
     pub fn name(self) -> &'static str {
@@ -37,6 +53,8 @@ impl Class {
             Class::Alu => "alu",
             Class::MulDiv => "mul/div",
             Class::Fpu => "fpu",
+            Class::FpuDivide => "fpu divide",
+            Class::FpuMove => "fpu move",
             Class::Load => "load",
             Class::Store => "store",
             Class::Branch => "branch",
@@ -57,6 +75,20 @@ impl Class {
             "entry", "rotw", "rfwo", "rfwu", "rfe", "rfde", "rfi", "rsr", "wsr", "xsr", "rur", "wur", "isync", "rsync",
             "esync", "dsync", "memw", "extw", "excw", "waiti", "syscall",
         ];
+        const FPU: [&str; 5] = ["add.s", "sub.s", "mul.s", "madd.s", "msub.s"];
+        const FPU_DIVIDE: [&str; 11] = [
+            "div0.s",
+            "divn.s",
+            "maddn.s",
+            "nexp01.s",
+            "recip0.s",
+            "rsqrt0.s",
+            "sqrt0.s",
+            "mkdadj.s",
+            "mksadj.s",
+            "addexp.s",
+            "addexpm.s",
+        ];
         const BRANCHES: [&str; 7] = ["j", "jx", "loop", "loopnez", "loopgtz", "ret", "retw"];
         if LOADS.contains(&base) {
             Class::Load
@@ -64,10 +96,15 @@ impl Class {
             Class::Store
         } else if base.starts_with("call") {
             Class::Call
-        } else if MUL_DIV.contains(&base) || base.starts_with("mul.") || base.starts_with("mula.") {
-            Class::MulDiv
-        } else if base.ends_with(".s") || base == "rfr" || base == "wfr" {
+        } else if FPU.contains(&base) {
             Class::Fpu
+        } else if FPU_DIVIDE.contains(&base) {
+            Class::FpuDivide
+        } else if base.ends_with(".s") || base == "rfr" || base == "wfr" {
+            Class::FpuMove
+        } else if MUL_DIV.contains(&base) || base.starts_with("mul.") || base.starts_with("mula.") {
+            // MAC16's `mul.aa.ll`, `mula.dd.hh`, … (the FPU's `mul.s` is taken above).
+            Class::MulDiv
         } else if SYSTEM.contains(&base) || base.starts_with("simcall") || base.starts_with("break") {
             Class::System
         } else if BRANCHES.contains(&base) || (base.starts_with('b') && !base.starts_with("break")) {
@@ -91,8 +128,13 @@ mod tests {
             ("s32i.n", Class::Store),
             ("ssi", Class::Store),
             ("madd.s", Class::Fpu),
-            ("div0.s", Class::Fpu),
-            ("wfr", Class::Fpu),
+            ("mul.s", Class::Fpu),
+            ("div0.s", Class::FpuDivide),
+            ("maddn.s", Class::FpuDivide),
+            ("wfr", Class::FpuMove),
+            ("float.s", Class::FpuMove),
+            ("olt.s", Class::FpuMove),
+            ("mul.aa.ll", Class::MulDiv),
             ("mull", Class::MulDiv),
             ("quou", Class::MulDiv),
             ("beqz.n", Class::Branch),

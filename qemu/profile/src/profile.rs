@@ -1,22 +1,34 @@
 //! The profile of one op, typed: per core, instructions per function (inlined functions
-//! as themselves), per call path, by class, and memory accesses by region.
+//! as themselves), per call path (inlined functions as frames of their own), per
+//! instruction and source line, by class, and memory accesses by region.
+//!
+//! The plugin's call paths hold real calls only; the inlined functions under a path's
+//! innermost function come from the images' DWARF (the symbolizer's inline chain of
+//! each PC). A path's instructions are shared among the inline chains of its innermost
+//! function in proportion to that function's per-PC counts: exact when the function is
+//! innermost on one path only (the common case: a kernel's loop), an estimate when
+//! several paths end in it (each gets the function's overall mix).
 
+use crate::annotate::Disassembly;
+use crate::cost::CostModel;
 use crate::lines::RawCore;
 use crate::mix::Class;
 use neuroncustomop_machine::job::{TENSOR_AREA, TENSOR_AREA_SIZE};
 use neuroncustomop_machine::symbolize::{Place, SymbolizeError, Symbolizer};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Where a load or store went (the simulated device's memory map, docs/simulation.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Region {
     /// The core's local data RAM (`get_data_scratch`: its TCM pool and dataram heap).
     LocalRam,
-    /// The library image: its code's literals, its data, and the stack.
+    /// The library image: its code's literals and its data.
     Image,
+    /// The loader's image, where the stack the kernel runs on lives.
+    Stack,
     /// The tensors, in HBM, reached through `neuron_translate` (accessors, pointers).
     Hbm,
     /// The core's HBM scratch (`get_hbm_scratch`).
@@ -33,11 +45,20 @@ const HBM_SCRATCH_PAGES: std::ops::RangeInclusive<u8> = 0x6A..=0x6D;
 const DATA_SCRATCH_PAGE: u8 = 0x7F;
 /// Library images: `0x84000000 + core * 2 MiB`.
 const LIBRARY_PAGE: u8 = 0x84;
+/// Loader images, with the stack: `0x85000000 + core * 2 MiB`.
+const LOADER_PAGE: u8 = 0x85;
 
 impl Region {
     /// Every region, in the order reports list them.
-    pub const ALL: [Region; 6] =
-        [Region::LocalRam, Region::Image, Region::Hbm, Region::HbmScratch, Region::DmaQueues, Region::Other];
+    pub const ALL: [Region; 7] = [
+        Region::LocalRam,
+        Region::Image,
+        Region::Stack,
+        Region::Hbm,
+        Region::HbmScratch,
+        Region::DmaQueues,
+        Region::Other,
+    ];
 
     /// The region of the 16 MiB page `page` (an address's top byte).
     pub fn of(page: u8) -> Region {
@@ -49,6 +70,7 @@ impl Region {
             p if p == dma => Region::DmaQueues,
             DATA_SCRATCH_PAGE => Region::LocalRam,
             LIBRARY_PAGE => Region::Image,
+            LOADER_PAGE => Region::Stack,
             _ => Region::Other,
         }
     }
@@ -58,6 +80,7 @@ impl Region {
         match self {
             Region::LocalRam => "local RAM",
             Region::Image => "image",
+            Region::Stack => "stack",
             Region::Hbm => "HBM",
             Region::HbmScratch => "HBM scratch",
             Region::DmaQueues => "DMA queues",
@@ -67,7 +90,7 @@ impl Region {
 }
 
 /// Loads and stores to one region.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Accesses {
     /// Loads.
     pub loads: u64,
@@ -76,7 +99,7 @@ pub struct Accesses {
 }
 
 /// Instructions of one function on one core.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Function {
     /// Its name, demangled; an inlined function is named itself, not its caller.
     pub name: String,
@@ -86,8 +109,10 @@ pub struct Function {
     pub instructions: u64,
 }
 
-/// Instructions run with one call path on top of the stack (real calls, not inlined).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// Instructions run with one call path on top of the stack: its real calls, then the
+/// functions inlined into the innermost one (the module's documentation says how a
+/// path's instructions are shared among them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stack {
     /// Function names, outermost (the kernel) first.
     pub frames: Vec<String>,
@@ -95,9 +120,37 @@ pub struct Stack {
     pub instructions: u64,
 }
 
+/// One instruction of the op on one core: how often it ran, what it is, where it is
+/// in the source and what memory it touched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Instruction {
+    /// Its address.
+    pub pc: u32,
+    /// Times it ran.
+    pub executed: u64,
+    /// Its mnemonic, as QEMU's disassembler names it.
+    pub mnemonic: String,
+    /// Its disassembly (`llvm-objdump`), when the image could be disassembled.
+    pub text: Option<String>,
+    /// Its class in the instruction mix.
+    pub class: Class,
+    /// The functions at the PC, outermost (the one it was compiled into) first, then
+    /// each inlined one.
+    pub frames: Vec<String>,
+    /// The innermost function's source file, when the DWARF has one.
+    pub file: Option<String>,
+    /// The source line, when the DWARF has one.
+    pub line: Option<u32>,
+    /// Its loads and stores per region (empty when the plugin gave no per-PC figures).
+    pub memory: BTreeMap<Region, Accesses>,
+    /// Whether it is part of a wait for the DMA engine (the runtime's wait loop, its
+    /// sleep and the interrupt that ends it): idle time to the cost model, not work.
+    pub waiting: bool,
+}
+
 /// Instructions of one function and of everything it called, on one core: every call
 /// path through it, each path once however often the function recurs on it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inclusive {
     /// The function, as the call paths name it (a function inlined into another counts
     /// in that one: the paths hold real calls only).
@@ -107,7 +160,7 @@ pub struct Inclusive {
 }
 
 /// One event of a core's timeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     /// What it was.
     pub kind: EventKind,
@@ -122,7 +175,7 @@ pub struct Event {
 }
 
 /// What an [`Event`] was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     /// The op, from the kernel's call to its return.
@@ -134,7 +187,7 @@ pub enum EventKind {
 }
 
 /// One core's profile of the op.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CoreProfile {
     /// The core.
     pub core: u32,
@@ -144,14 +197,22 @@ pub struct CoreProfile {
     pub instructions: u64,
     /// Per function, most instructions first.
     pub functions: Vec<Function>,
-    /// Per call path.
+    /// Per call path, with inlined functions as frames.
     pub stacks: Vec<Stack>,
+    /// Per instruction (PC), in address order.
+    pub pcs: Vec<Instruction>,
+    /// Per source line, most instructions first ([`crate::annotate::Line`]).
+    pub lines: Vec<crate::annotate::Line>,
     /// Per function with what it called ([`Inclusive`]), most first, from the call
     /// paths: the functions every path starts with (the kernel's entry, and what the
     /// loader called it through) are left out, as they hold all of the op.
     pub inclusive: Vec<Inclusive>,
     /// Per instruction class.
     pub mix: BTreeMap<Class, u64>,
+    /// Instructions of waits for the DMA engine ([`Instruction::waiting`]): how many
+    /// depends on how long the simulated engine took, so the cost model counts them as
+    /// idle, not work.
+    pub waiting: u64,
     /// Instructions run in the runtime's code (runtime/ and its include/ headers).
     pub in_runtime: u64,
     /// Instructions run in libm (the `libm` crate, or the runtime's math).
@@ -179,7 +240,7 @@ impl CoreProfile {
 }
 
 /// The profile of one op: every core that ran it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
     /// The kernel.
     pub kernel: String,
@@ -325,11 +386,69 @@ impl Output {
     }
 }
 
+/// Loads and stores per region, from per-page figures.
+fn regions(pages: &BTreeMap<u8, (u64, u64)>) -> BTreeMap<Region, Accesses> {
+    let mut memory: BTreeMap<Region, Accesses> = BTreeMap::new();
+    for (&page, &(loads, stores)) in pages {
+        let region = memory.entry(Region::of(page)).or_default();
+        region.loads += loads;
+        region.stores += stores;
+    }
+    memory
+}
+
+/// The call path `frames` with `instructions`, as one stack per chain of functions
+/// inlined into its innermost function: shared in proportion to that function's
+/// per-PC counts (the module's documentation), whole sums kept by largest remainder.
+fn with_inlined(frames: Vec<String>, instructions: u64, pcs: &[Instruction]) -> Vec<Stack> {
+    let innermost = frames.last().cloned().unwrap_or_default();
+    let mut chains: BTreeMap<&[String], u64> = BTreeMap::new();
+    for pc in pcs.iter().filter(|pc| pc.frames.first() == Some(&innermost)) {
+        *chains.entry(&pc.frames[1..]).or_default() += pc.executed;
+    }
+    let total: u64 = chains.values().sum();
+    if total == 0 || chains.keys().all(|chain| chain.is_empty()) {
+        return vec![Stack { frames, instructions }];
+    }
+    // Whole shares first, then one more each to the largest remainders.
+    let mut shares: Vec<(&[String], u64, u128)> = chains
+        .into_iter()
+        .map(|(chain, n)| {
+            let exact = u128::from(instructions) * u128::from(n);
+            (chain, (exact / u128::from(total)) as u64, exact % u128::from(total))
+        })
+        .collect();
+    let mut left = instructions - shares.iter().map(|s| s.1).sum::<u64>();
+    let mut order: Vec<usize> = (0..shares.len()).collect();
+    order.sort_by(|&a, &b| shares[b].2.cmp(&shares[a].2).then(a.cmp(&b)));
+    for index in order {
+        if left == 0 {
+            break;
+        }
+        shares[index].1 += 1;
+        left -= 1;
+    }
+    shares
+        .into_iter()
+        .filter(|share| share.1 > 0)
+        .map(|(chain, n, _)| Stack { frames: frames.iter().chain(chain).cloned().collect(), instructions: n })
+        .collect()
+}
+
 /// Looks PCs up once each in the images.
 pub struct Folder {
     symbols: Symbolizer,
     cache: BTreeMap<u32, Vec<Place>>,
+    /// Each PC's disassembly and each label, from every image.
+    disassembly: Disassembly,
+    /// The cost model that prices the line table (the shipped one).
+    model: CostModel,
 }
+
+/// The functions that wait for the DMA engine, by name (inlined or not): the runtime's
+/// wait loop, its sleep (`waiti` with a timer) and the vectors' level-1 path, which
+/// the interrupt that ends a sleep runs.
+const WAITS: [&str; 4] = ["Queues>::wait", "wait_for_interrupt", "_KernelExceptionVector", "_UserExceptionVector"];
 
 impl Folder {
     /// A folder for the images the cores ran: the library's and the loader's (the
@@ -338,19 +457,25 @@ impl Folder {
     /// # Errors
     /// [`ProfileError`] when an image or its DWARF cannot be read.
     pub fn new(images: &[PathBuf]) -> Result<Self, ProfileError> {
-        Ok(Self { symbols: Symbolizer::new(images)?, cache: BTreeMap::new() })
+        let mut disassembly = Disassembly::default();
+        for image in images {
+            disassembly.add(image);
+        }
+        Ok(Self { symbols: Symbolizer::new(images)?, cache: BTreeMap::new(), disassembly, model: CostModel::default() })
     }
 
     /// The functions at `pc`, innermost first (never empty).
     fn places(&mut self, pc: u32) -> &[Place] {
-        let symbols = &self.symbols;
+        let (symbols, disassembly) = (&self.symbols, &self.disassembly);
         self.cache.entry(pc).or_insert_with(|| {
             let places = symbols.places(pc);
-            if places.is_empty() {
-                vec![Place { function: format!("{pc:#010x}"), file: None, line: None }]
-            } else {
-                places
+            if !places.is_empty() {
+                return places;
             }
+            // Assembly with no symbol sizes (the exception vectors: `_WindowOverflow8`):
+            // the label before it, as its disassembly names it.
+            let function = disassembly.label(pc).map_or_else(|| format!("{pc:#010x}"), str::to_string);
+            vec![Place { function, file: None, line: None }]
         })
     }
 
@@ -359,11 +484,14 @@ impl Folder {
     pub fn core(&mut self, core: u32, raw: &RawCore, epoch_ns: u64, output: Option<&Output>) -> CoreProfile {
         let mut functions: BTreeMap<(String, Option<String>), u64> = BTreeMap::new();
         let mut mix: BTreeMap<Class, u64> = BTreeMap::new();
-        let (mut instructions, mut in_runtime, mut in_libm) = (0, 0, 0);
+        let (mut instructions, mut in_runtime, mut in_libm, mut waiting) = (0, 0, 0, 0);
+        let mut pcs = Vec::with_capacity(raw.pcs.len());
         for (pc, n, mnemonic) in &raw.pcs {
             instructions += n;
-            *mix.entry(Class::of(mnemonic)).or_default() += n;
-            let place = &self.places(*pc)[0];
+            let class = Class::of(mnemonic);
+            *mix.entry(class).or_default() += n;
+            let places = self.places(*pc).to_vec();
+            let place = &places[0];
             let file = place.file.as_deref().unwrap_or_default();
             if file.contains("/libm-") || file.contains("runtime/start_exit/math") || file.contains("fpu_math") {
                 in_libm += n;
@@ -372,30 +500,44 @@ impl Folder {
                 in_runtime += n;
             }
             *functions.entry((place.function.clone(), place.file.clone())).or_default() += n;
+            let frames: Vec<String> = places.iter().rev().map(|p| p.function.clone()).collect();
+            let is_wait = frames.iter().any(|f| WAITS.iter().any(|w| f.ends_with(w)));
+            if is_wait {
+                waiting += n;
+            }
+            let memory = raw.accesses.get(pc).map(regions).unwrap_or_default();
+            pcs.push(Instruction {
+                pc: *pc,
+                executed: *n,
+                mnemonic: mnemonic.clone(),
+                text: self.disassembly.text(*pc).map(str::to_string),
+                class,
+                frames,
+                file: place.file.clone(),
+                line: place.line,
+                memory,
+                waiting: is_wait,
+            });
         }
+        pcs.sort_by_key(|i| i.pc);
         let mut functions: Vec<Function> =
             functions.into_iter().map(|((name, file), instructions)| Function { name, file, instructions }).collect();
         functions.sort_by(|a, b| b.instructions.cmp(&a.instructions).then_with(|| a.name.cmp(&b.name)));
         let mut stacks = Vec::new();
-        for (pcs, n) in &raw.stacks {
+        for (path, n) in &raw.stacks {
             // The loader's root frame is no function: its own instructions (the
             // markers') show by PC and function, not as a path.
-            let frames: Vec<String> = pcs
+            let frames: Vec<String> = path
                 .iter()
                 .filter(|&&pc| pc != 0)
                 .map(|&pc| self.places(pc).last().map_or_else(|| "?".into(), |p| p.function.clone()))
                 .collect();
             if !frames.is_empty() {
-                stacks.push(Stack { frames, instructions: *n });
+                stacks.extend(with_inlined(frames, *n, &pcs));
             }
         }
         let inclusive = inclusive(&stacks);
-        let mut memory: BTreeMap<Region, Accesses> = BTreeMap::new();
-        for (&page, &(loads, stores)) in &raw.memory {
-            let region = memory.entry(Region::of(page)).or_default();
-            region.loads += loads;
-            region.stores += stores;
-        }
+        let memory = regions(&raw.memory);
         let events = raw
             .events
             .iter()
@@ -415,13 +557,17 @@ impl Folder {
                 })
             })
             .collect();
+        let lines = crate::annotate::lines(&pcs, &self.model);
         CoreProfile {
             core,
             instructions,
             functions,
             stacks,
+            pcs,
+            lines,
             inclusive,
             mix,
+            waiting,
             in_runtime,
             in_libm,
             memory,
@@ -501,6 +647,43 @@ mod tests {
     }
 
     #[test]
+    fn a_paths_instructions_go_to_its_inlined_frames_by_their_pcs() {
+        let pc = |frames: &[&str], executed| Instruction {
+            pc: 0,
+            executed,
+            mnemonic: "add".into(),
+            text: None,
+            class: Class::Alu,
+            frames: frames.iter().map(|f| f.to_string()).collect(),
+            file: None,
+            line: None,
+            memory: BTreeMap::new(),
+            waiting: false,
+        };
+        let pcs = [
+            pc(&["kernel"], 10),
+            pc(&["kernel", "relu", "max"], 60),
+            pc(&["kernel", "relu"], 30),
+            pc(&["other"], 1000),
+        ];
+        let frames = |names: &[&str]| names.iter().map(|f| f.to_string()).collect::<Vec<_>>();
+        // The path ran 101 instructions in `kernel`: 10%, 60%, 30% by its PCs, the
+        // remainder to the largest fraction.
+        let stacks = with_inlined(frames(&["entry", "kernel"]), 101, &pcs);
+        let got: Vec<(Vec<String>, u64)> = stacks.into_iter().map(|s| (s.frames, s.instructions)).collect();
+        assert_eq!(
+            got,
+            [
+                (frames(&["entry", "kernel"]), 10),
+                (frames(&["entry", "kernel", "relu"]), 30),
+                (frames(&["entry", "kernel", "relu", "max"]), 61),
+            ]
+        );
+        // A function with no inlined code stays one frame.
+        assert_eq!(with_inlined(frames(&["other"]), 5, &pcs), [Stack { frames: frames(&["other"]), instructions: 5 }]);
+    }
+
+    #[test]
     fn regions_follow_the_memory_map() {
         assert_eq!(Region::of(0x62), Region::Hbm);
         assert_eq!(Region::of(0x69), Region::Hbm);
@@ -508,6 +691,7 @@ mod tests {
         assert_eq!(Region::of(0x7E), Region::DmaQueues);
         assert_eq!(Region::of(0x7F), Region::LocalRam);
         assert_eq!(Region::of(0x84), Region::Image);
+        assert_eq!(Region::of(0x85), Region::Stack);
         assert_eq!(Region::of(0x61), Region::Other);
     }
 }

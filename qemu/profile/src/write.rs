@@ -1,8 +1,11 @@
 //! A profile as files: the folded stacks, a flame graph SVG of them (the `inferno`
-//! crate), and a per-core timeline in Chrome's trace event format, which Perfetto and
-//! `chrome://tracing` open.
+//! crate), the op in device time in Chrome's trace event format (which Perfetto and
+//! `chrome://tracing` open), the annotated source and disassembly, and the profile.
 
-use crate::profile::{EventKind, Profile};
+use crate::annotate;
+use crate::cost::CostModel;
+use crate::profile::Profile;
+use crate::timeline::Span;
 use serde_json::{Value, json};
 use std::fs;
 use std::io;
@@ -36,32 +39,44 @@ pub fn flame_svg(profile: &Profile) -> io::Result<Vec<u8>> {
     Ok(svg)
 }
 
-/// The timeline in Chrome's trace event format (the JSON object form): one thread per
-/// core; the op, each wait and each DMA transfer as complete (`X`) events. Times are
-/// the simulation's host clock in microseconds from the first op's start: what QEMU
-/// took, not what the device would (the cost model predicts that).
-pub fn trace_json(profile: &Profile) -> Value {
+/// The op in device time ([`crate::timeline`]) in Chrome's trace event format (the
+/// JSON object form), which Perfetto and `chrome://tracing` open alike: one thread per
+/// core (the op, each wait for the DMA engine) and one per core's DMA lane (each
+/// transfer from queued to done), as complete (`X`) events, in microseconds of the
+/// device at `clock.hz` from the op's start. The host's clock is not used.
+pub fn trace_json(profile: &Profile, model: &CostModel) -> Value {
+    let us = |cycles: f64| cycles / model.clock.hz * 1e6;
     let mut events = vec![json!({"name": "process_name", "ph": "M", "pid": 0, "tid": 0,
-        "args": {"name": format!("{} (simulated)", profile.kernel)}})];
-    for core in &profile.cores {
-        events.push(json!({"name": "thread_name", "ph": "M", "pid": 0, "tid": core.core,
+        "args": {"name": format!("{} (device time predicted by the cost model)", profile.kernel)}})];
+    let lanes = profile.cores.len() as u32;
+    for (core, timeline) in profile.cores.iter().zip(model.timelines(profile)) {
+        let (tid, lane) = (core.core, lanes + core.core);
+        events.push(json!({"name": "thread_name", "ph": "M", "pid": 0, "tid": tid,
             "args": {"name": format!("core {}", core.core)}}));
-        for event in &core.events {
-            let name = match event.kind {
-                EventKind::Op => profile.kernel.clone(),
-                EventKind::Wait => "wait".into(),
-                EventKind::Dma => format!("DMA {} B", event.bytes),
-            };
-            let category = match event.kind {
-                EventKind::Op => "op",
-                EventKind::Wait => "wait",
-                EventKind::Dma => "dma",
-            };
-            events.push(json!({
-                "name": name, "cat": category, "ph": "X", "pid": 0, "tid": core.core,
-                "ts": event.start_ns as f64 / 1000.0, "dur": event.duration_ns as f64 / 1000.0,
-                "args": {"instruction": event.instruction, "bytes": event.bytes},
-            }));
+        events.push(json!({"name": "thread_name", "ph": "M", "pid": 0, "tid": lane,
+            "args": {"name": format!("DMA lane of core {}", core.core)}}));
+        let span = |name: String, category: &str, tid: u32, span: &Span, args: Value| {
+            json!({"name": name, "cat": category, "ph": "X", "pid": 0, "tid": tid,
+                "ts": us(span.start), "dur": us(span.cycles), "args": args})
+        };
+        events.push(span(
+            profile.kernel.clone(),
+            "op",
+            tid,
+            &timeline.op,
+            json!({"cycles": timeline.op.cycles, "instructions": core.instructions, "waiting_instructions": core.waiting}),
+        ));
+        for wait in &timeline.waits {
+            events.push(span("wait for DMA".into(), "wait", tid, wait, json!({"cycles": wait.cycles})));
+        }
+        for transfer in &timeline.transfers {
+            events.push(span(
+                format!("DMA {} B", transfer.bytes),
+                "dma",
+                lane,
+                transfer,
+                json!({"bytes": transfer.bytes, "cycles": transfer.cycles}),
+            ));
         }
     }
     json!({"traceEvents": events, "displayTimeUnit": "ns"})
@@ -76,26 +91,65 @@ pub struct Written {
     pub folded: PathBuf,
     /// `trace.json`.
     pub trace: PathBuf,
+    /// `source.txt`: the annotated source ([`annotate::source`]).
+    pub source: PathBuf,
+    /// `annotate.txt`: the annotated disassembly ([`annotate::disassembly`]).
+    pub disassembly: PathBuf,
     /// `profile.json`: the whole profile, typed as [`Profile`].
     pub profile: PathBuf,
 }
 
-/// Writes the flame graph, the folded stacks, the trace and the profile itself into `dir`
-/// (made if missing).
+/// Writes the flame graph, the folded stacks, the trace, the annotated source and
+/// disassembly and the profile itself into `dir` (made if missing), priced by `model`.
 ///
 /// # Errors
 /// The folder or a file cannot be written.
-pub fn write(profile: &Profile, dir: &Path) -> io::Result<Written> {
+pub fn write(profile: &Profile, model: &CostModel, dir: &Path) -> io::Result<Written> {
     fs::create_dir_all(dir)?;
     let written = Written {
         flame: dir.join("flame.svg"),
         folded: dir.join("stacks.folded"),
         trace: dir.join("trace.json"),
+        source: dir.join("source.txt"),
+        disassembly: dir.join("annotate.txt"),
         profile: dir.join("profile.json"),
     };
     fs::write(&written.folded, folded(profile))?;
     fs::write(&written.flame, flame_svg(profile)?)?;
-    fs::write(&written.trace, serde_json::to_vec(&trace_json(profile))?)?;
+    fs::write(&written.trace, serde_json::to_vec(&trace_json(profile, model))?)?;
+    fs::write(&written.source, annotate::source(profile, model))?;
+    fs::write(&written.disassembly, annotate::disassembly(profile))?;
     fs::write(&written.profile, serde_json::to_vec_pretty(profile)?)?;
     Ok(written)
+}
+
+/// Why a profile folder could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// It holds no readable profile.json.
+    #[error("reading {path}: {source} (a folder `ncop run KERNEL --profile DIR` wrote holds profile.json)")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Its profile.json is not a profile of this version.
+    #[error("{path} is not a profile this version wrote: {source} (profile the call again)")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+}
+
+/// The profile [`write`] wrote into `dir` (its profile.json).
+///
+/// # Errors
+/// [`ReadError`].
+pub fn read(dir: &Path) -> Result<Profile, ReadError> {
+    let path = dir.join("profile.json");
+    let text = fs::read(&path).map_err(|source| ReadError::Read { path: path.clone(), source })?;
+    serde_json::from_slice(&text).map_err(|source| ReadError::Parse { path, source })
 }

@@ -6,6 +6,8 @@
 //! ncop run <kernel> [options]        package, call one kernel under QEMU, save and check
 //!                                    (--host: on the host tier, the same kernels on x86-64)
 //! ncop debug <kernel> [options]      call one kernel on the host tier under gdb
+//! ncop profile diff <A> <B>          compare two profiles (`ncop run --profile`)
+//! ncop calibrate <measured.csv>      fit the device cost model to measured times
 //! ```
 //!
 //! Installed with the wheel (`pip install neuroncustomop-*.whl`, which `cargo sim
@@ -15,7 +17,7 @@
 //! it builds from that checkout's sources instead (qemu/machine/src/home.rs).
 
 use clap::{Parser, Subcommand};
-use neuroncustomop_sim::cli::{self, new, package, run};
+use neuroncustomop_sim::cli::{self, calibrate, new, package, profile, run};
 use std::process::ExitCode;
 
 /// An op author's tool: make a kernel library anywhere, package it, run its kernels
@@ -42,6 +44,8 @@ enum Command {
     // Boxed: the call's options make it far larger than the other commands' arguments.
     Run(Box<run::RunArgs>),
     Debug(Box<run::DebugArgs>),
+    Profile(profile::ProfileArgs),
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +54,8 @@ fn main() -> ExitCode {
         Command::Package(args) => package::exec(args),
         Command::Run(args) => run::exec(*args),
         Command::Debug(args) => run::exec_debug(*args),
+        Command::Profile(args) => profile::exec(args),
+        Command::Calibrate(args) => calibrate::exec(args),
     };
     outcome.unwrap_or_else(|error| {
         cli::report("ncop", error.as_ref());

@@ -7,8 +7,10 @@
 //! could not act on (the tools exit with 2).
 
 pub mod build;
+pub mod calibrate;
 pub mod new;
 pub mod package;
+pub mod profile;
 pub mod run;
 pub mod setup;
 pub mod test;

@@ -13,8 +13,6 @@ use neuroncustomop_host::npy::{self, NpyError};
 use neuroncustomop_hosttier::Debugger;
 use neuroncustomop_machine::job::TENSOR_AREA_SIZE;
 use neuroncustomop_profile::cost::CostModel;
-use neuroncustomop_profile::mix::Class;
-use neuroncustomop_profile::profile::{Hot, Profile, Region};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -487,7 +485,7 @@ impl Request {
         };
         let profile = match (&call.profile, &self.profile) {
             (Some(profile), Some(dir)) => {
-                let written = neuroncustomop_profile::write::write(profile, dir)?;
+                let written = neuroncustomop_profile::write::write(profile, &self.cost_model, dir)?;
                 Some(written.flame.parent().unwrap_or(dir).to_path_buf())
             }
             _ => None,
@@ -575,19 +573,26 @@ fn judge(call: &Call, expected: Option<&(PathBuf, Array)>, tolerance: Tolerance)
     }
 }
 
-/// Each `--arg` as the kernel takes it: a file read, a tensor generated (argument k
-/// with seed SEED + k), a scalar.
+/// Each `--arg` as the kernel takes it ([`ArgSpec::read`]).
 fn read_args(args: &CallArgs) -> Result<Vec<Arg>, RunError> {
-    let read = |(index, spec): (usize, &ArgSpec)| {
-        Ok(match spec {
+    args.args.iter().enumerate().map(|(index, spec)| spec.read(index, args.seed)).collect()
+}
+
+impl ArgSpec {
+    /// The argument at `index` as the kernel takes it: a file read, a tensor generated
+    /// (with seed `seed + index`), a scalar.
+    ///
+    /// # Errors
+    /// [`RunError::Arg`]: the file cannot be read as an array.
+    pub fn read(&self, index: usize, seed: u64) -> Result<Arg, RunError> {
+        Ok(match self {
             ArgSpec::File(path) => Arg::Tensor(npy::read(path).map_err(|source| RunError::Arg { index, source })?),
             ArgSpec::Generated { dtype, shape, distribution } => {
-                Arg::Tensor(generate(*dtype, shape.clone(), *distribution, args.seed + index as u64))
+                Arg::Tensor(generate(*dtype, shape.clone(), *distribution, seed + index as u64))
             }
             ArgSpec::Scalar(scalar) => scalar.clone(),
         })
-    };
-    args.args.iter().enumerate().map(read).collect()
+    }
 }
 
 /// What `ncop run` says of a call: printed by [`Report::print`].
@@ -674,7 +679,7 @@ impl Report {
         }
         print_instructions(&call);
         if let (Some(profile), Some((dir, model))) = (&call.profile, &profile) {
-            summarize(profile, model, dir);
+            super::profile::summarize(profile, model, dir);
         }
         for (core, printed) in call.stdout.iter().enumerate().filter(|(_, p)| !p.text.is_empty() || p.lost > 0) {
             let lost = if printed.lost > 0 { format!(" ({} bytes lost first)", printed.lost) } else { String::new() };
@@ -749,69 +754,6 @@ fn print_verdict(verdict: Verdict) -> ExitCode {
             println!("  result      MISMATCH ({tolerance:?}): {mismatch}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// Prints the summary of a profile whose files are in `dir`: the top 5 functions with
-/// what they call and by their own instructions, the instruction mix, memory by
-/// region, and the cost model's prediction.
-fn summarize(profile: &Profile, model: &CostModel, dir: &Path) {
-    println!("  profile     {}: flame.svg, stacks.folded, trace.json (Perfetto), profile.json", dir.display());
-    // Where the time goes first: a function with all it called (`expf` with its
-    // soft-float calls), then the code that runs most itself (a helper `expf` inlined).
-    let rows = |top: Vec<Hot>| {
-        for (rank, hot) in top.iter().enumerate() {
-            println!("    {}. {:>5.1}%  {:>12}  {}", rank + 1, hot.share * 100.0, hot.instructions, hot.name);
-        }
-    };
-    let inclusive = profile.top_inclusive(5);
-    if inclusive.is_empty() {
-        println!("  top 5 with what they call: none, the kernel calls no function");
-    } else {
-        println!("  top 5 functions with what they call (inclusive), all cores:");
-        rows(inclusive);
-    }
-    println!("  top 5 functions by their own instructions, all cores:");
-    rows(profile.top(5));
-    let total = profile.instructions().max(1) as f64;
-    let mix: Vec<String> = Class::ALL
-        .iter()
-        .map(|&class| {
-            let n: u64 = profile.cores.iter().map(|c| c.mix.get(&class).copied().unwrap_or(0)).sum();
-            format!("{} {:.1}%", class.name(), n as f64 / total * 100.0)
-        })
-        .collect();
-    println!("  mix         {}", mix.join(", "));
-    let (runtime, libm): (u64, u64) =
-        profile.cores.iter().map(|c| (c.in_runtime, c.in_libm)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    println!(
-        "              in the runtime {:.1}%, in libm {:.1}%",
-        runtime as f64 / total * 100.0,
-        libm as f64 / total * 100.0
-    );
-    let regions: Vec<String> = Region::ALL
-        .iter()
-        .filter_map(|&region| {
-            let (loads, stores) = profile.cores.iter().fold((0, 0), |(l, s), c| {
-                let a = c.accesses(region);
-                (l + a.loads, s + a.stores)
-            });
-            (loads + stores > 0).then(|| format!("{} {loads} loads {stores} stores", region.name()))
-        })
-        .collect();
-    println!("  memory      {}", regions.join("; "));
-    let (bytes, transfers) = profile.cores.iter().fold((0, 0), |(b, t), c| (b + c.dma_bytes, t + c.dma_transfers));
-    println!("  DMA         {bytes} bytes in {transfers} transfers");
-    if let Some(slowest) = model.predict(profile).slowest {
-        println!(
-            "  predicted   {:.3} µs on the device: core {} {:.0} cycles at {:.2} GHz, bound by {} (cost model; \
-             docs/PERFORMANCE.md says what it cannot model)",
-            slowest.seconds * 1e6,
-            slowest.core,
-            slowest.cycles,
-            model.clock.hz / 1e9,
-            slowest.bound.name()
-        );
     }
 }
 

@@ -35,13 +35,58 @@ class Inclusive:
 
 
 @dataclass(frozen=True)
+class Instruction:
+    """One instruction (PC) of the call on one core: how often it ran, its
+    disassembly, its inline chain (``frames``, outermost first), its source line,
+    its loads and stores per region, and whether it waits for the DMA engine."""
+
+    pc: int
+    executed: int
+    mnemonic: str
+    text: Optional[str]
+    frames: list
+    file: Optional[str]
+    line: Optional[int]
+    memory: dict
+    waiting: bool
+    class_: str = ""
+
+    @staticmethod
+    def from_dict(data: dict) -> "Instruction":
+        """The instruction the native half serialized (``class`` is a keyword)."""
+        data = dict(data)
+        data["class_"] = data.pop("class")
+        return Instruction(**data)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One source line's part of the call: its instructions (``waiting`` of them
+    waits for the DMA engine), loads and stores per region, and predicted device
+    cycles under the shipped cost model; the same table as the host API's
+    ``Profile::lines`` and ``ncop run --profile``'s hot lines."""
+
+    file: str
+    line: int
+    function: str
+    instructions: int
+    waiting: int
+    memory: dict
+    cycles: float
+
+
+@dataclass(frozen=True)
 class CoreProfile:
     """One core's profile of the call.
 
-    ``mix`` maps an instruction class (``alu``, ``mul_div``, ``fpu``, ``load``,
-    ``store``, ``branch``, ``call``, ``system``) to its instructions; ``memory`` a
-    region (``local_ram``, ``image``, ``hbm``, ``hbm_scratch``, ``dma_queues``,
-    ``other``) to ``{"loads": n, "stores": n}``; ``elements_written`` is how many
+    ``mix`` maps an instruction class (``alu``, ``mul_div``, ``fpu``,
+    ``fpu_divide``, ``fpu_move``, ``load``, ``store``, ``branch``, ``call``,
+    ``system``) to its instructions; ``memory`` a region (``local_ram``,
+    ``image``, ``stack``, ``hbm``, ``hbm_scratch``, ``dma_queues``, ``other``) to
+    ``{"loads": n, "stores": n}``; ``pcs`` lists an :class:`Instruction` per PC
+    and ``lines`` a :class:`Line` per source line, most instructions first;
+    ``waiting`` counts the instructions of waits for the DMA engine (idle to the
+    cost model); ``elements_written`` is how many
     output elements this core stored to (None when it could not be told);
     ``inclusive`` lists :class:`Inclusive` figures, most first, without the
     functions every call path starts with (the kernel's entry: all of the op).
@@ -51,8 +96,11 @@ class CoreProfile:
     instructions: int
     functions: list
     stacks: list
+    pcs: list
+    lines: list
     inclusive: list
     mix: dict
+    waiting: int
     in_runtime: int
     in_libm: int
     memory: dict
@@ -80,6 +128,8 @@ class Profile:
             core["functions"] = [Function(**f) for f in core["functions"]]
             core["stacks"] = [Stack(**s) for s in core["stacks"]]
             core["inclusive"] = [Inclusive(**f) for f in core["inclusive"]]
+            core["pcs"] = [Instruction.from_dict(i) for i in core["pcs"]]
+            core["lines"] = [Line(**line) for line in core["lines"]]
             cores.append(CoreProfile(**core))
         return Profile(kernel=data["kernel"], cores=cores)
 
@@ -98,6 +148,33 @@ class Profile:
         called over every core (:attr:`CoreProfile.inclusive`), as ``(name,
         instructions, share)``, most first: where the call's time goes."""
         return self._rank((f for core in self.cores for f in core.inclusive), n)
+
+    def lines(self, n: Optional[int] = None) -> list:
+        """The per-line table over every core (each core's :attr:`CoreProfile.lines`
+        summed by file and line), most instructions first, as :class:`Line`; the
+        first ``n`` when given."""
+        table: dict = {}
+        for line in (line for core in self.cores for line in core.lines):
+            key = (line.file, line.line)
+            if key not in table:
+                table[key] = Line(line.file, line.line, line.function, 0, 0, {}, 0.0)
+            old = table[key]
+            memory = {r: dict(a) for r, a in old.memory.items()}
+            for region, accesses in line.memory.items():
+                into = memory.setdefault(region, {"loads": 0, "stores": 0})
+                into["loads"] += accesses["loads"]
+                into["stores"] += accesses["stores"]
+            table[key] = Line(
+                old.file,
+                old.line,
+                old.function,
+                old.instructions + line.instructions,
+                old.waiting + line.waiting,
+                memory,
+                old.cycles + line.cycles,
+            )
+        ranked = sorted(table.values(), key=lambda l: (-l.instructions, l.file, l.line))
+        return ranked if n is None else ranked[:n]
 
     def _rank(self, figures: Any, n: int) -> list:
         sums: dict = {}

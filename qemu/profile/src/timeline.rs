@@ -1,0 +1,105 @@
+//! A core's op in device time: the cost model's cycles laid along what the core did, in
+//! the order the plugin saw it, with its DMA engine lane beside it. The host's clock
+//! plays no part.
+//!
+//! - The core's busy cycles ([`crate::cost`]) advance its clock evenly over its busy
+//!   instructions (the plugin's events say at which instruction each happened; what
+//!   ran between two events is priced at the core's mean cycles per instruction).
+//! - Its DMA transfers queue on its lane when the core writes their descriptors, and
+//!   stream one after another at the model's bandwidth; each is done `dma.latency_cycles`
+//!   after its bytes started moving.
+//! - The runtime waits for each copy before going on (`Queues::copy` waits for every
+//!   batch it queued): transfers queued within [`BATCH_GAP`] busy instructions of each
+//!   other are one batch, and after a batch's last the core idles until the batch is
+//!   done. The wait's own instructions ([`crate::profile::Instruction::waiting`]) are
+//!   not work: they are taken out of the positions, an equal part after each batch.
+
+use crate::cost::CostModel;
+use crate::profile::{CoreProfile, EventKind};
+use serde::Serialize;
+
+/// Transfers queued at most this many instructions apart belong to one copy: the
+/// runtime writes a batch's descriptors back to back (about 20 instructions each).
+pub const BATCH_GAP: u64 = 200;
+
+/// One span of a timeline, in device cycles from the core's op start.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Span {
+    /// Where it starts.
+    pub start: f64,
+    /// How long it lasts.
+    pub cycles: f64,
+    /// A transfer's bytes (0 for other spans).
+    pub bytes: u64,
+}
+
+impl Span {
+    /// Where it ends.
+    pub fn end(&self) -> f64 {
+        self.start + self.cycles
+    }
+}
+
+/// One core's op in device time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Timeline {
+    /// The core.
+    pub core: u32,
+    /// The op, from the kernel's call to its return: busy cycles and waits.
+    pub op: Span,
+    /// Each wait for the DMA engine, the core idle.
+    pub waits: Vec<Span>,
+    /// Each transfer on the core's DMA lane, from queued to done.
+    pub transfers: Vec<Span>,
+}
+
+impl Timeline {
+    /// Cycles the core waited for the DMA engine.
+    pub fn idle(&self) -> f64 {
+        self.waits.iter().map(|w| w.cycles).sum()
+    }
+}
+
+/// The timeline of `profile`'s core, whose busy terms the model priced at `busy`
+/// cycles, on an op that ran on `cores` cores at once.
+pub fn core(model: &CostModel, profile: &CoreProfile, busy: f64, cores: usize) -> Timeline {
+    let busy_instructions = profile.instructions.saturating_sub(profile.waiting);
+    let per_instruction = if busy_instructions > 0 { busy / busy_instructions as f64 } else { 0.0 };
+    let rate = model.dma_bytes_per_cycle(cores);
+    let transfers: Vec<(u64, u64)> =
+        profile.events.iter().filter(|e| e.kind == EventKind::Dma).map(|e| (e.instruction, e.bytes)).collect();
+    // Batches: runs of transfers queued close together (by the instructions the plugin saw).
+    let mut batches: Vec<&[(u64, u64)]> = Vec::new();
+    let mut first = 0;
+    for i in 1..=transfers.len() {
+        if i == transfers.len() || transfers[i].0.saturating_sub(transfers[i - 1].0) > BATCH_GAP {
+            batches.push(&transfers[first..i]);
+            first = i;
+        }
+    }
+    let wait_per_batch = if batches.is_empty() { 0.0 } else { profile.waiting as f64 / batches.len() as f64 };
+    let (mut idle, mut lane_free) = (0.0, 0.0);
+    let (mut waits, mut spans) = (Vec::new(), Vec::new());
+    for (done_before, batch) in batches.iter().enumerate() {
+        // Busy instructions before `at`: the waits after the batches before it are not.
+        let busy_at =
+            |at: u64| ((at as f64) - wait_per_batch * done_before as f64).clamp(0.0, busy_instructions as f64);
+        let mut done: f64 = 0.0;
+        for &(at, bytes) in *batch {
+            let queued = busy_at(at) * per_instruction + idle;
+            let start = queued.max(lane_free);
+            let streaming = bytes as f64 / rate;
+            lane_free = start + streaming;
+            let end = lane_free + model.dma.latency_cycles;
+            spans.push(Span { start: queued, cycles: end - queued, bytes });
+            done = done.max(end);
+        }
+        let last = batch.last().map_or(0, |t| t.0);
+        let waiting_from = busy_at(last) * per_instruction + idle;
+        if done > waiting_from {
+            waits.push(Span { start: waiting_from, cycles: done - waiting_from, bytes: 0 });
+            idle += done - waiting_from;
+        }
+    }
+    Timeline { core: profile.core, op: Span { start: 0.0, cycles: busy + idle, bytes: 0 }, waits, transfers: spans }
+}
