@@ -13,8 +13,13 @@
 //! - `decode` accepts exactly when `decode_prefix` does and took every byte, and
 //!   reports the trailing bytes otherwise;
 //! - `encode` refuses exactly the requests the format cannot carry.
+//!
+//! The same bytes, read as text, are also the TCG plugin's lines and arguments
+//! (`neuroncustomop_wire::plugin`): whatever `Line::parse` or `Argument::parse` accepts
+//! never panics, prints (`Display`) as text that parses back to the same value.
 
 use arbitrary::{Arbitrary, Unstructured};
+use neuroncustomop_wire::plugin::{Argument, Line};
 use neuroncustomop_wire::{
     DESCRIPTOR_LEN, DecodedOp, Descriptor, FunctionId, MAX_INPUTS, WORD_LEN, WireError, decode, decode_prefix, encode,
 };
@@ -172,8 +177,25 @@ fn model_encode(output: bool, inputs: usize) -> Result<(), WireError> {
     }
 }
 
+/// Every line of `data` (as text) as a plugin line and a plugin argument: what parses
+/// prints as text that parses back to it.
+fn check_plugin_text(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for line in text.split('\n') {
+        if let Ok(parsed) = Line::parse(line) {
+            let printed = parsed.to_string();
+            ensure_eq!(Line::parse(&printed), Ok(parsed), "the plugin line {line:?} printed as {printed:?}");
+        }
+        if let Ok(parsed) = Argument::parse(line) {
+            let printed = parsed.to_string();
+            ensure_eq!(Argument::parse(&printed), Ok(parsed.clone()), "the argument {line:?} printed as {printed:?}");
+        }
+    }
+}
+
 /// The whole target.
 pub fn check(data: &[u8]) {
+    check_plugin_text(data);
     let mut input = Unstructured::new(data);
     let Ok(bitmap) = <[u8; 32]>::arbitrary(&mut input) else { return };
     let known: [bool; 256] = core::array::from_fn(|id| bitmap[id / 8] & (1 << (id % 8)) != 0);
@@ -222,6 +244,18 @@ mod tests {
     #[test]
     fn pseudo_random_inputs_pass() {
         crate::smoke::check_inputs(check, 20_000, 1024);
+    }
+
+    #[test]
+    fn plugin_lines_and_arguments_print_back_to_themselves() {
+        let text = "FINDING core=2 op=1 kind=heap-outside pc=0x84400010 address=0x62000244 bytes=+4 accesses=1 \
+                    block=0x6a000100 size=64 alloc=84000010;84000020 free= backtrace=8440;8441 region=input index=1 \
+                    start=0x62000000 len=4096 dtype=1 shape=16x64\nWROTE core=0 ranges=1-2,3-4\nEND core=9\n\
+                    check-image=3:0x8460000:8461000:8480000\nout=/tmp/a=b";
+        for line in text.lines() {
+            assert!(Line::parse(line).is_ok() || Argument::parse(line).is_ok(), "{line}");
+        }
+        check_plugin_text(text.as_bytes());
     }
 
     #[test]

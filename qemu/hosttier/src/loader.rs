@@ -19,10 +19,12 @@ use crate::dispatch::{ConfigureFn, Dispatch, MethodFn, OpArgs, SetInvocationFn};
 use crate::sanitize::{self, Direction};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop_machine::job::{TENSOR_AREA, TENSOR_AREA_SIZE};
+use neuroncustomop_wire::fault::{Fault, FaultKind};
 use neuroncustomop_wire::job::{
     FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, NAME_LEN, NEVER,
     OutputDump, dma_queue_offsets,
 };
+use neuroncustomop_wire::list::List;
 use neuroncustomop_wire::report::{Bytes, Line, OpStatus};
 use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
 use neuroncustomop_wire::{DecodedOp, FunctionId, decode_prefix};
@@ -726,6 +728,17 @@ extern "C" fn on_fault(signal: c_int, info: *mut libc::siginfo_t, context: *mut 
         libc::SIGFPE => "SIGFPE (an integer division by zero)",
         _ => "SIGILL (an illegal instruction)",
     };
-    let fault = format!("FAULT core={} signal={signal} {name} address={address:#x} pc={}", core(), crate::place(pc));
+    // As the device: a sentence for the author, then the `FAULT` line for the tools.
+    let frames = [pc as u64];
+    let line = Fault {
+        core: core(),
+        kind: FaultKind::Signal,
+        cause: signal as u32,
+        pc: pc as u64,
+        vaddr: address as u64,
+        depth: 1,
+        frames: List::Raw(&frames),
+    };
+    let fault = format!("{name} at address {address:#x}, at {}\n{line}", crate::place(pc));
     kernel_stopped(OpStatus::Exception(neuroncustomop::arch::EXIT_EXCEPTION), Some(fault))
 }

@@ -27,6 +27,7 @@ use crate::machine::{Boot, Outcome};
 use crate::plugin::{OpLines, PluginError, PluginFile};
 use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop_wire::job::JobHeader;
+use neuroncustomop_wire::plugin::Argument;
 pub use neuroncustomop_wire::report::OpStatus;
 use neuroncustomop_wire::report::{Count, Line};
 use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
@@ -483,30 +484,33 @@ impl Session {
                 // QEMU 10.0.2 crashes on the plugin's inline counters under -icount
                 // (qemu/plugin/src/lib.rs): there the loader's ICOUNT counts stand alone.
                 let plugin = if self.options.plugin && !self.options.count_instructions {
-                    let (file, mut argument) = PluginFile::new(&loader.cores[..cores]).map_err(RunError::Plugin)?;
+                    let (file, mut arguments) = PluginFile::new(&loader.cores[..cores]).map_err(RunError::Plugin)?;
                     if self.options.checked {
-                        argument += &findings::plugin_arguments(&loader.cores[..cores], &library.cores[..cores])
-                            .map_err(|e| RunError::Plugin(PluginError::Io(e)))?;
+                        arguments.extend(
+                            findings::plugin_arguments(&loader.cores[..cores], &library.cores[..cores])
+                                .map_err(|e| RunError::Plugin(PluginError::Io(e)))?,
+                        );
                         // The same images with red zones after heap blocks.
                         checked = findings::checked_images(&library.cores[..cores])
                             .map_err(|e| RunError::Plugin(PluginError::Io(e)))?;
                         boot.elf_data = checked.iter().map(|image| image.path().to_path_buf()).collect();
                     }
                     if self.options.profile {
-                        argument += &format!(
-                            ",profile=1,dma={:x},tensors={:x}-{:x}",
-                            neuroncustomop::data_transfer::dma::DMA_QUEUE_WINDOW,
-                            crate::job::TENSOR_AREA,
-                            crate::job::TENSOR_AREA + crate::job::TENSOR_AREA_SIZE
-                        );
+                        let tensors = crate::job::TENSOR_AREA..crate::job::TENSOR_AREA + crate::job::TENSOR_AREA_SIZE;
+                        arguments.extend([
+                            Argument::Profile,
+                            Argument::DmaWindow(neuroncustomop::data_transfer::dma::DMA_QUEUE_WINDOW as u32),
+                            Argument::Tensors(tensors),
+                        ]);
                         // Only the cores' code: the DMA engine's core stays uninstrumented.
                         for image in library.cores[..cores].iter().chain(&loader.cores[..cores]) {
                             let bytes = std::fs::read(image).map_err(RunError::Io)?;
                             for segment in crate::elf::load_segments(&bytes).unwrap_or_default() {
-                                argument += &format!(",code={:x}-{:x}", segment.vaddr, segment.vaddr + segment.memsz);
+                                arguments.push(Argument::Code(segment.vaddr..segment.vaddr + segment.memsz));
                             }
                         }
                     }
+                    let argument = file.argument(&arguments).map_err(RunError::Plugin)?;
                     boot.plugin = Some(argument);
                     boot.writable.push(file.path().to_path_buf());
                     Some(file)

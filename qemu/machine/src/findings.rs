@@ -13,127 +13,30 @@
 use crate::elf;
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_wire::checks::RegionKind;
-use neuroncustomop_wire::report::Fields;
+pub use neuroncustomop_wire::finding::{FindingKind, Severity};
+use neuroncustomop_wire::plugin::{self as wire, Argument, Line};
 use std::fmt;
 
 /// Findings of one op on one core the plugin describes in full; the rest it counts.
 pub const SHOWN: usize = 10;
 
-/// What a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FindingKind {
-    /// A store outside everything the op may write (past an output, into its own code,
-    /// or anywhere else).
-    OutOfBoundsStore,
-    /// A store into an input tensor (inputs are read-only).
-    InputStore,
-    /// A store into another core's memory: its image window ([`Finding::other_core`]
-    /// is that core), stack, dataram or HBM scratch ([`Finding::owner`]).
-    CrossCoreStore,
-    /// A load outside everything the op may read.
-    OutOfBoundsLoad,
-    /// A store to output bytes another core also stored to in the same op
-    /// ([`Finding::other_core`], [`Finding::other_pc`]).
-    Race,
-    /// A semihosting call (`simcall`) of the kernel's own: a request to the host
-    /// running the simulation, which a device does not have.
-    Simcall,
-    /// A load or store into a heap block freed earlier ([`Finding::block`]).
-    UseAfterFree,
-    /// A load or store into heap memory no live block covers: past a block's end,
-    /// between blocks ([`Finding::block`] is the block below it, if any).
-    HeapOutside,
-    /// A `free` of a block freed already.
-    DoubleFree,
-    /// A `free` of a pointer the heap did not give out: foreign, or inside a block.
-    InvalidFree,
-    /// A block the op allocated and still held when it ended (a warning).
-    Leak,
-    /// A load of heap bytes never written since their block was allocated (a warning).
-    UninitializedRead,
-}
-
-/// Whether a finding fails the call: every front end (`ncop run`'s lines, the host API's
-/// [`OpFindings::first_error`], Python's errors and warnings) decides by it, not by the
-/// kind's name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Severity {
-    /// The call fails for it.
-    Error,
-    /// Shown, but the call does not fail for it.
-    Warning,
-}
-
-impl Severity {
-    /// `error` or `warning`: the label `ncop run` prints before a warning, and Python's
-    /// `Finding.severity`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Error => "error",
-            Self::Warning => "warning",
-        }
-    }
-}
-
-impl FindingKind {
-    /// The plugin's `kind=` word for it.
-    fn parse(word: &str) -> Option<FindingKind> {
-        Some(match word {
-            "store" => Self::OutOfBoundsStore,
-            "input-store" => Self::InputStore,
-            "cross-core" => Self::CrossCoreStore,
-            "load" => Self::OutOfBoundsLoad,
-            "race" => Self::Race,
-            "simcall" => Self::Simcall,
-            "use-after-free" => Self::UseAfterFree,
-            "heap-outside" => Self::HeapOutside,
-            "double-free" => Self::DoubleFree,
-            "invalid-free" => Self::InvalidFree,
-            "leak" => Self::Leak,
-            "uninit" => Self::UninitializedRead,
-            _ => return None,
-        })
-    }
-
-    /// How a report names it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::OutOfBoundsStore => "out-of-bounds store",
-            Self::InputStore => "store into an input",
-            Self::CrossCoreStore => "store into another core's memory",
-            Self::OutOfBoundsLoad => "out-of-bounds load",
-            Self::Race => "race",
-            Self::Simcall => "semihosting call",
-            Self::UseAfterFree => "use after free",
-            Self::HeapOutside => "heap access outside every live block",
-            Self::DoubleFree => "double free",
-            Self::InvalidFree => "free of a pointer the heap did not give out",
-            Self::Leak => "leak",
-            Self::UninitializedRead => "read of uninitialized memory",
-        }
-    }
-
-    /// [`Severity::Warning`] for [`FindingKind::Leak`] and
-    /// [`FindingKind::UninitializedRead`] (the call does not fail for them), else
-    /// [`Severity::Error`].
-    pub fn severity(self) -> Severity {
-        match self {
-            Self::Leak | Self::UninitializedRead => Severity::Warning,
-            _ => Severity::Error,
-        }
-    }
-
-    /// One of the heap checks' kinds (`qemu/plugin/src/heap.rs`).
-    pub fn is_heap(self) -> bool {
-        matches!(
-            self,
-            Self::UseAfterFree
-                | Self::HeapOutside
-                | Self::DoubleFree
-                | Self::InvalidFree
-                | Self::Leak
-                | Self::UninitializedRead
-        )
+/// A finding's kind in words, as `ncop run`, the host API's errors and Python's messages
+/// print it: presentation only. Programs branch on the kind itself, or on its stable
+/// name ([`FindingKind::name`], the plugin's and Python's word).
+pub fn describe(kind: FindingKind) -> &'static str {
+    match kind {
+        FindingKind::OutOfBoundsStore => "out-of-bounds store",
+        FindingKind::InputStore => "store into an input",
+        FindingKind::CrossCoreStore => "store into another core's memory",
+        FindingKind::OutOfBoundsLoad => "out-of-bounds load",
+        FindingKind::Race => "race",
+        FindingKind::Simcall => "semihosting call",
+        FindingKind::UseAfterFree => "use after free",
+        FindingKind::HeapOutside => "heap access outside every live block",
+        FindingKind::DoubleFree => "double free",
+        FindingKind::InvalidFree => "free of a pointer the heap did not give out",
+        FindingKind::Leak => "leak",
+        FindingKind::UninitializedRead => "read of uninitialized memory",
     }
 }
 
@@ -172,11 +75,6 @@ impl HeapBlock {
         }
         name
     }
-}
-
-/// PCs written `pc;pc;...` in hex, as the plugin writes a backtrace.
-fn pcs(text: &str) -> Vec<u32> {
-    text.split(';').filter_map(|pc| u32::from_str_radix(pc, 16).ok()).collect()
 }
 
 /// The region the plugin names a finding by: the one holding its address, else the
@@ -289,59 +187,44 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// Parses one `FINDING` line.
-    fn parse(line: &str) -> Option<Finding> {
-        let f = Fields::new(line.strip_prefix("FINDING ")?);
-        let region = f.text("region").ok().and_then(|kind| {
-            let kind = [
-                RegionKind::Output,
-                RegionKind::Input,
-                RegionKind::DataScratch,
-                RegionKind::HbmScratch,
-                RegionKind::Stack,
-                RegionKind::DmaQueues,
-            ]
-            .into_iter()
-            .chain([RegionKind::LoaderImage])
-            .find(|k| k.name().replace(' ', "-") == kind)?;
-            let shape = f.text("shape").ok()?;
-            Some(Region {
-                kind,
-                index: f.number("index").ok()?,
-                start: f.number("start").ok()?,
-                len: f.number("len").ok()?,
-                dtype: f.number::<u32>("dtype").ok().and_then(|raw| Dtype::from_raw(raw as u8)),
-                shape: shape.split('x').filter_map(|dim| dim.parse().ok()).collect(),
-            })
+    /// The finding of `core` the plugin wrote ([`Line::Finding`]).
+    pub fn from_line(core: u32, finding: &wire::Finding<'_>) -> Finding {
+        let region = finding.region.map(|place| Region {
+            kind: place.kind,
+            index: u32::from(place.index),
+            start: place.start,
+            len: place.len,
+            dtype: Dtype::from_raw(place.dtype),
+            shape: place.shape.iter().map(usize::from).collect(),
         });
-        Some(Finding {
-            kind: FindingKind::parse(f.text("kind").ok()?)?,
-            op: f.number("op").ok()?,
-            core: f.number("core").ok()?,
-            pc: f.number("pc").ok()?,
-            address: f.number("address").ok()?,
-            bytes: f.number("bytes").ok()?,
-            accesses: f.number("accesses").ok()?,
+        Finding {
+            kind: finding.kind,
+            op: finding.op,
+            core,
+            pc: finding.pc,
+            address: finding.address,
+            bytes: finding.bytes,
+            accesses: finding.accesses,
             region,
-            other_core: f.number("other").ok(),
-            other_pc: f.number("other_pc").ok(),
-            dma: f.number::<u32>("dma").is_ok_and(|dma| dma == 1),
-            backtrace: f.text("backtrace").map(pcs).unwrap_or_default(),
+            other_core: finding.other_core,
+            other_pc: finding.other_pc,
+            dma: finding.dma,
+            backtrace: finding.backtrace.iter().collect(),
             at: None,
             other_at: None,
             backtrace_at: Vec::new(),
-            block: f.number("block").ok().map(|start| HeapBlock {
-                start,
-                size: f.number("size").unwrap_or(0),
-                tcm: f.number::<u32>("tcm").is_ok_and(|tcm| tcm == 1),
-                alloc: f.text("alloc").map(pcs).unwrap_or_default(),
-                free: f.text("free").map(pcs).unwrap_or_default(),
+            block: finding.block.map(|block| HeapBlock {
+                start: block.start,
+                size: block.size,
+                tcm: block.tcm,
+                alloc: block.alloc.iter().collect(),
+                free: block.free.map(|free| free.iter().collect()).unwrap_or_default(),
                 alloc_at: None,
                 free_at: None,
             }),
-            owner: f.number("owner").ok(),
-            reached: f.number("reached").ok().zip(f.number("reached_bytes").ok()),
-        })
+            owner: finding.owner,
+            reached: finding.reached,
+        }
     }
 
     /// Where the accessed bytes are, in words: `element [1000], 0–4 bytes past the end
@@ -451,7 +334,7 @@ impl fmt::Display for Finding {
             (1, false) => (String::new(), ""),
             (n, false) => (format!(" ({n} accesses)"), ""),
         };
-        write!(f, "{}{by} on core {}: {}{times}", self.kind.name(), self.core, self.place())?;
+        write!(f, "{}{by} on core {}: {}{times}", describe(self.kind), self.core, self.place())?;
         let at = self.at.clone().unwrap_or_else(|| format!("{:#010x}", self.pc));
         let queued = if self.dma { "queued " } else { "" };
         write!(f, "\n  {queued}at {at}")?;
@@ -536,37 +419,41 @@ const WORD_LOADS: [&str; 2] = ["memcpy", "memmove"];
 ///
 /// # Errors
 /// An image that cannot be read or lacks a symbol, in words.
-pub fn plugin_arguments(loaders: &[std::path::PathBuf], libraries: &[std::path::PathBuf]) -> Result<String, String> {
+pub fn plugin_arguments(
+    loaders: &[std::path::PathBuf],
+    libraries: &[std::path::PathBuf],
+) -> Result<Vec<Argument<'static>>, String> {
     let symbol = |path: &std::path::Path, name: &str| -> Result<u32, String> {
         let bytes = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
         elf::symbol(&bytes, name)
             .map_err(|e| format!("{}: {e}", path.display()))?
             .ok_or_else(|| format!("{} has no symbol `{name}`: rebuild it", path.display()))
     };
-    let mut arguments = String::new();
-    for (core, (loader, library)) in loaders.iter().zip(libraries).enumerate() {
+    let mut arguments = Vec::new();
+    for (core, (loader, library)) in (0u32..).zip(loaders.iter().zip(libraries)) {
         let table = symbol(loader, TABLE)?;
         let [start, writable, end] =
             [symbol(library, IMAGE[0])?, symbol(library, IMAGE[1])?, symbol(library, IMAGE[2])?];
-        arguments += &format!(",check-table={core:x}:{table:x},check-image={core:x}:{start:x}:{writable:x}:{end:x}");
+        arguments.push(Argument::CheckTable { core, table });
+        arguments.push(Argument::CheckImage { core, start, writable, end });
         // The loader image's window, so an access there is named by it.
         let loader_bytes = std::fs::read(loader).map_err(|e| format!("reading {}: {e}", loader.display()))?;
         let segments = elf::load_segments(&loader_bytes).map_err(|e| format!("{}: {e}", loader.display()))?;
         let low = segments.iter().map(|s| s.vaddr).min();
         let high = segments.iter().map(|s| s.vaddr.saturating_add(s.memsz)).max();
         if let (Some(low), Some(high)) = (low, high) {
-            arguments += &format!(",check-loader={core:x}:{low:x}:{high:x}");
+            arguments.push(Argument::CheckLoader { core, start: low, end: high });
         }
         let bytes = std::fs::read(library).map_err(|e| format!("reading {}: {e}", library.display()))?;
         for name in WORD_LOADS {
             let range = elf::symbol_range(&bytes, name).map_err(|e| format!("{}: {e}", library.display()))?;
             if let Some(range) = range.filter(|range| !range.is_empty()) {
-                arguments += &format!(",word-loads={:x}:{:x}", range.start, range.end);
+                arguments.push(Argument::WordLoads(range));
             }
         }
         // An image whose runtime keeps no heap journal gets no heap checks.
         if let Some(journal) = elf::symbol(&bytes, JOURNAL).map_err(|e| format!("{}: {e}", library.display()))? {
-            arguments += &format!(",heap-journal={core:x}:{journal:x}");
+            arguments.push(Argument::HeapJournal { core, journal });
         }
     }
     Ok(arguments)
@@ -631,12 +518,12 @@ pub fn checked_images(libraries: &[std::path::PathBuf]) -> Result<Vec<CheckedIma
 pub fn collect<'a>(lines: impl IntoIterator<Item = &'a str>) -> OpFindings {
     let mut op = OpFindings::default();
     for line in lines {
-        if let Some(finding) = Finding::parse(line) {
-            if op.shown.len() < SHOWN {
-                op.shown.push(finding);
+        match Line::parse(line) {
+            Ok(Line::Finding { core, finding }) if op.shown.len() < SHOWN => {
+                op.shown.push(Finding::from_line(core, &finding));
             }
-        } else if let Some(rest) = line.strip_prefix("CHECKED ") {
-            op.total += Fields::new(rest).number::<u64>("findings").unwrap_or(0);
+            Ok(Line::Checked { findings, .. }) => op.total += findings,
+            _ => {}
         }
     }
     op
@@ -648,7 +535,7 @@ mod tests {
 
     #[test]
     fn a_store_past_an_output_is_named_by_its_bytes_past_the_end() {
-        let text = "FINDING core=0 op=0 kind=store pc=0x84000123 address=0x62000100 bytes=256 accesses=64 \
+        let text = "FINDING core=0 op=0 kind=oob-store pc=0x84000123 address=0x62000100 bytes=256 accesses=64 \
                     region=output index=0 start=0x62000000 len=256 dtype=1 shape=64\n\
                     CHECKED core=0 op=0 findings=1 accesses=64\n";
         let op = collect(text.lines());
@@ -683,7 +570,7 @@ mod tests {
 
     #[test]
     fn a_leak_is_named_by_its_kind_and_is_a_warning_labelled_among_errors() {
-        let text = "FINDING core=0 op=0 kind=store pc=0x84000123 address=0x62000100 bytes=4 accesses=1\n\
+        let text = "FINDING core=0 op=0 kind=oob-store pc=0x84000123 address=0x62000100 bytes=4 accesses=1\n\
                     FINDING core=0 op=0 kind=leak pc=0x84000010 address=0x6a000100 bytes=64 accesses=1 \
                     block=0x6a000100 size=64 alloc=84000010\n\
                     CHECKED core=0 op=0 findings=2 accesses=2\n";
@@ -715,14 +602,15 @@ mod tests {
 
     #[test]
     fn a_cross_core_store_names_the_victim() {
-        let text = "FINDING core=0 op=0 kind=cross-core pc=0x84000010 address=0x84600100 bytes=4 accesses=1 other=3";
+        let text =
+            "FINDING core=0 op=0 kind=cross-core-store pc=0x84000010 address=0x84600100 bytes=4 accesses=1 other=3";
         let finding = &collect([text]).shown[0];
         assert_eq!(finding.place(), "core 3's image window, at 0x84600100");
     }
 
     #[test]
     fn one_element_past_an_input_is_named_with_its_index_and_byte_range() {
-        let text = "FINDING core=0 op=0 kind=load pc=0x84000010 address=0x62000fa0 bytes=4 accesses=64 \
+        let text = "FINDING core=0 op=0 kind=oob-load pc=0x84000010 address=0x62000fa0 bytes=4 accesses=64 \
                     region=input index=0 start=0x62000000 len=4000 dtype=1 shape=1000";
         let finding = &collect([text]).shown[0];
         assert_eq!(finding.place(), "element [1000], 0–4 bytes past the end of input 0 ([1000] float32)");
@@ -730,13 +618,13 @@ mod tests {
 
     #[test]
     fn a_store_into_another_cores_stack_or_a_loader_image_names_whose_it_is() {
-        let text = "FINDING core=0 op=0 kind=cross-core pc=0x84000010 address=0x84a0fff0 bytes=4 accesses=1 owner=1 \
+        let text = "FINDING core=0 op=0 kind=cross-core-store pc=0x84000010 address=0x84a0fff0 bytes=4 accesses=1 owner=1 \
                     region=stack index=0 start=0x84a08000 len=32768 dtype=0 shape=";
         let finding = &collect([text]).shown[0];
         assert_eq!(finding.owner, Some(1));
         assert_eq!(finding.place(), "core 1's stack, byte 32752 of 32768 (at 0x84a0fff0)");
         assert!(finding.to_string().starts_with("store into another core's memory on core 0: core 1's stack"));
-        let text = "FINDING core=2 op=0 kind=store pc=0x84000010 address=0x84c00100 bytes=4 accesses=1 owner=2 \
+        let text = "FINDING core=2 op=0 kind=oob-store pc=0x84000010 address=0x84c00100 bytes=4 accesses=1 owner=2 \
                     region=loader-image index=0 start=0x84c00000 len=65536 dtype=0 shape=";
         assert_eq!(collect([text]).shown[0].place(), "the loader's image, at 0x84c00100");
     }
@@ -749,7 +637,7 @@ mod tests {
             collect([text]).shown[0].place(),
             "a TCM block of 1024 bytes allocated at 0x84000020, bytes 0 to 1200, 176 past its end"
         );
-        let text = "FINDING core=0 op=0 kind=uninit pc=0x84000010 address=0x6a000000 bytes=64 accesses=1 dma=1 \
+        let text = "FINDING core=0 op=0 kind=uninit-read pc=0x84000010 address=0x6a000000 bytes=64 accesses=1 dma=1 \
                     block=0x6a000000 size=64 alloc=84000020 reached=0x62000000 reached_bytes=64 \
                     region=output index=0 start=0x62000000 len=512 dtype=1 shape=4x32";
         assert_eq!(

@@ -11,7 +11,9 @@
 
 use crate::elf;
 use crate::toolchain::{self, Toolchain};
+use neuroncustomop_wire::plugin::{Argument, Line};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::fs;
 use std::io;
 use std::path::PathBuf;
@@ -127,6 +129,8 @@ pub fn library() -> Result<PathBuf, PluginError> {
 #[derive(Debug)]
 pub struct PluginFile {
     path: PathBuf,
+    /// The plugin QEMU loads.
+    library: PathBuf,
     /// Bytes of it already taken.
     taken: usize,
 }
@@ -134,28 +138,34 @@ pub struct PluginFile {
 /// The plugin's lines for one op of one core.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpLines {
-    /// Each module's lines, `KIND core=<c> <fields>`, in the plugin's module order.
+    /// Each module's lines (`neuroncustomop_wire::plugin::Line`, as text), in the
+    /// plugin's module order.
     pub lines: Vec<String>,
 }
 
 impl OpLines {
+    /// The lines, parsed (every line [`PluginFile::take`] keeps parses).
+    pub fn parsed(&self) -> impl Iterator<Item = Line<'_>> {
+        self.lines.iter().filter_map(|line| Line::parse(line).ok())
+    }
+
     /// The kernel's instruction count (the `COUNT` line), less [`MARKER_OVERHEAD`].
     pub fn count(&self) -> Option<u64> {
-        self.lines.iter().find_map(|line| {
-            let fields = line.strip_prefix("COUNT ")?;
-            let count = fields.split(' ').find_map(|field| field.strip_prefix("instructions="))?;
-            Some(count.parse::<u64>().ok()?.saturating_sub(MARKER_OVERHEAD))
+        self.parsed().find_map(|line| match line {
+            Line::Count { instructions, .. } => Some(instructions.saturating_sub(MARKER_OVERHEAD)),
+            _ => None,
         })
     }
 }
 
 impl PluginFile {
-    /// A fresh output file and the `-plugin` argument that makes QEMU watch the kernels
-    /// the loaders `loaders` (one image per core) run.
+    /// A fresh output file, and the plugin's arguments that make it watch the kernels
+    /// the loaders `loaders` (one image per core) run: a boot gives QEMU
+    /// [`PluginFile::argument`] of them and of any other module's.
     ///
     /// # Errors
     /// [`PluginError`] when the plugin does not build or a loader image lacks a marker.
-    pub fn new(loaders: &[PathBuf]) -> Result<(Self, String), PluginError> {
+    pub fn new(loaders: &[PathBuf]) -> Result<(Self, Vec<Argument<'static>>), PluginError> {
         let library = library()?;
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let path = std::env::temp_dir().join(format!(
@@ -166,7 +176,7 @@ impl PluginFile {
         // Made here, empty: QEMU's sandbox lets it write this one file, not create one
         // (machine::spawn_sandboxed).
         fs::File::create(&path).map_err(|e| PluginError::Io(format!("creating {}: {e}", path.display())))?;
-        let mut argument = format!("{},out={}", library.display(), path.display());
+        let mut arguments = Vec::new();
         for image in loaders {
             let bytes = fs::read(image).map_err(|e| PluginError::Io(format!("reading {}: {e}", image.display())))?;
             let symbol = |name: &'static str| match elf::symbol(&bytes, name) {
@@ -175,19 +185,28 @@ impl PluginFile {
                 Err(e) => Err(PluginError::Io(format!("{}: {e}", image.display()))),
             };
             let vector = symbol(DEBUG_VECTOR.0)?;
-            argument += &format!(
-                ",start={:x},stop={:x},uncounted={:x}-{:x},uncounted={vector:x}-{:x},rerun={vector:x}",
-                symbol(START)?,
-                symbol(STOP)?,
-                symbol(HANDLER.0)?,
-                symbol(HANDLER.1)?,
-                vector + DEBUG_VECTOR.1,
-            );
+            arguments.extend([
+                Argument::Start(symbol(START)?),
+                Argument::Stop(symbol(STOP)?),
+                Argument::Uncounted(symbol(HANDLER.0)?..symbol(HANDLER.1)?),
+                Argument::Uncounted(vector..vector + DEBUG_VECTOR.1),
+                Argument::Rerun(vector),
+            ]);
             for name in VECTORS {
-                argument += &format!(",vector={:x}", symbol(name)?);
+                arguments.push(Argument::Vector(symbol(name)?));
             }
         }
-        Ok((Self { path, taken: 0 }, argument))
+        Ok((Self { path, library, taken: 0 }, arguments))
+    }
+
+    /// QEMU's `-plugin` value: the plugin, its output file ([`Argument::Out`]), then
+    /// `arguments`.
+    ///
+    /// # Errors
+    /// [`PluginError::Io`] when the output file's path is not UTF-8 (QEMU's options are).
+    pub fn argument(&self, arguments: &[Argument<'_>]) -> Result<String, PluginError> {
+        let out = self.path.to_str().ok_or_else(|| PluginError::Io(format!("{} is not UTF-8", self.path.display())))?;
+        Ok(join(self.library.display(), std::iter::once(&Argument::Out(out)).chain(arguments)))
     }
 
     /// The file the plugin writes: QEMU must be let write it ([`crate::machine::Boot::writable`]).
@@ -216,13 +235,18 @@ impl Drop for PluginFile {
     }
 }
 
-/// The core of a `KIND core=<c> ...` line.
-fn core_of(line: &str) -> Option<u32> {
-    line.split(' ').nth(1)?.strip_prefix("core=")?.parse().ok()
+/// QEMU's `-plugin` value: the library, then each argument, `,` between them.
+fn join<'a>(library: impl std::fmt::Display, arguments: impl IntoIterator<Item = &'a Argument<'a>>) -> String {
+    let mut joined = library.to_string();
+    for argument in arguments {
+        // Writing into a String cannot fail.
+        let _ = write!(joined, ",{argument}");
+    }
+    joined
 }
 
 /// Groups whole ops' lines per core; returns them and the bytes they span (up to the
-/// last `END` line).
+/// last `END` line). A line that does not parse is skipped.
 fn parse(text: &str) -> (BTreeMap<u32, Vec<OpLines>>, usize) {
     let mut ops: BTreeMap<u32, Vec<OpLines>> = BTreeMap::new();
     let mut open: BTreeMap<u32, OpLines> = BTreeMap::new();
@@ -231,12 +255,13 @@ fn parse(text: &str) -> (BTreeMap<u32, Vec<OpLines>>, usize) {
     for line in text.split_inclusive('\n') {
         at += line.len();
         let Some(line) = line.strip_suffix('\n') else { break };
-        let Some(core) = core_of(line) else { continue };
-        if line.starts_with("END ") {
-            ops.entry(core).or_default().push(open.remove(&core).unwrap_or_default());
-            used = at;
-        } else {
-            open.entry(core).or_default().lines.push(line.to_string());
+        match Line::parse(line) {
+            Ok(Line::End { core }) => {
+                ops.entry(core).or_default().push(open.remove(&core).unwrap_or_default());
+                used = at;
+            }
+            Ok(parsed) => open.entry(parsed.core()).or_default().lines.push(line.to_string()),
+            Err(_) => {}
         }
     }
     (ops, used)
@@ -249,13 +274,28 @@ mod tests {
     #[test]
     fn groups_whole_ops_per_core_in_order_and_counts_less_the_markers() {
         assert_eq!(MARKER_OVERHEAD, 8);
-        let text = "COUNT core=1 instructions=508\nEND core=1\nCOUNT core=0 instructions=15\nX core=0 a=1\n\
-                    END core=0\nCOUNT core=1 instructions=17\nEND core=1\nCOUNT core=0 instructions=30\n";
-        let (ops, used) = parse(text);
+        let lines = [
+            Line::Count { core: 1, instructions: 508 },
+            Line::End { core: 1 },
+            Line::Count { core: 0, instructions: 15 },
+            Line::Dma { core: 0, bytes: 64, transfers: 1 },
+            Line::End { core: 0 },
+            Line::Count { core: 1, instructions: 17 },
+            Line::End { core: 1 },
+            Line::Count { core: 0, instructions: 30 },
+        ];
+        let text: String = lines.iter().map(|line| format!("{line}\n")).collect();
+        let (ops, used) = parse(&text);
         assert_eq!(&text[used..], "COUNT core=0 instructions=30\n", "an op without its END waits");
         assert_eq!(ops[&0].len(), 1);
         assert_eq!(ops[&0][0].count(), Some(7));
-        assert_eq!(ops[&0][0].lines[1], "X core=0 a=1");
+        assert_eq!(ops[&0][0].parsed().nth(1), Some(lines[3]));
         assert_eq!(ops[&1].iter().map(OpLines::count).collect::<Vec<_>>(), [Some(500), Some(9)]);
+    }
+
+    #[test]
+    fn the_arguments_are_the_library_then_each_one() {
+        let arguments = [Argument::Out("/tmp/x.txt"), Argument::Start(0x8400_0010), Argument::Profile];
+        assert_eq!(join("lib.so", &arguments), "lib.so,out=/tmp/x.txt,start=84000010,profile=1");
     }
 }

@@ -22,17 +22,18 @@
 use crate::device::{OpStatus, Report};
 use crate::elf::{self, LoadSegment};
 use crate::findings::Finding;
-use neuroncustomop_wire::report::Fields;
+use neuroncustomop_wire::fault::Fault;
+pub use neuroncustomop_wire::fault::FaultKind;
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 
-/// One `FAULT` line, parsed.
+/// One `FAULT` line (`neuroncustomop_wire::fault::Fault`) of the device, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FaultLine {
     /// The core that faulted.
     pub core: u32,
-    /// `exception`, `stack-overflow`, `panic`, `double-panic` or `abort`.
-    pub kind: String,
+    /// What stopped it.
+    pub kind: FaultKind,
     /// EXCCAUSE of an exception.
     pub cause: u32,
     /// The faulting address of an exception (EXCVADDR); for a stack overflow, the
@@ -45,23 +46,17 @@ pub struct FaultLine {
 }
 
 impl FaultLine {
-    /// Parses one line; `None` if it is not a well-formed `FAULT` line.
+    /// Parses one line; `None` if it is not a well-formed `FAULT` line of the device
+    /// (32-bit addresses).
     pub fn parse(line: &str) -> Option<FaultLine> {
-        let rest = line.trim().strip_prefix("FAULT ")?;
-        let fields = Fields::new(rest);
-        let field = |key: &str| fields.text(key).ok();
-        let number = |key: &str| fields.number::<u32>(key).ok();
-        let frames = field("frames")?
-            .split(',')
-            .map(|f| u32::from_str_radix(f.strip_prefix("0x")?, 16).ok())
-            .collect::<Option<Vec<u32>>>()?;
+        let fault = Fault::parse(line).ok()?;
         Some(FaultLine {
-            core: number("core")?,
-            kind: field("kind")?.to_string(),
-            cause: number("cause")?,
-            vaddr: number("vaddr")?,
-            depth: number("depth")?,
-            frames,
+            core: fault.core,
+            kind: fault.kind,
+            cause: fault.cause,
+            vaddr: u32::try_from(fault.vaddr).ok()?,
+            depth: fault.depth,
+            frames: fault.frames.iter().map(u32::try_from).collect::<Result<_, _>>().ok()?,
         })
     }
 
@@ -77,18 +72,18 @@ impl FaultLine {
 
     /// What happened, in words.
     fn what(&self) -> String {
-        match self.kind.as_str() {
-            "stack-overflow" => "stack overflow".into(),
-            "exception" => format!(
+        match self.kind {
+            FaultKind::StackOverflow => "stack overflow".into(),
+            FaultKind::Exception => format!(
                 "exception {} (EXCCAUSE {}) at address {:#010x}",
                 neuroncustomop::arch::cause_name(self.cause),
                 self.cause,
                 self.vaddr
             ),
-            "panic" => "panic".into(),
-            "double-panic" => "panic while panicking".into(),
-            "abort" => "abort".into(),
-            other => other.into(),
+            FaultKind::Panic => "panic".into(),
+            FaultKind::DoublePanic => "panic while panicking".into(),
+            FaultKind::Abort => "abort".into(),
+            FaultKind::Signal => format!("signal {} at address {:#010x}", self.cause, self.vaddr),
         }
     }
 }
@@ -350,12 +345,13 @@ fn without_hash(name: &str) -> String {
 }
 
 /// Whether an op that ended with `status` matches a `FAULT` line of `kind`.
-fn stops_with(kind: &str, status: OpStatus) -> bool {
+fn stops_with(kind: FaultKind, status: OpStatus) -> bool {
     match kind {
-        "exception" | "stack-overflow" => matches!(status, OpStatus::Exception(_)),
-        "panic" | "double-panic" => status == OpStatus::Exit(neuroncustomop::arch::EXIT_PANIC),
-        "abort" => status == OpStatus::Abort,
-        _ => false,
+        FaultKind::Exception | FaultKind::StackOverflow | FaultKind::Signal => {
+            matches!(status, OpStatus::Exception(_))
+        }
+        FaultKind::Panic | FaultKind::DoublePanic => status == OpStatus::Exit(neuroncustomop::arch::EXIT_PANIC),
+        FaultKind::Abort => status == OpStatus::Abort,
     }
 }
 
@@ -375,7 +371,7 @@ pub fn explain(report: &Report, symbols: &Symbolizer) -> Vec<String> {
                 .map(FaultLine::all)
                 .unwrap_or_default()
                 .into_iter()
-                .find(|f| stops_with(&f.kind, op.status));
+                .find(|f| stops_with(f.kind, op.status));
             let fault = match printed_fault {
                 Some(fault) => Some(fault),
                 None if matches!(op.status, OpStatus::Exception(_)) => from_stderr.next().cloned(),
@@ -402,7 +398,7 @@ mod tests {
         let line = "FAULT core=3 kind=stack-overflow cause=2214593012 pc=0x84000123 vaddr=0x851f07f0 depth=4000 frames=0x84000123,0x8400011a";
         let fault = FaultLine::parse(line).unwrap();
         assert_eq!(fault.core, 3);
-        assert_eq!(fault.kind, "stack-overflow");
+        assert_eq!(fault.kind, FaultKind::StackOverflow);
         assert_eq!(fault.vaddr, 0x851f_07f0);
         assert_eq!(fault.depth, 4000);
         assert_eq!(fault.frames, [0x8400_0123, 0x8400_011a]);

@@ -9,15 +9,15 @@
 //! instruction inside a library image window is classified:
 //!
 //! - a store into an input, or outside every region the op may write (its own image's
-//!   writable part included): `store` or `input-store`; into another core's image
-//!   window, stack, dataram or HBM scratch: `cross-core`, naming the core whose it is
-//!   (`owner=`, and that core's region, from its region table as last read); into a
-//!   loader's image outside its stack: `store`, named by that image;
-//! - a load outside what the op may read (every region, its own whole image): `load`;
+//!   writable part included): `oob-store` or `input-store`; into another core's image
+//!   window, stack, dataram or HBM scratch: `cross-core-store`, naming the core whose
+//!   it is (`owner=`, and that core's region, from its region table as last read);
+//!   into a loader's image outside its stack: `oob-store`, named by that image;
+//! - a load outside what the op may read (every region, its own whole image): `oob-load`;
 //! - a store to an output byte another core stored to in the same op: `race`, naming
 //!   both cores and both PCs;
 //! - a load of an output byte no core has stored to (itself or by a DMA transfer it
-//!   queued) in this op: `uninit`, a warning (the race check's shadow says who wrote
+//!   queued) in this op: `uninit-read`, a warning (the race check's shadow says who wrote
 //!   each byte in which op);
 //! - a DMA transfer the kernel queues (`dma.rs`: its stores into its descriptors) is
 //!   checked as the accesses it makes, over its whole range: its destination as
@@ -29,7 +29,7 @@
 //! - the heap checks (`heap.rs`): an access into the core's heap memory outside its
 //!   live blocks, a bad free, a leak, a read of a block's bytes never written.
 //!
-//! The runtime's `memcpy` and `memmove` (`word-loads=LO:HI`, runtime/arch/xtensa/mem.S)
+//! The runtime's `memcpy` and `memmove` (`word-loads=LO-HI`, runtime/arch/xtensa/mem.S)
 //! copy a source that is not word-aligned with aligned word loads, each holding at
 //! least one source byte and maybe up to 3 bytes just outside it, in the source's own
 //! words: no fault on the device, and no finding here. Of such a load only the bytes
@@ -47,9 +47,10 @@
 //! it, the heap block, or the other core's region. A finding keeps the range from its
 //! first byte to its last and the number of accesses. When the runtime's copy loads
 //! only never-written bytes of a block and then stores into the output, the bytes it
-//! stored join that `uninit` finding's `reached=`. At the op's end each core writes
+//! stored join that `uninit-read` finding's `reached=`. At the op's end each core writes
 //! its first [`SHOWN`] findings as `FINDING` lines, then one `CHECKED` line with how
-//! many there were in all (`qemu/machine/src/findings.rs` reads them).
+//! many there were in all (`neuroncustomop_wire::plugin::Line`;
+//! `qemu/machine/src/findings.rs` reads them).
 //!
 //! The loader's own code and the DMA engine's are not checked: the loader is the
 //! device's firmware, and the engine moves only what the kernels queued, which is
@@ -60,11 +61,12 @@ use crate::dma::{Descriptors, Side};
 use crate::heap::{Found, Heaps, Misuse, Named, Site};
 use crate::{Arguments, Firmware, Lines, Module};
 use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
+use neuroncustomop_wire::finding::FindingKind;
+use neuroncustomop_wire::plugin::{self as wire, Argument, Line, List};
 use qemu_plugin::{
     CallbackFlags, MemRW, MemValue, MemoryInfo, TranslationBlock, VCPUIndex, qemu_plugin_read_memory_vaddr,
 };
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -88,7 +90,7 @@ struct Image {
     writable: u32,
 }
 
-/// What went wrong, as the `kind=` of a finding.
+/// What went wrong, as the checks tell it apart ([`Kind::finding`] names it to the host).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Kind {
     Store,
@@ -101,20 +103,21 @@ enum Kind {
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    /// The kind in the vocabulary the host reads (`neuroncustomop_wire::finding`).
+    fn finding(self) -> FindingKind {
         match self {
-            Self::Store => "store",
-            Self::InputStore => "input-store",
-            Self::CrossCore => "cross-core",
-            Self::Load => "load",
-            Self::Race => "race",
-            Self::Simcall => "simcall",
-            Self::Heap(Misuse::UseAfterFree) => "use-after-free",
-            Self::Heap(Misuse::Outside) => "heap-outside",
-            Self::Heap(Misuse::DoubleFree) => "double-free",
-            Self::Heap(Misuse::InvalidFree) => "invalid-free",
-            Self::Heap(Misuse::Leak) => "leak",
-            Self::Heap(Misuse::Uninit) => "uninit",
+            Self::Store => FindingKind::OutOfBoundsStore,
+            Self::InputStore => FindingKind::InputStore,
+            Self::CrossCore => FindingKind::CrossCoreStore,
+            Self::Load => FindingKind::OutOfBoundsLoad,
+            Self::Race => FindingKind::Race,
+            Self::Simcall => FindingKind::Simcall,
+            Self::Heap(Misuse::UseAfterFree) => FindingKind::UseAfterFree,
+            Self::Heap(Misuse::Outside) => FindingKind::HeapOutside,
+            Self::Heap(Misuse::DoubleFree) => FindingKind::DoubleFree,
+            Self::Heap(Misuse::InvalidFree) => FindingKind::InvalidFree,
+            Self::Heap(Misuse::Leak) => FindingKind::Leak,
+            Self::Heap(Misuse::Uninit) => FindingKind::UninitializedRead,
         }
     }
 }
@@ -337,56 +340,46 @@ impl Checks {
     /// Takes `check-table=CORE:ADDR` (one per core: its loader's
     /// `NEURON_CHECK_REGIONS`) and `check-image=CORE:START:WRITABLE:END` (its library
     /// image's window and where its writable sections start), all hex. Without them
-    /// the module checks nothing. `word-loads=LO:HI` (any number): the runtime's copies.
+    /// the module checks nothing. `word-loads=LO-HI` (any number): the runtime's copies.
     /// `check-loader=CORE:START:END` (one per core): its loader image's window.
-    pub(crate) fn install(args: &mut Arguments) -> Result<Box<dyn Module>, String> {
-        let word_loads = args
-            .take("word-loads")
-            .iter()
-            .map(|value| {
-                let range = value
-                    .split_once(':')
-                    .and_then(|(lo, hi)| Some(u32::from_str_radix(lo, 16).ok()?..u32::from_str_radix(hi, 16).ok()?));
-                range.ok_or_else(|| format!("`word-loads={value}` is not LO:HI in hex"))
-            })
-            .collect::<Result<_, _>>()?;
+    pub(crate) fn install(args: &mut Arguments<'_>) -> Result<Box<dyn Module>, String> {
+        let word_loads = args.take(|argument| match argument {
+            Argument::WordLoads(range) => Some(range.clone()),
+            _ => None,
+        });
         let mut tables = Vec::new();
         let mut images = Vec::new();
         let mut journals = Vec::new();
-        let given = args.take("check-table").into_iter().map(|v| ("check-table", v));
         let mut loaders = Vec::new();
-        let given = given.chain(args.take("heap-journal").into_iter().map(|v| ("heap-journal", v)));
-        let given = given.chain(args.take("check-loader").into_iter().map(|v| ("check-loader", v)));
-        for (key, value) in given.chain(args.take("check-image").into_iter().map(|v| ("check-image", v))) {
-            let fields: Vec<&str> = value.split(':').collect();
-            let number = |text: &str| {
-                u32::from_str_radix(text.trim_start_matches("0x"), 16)
-                    .map_err(|_| format!("`{key}={value}`: `{text}` is not a hex number"))
-            };
-            let wanted = match key {
-                "check-image" => 4,
-                "check-loader" => 3,
-                _ => 2,
-            };
-            if fields.len() != wanted {
-                return Err(format!("`{key}={value}` has {} `:`-separated fields, not {wanted}", fields.len()));
-            }
-            let core = number(fields[0])? as usize;
+        let per_core = args.take(|argument| match *argument {
+            Argument::CheckTable { core, .. }
+            | Argument::CheckImage { core, .. }
+            | Argument::CheckLoader { core, .. }
+            | Argument::HeapJournal { core, .. } => Some((core as usize, argument.clone())),
+            _ => None,
+        });
+        for (core, argument) in per_core {
             if core >= 64 {
-                return Err(format!("`{key}={value}`: there is no core {core}"));
+                return Err(format!("plugin argument `{argument}`: there is no core {core}"));
             }
-            if key == "check-table" {
-                tables.resize(tables.len().max(core + 1), None);
-                tables[core] = Some(number(fields[1])?);
-            } else if key == "check-loader" {
-                loaders.resize(loaders.len().max(core + 1), None);
-                loaders[core] = Some((number(fields[1])?, number(fields[2])?));
-            } else if key == "heap-journal" {
-                journals.resize(journals.len().max(core + 1), None);
-                journals[core] = Some(number(fields[1])?);
-            } else {
-                images.resize(images.len().max(core + 1), Image::default());
-                images[core] = Image { window: (number(fields[1])?, number(fields[3])?), writable: number(fields[2])? };
+            match argument {
+                Argument::CheckTable { table, .. } => {
+                    tables.resize(tables.len().max(core + 1), None);
+                    tables[core] = Some(table);
+                }
+                Argument::CheckLoader { start, end, .. } => {
+                    loaders.resize(loaders.len().max(core + 1), None);
+                    loaders[core] = Some((start, end));
+                }
+                Argument::HeapJournal { journal, .. } => {
+                    journals.resize(journals.len().max(core + 1), None);
+                    journals[core] = Some(journal);
+                }
+                Argument::CheckImage { start, writable, end, .. } => {
+                    images.resize(images.len().max(core + 1), Image::default());
+                    images[core] = Image { window: (start, end), writable };
+                }
+                _ => {}
             }
         }
         let lo = images.iter().map(|i| i.window.0).min().unwrap_or(0);
@@ -512,10 +505,9 @@ impl State {
         }
         let op = core.ops - 1;
         for finding in core.kept.iter().take(SHOWN as usize) {
-            let text = describe(finding, op, core.table.as_ref());
-            lines.line("FINDING", format_args!("{text}"));
+            describe(lines, vcpu, finding, op, core.table.as_ref());
         }
-        lines.line("CHECKED", format_args!("op={op} findings={total} accesses={}", core.accesses));
+        lines.push(Line::Checked { core: vcpu, op, findings: total, accesses: core.accesses });
     }
 
     /// Runs `step` on `vcpu`'s call stack while its kernel runs.
@@ -803,8 +795,8 @@ fn in_copy(finding: Finding, copy: bool) -> Finding {
     }
 }
 
-/// A finding's `FINDING` line fields (after `core=`), in op `op` with the op's `table`.
-fn describe(finding: &Finding, op: u32, table: Option<&RegionTable>) -> String {
+/// Writes `finding`'s `FINDING` line for core `core`, in op `op` with the op's `table`.
+fn describe(lines: &mut Lines, core: u32, finding: &Finding, op: u32, table: Option<&RegionTable>) {
     let Finding {
         kind,
         pc,
@@ -820,58 +812,47 @@ fn describe(finding: &Finding, op: u32, table: Option<&RegionTable>) -> String {
         reached,
         ..
     } = *finding;
-    let mut text = format!(
-        "op={op} kind={} pc={pc:#x} address={lo:#x} bytes={} accesses={accesses}",
-        kind.name(),
-        hi.wrapping_sub(lo)
-    );
-    if let Some(other) = other {
-        let _ = write!(text, " other={other}");
-    }
-    if let Some(other_pc) = other_pc {
-        let _ = write!(text, " other_pc={other_pc:#x}");
-    }
-    if dma {
-        text += " dma=1";
-    }
-    if let Some(Named { start, size, tcm, alloc, free }) = block {
-        let _ = write!(text, " block={start:#x} size={size} alloc={}", alloc.text());
-        if tcm {
-            text += " tcm=1";
-        }
-        if let Some(free) = free {
-            let _ = write!(text, " free={}", free.text());
-        }
-    }
-    if depth > 0 {
-        let sites: Vec<String> = backtrace[..usize::from(depth)].iter().map(|pc| format!("{pc:x}")).collect();
-        let _ = write!(text, " backtrace={}", sites.join(";"));
-    }
-    if let Some((from, to)) = reached {
-        let _ = write!(text, " reached={from:#x} reached_bytes={}", to.wrapping_sub(from));
-    }
+    let (alloc, free) = match &block {
+        Some(named) => (named.alloc.pcs(), named.free.as_ref().map(Site::pcs)),
+        None => (&[][..], None),
+    };
     let (region, owner) = match (hit, reached) {
         (Some(hit), _) => (Some(hit.region), Some(hit.core)),
         (None, Some((from, to))) => (table.and_then(|table| nearest(table, from, to)), None),
         (None, None) => (table.and_then(|table| nearest(table, lo, hi)), None),
     };
-    if let Some(owner) = owner {
-        let _ = write!(text, " owner={owner}");
-    }
-    if let Some(region) = region {
-        let shape: Vec<String> = region.shape().iter().map(u16::to_string).collect();
-        let _ = write!(
-            text,
-            " region={} index={} start={:#x} len={} dtype={} shape={}",
-            region.kind().map_or("?", |kind| kind.name()).replace(' ', "-"),
-            region.index,
-            region.start,
-            region.len,
-            region.dtype,
-            shape.join("x")
-        );
-    }
-    text
+    let finding = wire::Finding {
+        op,
+        kind: kind.finding(),
+        pc,
+        address: lo,
+        bytes: hi.wrapping_sub(lo),
+        accesses,
+        other_core: other,
+        other_pc,
+        dma,
+        backtrace: List::Raw(&backtrace[..usize::from(depth)]),
+        block: block.map(|Named { start, size, tcm, .. }| wire::Block {
+            start,
+            size,
+            tcm,
+            alloc: List::Raw(alloc),
+            free: free.map(List::Raw),
+        }),
+        reached: reached.map(|(from, to)| (from, to.wrapping_sub(from))),
+        owner,
+        region: region.as_ref().and_then(|region| {
+            Some(wire::Place {
+                kind: region.kind()?,
+                index: region.index,
+                start: region.start,
+                len: region.len,
+                dtype: region.dtype,
+                shape: List::Raw(region.shape()),
+            })
+        }),
+    };
+    lines.push(Line::Finding { core, finding });
 }
 
 /// Whether `address` is in the core's heap memory: its HBM or data scratch.

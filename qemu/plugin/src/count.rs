@@ -39,7 +39,7 @@
 //!   instructions from the marker on, so both ends leave the marker out alike.
 //!
 //! At an op's begin the (corrected) counter is noted; at its end the difference is the
-//! op's count: `COUNT core=<vCPU> instructions=<n>`.
+//! op's count: a `Line::Count`.
 //!
 //! Between the two markers lie the kernel and a fixed number of the loader's own
 //! instructions, so a count is the firmware's `ICOUNT` figure plus a constant
@@ -51,6 +51,7 @@
 //! exceptions and interrupts cut short.
 
 use crate::{Arguments, Events, Firmware, Lines, Module};
+use neuroncustomop_wire::plugin::{Argument, Line};
 use qemu_plugin::sys::{qemu_plugin_scoreboard, qemu_plugin_scoreboard_new};
 use qemu_plugin::{
     CallbackFlags, PluginCondition, PluginOp, PluginU64, TranslationBlock, VCPUIndex,
@@ -235,12 +236,14 @@ pub(crate) struct Count {
 impl Count {
     /// Allocates the scoreboard; takes the vectors whose exceptions return to the
     /// excepting instruction (`vector=PC`).
-    pub(crate) fn install(arguments: &mut Arguments) -> Result<Box<dyn Module>, String> {
+    pub(crate) fn install(arguments: &mut Arguments<'_>) -> Result<Box<dyn Module>, String> {
         let vectors = arguments
-            .take("vector")
-            .iter()
-            .map(|value| crate::hex("vector", value, value))
-            .collect::<Result<_, _>>()?;
+            .take(|argument| match argument {
+                Argument::Vector(pc) => Some(u64::from(*pc)),
+                _ => None,
+            })
+            .into_iter()
+            .collect();
         // SAFETY: allocates QEMU's per-vCPU array of `PerCore`, zeroed; it is never
         // freed, as `Entry` relies on.
         let board: *mut qemu_plugin_scoreboard = unsafe { qemu_plugin_scoreboard_new(size_of::<PerCore>()) };
@@ -345,6 +348,6 @@ impl Module for Count {
 
     fn op_end(&self, vcpu: VCPUIndex, lines: &mut Lines) {
         let count = self.state.at_marker(vcpu).wrapping_sub(self.state.started.get(vcpu));
-        lines.line("COUNT", format_args!("instructions={count}"));
+        lines.push(Line::Count { core: lines.core(), instructions: count });
     }
 }

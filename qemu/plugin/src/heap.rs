@@ -26,7 +26,7 @@
 //! An access of the kernel (outside the allocator) into the core's heap memory (its
 //! HBM and data scratch regions, from the loader's region table) is:
 //! - inside a live block: allowed; a load of bytes of a `malloc` block never written
-//!   since it was allocated is an `uninit` warning (`calloc` blocks are written; TCM
+//!   since it was allocated is an `uninit-read` warning (`calloc` blocks are written; TCM
 //!   blocks and the runtime's own, such as an HBM stack, are not followed);
 //! - inside a freed block no later block covers: `use-after-free`;
 //! - anywhere else (past a block's end, between blocks, the heap's metadata):
@@ -100,12 +100,6 @@ impl Site {
     /// The PC, then the call sites.
     pub(crate) fn pcs(&self) -> &[u32] {
         &self.pcs[..usize::from(self.len)]
-    }
-
-    /// `pc;site;site`, in hex, as a finding's line carries it.
-    pub(crate) fn text(&self) -> String {
-        let pcs: Vec<String> = self.pcs().iter().map(|pc| format!("{pc:x}")).collect();
-        pcs.join(";")
     }
 }
 

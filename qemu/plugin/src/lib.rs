@@ -13,30 +13,23 @@
 //!
 //! # Arguments
 //!
-//! `-plugin libneuroncustomop_plugin.so,out=FILE,start=PC,stop=PC,…`, PCs in hex. The
-//! common ones, parsed here (`Firmware`):
-//! - `out=FILE`: where the modules' lines go ("Output" below).
-//! - `start=PC` (one per core's loader image): the loader's `icount_start`, which it
-//!   calls just before a kernel: an op begins on that core.
-//! - `stop=PC` (likewise): the loader's `icount_read`, which it calls when the kernel
-//!   has returned or was stopped: the op ends.
-//! - `uncounted=LO-HI` (any number): instructions at `LO..HI` are not the kernel's: the
-//!   debug vector and the loader's `ICOUNT` wrap handler, which the firmware's `ICOUNT`
-//!   does not count either (it runs at the debug level).
-//! - `rerun=PC` (any number): an exception vector whose exception makes the
-//!   interrupted instruction run again: the debug vector, entered when `ICOUNT` wraps.
-//!   That instruction was seen once already when it first started.
-//!
-//! Any other `key=value` belongs to the module that claims the key
-//! (`Arguments::take`); a key no module claims stops QEMU with a message.
+//! `-plugin libneuroncustomop_plugin.so,out=FILE,start=PC,stop=PC,…`: each one
+//! `neuroncustomop_wire::plugin::Argument`, where the whole list is defined and
+//! documented (the host writes them with the same type). The common ones are taken
+//! here (`Firmware`): `out` (where the modules' lines go, "Output" below), the op
+//! markers `start` and `stop`, `uncounted` (the debug-level code `ICOUNT` does not
+//! count) and `rerun` (the vector whose exception runs the interrupted instruction
+//! again). Any other belongs to the module that takes it (`Arguments::take`); an
+//! argument no module takes, or one that does not parse, stops QEMU with a message.
 //!
 //! # Output
 //!
 //! One text file, appended to at each op's end, one `write` per op so that a host
-//! reading it finds whole ops: each module's lines for that op (`KIND core=<vCPU>
-//! <fields>`, `Lines::line`), then `END core=<vCPU>`, which closes the op. The host
-//! (`qemu/machine/src/plugin.rs`) reads the file after the loader's own report of the
-//! op and gives each op's lines to the op they belong to.
+//! reading it finds whole ops: each module's lines for that op
+//! (`neuroncustomop_wire::plugin::Line`, `Lines::push`), then `Line::End`, which closes
+//! the op. The host (`qemu/machine/src/plugin.rs`) reads the file after the loader's
+//! own report of the op, parses the lines with the same type and gives each op's lines
+//! to the op they belong to.
 //!
 //! # Adding a module (the extension contract)
 //!
@@ -54,8 +47,9 @@
 //!   when that core passes a start or stop marker, in `MODULES`' order, before the
 //!   marker instruction itself executes. At the markers the callback may read the
 //!   vCPU's registers and memory (it is registered with `QEMU_PLUGIN_CB_R_REGS`).
-//! - `Module::op_end` writes the module's findings for that op into `Lines`, with
-//!   a `KIND` word of its own; the host parses the lines of its kind.
+//! - `Module::op_end` writes the module's findings for that op into `Lines`, as
+//!   lines of its own kinds (a new kind is a new `Line` variant in the `wire` crate,
+//!   which the host then parses).
 //! - `Module::rerun` is called on the vCPU's own thread when an exception handler
 //!   has returned to the instruction it interrupted, which runs again (`count` finds
 //!   these, and tells every module through `Arguments::events`): a module that counts
@@ -77,16 +71,17 @@ mod dma;
 mod heap;
 mod profile;
 
+use neuroncustomop_wire::plugin::{Argument, Line};
 use qemu_plugin::{Args, CallbackFlags, HasCallbacks, Info, PluginId, Register, TranslationBlock, VCPUIndex};
-use std::collections::{BTreeMap, HashSet};
-use std::fmt::{self, Write as _};
+use std::collections::HashSet;
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::Write as _;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// A module's constructor: takes its arguments, sets up its state.
-type Install = fn(&mut Arguments) -> Result<Box<dyn Module>, String>;
+type Install = fn(&mut Arguments<'_>) -> Result<Box<dyn Module>, String>;
 
 /// Each module's constructor, in the order the modules see each event.
 const MODULES: &[Install] = &[count::Count::install, checks::Checks::install, profile::Profile::install];
@@ -111,19 +106,27 @@ trait Module: Send + Sync {
     fn rerun(&self, _vcpu: VCPUIndex, _pc: u64) {}
 }
 
-/// What the modules' constructors get: the `key=value` arguments no common key took,
-/// and the way to tell every module of an event ([`Events`]).
-struct Arguments {
-    /// Values by key, in the order given.
-    rest: BTreeMap<String, Vec<String>>,
+/// What the modules' constructors get: the arguments no common key took, and the way
+/// to tell every module of an event ([`Events`]).
+struct Arguments<'a> {
+    /// In the order given.
+    rest: Vec<Argument<'a>>,
     events: Arc<Events>,
 }
 
-impl Arguments {
-    /// Every value given for `key` (none if it was not given); later modules no longer
-    /// see it.
-    fn take(&mut self, key: &str) -> Vec<String> {
-        self.rest.remove(key).unwrap_or_default()
+impl<'a> Arguments<'a> {
+    /// What `pick` takes of the arguments (none if it takes none), in the order given;
+    /// later modules no longer see them.
+    fn take<T>(&mut self, mut pick: impl FnMut(&Argument<'a>) -> Option<T>) -> Vec<T> {
+        let mut taken = Vec::new();
+        self.rest.retain(|argument| match pick(argument) {
+            Some(value) => {
+                taken.push(value);
+                false
+            }
+            None => true,
+        });
+        taken
     }
 
     /// What a module's callbacks call to tell every module of an event.
@@ -173,30 +176,20 @@ impl Firmware {
     }
 }
 
-/// Hex address of `key=value`'s `text`.
-fn hex(key: &str, value: &str, text: &str) -> Result<u64, String> {
-    u64::from_str_radix(text.trim_start_matches("0x"), 16)
-        .map_err(|_| format!("`{key}={value}`: `{text}` is not a hex address"))
-}
-
 /// Splits the arguments into the output file, the firmware's markers and the rest.
-fn parse(args: &Args) -> Result<(File, Firmware, Arguments), String> {
+fn parse(args: &Args) -> Result<(File, Firmware, Arguments<'_>), String> {
     let mut out = None;
     let mut firmware =
         Firmware { starts: HashSet::new(), stops: HashSet::new(), uncounted: Vec::new(), reruns: HashSet::new() };
-    let mut rest: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for arg in &args.raw {
-        let (key, value) = arg.split_once('=').ok_or_else(|| format!("argument `{arg}` is not key=value"))?;
-        match key {
-            "out" => out = Some(File::create(value).map_err(|e| format!("cannot create `{value}`: {e}"))?),
-            "start" => _ = firmware.starts.insert(hex(key, value, value)?),
-            "stop" => _ = firmware.stops.insert(hex(key, value, value)?),
-            "rerun" => _ = firmware.reruns.insert(hex(key, value, value)?),
-            "uncounted" => {
-                let (lo, hi) = value.split_once('-').ok_or_else(|| format!("`{arg}` is not uncounted=LO-HI"))?;
-                firmware.uncounted.push(hex(key, value, lo)?..hex(key, value, hi)?);
-            }
-            _ => rest.entry(key.to_string()).or_default().push(value.to_string()),
+    let mut rest = Vec::new();
+    for raw in &args.raw {
+        match Argument::parse(raw).map_err(|e| e.to_string())? {
+            Argument::Out(path) => out = Some(File::create(path).map_err(|e| format!("cannot create `{path}`: {e}"))?),
+            Argument::Start(pc) => _ = firmware.starts.insert(pc.into()),
+            Argument::Stop(pc) => _ = firmware.stops.insert(pc.into()),
+            Argument::Rerun(pc) => _ = firmware.reruns.insert(pc.into()),
+            Argument::Uncounted(range) => firmware.uncounted.push(range.start.into()..range.end.into()),
+            argument => rest.push(argument),
         }
     }
     let out = out.ok_or("no out=FILE argument")?;
@@ -213,11 +206,15 @@ struct Lines {
 }
 
 impl Lines {
-    /// Adds `KIND core=<vCPU> <fields>`: `kind` is the module's own word, `fields`
-    /// its `key=value` pairs, separated by spaces.
-    fn line(&mut self, kind: &str, fields: fmt::Arguments<'_>) {
+    /// Core `vcpu`'s lines so far.
+    fn core(&self) -> u32 {
+        self.vcpu
+    }
+
+    /// Adds `line` (its `core` is [`Lines::core`]).
+    fn push(&mut self, line: Line<'_>) {
         // Writing into a String cannot fail.
-        let _ = writeln!(self.text, "{kind} core={} {fields}", self.vcpu);
+        let _ = writeln!(self.text, "{line}");
     }
 }
 
@@ -240,7 +237,7 @@ impl Ops {
         for module in &self.modules {
             module.op_end(vcpu, &mut lines);
         }
-        let _ = writeln!(lines.text, "END core={vcpu}");
+        lines.push(Line::End { core: vcpu });
         // A poisoned lock only means another vCPU's write panicked; the file is still good.
         let mut file = self.out.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Err(e) = file.write_all(lines.text.as_bytes()) {
@@ -261,8 +258,8 @@ impl Register for Plugin {
         let setup = || {
             let (out, firmware, mut arguments) = parse(args)?;
             let modules = MODULES.iter().map(|install| install(&mut arguments)).collect::<Result<_, _>>()?;
-            if let Some(key) = arguments.rest.keys().next() {
-                return Err(format!("unknown argument `{key}`: no module of the plugin takes it"));
+            if let Some(argument) = arguments.rest.first() {
+                return Err(format!("plugin argument `{argument}`: no module of the plugin takes it"));
             }
             let ops = Arc::new(Ops { modules, out: Mutex::new(out) });
             // Set once, here: the cell was new.

@@ -29,25 +29,26 @@
 //!
 //! # Output
 //!
-//! At an op's end, for that core (each line `KIND core=C …`, [`Lines::line`]):
-//! - `PROFILE core=C pc=HEX n=N insn=MNEMONIC`: each PC it ran since its start PC;
-//! - `STACK core=C n=N frames=HEX;HEX;…`: instructions run with that call path on top,
-//!   outermost first; the first frame `0` is the loader, which called the kernel;
-//! - `MEMORY core=C page=HH loads=N stores=N`: accesses to addresses `HH000000..+16 MiB`;
-//! - `ACCESS core=C pc=HEX page=HH loads=N stores=N`: the same, of the instruction at `pc`;
-//! - `DMA core=C bytes=N transfers=N`;
-//! - `WROTE core=C ranges=LO-HI,…`: the byte ranges it stored to in the tensor area,
-//!   itself or by the DMA transfers it queued (their s2m descriptors' destinations)
-//!   (`tensors=LO-HI`), merged, at most [`MAX_RANGES`] (else `WROTE core=C ranges=?`):
-//!   the host intersects them with the op's output to count the elements each core
-//!   wrote;
-//! - `EVENT core=C kind=op|wait|dma ns=T dur=D bytes=B at=I`: `ns` from the plugin's
-//!   start, `at` the core's instructions since its start PC; at most [`MAX_EVENTS`].
+//! At an op's end, for that core (`neuroncustomop_wire::plugin::Line`, [`Lines::push`]):
+//! - `Line::Profile`: each PC it ran since its start PC, with its count and mnemonic;
+//! - `Line::Stack`: instructions run with that call path on top, outermost first; the
+//!   first frame `0` is the loader, which called the kernel;
+//! - `Line::Memory`: accesses to addresses `HH000000..+16 MiB`, per page `HH`;
+//! - `Line::Access`: the same, of one instruction;
+//! - `Line::Dma`: the bytes and transfers it queued;
+//! - `Line::Wrote`: the byte ranges it stored to in the tensor area, itself or by the
+//!   DMA transfers it queued (their s2m descriptors' destinations) (`tensors=LO-HI`),
+//!   merged, at most [`MAX_RANGES`] (else none): the host intersects them with the op's
+//!   output to count the elements each core wrote;
+//! - `Line::Event`: the op, each sleep, each DMA transfer: `ns` from the plugin's
+//!   start, `at` the core's instructions since its start PC; at most [`MAX_EVENTS`]
+//!   (then `Line::Events` counts those dropped).
 
 use crate::calls::{CallStack, Step, is_call};
 use crate::count::Entry;
 use crate::dma::{Descriptors, Side};
 use crate::{Arguments, Firmware, Lines, Module};
+use neuroncustomop_wire::plugin::{Argument, EventKind, Line, List};
 use qemu_plugin::sys::{qemu_plugin_scoreboard, qemu_plugin_scoreboard_new};
 use qemu_plugin::{
     CallbackFlags, MemRW, MemValue, PluginOp, PluginU64, TranslationBlock, VCPUIndex,
@@ -119,7 +120,7 @@ struct Node {
 
 /// One timeline event.
 struct Event {
-    kind: &'static str,
+    kind: EventKind,
     ns: u64,
     dur: u64,
     bytes: u64,
@@ -191,7 +192,7 @@ impl Core {
     /// A block starting at `pc`: a callee entered, or a return to a frame's caller.
     fn block(&mut self, pc: u64, executed: u64, ns: u64) {
         if let Some((since, at)) = self.waiting.take() {
-            self.event(Event { kind: "wait", ns: since, dur: ns - since, bytes: 0, at });
+            self.event(Event { kind: EventKind::Wait, ns: since, dur: ns - since, bytes: 0, at });
         }
         match self.calls.block(pc) {
             Step::Entered => {
@@ -242,14 +243,15 @@ impl Core {
         self.written = merged;
     }
 
-    /// The path of `node`, outermost first.
-    fn path(&self, mut node: usize) -> String {
-        let mut pcs = vec![self.nodes[node].pc];
+    /// The path of `node`: function entries, outermost first.
+    fn path(&self, mut node: usize) -> Vec<u32> {
+        let mut pcs = vec![self.nodes[node].pc as u32];
         while node != 0 {
             node = self.nodes[node].parent;
-            pcs.push(self.nodes[node].pc);
+            pcs.push(self.nodes[node].pc as u32);
         }
-        pcs.iter().rev().map(|pc| format!("{pc:x}")).collect::<Vec<_>>().join(";")
+        pcs.reverse();
+        pcs
     }
 }
 
@@ -258,25 +260,22 @@ pub(crate) struct Profile(Option<(Arc<Profiler>, Vec<std::ops::Range<u64>>)>);
 
 impl Profile {
     /// Takes `profile`, `dma` and `tensors`; allocates the running totals.
-    pub(crate) fn install(args: &mut Arguments) -> Result<Box<dyn Module>, String> {
-        let hex = |key: &str, text: &str| crate::hex(key, text, text);
-        let profile = args.take("profile").iter().any(|value| value == "1");
-        let dma = args.take("dma").last().map(|value| hex("dma", value)).transpose()?;
-        let tensors = match args.take("tensors").last() {
-            Some(value) => {
-                let (lo, hi) = value.split_once('-').ok_or_else(|| format!("`tensors={value}` is not LO-HI"))?;
-                Some(hex("tensors", lo)?..hex("tensors", hi)?)
-            }
-            None => None,
-        };
-        let code = args
-            .take("code")
-            .iter()
-            .map(|value| {
-                let (lo, hi) = value.split_once('-').ok_or_else(|| format!("`code={value}` is not LO-HI"))?;
-                Ok(hex("code", lo)?..hex("code", hi)?)
-            })
-            .collect::<Result<Vec<_>, String>>()?;
+    pub(crate) fn install(args: &mut Arguments<'_>) -> Result<Box<dyn Module>, String> {
+        let profile = !args.take(|argument| matches!(argument, Argument::Profile).then_some(())).is_empty();
+        let range = |range: &std::ops::Range<u32>| u64::from(range.start)..u64::from(range.end);
+        let dma = args.take(|argument| match argument {
+            Argument::DmaWindow(window) => Some(u64::from(*window)),
+            _ => None,
+        });
+        let tensors = args.take(|argument| match argument {
+            Argument::Tensors(tensors) => Some(range(tensors)),
+            _ => None,
+        });
+        let code = args.take(|argument| match argument {
+            Argument::Code(code) => Some(range(code)),
+            _ => None,
+        });
+        let (dma, tensors) = (dma.last().copied(), tensors.last().cloned());
         if !profile {
             return Ok(Box::new(Profile(None)));
         }
@@ -458,7 +457,7 @@ impl Profiler {
                         let (ns, at) = (me.now(), me.executed.get(vcpu) - core.started);
                         core.dma_bytes += bytes;
                         core.dma_transfers += 1;
-                        core.event(Event { kind: "dma", ns, dur: 0, bytes, at });
+                        core.event(Event { kind: EventKind::Dma, ns, dur: 0, bytes, at });
                     }
                 }
             },
@@ -508,39 +507,34 @@ impl Profiler {
         }
         let slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         for (slot, (pc, mnemonic)) in slots.pcs.iter().enumerate() {
-            let n = qemu_plugin_u64_get(slots.entry(slot), vcpu);
-            if n > 0 {
-                lines.line("PROFILE", format_args!("pc={pc:x} n={n} insn={mnemonic}"));
+            let count = qemu_plugin_u64_get(slots.entry(slot), vcpu);
+            if count > 0 {
+                lines.push(Line::Profile { core: vcpu, pc: *pc as u32, count, mnemonic });
             }
         }
         drop(slots);
         for (node, found) in core.nodes.iter().enumerate().filter(|(_, node)| node.count > 0) {
-            lines.line("STACK", format_args!("n={} frames={}", found.count, core.path(node)));
+            lines.push(Line::Stack { core: vcpu, count: found.count, frames: List::Raw(&core.path(node)) });
         }
         for (page, [loads, stores]) in core.memory.iter().enumerate().filter(|(_, c)| c[0] + c[1] > 0) {
-            lines.line("MEMORY", format_args!("page={page:02x} loads={loads} stores={stores}"));
+            lines.push(Line::Memory { core: vcpu, page: page as u8, loads: *loads, stores: *stores });
         }
         let mut accesses: Vec<_> = core.accesses.iter().collect();
         accesses.sort_unstable();
-        for ((pc, page), [loads, stores]) in accesses {
-            lines.line("ACCESS", format_args!("pc={pc:x} page={page:02x} loads={loads} stores={stores}"));
+        for (&(pc, page), &[loads, stores]) in accesses {
+            lines.push(Line::Access { core: vcpu, pc: pc as u32, page, loads, stores });
         }
-        lines.line("DMA", format_args!("bytes={} transfers={}", core.dma_bytes, core.dma_transfers));
+        lines.push(Line::Dma { core: vcpu, bytes: core.dma_bytes, transfers: core.dma_transfers });
         core.merge_written();
-        let ranges = if core.written_overflow {
-            "?".to_string()
-        } else {
-            core.written.iter().map(|(lo, hi)| format!("{lo:x}-{hi:x}")).collect::<Vec<_>>().join(",")
-        };
-        lines.line("WROTE", format_args!("ranges={ranges}"));
+        let ranges = (!core.written_overflow).then_some(List::Raw(&core.written));
+        lines.push(Line::Wrote { core: vcpu, ranges });
         let (started_ns, total) = (core.started_ns, executed - core.started);
-        core.events.insert(0, Event { kind: "op", ns: started_ns, dur: ns - started_ns, bytes: 0, at: total });
-        for e in &core.events {
-            lines
-                .line("EVENT", format_args!("kind={} ns={} dur={} bytes={} at={}", e.kind, e.ns, e.dur, e.bytes, e.at));
+        core.events.insert(0, Event { kind: EventKind::Op, ns: started_ns, dur: ns - started_ns, bytes: 0, at: total });
+        for &Event { kind, ns, dur, bytes, at } in &core.events {
+            lines.push(Line::Event { core: vcpu, kind, ns, dur, bytes, at });
         }
         if core.dropped > 0 {
-            lines.line("EVENTS", format_args!("dropped={}", core.dropped));
+            lines.push(Line::Events { core: vcpu, dropped: core.dropped });
         }
     }
 }

@@ -1,7 +1,9 @@
-//! The TCG plugin's profile lines (`qemu/plugin/src/profile.rs` writes them), parsed:
+//! The TCG plugin's profile lines (`qemu/plugin/src/profile.rs` writes them, as
+//! `neuroncustomop_wire::plugin::Line`s), parsed:
 //! what one core gathered in one op, by address, before any symbol is looked up.
 
-use neuroncustomop_wire::report::Fields;
+pub use neuroncustomop_wire::plugin::EventKind;
+use neuroncustomop_wire::plugin::Line;
 use std::collections::BTreeMap;
 
 /// One core's raw profile of one op.
@@ -30,8 +32,8 @@ pub struct RawCore {
 /// One timeline event as the plugin wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawEvent {
-    /// `op`, `wait` or `dma`.
-    pub kind: String,
+    /// The op, a sleep or a DMA transfer.
+    pub kind: EventKind,
     /// Host nanoseconds from the plugin's start.
     pub ns: u64,
     /// Its length in host nanoseconds (0 for a DMA transfer queued).
@@ -47,43 +49,18 @@ pub struct RawEvent {
 pub fn parse<S: AsRef<str>>(lines: &[S]) -> RawCore {
     let mut raw = RawCore::default();
     for line in lines {
-        let Some((tag, rest)) = line.as_ref().split_once(' ') else { continue };
-        let fields = Fields::new(rest);
-        let number = |key: &str| fields.number::<u64>(key).unwrap_or(0);
-        let hex = |key: &str| fields.text(key).ok().and_then(|t| u64::from_str_radix(t, 16).ok()).unwrap_or(0);
-        match tag {
-            "PROFILE" => {
-                raw.pcs.push((hex("pc") as u32, number("n"), fields.text("insn").unwrap_or("?").to_string()));
+        let Ok(line) = Line::parse(line.as_ref()) else { continue };
+        match line {
+            Line::Profile { pc, count, mnemonic, .. } => raw.pcs.push((pc, count, mnemonic.to_string())),
+            Line::Stack { count, frames, .. } => raw.stacks.push((frames.iter().collect(), count)),
+            Line::Memory { page, loads, stores, .. } => _ = raw.memory.insert(page, (loads, stores)),
+            Line::Access { pc, page, loads, stores, .. } => {
+                raw.accesses.entry(pc).or_default().insert(page, (loads, stores));
             }
-            "STACK" => {
-                let frames = fields.text("frames").unwrap_or_default();
-                let pcs = frames.split(';').filter_map(|f| u32::from_str_radix(f, 16).ok()).collect();
-                raw.stacks.push((pcs, number("n")));
-            }
-            "MEMORY" => {
-                raw.memory.insert(hex("page") as u8, (number("loads"), number("stores")));
-            }
-            "ACCESS" => {
-                let page = raw.accesses.entry(hex("pc") as u32).or_default();
-                page.insert(hex("page") as u8, (number("loads"), number("stores")));
-            }
-            "DMA" => raw.dma = (number("bytes"), number("transfers")),
-            "EVENT" => raw.events.push(RawEvent {
-                kind: fields.text("kind").unwrap_or("?").to_string(),
-                ns: number("ns"),
-                dur: number("dur"),
-                bytes: number("bytes"),
-                at: number("at"),
-            }),
-            "EVENTS" => raw.dropped_events = number("dropped"),
-            "WROTE" => {
-                let range = |text: &str| {
-                    let (lo, hi) = text.split_once('-')?;
-                    Some((u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?))
-                };
-                let ranges = fields.text("ranges").unwrap_or("?");
-                raw.written = if ranges.is_empty() { Some(Vec::new()) } else { ranges.split(',').map(range).collect() };
-            }
+            Line::Dma { bytes, transfers, .. } => raw.dma = (bytes, transfers),
+            Line::Event { kind, ns, dur, bytes, at, .. } => raw.events.push(RawEvent { kind, ns, dur, bytes, at }),
+            Line::Events { dropped, .. } => raw.dropped_events = dropped,
+            Line::Wrote { ranges, .. } => raw.written = ranges.map(|ranges| ranges.iter().collect()),
             _ => {}
         }
     }
@@ -93,29 +70,33 @@ pub fn parse<S: AsRef<str>>(lines: &[S]) -> RawCore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use neuroncustomop_wire::plugin::List;
 
     #[test]
     fn an_ops_lines_parse_by_kind() {
+        let ranges = [(0x6200_0000, 0x6200_0010), (0x6200_0040, 0x6200_0044)];
         let lines = [
-            "PROFILE core=1 pc=84000010 n=5 insn=l32i.n",
-            "STACK core=1 n=7 frames=0;84000010",
-            "MEMORY core=1 page=7f loads=3 stores=2",
-            "ACCESS core=1 pc=84000010 page=7f loads=3 stores=2",
-            "DMA core=1 bytes=4096 transfers=1",
-            "EVENT core=1 kind=op ns=100 dur=50 bytes=0 at=7",
-            "WROTE core=1 ranges=62000000-62000010,62000040-62000044",
-            "COUNT core=1 instructions=17",
+            Line::Profile { core: 1, pc: 0x8400_0010, count: 5, mnemonic: "l32i.n" },
+            Line::Stack { core: 1, count: 7, frames: List::Raw(&[0, 0x8400_0010]) },
+            Line::Memory { core: 1, page: 0x7f, loads: 3, stores: 2 },
+            Line::Access { core: 1, pc: 0x8400_0010, page: 0x7f, loads: 3, stores: 2 },
+            Line::Dma { core: 1, bytes: 4096, transfers: 1 },
+            Line::Event { core: 1, kind: EventKind::Op, ns: 100, dur: 50, bytes: 0, at: 7 },
+            Line::Wrote { core: 1, ranges: Some(List::Raw(&ranges)) },
+            Line::Count { core: 1, instructions: 17 },
         ];
-        let one = parse(&lines);
+        let text = |lines: &[Line<'_>]| lines.iter().map(Line::to_string).collect::<Vec<_>>();
+        let one = parse(&text(&lines));
         assert_eq!(one.pcs, [(0x8400_0010, 5, "l32i.n".to_string())]);
         assert_eq!(one.stacks, [(vec![0, 0x8400_0010], 7)]);
         assert_eq!(one.memory[&0x7f], (3, 2));
         assert_eq!(one.accesses[&0x8400_0010][&0x7f], (3, 2));
         assert_eq!(one.dma, (4096, 1));
-        assert_eq!(one.events[0], RawEvent { kind: "op".into(), ns: 100, dur: 50, bytes: 0, at: 7 });
-        assert_eq!(one.written, Some(vec![(0x6200_0000, 0x6200_0010), (0x6200_0040, 0x6200_0044)]));
-        assert_eq!(parse(&["COUNT core=0 instructions=1"]).written, None, "no WROTE line");
-        assert_eq!(parse(&["WROTE core=2 ranges=?"]).written, None, "too many ranges");
-        assert_eq!(parse(&["WROTE core=2 ranges="]).written, Some(vec![]), "wrote nothing");
+        assert_eq!(one.events[0], RawEvent { kind: EventKind::Op, ns: 100, dur: 50, bytes: 0, at: 7 });
+        assert_eq!(one.written, Some(ranges.to_vec()));
+        assert_eq!(parse(&text(&lines[7..])).written, None, "no WROTE line");
+        assert_eq!(parse(&text(&[Line::Wrote { core: 2, ranges: None }])).written, None, "too many ranges");
+        let nothing = Line::Wrote { core: 2, ranges: Some(List::EMPTY) };
+        assert_eq!(parse(&text(&[nothing])).written, Some(vec![]), "wrote nothing");
     }
 }

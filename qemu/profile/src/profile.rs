@@ -11,7 +11,7 @@
 
 use crate::annotate::Disassembly;
 use crate::cost::CostModel;
-use crate::lines::RawCore;
+use crate::lines::{self, RawCore};
 use crate::mix::Class;
 use neuroncustomop_machine::job::{TENSOR_AREA, TENSOR_AREA_SIZE};
 use neuroncustomop_machine::symbolize::{Place, SymbolizeError, Symbolizer};
@@ -541,20 +541,19 @@ impl Folder {
         let events = raw
             .events
             .iter()
-            .filter_map(|e| {
-                let kind = match e.kind.as_str() {
-                    "op" => EventKind::Op,
-                    "wait" => EventKind::Wait,
-                    "dma" => EventKind::Dma,
-                    _ => return None,
+            .map(|e| {
+                let kind = match e.kind {
+                    lines::EventKind::Op => EventKind::Op,
+                    lines::EventKind::Wait => EventKind::Wait,
+                    lines::EventKind::Dma => EventKind::Dma,
                 };
-                Some(Event {
+                Event {
                     kind,
                     start_ns: e.ns.saturating_sub(epoch_ns),
                     duration_ns: e.dur,
                     bytes: e.bytes,
                     instruction: e.at,
-                })
+                }
             })
             .collect();
         let lines = crate::annotate::lines(&pcs, &self.model);
@@ -600,7 +599,7 @@ impl Folder {
         }
         let epoch = raws
             .iter()
-            .flat_map(|(_, raw)| raw.events.iter().filter(|e| e.kind == "op").map(|e| e.ns))
+            .flat_map(|(_, raw)| raw.events.iter().filter(|e| e.kind == lines::EventKind::Op).map(|e| e.ns))
             .min()
             .unwrap_or(0);
         let cores = raws.iter().map(|(core, raw)| self.core(*core, raw, epoch, output)).collect();

@@ -17,6 +17,7 @@
 mod call;
 mod library;
 
+use neuroncustomop_machine::findings::{FindingKind, describe};
 use neuroncustomop_package::cxx::ArgKind;
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
@@ -52,5 +53,12 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("ARG_KINDS", pyo3::types::PyTuple::new(module.py(), kinds)?)?;
     module
         .add("SCHEMA_TYPES", ArgKind::ALL.map(|kind| (kind.name(), kind.schema_type())).into_py_dict(module.py())?)?;
+    // The one list of finding kinds (`neuroncustomop_wire::finding::FindingKind::ALL`):
+    // the Python half picks an exception by these names, never by the English the host
+    // prints, which FINDING_DESCRIPTIONS holds for presentation.
+    let findings = FindingKind::ALL.iter().map(|kind| kind.name());
+    module.add("FINDING_KINDS", pyo3::types::PyTuple::new(module.py(), findings)?)?;
+    let descriptions = FindingKind::ALL.iter().map(|&kind| (kind.name(), describe(kind)));
+    module.add("FINDING_DESCRIPTIONS", descriptions.into_py_dict(module.py())?)?;
     Ok(())
 }

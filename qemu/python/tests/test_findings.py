@@ -23,7 +23,7 @@ def test_a_store_past_the_output_raises_out_of_bounds_naming_the_line(misuse):
         misuse.past_end_256.run(x, cores=8)
     assert isinstance(raised.value, KernelError)
     (finding,) = raised.value.findings
-    assert (finding.kind, finding.core) == ("out-of-bounds store", 0)
+    assert (finding.kind, finding.core) == ("oob-store", 0)
     assert "elements [128] to [191], 0–256 bytes past the end of output 0 ([128] float32)" in finding.text
     assert "misuse.c:" in finding.text
     # Unchecked, the same kernel returns; the next checked call is clean.
@@ -57,7 +57,7 @@ def test_a_use_after_free_raises_a_heap_error_and_a_leak_is_a_warning_on_the_res
     assert isinstance(raised.value, neuroncustomop.HeapError)
     assert isinstance(raised.value, KernelError)
     (finding,) = raised.value.findings
-    assert (finding.kind, finding.severity, finding.core) == ("use after free", "error", 0)
+    assert (finding.kind, finding.severity, finding.core) == ("use-after-free", "error", 0)
     assert "a heap block of 64 bytes allocated at use_after_free (" in finding.text
     assert "), freed at use_after_free (" in finding.text
     with pytest.warns(neuroncustomop.LeakWarning) as warned:

@@ -1,7 +1,7 @@
 """The native module's stub (``_native.pyi``) against the built module: the same
 symbols, top level and per class, and signatures that mypy's stubtest finds agreeing;
-and the Python half's argument kinds against the
-native module's one list."""
+and the Python half's argument kinds and finding kinds against the native module's
+one list of each."""
 
 import ast
 import subprocess
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import neuroncustomop
-from neuroncustomop import _args, _native
+from neuroncustomop import _args, _findings, _native
 
 STUB = Path(neuroncustomop.__file__).with_name("_native.pyi")
 
@@ -66,6 +66,37 @@ def test_the_python_half_names_argument_kinds_as_the_native_module_does():
             if isinstance(node, ast.Constant) and id(node) not in docstrings and node.value in kinds
         ]
         assert literals == [], f"{module} spells argument kinds itself: {literals}"
+
+
+def string_literals(module):
+    """The string constants of a module of the package, outside docstrings."""
+    tree = ast.parse(STUB.with_name(module).read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node) is not None
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_every_finding_kind_has_its_class_and_none_is_named_in_english():
+    kinds = _native.FINDING_KINDS
+    assert len(kinds) == len(set(kinds)) >= 12
+    assert list(_native.FINDING_DESCRIPTIONS) == list(kinds)
+    # Each kind raises (or warns with) a class of its own choosing, and only known
+    # kinds are mapped: a kind renamed or added on the Rust side fails here.
+    assert set(_findings._ERRORS).isdisjoint(_findings._WARNINGS)
+    assert set(_findings._ERRORS) | set(_findings._WARNINGS) == set(kinds)
+    # The host's English is presentation: no module branches on it.
+    english = {text for kind, text in _native.FINDING_DESCRIPTIONS.items() if text != kind}
+    assert "heap access outside every live block" in english
+    for module in sorted(path.name for path in STUB.parent.glob("*.py")):
+        spelled = [literal for literal in string_literals(module) if literal in english]
+        assert spelled == [], f"{module} names finding kinds by the host's English: {spelled}"
 
 
 def test_mypy_stubtest_finds_the_stub_agreeing_with_the_module(tmp_path):

@@ -66,7 +66,36 @@ impl RegionKind {
         !matches!(self, Self::Input | Self::LoaderImage)
     }
 
-    /// How a finding names the region: `output`, `input`, `data scratch`, ...
+    /// Every kind.
+    pub const ALL: [RegionKind; 7] = [
+        Self::Output,
+        Self::Input,
+        Self::DataScratch,
+        Self::HbmScratch,
+        Self::Stack,
+        Self::DmaQueues,
+        Self::LoaderImage,
+    ];
+
+    /// Its stable one-word name in the plugin's lines: `output`, `data-scratch`, ...
+    pub const fn key(self) -> &'static str {
+        match self {
+            Self::Output => "output",
+            Self::Input => "input",
+            Self::DataScratch => "data-scratch",
+            Self::HbmScratch => "hbm-scratch",
+            Self::Stack => "stack",
+            Self::DmaQueues => "dma-queues",
+            Self::LoaderImage => "loader-image",
+        }
+    }
+
+    /// The kind whose [`RegionKind::key`] is `key`.
+    pub fn from_key(key: &str) -> Option<RegionKind> {
+        Self::ALL.into_iter().find(|kind| kind.key() == key)
+    }
+
+    /// How a finding names the region to a person: `output`, `input`, `data scratch`, ...
     pub const fn name(self) -> &'static str {
         match self {
             Self::Output => "output",

@@ -39,10 +39,14 @@ pub mod checks;
 mod decode;
 mod encode;
 mod error;
+pub mod fault;
+pub mod finding;
 mod function_id;
 pub mod job;
 pub mod layout;
+pub mod list;
 pub mod math;
+pub mod plugin;
 pub mod report;
 pub mod session;
 

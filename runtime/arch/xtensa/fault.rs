@@ -3,7 +3,10 @@
 //! (`crate::arch::platform`) and stops.
 //!
 //! Every report ends with one machine-readable line the host turns into function names
-//! and source lines (`qemu/machine/src/symbolize.rs`, with the image's DWARF):
+//! and source lines (`qemu/machine/src/symbolize.rs`, with the image's DWARF). Its one
+//! definition, shared with the host tier, is `neuroncustomop_wire::fault::Fault`
+//! (qemu/wire), whose tests read this writer's form; it is written here without
+//! `core::fmt`, as every report of the device is:
 //!
 //! ```text
 //! FAULT core=<c> kind=<kind> cause=<n> pc=<hex> vaddr=<hex> depth=<n> frames=<hex>,<hex>,...

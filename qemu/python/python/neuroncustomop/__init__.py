@@ -29,6 +29,13 @@ KernelError
     each core's stdout and the output as the kernel left it.
 UnwrittenOutputError
     Every core returned 0 but output elements were never written (a ``KernelError``).
+FindingsError
+    The memory checks found the kernel touching memory its op was not given, or
+    misusing its heap (a ``KernelError``): ``OutOfBoundsError``, ``RaceError``,
+    ``SandboxError``, ``HeapError`` and its ``UseAfterFreeError``, by the first
+    finding's ``kind`` (one of ``FINDING_KINDS``). The checks' warnings (a leak, a read
+    of memory never written) go to ``warnings.warn`` as a ``CheckWarning``
+    (``LeakWarning``, ``UninitializedReadWarning``) and to ``CallResult.warnings``.
 UnknownKernelError
     No kernel of that name; the message lists the library's kernels.
 PackageError
@@ -43,6 +50,7 @@ TypeError, ValueError, OverflowError
 from ._args import DTYPES
 from ._errors import KernelError, UnknownKernelError, UnwrittenOutputError
 from ._findings import (
+    FINDING_KINDS,
     CheckWarning,
     Finding,
     FindingsError,
@@ -61,6 +69,7 @@ from ._options import last_result, options
 __all__ = [
     "CORES",
     "DTYPES",
+    "FINDING_KINDS",
     "CallResult",
     "CheckWarning",
     "DeviceError",

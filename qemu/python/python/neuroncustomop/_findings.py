@@ -9,10 +9,16 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import _native
 from ._errors import KernelError
 
 if TYPE_CHECKING:
     from ._library import CallResult
+
+
+FINDING_KINDS: tuple[str, ...] = _native.FINDING_KINDS
+"""Every finding kind's stable name (``oob-store``, ``race``, ``heap-outside``, ...):
+what :attr:`Finding.kind` holds, and what code branches on."""
 
 
 @dataclass(frozen=True)
@@ -22,11 +28,10 @@ class Finding:
     Attributes
     ----------
     kind : str
-        ``out-of-bounds store``, ``store into an input``, ``store into another core's
-        memory``, ``out-of-bounds load``, ``race``, ``semihosting call``, ``use after
-        free``, ``heap access outside every live block``, ``double free``, ``free of a
-        pointer the heap did not give out``, ``leak``, ``read of uninitialized
-        memory``.
+        Its stable name, one of :data:`FINDING_KINDS`: ``oob-store``, ``input-store``,
+        ``cross-core-store``, ``oob-load``, ``race``, ``simcall``, ``use-after-free``,
+        ``heap-outside``, ``double-free``, ``invalid-free``, ``leak``, ``uninit-read``.
+        Branch on it, not on ``text``, whose words may change.
     severity : str
         ``"error"``: the call raised a :class:`FindingsError` for it; or
         ``"warning"`` (a leak, a read of uninitialized memory): the call returned, and
@@ -107,19 +112,25 @@ class UninitializedReadWarning(CheckWarning):
     """A load of heap bytes never written since their block was allocated."""
 
 
-# The errors and warnings by the host's kind names (neuroncustomop_machine's FindingKind::name);
-# which of the two a finding is, its severity says.
-_ERRORS = {
+# The error or warning class of each finding kind, by its stable name (the native
+# module's FINDING_KINDS; tests/test_typing.py checks that every kind has its class
+# here, and that no kind is named by the host's English). A kind added on the Rust side
+# and not yet here raises the base class of its severity.
+_ERRORS: dict[str, type[FindingsError]] = {
+    "oob-store": OutOfBoundsError,
+    "input-store": OutOfBoundsError,
+    "cross-core-store": OutOfBoundsError,
+    "oob-load": OutOfBoundsError,
     "race": RaceError,
-    "semihosting call": SandboxError,
-    "use after free": UseAfterFreeError,
-    "heap access outside every live block": HeapError,
-    "double free": HeapError,
-    "free of a pointer the heap did not give out": HeapError,
+    "simcall": SandboxError,
+    "use-after-free": UseAfterFreeError,
+    "heap-outside": HeapError,
+    "double-free": HeapError,
+    "invalid-free": HeapError,
 }
-_WARNINGS = {
+_WARNINGS: dict[str, type[CheckWarning]] = {
     "leak": LeakWarning,
-    "read of uninitialized memory": UninitializedReadWarning,
+    "uninit-read": UninitializedReadWarning,
 }
 
 
@@ -146,7 +157,7 @@ def raise_for(kernel: str, result: "CallResult", raw: Any) -> None:
     findings = _findings(raw)
     errors = [finding for finding in findings if finding.severity == "error"]
     if errors:
-        error = _ERRORS.get(errors[0].kind, OutOfBoundsError)
+        error = _ERRORS.get(errors[0].kind, FindingsError)
         raise error(kernel, result, findings, raw.findings_total)
     for finding in findings:
         warnings.warn(_WARNINGS.get(finding.kind, CheckWarning)(kernel, finding), stacklevel=4)

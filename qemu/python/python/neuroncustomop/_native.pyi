@@ -17,7 +17,7 @@ _ScalarInput = tuple[str, npt.NDArray[np.uint8]]
 _Input = Union[_TensorInput, _ScalarInput]
 
 # As PyO3 makes it: every name the module adds, in the order it adds them.
-__all__ = ["Library", "RawCall", "PackageError", "DeviceError", "canary", "CORES", "DTYPES", "ARG_KINDS", "SCHEMA_TYPES"]
+__all__ = ["Library", "RawCall", "PackageError", "DeviceError", "canary", "CORES", "DTYPES", "ARG_KINDS", "SCHEMA_TYPES", "FINDING_KINDS", "FINDING_DESCRIPTIONS"]
 
 CORES: int
 """Cores of the simulated device."""
@@ -27,6 +27,11 @@ ARG_KINDS: tuple[str, ...]
 """The argument kinds' names, in the order of the C++ build's ``cxx::ArgKind::ALL``."""
 SCHEMA_TYPES: dict[str, str]
 """Each argument kind's type in a ``torch.library`` schema."""
+FINDING_KINDS: tuple[str, ...]
+"""The memory checks' finding kinds by their stable names (``oob-store``, ``race``, ...),
+in the order of ``neuroncustomop_wire::finding::FindingKind::ALL``."""
+FINDING_DESCRIPTIONS: dict[str, str]
+"""Each finding kind's name in words, as the host prints it (presentation only)."""
 
 class PackageError(RuntimeError):
     """The library could not be built or packaged (the message has the build's output)."""
