@@ -2,6 +2,7 @@
 with load(name=, compute_srcs=, shape_srcs=, build_directory=) and loaded again with
 load_library("lib<name>.so")."""
 
+import os
 import re
 import shutil
 import warnings
@@ -287,3 +288,19 @@ def test_an_op_the_compute_sources_lack_is_one_sentence(sample, tmp_path):
         in message
     ), message
     assert "entries.cpp" not in message and "error:" not in message
+
+
+def test_a_second_load_of_unchanged_sources_reuses_the_process_s_build(sample):
+    folder, _ = sample
+
+    def load():
+        neuroncustomop.load(
+            name="relu", compute_srcs=[folder / "relu.cpp"], shape_srcs=[folder / "shape.cpp"], build_directory=folder
+        )
+        # write_library_file makes lib<name>.so anew (a new folder) on every build.
+        return (folder / "librelu.so" / "library.json").stat().st_ino
+
+    built = load()
+    assert load() == built
+    os.utime(folder / "shape.cpp")  # a source touched: built again
+    assert load() != built

@@ -69,14 +69,16 @@ class Relus(Dataset):
 
 @pytest.fixture
 def booted(built):
-    """The library loaded, its device booted by a call in this process; the devices
-    this process runs (its QEMU processes)."""
-    neuroncustomop.load_library(built)
+    """The library loaded, its device booted by a call in this process: the processes
+    that call started (its QEMU). The library is kept for the test."""
+    library = neuroncustomop.load_library(built)
+    before = children(os.getpid())
     x = inputs(1)[0]
     assert torch.equal(relu(x), torch.relu(x))
-    devices = children(os.getpid())
+    devices = children(os.getpid()) - before
     assert devices, "the call ran on a device this process started"
-    return devices
+    yield devices
+    del library
 
 
 def the_parent_s_device_is_untouched(devices):

@@ -143,6 +143,29 @@ def _c_project(name: str, sources: Sequence[str], build_directory: str) -> str:
     return project
 
 
+def sources_state(
+    name: str,
+    sources: Sequence[str],
+    shapes: Optional[Sequence[str]],
+    build_directory: str,
+    multicore: bool,
+    extra_cflags: Optional[Sequence[str]],
+) -> tuple:
+    """What a build of ``load``'s arguments depends on that can be seen cheaply: the
+    arguments, and the size and modification time of every file in the sources'
+    folders (their headers too; hidden files, such as the build's lock, aside). Equal
+    states: the same library."""
+    folders = sorted({os.path.dirname(os.path.abspath(source)) for source in [*sources, *(shapes or ())]})
+    files = []
+    for folder in folders:
+        for entry in sorted(os.scandir(folder), key=lambda entry: entry.name):
+            if entry.is_file() and not entry.name.startswith("."):
+                stat = entry.stat()
+                files.append((entry.path, stat.st_size, stat.st_mtime_ns))
+    arguments = (name, tuple(sources), tuple(shapes or ()), build_directory, bool(multicore), tuple(extra_cflags or ()))
+    return (arguments, tuple(files))
+
+
 @contextlib.contextmanager
 def locked(build_directory: str, name: str) -> Iterator[None]:
     """Holds ``<build_directory>/.lib<name>.so.lock`` for the block, once ``name`` is

@@ -482,6 +482,12 @@ def load(
     if build_directory is None:
         build_directory = os.path.join(os.path.dirname(os.path.abspath(sources[0])), "build") if sources else "build"
     build_directory = os.path.abspath(os.path.expanduser(os.fspath(build_directory)))
+    if target == "device":
+        # This process built these very files into lib<name>.so already: load it.
+        state = _build.sources_state(os.fspath(name), sources, shapes, build_directory, multicore, extra_cflags)
+        built = _built_here.get(state)
+        if built is not None and _build.read_library_file(built) is not None:
+            return load_library(built, shape_fns=shape_fns, checked=checked, backward=backward)
     with _build.locked(build_directory, os.fspath(name)):
         project = _build.project_of(os.fspath(name), sources, shapes, build_directory, multicore, extra_cflags)
         with _build.project_locked(project):
@@ -491,7 +497,12 @@ def load(
             cores = native.default_cores if not multicore else _native.CORES
             return _loaded(native, cores, shape_fns, checked, backward)
         built = _build.write_library_file(native.package_dir, build_directory, os.fspath(name), multicore)
+        _built_here[state] = built
     return load_library(built, shape_fns=shape_fns, checked=checked, backward=backward)
+
+
+# What load() built in this process: lib<name>.so by the state of its sources.
+_built_here: dict = {}
 
 
 def load_library(
