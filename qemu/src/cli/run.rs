@@ -157,7 +157,7 @@ pub struct CallArgs {
     /// Profile the call and write DIR/flame.svg, DIR/stacks.folded, DIR/trace.json
     /// (Perfetto, chrome://tracing) and DIR/profile.json; the summary names the top 5
     /// functions and predicts the device time. Slower: every instruction and memory
-    /// access is instrumented (docs/PERFORMANCE.md, "Profiling").
+    /// access is instrumented (docs/kernel-cost.md, "Where the instructions go").
     #[arg(long, value_name = "DIR")]
     pub profile: Option<PathBuf>,
     /// The device cost model's parameters: this TOML file's keys over the defaults

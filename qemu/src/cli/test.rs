@@ -83,7 +83,7 @@ pub fn exec(_: TestArgs) -> super::Outcome {
 }
 
 /// Runs `command` and prints its wall time, so a CI log says where the minutes went
-/// (docs/PERFORMANCE.md, "CI time").
+/// (docs/ci-time.md).
 fn timed(name: &str, command: &mut Command) -> std::io::Result<ExitStatus> {
     let start = Instant::now();
     let status = command.status()?;

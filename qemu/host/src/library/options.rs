@@ -10,7 +10,7 @@ pub struct Options {
     /// `get_cpu_count()` (which is 8) needs all 8.
     pub cores: usize,
     /// The backend of the runtime's `neuron_memcpy` for this op; the default is the
-    /// library's own, the DMA engine (a core waiting for it sleeps, docs/PERFORMANCE.md).
+    /// library's own, the DMA engine (a core waiting for it sleeps, docs/kernel-cost.md, "DMA or the vector copy").
     pub memcpy: NeuronMemcpyMethod,
     /// Run QEMU under `-icount` (off by default): all cores in turn on one host
     /// thread, with a deterministic virtual clock, so a sleeping core's wake-up costs
