@@ -1,9 +1,10 @@
 //! Building images: one per core, core i linked at its own address (see `linker/`).
 //!
 //! Xtensa builds use Debian's rustc and cargo with the home's `.cargo/xtensa.toml`, in
-//! a target directory of their own in the per-machine cache ([`xtensa_target_dir`]),
-//! so they never contend with host builds and every project shares one build of
-//! `core` and `alloc`. The per-core link writes the images to a folder the tool names
+//! a target directory of their own ([`xtensa_target_dir`]: a checkout's
+//! `target/xtensa`, else in the per-machine cache), so they never contend with host
+//! builds and every project built with one home shares one build of `core` and
+//! `alloc`. The per-core link writes the images to a folder the tool names
 //! (`linker/link-cores --neuron-image-dir`): a checkout's firmware to its
 //! `target/images/<name>/core<i>.elf`. An installed home has the firmware prebuilt.
 
@@ -83,7 +84,7 @@ pub fn build(name: &str) -> Result<Images, BuildError> {
         return read_dir(name, &prebuilt.join("firmware").join(name));
     };
     let out = checkout.join("target/images").join(name);
-    let _building = build_lock()?;
+    let _building = build_lock(&tools.home)?;
     // The per-core link writes the images into `out` (linker/link-cores); the
     // argument is this binary's own, so cargo relinks when it changes. Quiet: the
     // firmware is the simulator's own, checked at every device's boot (each library's
@@ -109,7 +110,7 @@ pub fn xtensa_cargo(tools: &Toolchain) -> Command {
         .current_dir(tools.home.root())
         .env("RUSTC", toolchain::RUSTC)
         .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_TARGET_DIR", xtensa_target_dir())
+        .env("CARGO_TARGET_DIR", xtensa_target_dir(&tools.home))
         .env_remove("RUSTC_WRAPPER")
         .env_remove("RUSTFLAGS")
         .arg("--config")
@@ -117,11 +118,17 @@ pub fn xtensa_cargo(tools: &Toolchain) -> Command {
     cargo
 }
 
-/// The target directory of every device build on this machine, one per toolchain:
-/// `xtensa-<rustc's version>/` in the per-machine cache ([`home::cache_dir`]). Every
-/// project's build shares its `core` and `alloc` (`-Zbuild-std`); cargo's own lock
-/// on it lets builds of different projects run at once.
-pub fn xtensa_target_dir() -> PathBuf {
+/// The target directory of the device builds made with `home`'s Xtensa settings. A
+/// checkout's is its own `target/xtensa/`: its firmware and runtime are its own build,
+/// and two checkouts' settings differ in their paths, so in one folder each would
+/// build `core` again over the other's. An installed home's is one folder per
+/// toolchain and home in the per-machine cache ([`home::cache_dir`]):
+/// `xtensa-<rustc's version>-<the home's key>/`. Every project built with one home
+/// shares its `core` and `alloc` (`-Zbuild-std`).
+pub fn xtensa_target_dir(home: &Home) -> PathBuf {
+    if let Some(checkout) = home.checkout() {
+        return checkout.join("target/xtensa");
+    }
     static VERSION: OnceLock<String> = OnceLock::new();
     let version = VERSION.get_or_init(|| {
         let output = Command::new(toolchain::RUSTC).arg("--version").output();
@@ -129,27 +136,34 @@ pub fn xtensa_target_dir() -> PathBuf {
         let text = output.map(|output| String::from_utf8_lossy(&output.stdout).into_owned()).unwrap_or_default();
         text.split_whitespace().nth(1).unwrap_or("unknown").to_owned()
     });
-    home::cache_dir().join(format!("xtensa-{version}"))
+    // A stable key of the home's path (FNV-1a): the same folder every run.
+    let key = home
+        .root()
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
+    home::cache_dir().join(format!("xtensa-{version}-{key:016x}"))
 }
 
-/// The lock of the device builds' target folder ([`xtensa_target_dir`]), taken
+/// The lock of `home`'s device builds' target folder ([`xtensa_target_dir`]), taken
 /// exclusively by every build there, so that no build replaces the runtime's archive
 /// while a C or C++ link that holds it shared ([`build_lock_shared`]) reads it.
 /// (Cargo's own lock of the folder keeps builds apart, but not a link outside cargo.)
 ///
 /// # Errors
 /// The lock file cannot be made or locked.
-pub fn build_lock() -> io::Result<Lock> {
-    Lock::exclusive(&xtensa_target_dir().join("neuroncustomop-build.lock"))
+pub fn build_lock(home: &Home) -> io::Result<Lock> {
+    Lock::exclusive(&xtensa_target_dir(home).join("neuroncustomop-build.lock"))
 }
 
-/// The device builds' lock ([`build_lock`]), shared: held while a link reads what a
+/// `home`'s device builds' lock ([`build_lock`]), shared: held while a link reads what a
 /// build there made.
 ///
 /// # Errors
 /// The lock file cannot be made or locked.
-pub fn build_lock_shared() -> io::Result<Lock> {
-    Lock::shared(&xtensa_target_dir().join("neuroncustomop-build.lock"))
+pub fn build_lock_shared(home: &Home) -> io::Result<Lock> {
+    Lock::shared(&xtensa_target_dir(home).join("neuroncustomop-build.lock"))
 }
 
 /// The images of `name` the per-core link wrote into `dir` (`linker/link-cores

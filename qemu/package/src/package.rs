@@ -395,7 +395,7 @@ pub const RUNTIME_ARCHIVE: &str = "libneuroncustomop.a";
 /// `libneuroncustomop.a` it wrote and its build script's output folder (the scripts
 /// `core<i>.x` and the assembled `.S` files, which the archive already holds).
 fn build_runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
-    let building = images::build_lock()?;
+    let building = images::build_lock(&tools.home)?;
     // The root package's library alone, as a Rust library's build compiles it.
     let output = images::xtensa_cargo(tools)
         .args(["build", "--release", "--lib", "--message-format=json-render-diagnostics"])
@@ -420,7 +420,7 @@ fn build_runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageErr
     }
     drop(building);
     // Another build may come between: the archive is then its build's, whole.
-    let in_use = images::build_lock_shared()?;
+    let in_use = images::build_lock_shared(&tools.home)?;
     match (archive, scripts) {
         (Some(archive), Some(scripts)) => Ok(RuntimeArchive { archive, scripts, _in_use: Some(in_use) }),
         _ => Err(PackageError::CBuild("cargo did not report libneuroncustomop.a and its build script's folder".into())),

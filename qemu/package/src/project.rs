@@ -28,9 +28,9 @@
 //! Outputs go to `target/neuroncustomop/` in the project: `images/core<i>.elf`, and
 //! the package in `package/<name>/` (the built-in examples of a checkout's `examples/`
 //! keep theirs in the checkout's `target/images/<name>/` and `target/package/<name>/`).
-//! A Rust library's device build shares the per-machine cache's Xtensa target folder
-//! ([`neuroncustomop_machine::images::xtensa_target_dir`]), so `core` and `alloc` are
-//! compiled once for all projects.
+//! A Rust library's device build shares one Xtensa target folder with every project
+//! built with the same home ([`neuroncustomop_machine::images::xtensa_target_dir`]), so
+//! `core` and `alloc` are compiled once for all of them.
 
 use crate::cxx;
 use crate::package::{self, Package, PackageError};
@@ -267,7 +267,7 @@ impl Project {
                 // arguments of this crate only, so cargo relinks when they change.
                 cargo.args(["--", "-C", "link-arg=-Tcore0.x", "-C"]);
                 cargo.arg(format!("link-arg=--neuron-image-dir={}", image_dir.display()));
-                let _building = images::build_lock().map_err(|e| build_error(BuildError::Io(e)))?;
+                let _building = images::build_lock(&tools.home).map_err(|e| build_error(BuildError::Io(e)))?;
                 let status = cargo
                     .status()
                     .map_err(|e| build_error(BuildError::Cargo(format!("cannot run {}: {e}", toolchain::CARGO))))?;
