@@ -232,6 +232,36 @@ fn gdb_stops_at_a_kernel_line_and_prints_a_local_and_a_tensor_element() {
     assert_eq!(call.output.to_vec::<f32>().unwrap(), want, "the result after gdb let it finish");
 }
 
+#[test]
+fn gdb_holds_every_core_at_its_entry_so_a_breakpoint_on_core_2s_rows_is_hit_5_of_5_runs() {
+    let c_kernel = Library::example("c_kernel").unwrap();
+    let x = floats(vec![8, 64], 7);
+    let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v * 0.5).collect();
+    let options = Options { target: Target::Host, cores: 8, ..Options::default() };
+    let args = [Arg::Tensor(x.clone()), Arg::Float(0.5)];
+    for run in 0..5 {
+        let transcript = std::env::temp_dir().join(format!("host-tier-gdb-all-{}-{run}.txt", std::process::id()));
+        let debugger = Debugger {
+            core: 0,
+            // No --gdb-core 2: core 0 shows first, and core 2 has not run ahead.
+            commands: ["frame", "break scale.c:41 if core == 2", "continue", "print core", "delete", "continue"]
+                .map(String::from)
+                .to_vec(),
+            batch: true,
+            transcript: Some(transcript.clone()),
+        };
+        let call = c_kernel.debug("scale_multicore", &args, Output::Like(0), &options, &debugger).unwrap();
+        let printed = std::fs::read_to_string(&transcript).unwrap();
+        std::fs::remove_file(&transcript).unwrap();
+        assert!(
+            printed.contains("scale_multicore ()"),
+            "run {run}: the first stop, in the author's function: {printed}"
+        );
+        assert!(printed.contains("$1 = 2"), "run {run}: core 2 stopped at its row: {printed}");
+        assert_eq!(call.check().unwrap().output.to_vec::<f32>().unwrap(), want, "run {run}");
+    }
+}
+
 /// A C library whose kernel reads and writes one element past its tensors' ends (the
 /// loop's `<=`, on line 11), in its own project folder.
 fn overrun_project() -> std::path::PathBuf {

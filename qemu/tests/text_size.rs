@@ -25,9 +25,11 @@ use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 /// goal (docs/PERFORMANCE.md, "Text size"). Three later features brought it to
 /// 21,811 B: the heap journal (every allocator call
 /// records what it did, `runtime/allocators/journal.rs`), the failing pull's record and
-/// its `ARGFAIL` line, and `customop_tensor_dim`'s two continuations. Until the goal is
-/// met again this guard holds the figure under 21.375 KiB.
-const RUNTIME_TEXT_LIMIT: u64 = 21_888;
+/// its `ARGFAIL` line, and `customop_tensor_dim`'s two continuations. Red zones in
+/// checked sessions (`runtime/allocators/redzone.rs`: the TCM pool's room and cap for
+/// them, the word that turns them on) brought it to 21,924 B. Until the goal is met
+/// again this guard holds the figure under 21.5 KiB.
+const RUNTIME_TEXT_LIMIT: u64 = 22_016;
 
 /// A function in the image: its address range and every name it goes by.
 struct Function {

@@ -19,10 +19,12 @@
 //! # What a red zone must not change
 //!
 //! A checked call must fail no allocation that the same unchecked call makes:
-//! - an allocation with its red zone that the heap cannot make is retried without one;
+//! - in the HBM and dataram heaps, an allocation with its red zone that the heap cannot
+//!   make is retried without one;
 //! - the TCM pool is [`tcm_room`] bytes larger in a checked session (taken from the
-//!   dataram heap), and at most [`TCM_REDZONES`] blocks of an op get a red zone there,
-//!   so the promised 16 KiB stay whole: two 8 KiB `tcm_malloc`s still fit.
+//!   dataram heap), and at most [`TCM_REDZONES`] `tcm_malloc` blocks of an op get a red
+//!   zone there (under ASan too), so the promised 16 KiB stay whole: two 8 KiB
+//!   `tcm_malloc`s still fit.
 //!
 //! Limits: in the HBM and dataram heaps the red zones of earlier blocks take room (64
 //! bytes each) the heap has no extra of: a kernel that fills one of them to within that
@@ -82,13 +84,15 @@ pub(super) fn allocate(
     size: usize,
     mut allocate: impl FnMut(usize) -> Result<NonNull<u8>, HeapError>,
 ) -> (Result<NonNull<u8>, HeapError>, bool) {
-    let zone = bytes();
-    if zone == 0 {
-        return (allocate(size), false);
-    }
-    match allocate(size.saturating_add(zone)) {
-        Err(HeapError::OutOfMemory | HeapError::SizeOverflow) => (allocate(size), false),
-        block => (block, true),
+    let mut ask = size.saturating_add(bytes());
+    // One call site, so the allocator's call is not copied into each caller twice (the
+    // runtime's text size is held: qemu/tests/text_size.rs).
+    loop {
+        let block = allocate(ask);
+        if ask == size || !matches!(block, Err(HeapError::OutOfMemory | HeapError::SizeOverflow)) {
+            return (block, ask != size);
+        }
+        ask = size;
     }
 }
 

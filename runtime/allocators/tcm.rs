@@ -87,19 +87,14 @@ impl TcmPool {
     }
 
     /// Takes a block of `size` bytes from the heap, followed by a red zone if `zoned`
-    /// and the pool's room for red zones is not used up (`redzone.rs`). The heap is then
-    /// no longer fresh (even if the attempt fails: only a heap nothing touched is known
-    /// to equal a rebuilt one).
+    /// and the pool's room for red zones is not used up (`redzone.rs`: the room makes it
+    /// fit, so there is no retry without one). The heap is then no longer fresh (even
+    /// if the attempt fails: only a heap nothing touched is known to equal a rebuilt one).
     fn allocate(&mut self, size: usize, zoned: bool) -> Result<NonNull<u8>, HeapError> {
         self.fresh = false;
-        // The cap holds where the pool was enlarged for it (the device); under ASan every
-        // block has its red zone, as before.
-        if !zoned || (redzone::tcm_room() > 0 && self.redzones >= redzone::TCM_REDZONES) {
-            return self.heap.allocate(size, GRANULE);
-        }
-        let (block, with_zone) = redzone::allocate(size, |ask| self.heap.allocate(ask, GRANULE));
-        self.redzones += usize::from(with_zone && block.is_ok());
-        block
+        let zone = if zoned && self.redzones < redzone::TCM_REDZONES { redzone::bytes() } else { 0 };
+        self.redzones += usize::from(zone != 0);
+        self.heap.allocate(size.saturating_add(zone), GRANULE)
     }
 }
 

@@ -623,7 +623,9 @@ fn kernel_stopped(stop: KernelStop) -> ! {
 static STOP: AtomicU32 = AtomicU32::new(0);
 
 /// Where the loader carries on after a kernel stopped (on a fresh stack): it reports
-/// the op, finishes the job, and serves the next ones.
+/// the op, finishes the job, and serves the next ones. Named for the device's memory
+/// checks, which leave the blocks it gives back out of the op's leaks.
+#[unsafe(export_name = "loader_after_stop")]
 extern "C" fn resume(_: u32) {
     // A fault report disarmed the stack check; this is the image stack again.
     neuroncustomop::arch::arm_stack_limit();

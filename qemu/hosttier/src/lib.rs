@@ -15,7 +15,7 @@ pub mod dispatch;
 pub mod loader;
 pub mod sanitize;
 
-pub use sanitize::{Sanitizer, explain as explain_sanitizer, stopped_core as sanitized_core};
+pub use sanitize::{Sanitizer, coverage, explain as explain_sanitizer, involved_cores, stopped_core as sanitized_core};
 
 use neuroncustomop_machine::device::{Session, SessionOptions};
 use neuroncustomop_machine::home::Home;
@@ -435,6 +435,58 @@ pub struct Debugger {
 /// The gdb the host tier starts: Debian's (`gdb`, installed by qemu/setup.sh).
 pub const GDB: &str = "gdb";
 
+/// The gdb script that stops at `kernel`'s entry on `core` with every core held at its
+/// own (all-stop):
+/// - the loader holds every core before its first kernel (`NCOP_HOSTRUN_HOLD`) until
+///   `core` is there; a breakpoint at the loader's `ncop_hostrun_before_kernel`,
+///   conditioned on its first argument, the core, in `rdi`, sets a one-time one at
+///   its second, the kernel, in `rsi` (the x86-64 calling convention);
+/// - at that stop the held cores are let go (`NCOP_HOSTRUN_RELEASE`): they run when gdb
+///   lets the program continue, so a breakpoint set now is hit on any core;
+/// - from the entry (the C++ build's generated wrapper, the Rust runtime's shim) that
+///   core alone runs on to the author's function named `kernel` (a global function of
+///   that name, the Rust crate's, else any function of that name).
+fn stop_script(core: usize, kernel: &str) -> String {
+    format!(
+        r#"set pagination off
+set confirm off
+set breakpoint pending on
+set language c
+break *ncop_hostrun_before_kernel if $rdi == {core}
+set language auto
+commands
+silent
+tbreak *$rsi
+continue
+end
+run
+set language c
+set var *(unsigned int *)&NCOP_HOSTRUN_RELEASE = 1
+set language auto
+python
+import re
+def _authors(frame):
+    name = frame.name() or ""
+    return re.fullmatch(r"(.*::)?{kernel}(\(.*\))?", name) is not None
+if not _authors(gdb.selected_frame()):
+    # A Rust kernel is its crate's: the crate is the shim's first path segment.
+    crate = (gdb.selected_frame().name() or "").split("::")[0]
+    for spec in ("-qualified {kernel}", "-qualified " + crate + "::{kernel}", "-function {kernel}"):
+        stop = gdb.Breakpoint(spec, internal=True, temporary=True)
+        if not stop.pending:
+            break
+        stop.delete()
+    else:
+        stop = None
+    if stop is not None:
+        gdb.execute("set scheduler-locking on")
+        gdb.execute("continue")
+        gdb.execute("set scheduler-locking replay")
+end
+"#
+    )
+}
+
 /// Runs `job` once on the host tier's loader under gdb, stopped at the kernel's entry
 /// on `debugger.core` (a breakpoint at the first instruction of the loader's
 /// `ncop_hostrun_before_kernel`, conditioned on its first argument, the core, in `rdi`,
@@ -451,21 +503,22 @@ pub fn debug(
     job: &neuroncustomop_machine::job::Job,
     debugger: &Debugger,
 ) -> Result<neuroncustomop_machine::device::Report, HostError> {
-    let work = std::env::temp_dir().join(format!("ncop-gdb-{}", std::process::id()));
+    // One folder per call: two calls of one process may debug at once.
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let work = std::env::temp_dir().join(format!("ncop-gdb-{}-{call}", std::process::id()));
     fs::create_dir_all(&work)?;
     let (job_file, report_file, script) = (work.join("job"), work.join("report"), work.join("stop.gdb"));
     let frame = neuroncustomop_machine::device::frame(job)
         .map_err(|e| HostError::Build { name: library.name.clone(), what: format!("the job: {e}") })?;
     fs::write(&job_file, frame)?;
-    fs::write(
-        &script,
-        format!(
-            "set pagination off\nset confirm off\nset breakpoint pending on\n\
-             set language c\nbreak *ncop_hostrun_before_kernel if $rdi == {}\nset language auto\n\
-             commands\nsilent\ntbreak *$rsi\ncontinue\nend\nrun\n",
-            debugger.core
-        ),
-    )?;
+    // The op's kernel: its function id in the first word, a name of the job's table.
+    let kernel = job
+        .words
+        .get(neuroncustomop_wire::layout::HEADER_FUNCTION_ID)
+        .and_then(|&raw| job.names.get(usize::from(raw)))
+        .map_or("", String::as_str);
+    fs::write(&script, stop_script(debugger.core, kernel))?;
     let cores = job.header.cores as usize;
     // gdb runs the loader itself (its symbols known from the start), with the
     // variables `env` would set as gdb's own environment settings.
@@ -484,6 +537,8 @@ pub fn debug(
     for variable in &loader_args {
         gdb.arg("-ex").arg(format!("set environment {}", variable.to_string_lossy()));
     }
+    // Every core waits before its kernel until gdb's first stop (the loader's `hold`).
+    gdb.arg("-ex").arg(format!("set environment NCOP_HOSTRUN_HOLD={}", debugger.core));
     gdb.arg("-x").arg(&script);
     for command in &debugger.commands {
         gdb.args(["-ex", command]);

@@ -498,10 +498,50 @@ fn invoke(library: &Library, job: &JobHeader, kernel: extern "C" fn(), op: &Deco
     // until the kernel has ended (one that stops never returns here, and the next op
     // hands off its own).
     unsafe { library.dispatch.hand_off(job, &mut args) };
+    hold(job.cores);
     ncop_hostrun_before_kernel(core(), kernel);
     kernel();
     // SAFETY: as above.
     unsafe { (library.invocation_status)() }
+}
+
+/// The core `ncop debug` shows first (`--gdb-core`), from [`HOLD`]: set, every core
+/// waits before its first kernel until it is at its kernel's entry.
+const HOLD: &str = "NCOP_HOSTRUN_HOLD";
+
+/// Cores held before their first kernel so far ([`hold`]).
+static HELD: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Set to non-zero by gdb at its first stop at a kernel's entry (`ncop debug`'s script):
+/// the held cores go on when gdb lets the program continue.
+#[unsafe(no_mangle)]
+pub static NCOP_HOSTRUN_RELEASE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Under `ncop debug` (the variable [`HOLD`] names the core gdb shows first): before the
+/// first kernel, every other core waits here until gdb has stopped, and that core
+/// calls its kernel once all `cores` - 1 others wait. So gdb's first stop, in that
+/// core's kernel, finds every core at its kernel's entry (gdb stops all threads), and a
+/// breakpoint set there is hit on whichever core reaches it. Does nothing otherwise.
+fn hold(cores: u32) {
+    static FIRST: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let Some(first) = *FIRST.get_or_init(|| std::env::var(HOLD).ok().and_then(|core| core.parse().ok())) else {
+        return;
+    };
+    if first >= cores {
+        // No core would reach gdb's first stop: hold none.
+        return;
+    }
+    use std::sync::atomic::Ordering;
+    if core() == first {
+        while HELD.load(Ordering::Acquire) + 1 < cores {
+            std::thread::yield_now();
+        }
+    } else if NCOP_HOSTRUN_RELEASE.load(Ordering::Acquire) == 0 {
+        HELD.fetch_add(1, Ordering::AcqRel);
+        while NCOP_HOSTRUN_RELEASE.load(Ordering::Acquire) == 0 {
+            std::thread::yield_now();
+        }
+    }
 }
 
 /// Called on every core right before its kernel: where `ncop run --host --gdb` stops

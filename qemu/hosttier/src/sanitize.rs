@@ -96,6 +96,54 @@ impl Sanitizer {
     }
 }
 
+/// What a host-tier run with `sanitizer` (or none) checks, and what it cannot see, in
+/// one sentence: the `checks` line every `--host` run prints, so a clean result is not
+/// read as more than it is. The device checks all of it (a call without `--host`).
+pub fn coverage(sanitizer: Option<Sanitizer>) -> &'static str {
+    match sanitizer {
+        None => {
+            "none on the host tier: the device checks every access (without --host), or --sanitize address or \
+             thread some; unseen here: out-of-bounds accesses, stores into inputs, double and invalid frees, \
+             leaks, use after free, races, reads of never-written memory"
+        }
+        Some(Sanitizer::Address) => {
+            "AddressSanitizer: out-of-bounds accesses around tensors and heap and TCM blocks, use after free; \
+             unseen on the host tier: stores into inputs, double and invalid frees, leaks, stores into another \
+             core's stack or dataram, races, reads of never-written memory (the device checks them: run \
+             without --host)"
+        }
+        Some(Sanitizer::Thread) => {
+            "ThreadSanitizer: races between cores on memory the kernels' own code touches; unseen on the host \
+             tier: races through the runtime's copies (neuron_memcpy, the TCM and stream accessors), \
+             out-of-bounds accesses, stores into inputs, heap misuse, reads of never-written memory (the device \
+             checks them: run without --host)"
+        }
+        Some(Sanitizer::Undefined) => {
+            "UndefinedBehaviorSanitizer: signed overflow, bad shifts, misaligned pointers; unseen on the host \
+             tier: every memory check and races (the device checks them: run without --host)"
+        }
+    }
+}
+
+/// Every core a sanitizer's report in `output` names: the accessing thread of an
+/// AddressSanitizer report; both threads of a ThreadSanitizer race (`Write of size 4
+/// at … by thread T4`, `Previous write … by thread T5`), in the order named.
+pub fn involved_cores(output: &str) -> Vec<usize> {
+    let mut cores = Vec::new();
+    for line in output.lines().map(str::trim_start) {
+        let lower = line.to_lowercase();
+        let access = ["read of size", "write of size", "previous read of size", "previous write of size"]
+            .iter()
+            .any(|start| lower.starts_with(start));
+        if let Some(core) = access.then(|| access_core(line)).flatten()
+            && !cores.contains(&core)
+        {
+            cores.push(core);
+        }
+    }
+    cores
+}
+
 /// Where Debian's libclang-rt-22-dev puts the sanitizer runtimes.
 const CLANG_RUNTIMES: &str = "/usr/lib/llvm-22/lib/clang/22/lib/linux";
 /// The symbolizer the sanitizers print source lines with.
@@ -344,11 +392,12 @@ pub fn stopped_core(output: &str) -> Option<usize> {
         .and_then(access_core)
 }
 
-/// The core of an access line's `thread T<n>`: the loader starts its cores' threads
+/// The core of an access line's `thread T<n>` (`T<n>:`): the loader starts its cores' threads
 /// first and in order, so T1 is core 0.
 fn access_core(access: &str) -> Option<usize> {
     let thread = access.split("thread T").nth(1)?.split_whitespace().next()?;
-    thread.parse::<usize>().ok()?.checked_sub(1)
+    // TSan's `by thread T4:` ends in a colon.
+    thread.trim_end_matches(':').parse::<usize>().ok()?.checked_sub(1)
 }
 
 /// `(kind, size, address)` of an access line: `WRITE of size 4 at 0x… thread T1` (ASan)
@@ -494,7 +543,7 @@ fn where_in(address: u64, tensors: &[(String, u32, u32)]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{explain, stopped_core};
+    use super::{explain, involved_cores, stopped_core};
 
     /// The tensors of the reports below: a [37, 200] float32 input and its output.
     fn tensors() -> Vec<(String, u32, u32)> {
@@ -572,5 +621,14 @@ WARNING: ThreadSanitizer: data race (pid=4242)
             "two cores accessed element 0 of the output (byte 0 of its 29600) with nothing ordering them: core 1 wrote \
              4 bytes at rowops::racy (kernels.rs:12); core 0 wrote 4 bytes at clash(int, float) (clash.cpp:8)"
         );
+    }
+
+    #[test]
+    fn a_thread_sanitizer_race_names_both_cores() {
+        let report = "WARNING: ThreadSanitizer: data race (pid=1)\n  Write of size 4 at 0x7f0000001000 by thread T4:\n\
+                      #0 race misuse.c:100\n\n  Previous write of size 4 at 0x7f0000001000 by thread T5:\n";
+        assert_eq!(involved_cores(report), [3, 4]);
+        let report = "WRITE of size 4 at 0x62000100 thread T1\n";
+        assert_eq!(involved_cores(report), [0]);
     }
 }

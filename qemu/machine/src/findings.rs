@@ -402,6 +402,9 @@ impl fmt::Display for OpFindings {
 
 /// The loader's region table (`qemu/firmware/src/loader.rs`), which the plugin reads.
 const TABLE: &str = "NEURON_CHECK_REGIONS";
+/// Where the loader carries on after a kernel stopped (`qemu/firmware/src/loader.rs`):
+/// it gives the op's blocks back, so they are no leak.
+const AFTER_STOP: &str = "loader_after_stop";
 /// The runtime's heap journal in a library image (`runtime/allocators/journal.rs`).
 const JOURNAL: &str = "neuron_heap_journal";
 /// A library image's window, and where its writable sections start (linker script).
@@ -443,6 +446,11 @@ pub fn plugin_arguments(
         let high = segments.iter().map(|s| s.vaddr.saturating_add(s.memsz)).max();
         if let (Some(low), Some(high)) = (low, high) {
             arguments.push(Argument::CheckLoader { core, start: low, end: high });
+        }
+        if let Some(after_stop) =
+            elf::symbol(&loader_bytes, AFTER_STOP).map_err(|e| format!("{}: {e}", loader.display()))?
+        {
+            arguments.push(Argument::CheckStopped(after_stop));
         }
         let bytes = std::fs::read(library).map_err(|e| format!("reading {}: {e}", library.display()))?;
         for name in WORD_LOADS {

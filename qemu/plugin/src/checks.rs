@@ -66,7 +66,7 @@ use neuroncustomop_wire::plugin::{self as wire, Argument, Line, List};
 use qemu_plugin::{
     CallbackFlags, MemRW, MemValue, MemoryInfo, TranslationBlock, VCPUIndex, qemu_plugin_read_memory_vaddr,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -226,6 +226,9 @@ struct Core {
     carrying: Option<usize>,
     /// Its heaps' blocks: they outlive the op.
     heap: Heaps,
+    /// The kernel stopped (its loader carries on after it): the op's blocks are given
+    /// back, so none is a leak.
+    stopped: bool,
 }
 
 impl Core {
@@ -334,6 +337,8 @@ pub(crate) struct Checks {
     /// The span of every library window: instructions inside it are checked (empty:
     /// the host asked for no checks).
     code: Range<u64>,
+    /// Where the loaders carry on after a kernel stopped (`check-stopped=`).
+    stopped: HashSet<u64>,
 }
 
 impl Checks {
@@ -342,9 +347,15 @@ impl Checks {
     /// image's window and where its writable sections start), all hex. Without them
     /// the module checks nothing. `word-loads=LO-HI` (any number): the runtime's copies.
     /// `check-loader=CORE:START:END` (one per core): its loader image's window.
+    /// `check-stopped=PC` (any number): where a loader carries on after a kernel
+    /// stopped, then gives the op's blocks back (no leaks).
     pub(crate) fn install(args: &mut Arguments<'_>) -> Result<Box<dyn Module>, String> {
         let word_loads = args.take(|argument| match argument {
             Argument::WordLoads(range) => Some(range.clone()),
+            _ => None,
+        });
+        let stopped = args.take(|argument| match *argument {
+            Argument::CheckStopped(pc) => Some(u64::from(pc)),
             _ => None,
         });
         let mut tables = Vec::new();
@@ -389,7 +400,7 @@ impl Checks {
         let known = RwLock::new(vec![None; count]);
         let state =
             Arc::new(State { tables, images, journals, loaders, word_loads, cores, known, shadow: RwLock::default() });
-        Ok(Box::new(Checks { state, code: u64::from(lo)..u64::from(hi) }))
+        Ok(Box::new(Checks { state, code: u64::from(lo)..u64::from(hi), stopped: stopped.into_iter().collect() }))
     }
 }
 
@@ -406,6 +417,13 @@ impl Module for Checks {
         }
         for insn in tb.instructions() {
             let pc = insn.vaddr();
+            if self.stopped.contains(&pc) {
+                let state = Arc::clone(&self.state);
+                insn.register_execute_callback_flags(
+                    move |vcpu| state.stopped(vcpu),
+                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                );
+            }
             if !self.code.contains(&pc) {
                 continue;
             }
@@ -495,7 +513,9 @@ impl State {
             return;
         }
         core.running = false;
-        for leak in core.heap.leaks(core.ops) {
+        // A stopped kernel's blocks are given back right after: no leaks.
+        let leaks = if core.stopped { Vec::new() } else { core.heap.leaks(core.ops) };
+        for leak in leaks {
             let finding = core.heap_finding(leak, 0);
             core.found(finding);
         }
@@ -508,6 +528,13 @@ impl State {
             describe(lines, vcpu, finding, op, core.table.as_ref());
         }
         lines.push(Line::Checked { core: vcpu, op, findings: total, accesses: core.accesses });
+    }
+
+    /// The kernel on `vcpu` stopped: its loader carries on and gives its blocks back.
+    fn stopped(&self, vcpu: VCPUIndex) {
+        if let Some(mut core) = self.core(vcpu).filter(|core| core.running) {
+            core.stopped = true;
+        }
     }
 
     /// Runs `step` on `vcpu`'s call stack while its kernel runs.

@@ -96,6 +96,9 @@ pub enum Argument<'a> {
     /// `word-loads=LO-HI` (any number): the runtime's `memcpy` or `memmove`, whose
     /// aligned word loads may hold bytes just outside their source.
     WordLoads(Range<u32>),
+    /// `check-stopped=PC` (any number): where a loader carries on after a kernel
+    /// stopped, then gives the op's heap blocks back (they are no leaks).
+    CheckStopped(u32),
 }
 
 /// Why a plugin argument was refused.
@@ -157,6 +160,7 @@ impl<'a> Argument<'a> {
             Self::CheckLoader { .. } => "check-loader",
             Self::HeapJournal { .. } => "heap-journal",
             Self::WordLoads(_) => "word-loads",
+            Self::CheckStopped(_) => "check-stopped",
         }
     }
 
@@ -183,6 +187,7 @@ impl<'a> Argument<'a> {
             "tensors" => Self::Tensors(range()?),
             "code" => Self::Code(range()?),
             "word-loads" => Self::WordLoads(range()?),
+            "check-stopped" => Self::CheckStopped(pc()?),
             "check-table" => {
                 let [core, table] = hex_fields(value).ok_or(error("not CORE:ADDR in hex"))?;
                 Self::CheckTable { core, table }
@@ -210,7 +215,12 @@ impl fmt::Display for Argument<'_> {
         write!(f, "{}=", self.key())?;
         match self {
             Self::Out(path) => f.write_str(path),
-            Self::Start(pc) | Self::Stop(pc) | Self::Rerun(pc) | Self::Vector(pc) | Self::DmaWindow(pc) => {
+            Self::Start(pc)
+            | Self::Stop(pc)
+            | Self::Rerun(pc)
+            | Self::Vector(pc)
+            | Self::DmaWindow(pc)
+            | Self::CheckStopped(pc) => {
                 write!(f, "{pc:x}")
             }
             Self::Uncounted(range) | Self::Tensors(range) | Self::Code(range) | Self::WordLoads(range) => {
@@ -821,6 +831,7 @@ mod tests {
             Argument::HeapJournal { core: 0, journal: 0x8402_0000 },
             Argument::CheckLoader { core: 2, start: 0x84c0_0000, end: 0x84c1_0000 },
             Argument::WordLoads(0x8400_1000..0x8400_1100),
+            Argument::CheckStopped(0x8500_26e0),
         ] {
             let text = argument.to_string();
             assert_eq!(Argument::parse(&text), Ok(argument.clone()), "{text}");

@@ -2,7 +2,8 @@
 //! for the device's heap checks (`qemu/tests/checks.rs`): `uses_freed` writes into a
 //! box it dropped, `leaks` keeps a box when it returns (a warning), `past_box` writes
 //! past a box where the next box would start, `unwritten_out` copies a box it never
-//! wrote into the output (a warning); `copy` shows the next op still runs.
+//! wrote into the output (a warning), `keeps_and_panics` stops holding a box (which the
+//! loader gives back: no leak); `copy` shows the next op still runs.
 #![no_std]
 #![no_main]
 
@@ -62,6 +63,16 @@ fn unwritten_out(args: &Args) -> Result<Tensor<'_>, KernelError> {
     Ok(out)
 }
 
+/// Takes a box of 16 words, then panics holding it.
+fn keeps_and_panics(args: &Args) -> Result<Tensor<'_>, KernelError> {
+    let kept = Box::new([7u32; 16]);
+    core::hint::black_box(&kept);
+    if args.tensor()?.numel() > 0 {
+        panic!("stops holding a box");
+    }
+    copy(args)
+}
+
 neuroncustomop::kernels! {
-    fn copy, fn uses_freed, fn leaks, fn past_box, fn unwritten_out
+    fn copy, fn uses_freed, fn leaks, fn past_box, fn unwritten_out, fn keeps_and_panics
 }
