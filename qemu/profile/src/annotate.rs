@@ -15,6 +15,10 @@ use std::path::Path;
 /// the same code, linked 2 MiB further on per core (docs/simulation.md's memory map).
 const CORE_STRIDE: u32 = 0x20_0000;
 
+/// Parts of the paths of library sources: the annotated source shows only their lines
+/// that ran.
+const LIBRARIES: [&str; 4] = ["/rustlib/", "/library/core/", "/.cargo/registry/", "runtime/"];
+
 /// The features the disassembler needs to read every instruction the cores run
 /// (without `+fp` it prints the FPU's opcodes as unknown words).
 const FEATURES: &str = "+fp,+bool,+windowed,+density,+loop,+mul32,+mul32high,+div32,+mac16,+sext,+nsa,+minmax,+clamps";
@@ -108,7 +112,7 @@ pub fn lines(pcs: &[Instruction], model: &CostModel) -> Vec<Line> {
             cycles: 0.0,
         });
         line.instructions += pc.executed;
-        line.waiting += if pc.waiting { pc.executed } else { 0 };
+        line.waiting += pc.waiting;
         for (region, accesses) in &pc.memory {
             let sum = line.memory.entry(*region).or_default();
             sum.loads += accesses.loads;
@@ -187,7 +191,8 @@ fn on_core_zero(profile: &Profile) -> Vec<Instruction> {
     merged.into_values().collect()
 }
 
-/// The annotated source: every line of each source file the op ran, with its
+/// The annotated source: every line of each source file the op ran (of a library's,
+/// the lines that ran), with its
 /// instructions, loads and stores by region and predicted cycles, and under each line
 /// that ran, its instructions (all cores summed, at core 0's addresses). A file that
 /// cannot be read (a library's, outside this machine) lists its lines that ran.
@@ -209,8 +214,15 @@ pub fn source(profile: &Profile, model: &CostModel) -> String {
     for (file, lines) in &by_line {
         let source = std::fs::read_to_string(file).ok();
         let _ = writeln!(text, "\n== {file}{}", if source.is_some() { "" } else { " (source not readable here)" });
+        // Every line of the author's files; of a library's (the standard library's,
+        // a registry crate's), the lines that ran.
+        let library = LIBRARIES.iter().any(|part| file.contains(part));
         let numbered: Vec<(u32, Option<&str>)> = match &source {
-            Some(source) => source.lines().enumerate().map(|(i, l)| (i as u32 + 1, Some(l))).collect(),
+            Some(source) if !library => source.lines().enumerate().map(|(i, l)| (i as u32 + 1, Some(l))).collect(),
+            Some(source) => {
+                let text: Vec<&str> = source.lines().collect();
+                lines.keys().map(|&n| (n, text.get(n as usize - 1).copied())).collect()
+            }
             None => lines.keys().map(|&n| (n, None)).collect(),
         };
         for (number, code) in numbered {
@@ -236,7 +248,7 @@ pub fn source(profile: &Profile, model: &CostModel) -> String {
                 accesses(&memory)
             );
             for pc in ran {
-                let wait = if pc.waiting { "  (waiting)" } else { "" };
+                let wait = if pc.waiting > 0 { format!("  ({} waiting)", pc.waiting) } else { String::new() };
                 let _ = writeln!(
                     text,
                     "{:>40} {:08x}: {:>10}  {}{wait}",
@@ -325,7 +337,7 @@ mod tests {
             file: Some("k.rs".into()),
             line: Some(line),
             memory: BTreeMap::from([(Region::Hbm, Accesses { loads: hbm_loads, stores: 0 })]),
-            waiting: false,
+            waiting: 0,
         }
     }
 

@@ -31,6 +31,7 @@
 use crate::profile::{CoreProfile, Instruction, Profile, Region};
 use crate::timeline::Timeline;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The parameters shipped with the project, with their sources.
@@ -190,11 +191,14 @@ impl CostModel {
     }
 
     /// Predicted cycles of one instruction over all its runs: issue, plus its loads'
-    /// and stores' cycles beyond issue; none for a wait's ([`Instruction::waiting`]).
+    /// and stores' cycles beyond issue; none for the runs that were waits
+    /// ([`Instruction::waiting`]).
     pub fn instruction_cycles(&self, pc: &Instruction) -> f64 {
-        if pc.waiting {
+        let busy = pc.executed.saturating_sub(pc.waiting);
+        if busy == 0 {
             return 0.0;
         }
+        let share = busy as f64 / pc.executed as f64;
         let memory: f64 = pc
             .memory
             .iter()
@@ -202,7 +206,7 @@ impl CostModel {
                 a.loads as f64 * (self.load_cycles(region) - 1.0) + a.stores as f64 * (self.stores.cycles - 1.0)
             })
             .sum();
-        pc.executed as f64 * self.core.cycles_per_instruction + memory
+        busy as f64 * self.core.cycles_per_instruction + memory * share
     }
 
     /// Bytes a cycle one core's transfers move while `cores` cores copy at once: its
@@ -215,23 +219,26 @@ impl CostModel {
     /// The busy terms of one core (every term but the DMA wait): its figures less its
     /// waits' instructions and accesses.
     fn busy(&self, profile: &CoreProfile) -> Terms {
-        let mut memory = profile.memory.clone();
-        for pc in profile.pcs.iter().filter(|pc| pc.waiting) {
+        // Each region's accesses less the waits' share of them.
+        let mut memory: BTreeMap<Region, (f64, f64)> =
+            profile.memory.iter().map(|(r, a)| (*r, (a.loads as f64, a.stores as f64))).collect();
+        for pc in profile.pcs.iter().filter(|pc| pc.waiting > 0) {
+            let share = pc.waiting as f64 / pc.executed.max(1) as f64;
             for (region, a) in &pc.memory {
                 let sum = memory.entry(*region).or_default();
-                sum.loads = sum.loads.saturating_sub(a.loads);
-                sum.stores = sum.stores.saturating_sub(a.stores);
+                sum.0 = (sum.0 - a.loads as f64 * share).max(0.0);
+                sum.1 = (sum.1 - a.stores as f64 * share).max(0.0);
             }
         }
         let loads = |regions: &[Region]| {
-            regions.iter().map(|&r| memory.get(&r).map_or(0, |a| a.loads) as f64 * (self.load_cycles(r) - 1.0)).sum()
+            regions.iter().map(|&r| memory.get(&r).map_or(0.0, |a| a.0) * (self.load_cycles(r) - 1.0)).sum()
         };
-        let stores: u64 = memory.values().map(|a| a.stores).sum();
+        let stores: f64 = memory.values().map(|a| a.1).sum();
         Terms {
             compute: (profile.instructions - profile.waiting) as f64 * self.core.cycles_per_instruction,
             local_memory: loads(&[Region::LocalRam, Region::Image, Region::Stack]),
             hbm: loads(&[Region::Hbm, Region::HbmScratch]),
-            stores: stores as f64 * (self.stores.cycles - 1.0),
+            stores: stores * (self.stores.cycles - 1.0),
             dma: 0.0,
         }
     }
@@ -394,7 +401,6 @@ mod tests {
     use super::*;
     use crate::mix::Class;
     use crate::profile::{Accesses, Event, EventKind};
-    use std::collections::BTreeMap;
 
     fn core(instructions: u64, hbm_loads: u64, local_loads: u64) -> CoreProfile {
         let memory = BTreeMap::from([
@@ -462,7 +468,7 @@ mod tests {
             file: None,
             line: None,
             memory: BTreeMap::from([(region, Accesses { loads: executed, stores: 0 })]),
-            waiting,
+            waiting: if waiting { executed } else { 0 },
         };
         assert_eq!(model.instruction_cycles(&pc(10, false, Region::Stack)), 10.0 * 3.0);
         assert_eq!(model.instruction_cycles(&pc(10, true, Region::DmaQueues)), 0.0);

@@ -143,9 +143,10 @@ pub struct Instruction {
     pub line: Option<u32>,
     /// Its loads and stores per region (empty when the plugin gave no per-PC figures).
     pub memory: BTreeMap<Region, Accesses>,
-    /// Whether it is part of a wait for the DMA engine (the runtime's wait loop, its
-    /// sleep and the interrupt that ends it): idle time to the cost model, not work.
-    pub waiting: bool,
+    /// Of its runs, those that were part of a wait for the DMA engine (the runtime's
+    /// wait loop, its sleep and the interrupt that ends it, and the window overflows
+    /// and underflows of its calls): idle time to the cost model, not work.
+    pub waiting: u64,
 }
 
 /// Instructions of one function and of everything it called, on one core: every call
@@ -397,6 +398,58 @@ fn regions(pages: &BTreeMap<u8, (u64, u64)>) -> BTreeMap<Region, Accesses> {
     memory
 }
 
+/// Whether an instruction with the inline chain `frames` waits for the DMA engine.
+fn is_wait(frames: &[String]) -> bool {
+    frames.iter().any(|f| WAITS.iter().any(|w| f.ends_with(w)))
+}
+
+/// Marks as waits the whole of each wait loop inlined into a function: from a wait's
+/// backward jump (`j ADDR`) to its target, the loop's head, which the DWARF gives to
+/// the enclosing function only.
+fn wait_loops(pcs: &mut [Instruction]) {
+    let mut loops = Vec::new();
+    for pc in pcs.iter().filter(|pc| pc.waiting > 0) {
+        let target =
+            pc.text.as_deref().and_then(|t| t.strip_prefix("j 0x")).and_then(|a| u32::from_str_radix(a, 16).ok());
+        if let Some(target) = target.filter(|&t| t < pc.pc) {
+            loops.push((target..=pc.pc, pc.frames.first().cloned()));
+        }
+    }
+    for pc in pcs.iter_mut() {
+        if loops.iter().any(|(range, function)| range.contains(&pc.pc) && pc.frames.first() == function.as_ref()) {
+            pc.waiting = pc.executed;
+        }
+    }
+}
+
+/// Gives the waits their share of the window overflow and underflow handlers' runs:
+/// a handler runs inside the frame that caused it, so a call path whose innermost
+/// function waits (`xtensa_wait_for_interrupt`) ran, besides that function's own
+/// instructions and the vector that woke it, the handlers its calls and returns
+/// caused. That many of the handlers' runs are waits, shared over their PCs.
+fn window_handlers_in_waits(pcs: &mut [Instruction], paths: &[(Vec<String>, u64)]) {
+    let handler = |pc: &Instruction| pc.frames.first().is_some_and(|f| f.starts_with("_Window"));
+    let mut in_waits: u64 = 0;
+    for (frames, n) in
+        paths.iter().filter(|(frames, _)| frames.last().is_some_and(|f| is_wait(std::slice::from_ref(f))))
+    {
+        let leaf = frames.last();
+        let own: u64 = pcs.iter().filter(|pc| pc.frames.first() == leaf).map(|pc| pc.executed).sum();
+        in_waits += n.saturating_sub(own);
+    }
+    // The vector's runs (all of them waits) are in those paths too.
+    let vector = |pc: &Instruction| pc.frames.first().is_some_and(|f| f.ends_with("ExceptionVector"));
+    let vectors: u64 = pcs.iter().filter(|pc| vector(pc)).map(|pc| pc.executed).sum();
+    let in_waits = in_waits.saturating_sub(vectors);
+    let total: u64 = pcs.iter().filter(|pc| handler(pc)).map(|pc| pc.executed).sum();
+    if total == 0 || in_waits == 0 {
+        return;
+    }
+    for pc in pcs.iter_mut().filter(|pc| handler(pc)) {
+        pc.waiting = (u128::from(pc.executed) * u128::from(in_waits.min(total)) / u128::from(total)) as u64;
+    }
+}
+
 /// The call path `frames` with `instructions`, as one stack per chain of functions
 /// inlined into its innermost function: shared in proportion to that function's
 /// per-PC counts (the module's documentation), whole sums kept by largest remainder.
@@ -484,7 +537,7 @@ impl Folder {
     pub fn core(&mut self, core: u32, raw: &RawCore, epoch_ns: u64, output: Option<&Output>) -> CoreProfile {
         let mut functions: BTreeMap<(String, Option<String>), u64> = BTreeMap::new();
         let mut mix: BTreeMap<Class, u64> = BTreeMap::new();
-        let (mut instructions, mut in_runtime, mut in_libm, mut waiting) = (0, 0, 0, 0);
+        let (mut instructions, mut in_runtime, mut in_libm) = (0, 0, 0);
         let mut pcs = Vec::with_capacity(raw.pcs.len());
         for (pc, n, mnemonic) in &raw.pcs {
             instructions += n;
@@ -501,10 +554,7 @@ impl Folder {
             }
             *functions.entry((place.function.clone(), place.file.clone())).or_default() += n;
             let frames: Vec<String> = places.iter().rev().map(|p| p.function.clone()).collect();
-            let is_wait = frames.iter().any(|f| WAITS.iter().any(|w| f.ends_with(w)));
-            if is_wait {
-                waiting += n;
-            }
+            let is_wait = is_wait(&frames);
             let memory = raw.accesses.get(pc).map(regions).unwrap_or_default();
             pcs.push(Instruction {
                 pc: *pc,
@@ -516,14 +566,16 @@ impl Folder {
                 file: place.file.clone(),
                 line: place.line,
                 memory,
-                waiting: is_wait,
+                waiting: if is_wait { *n } else { 0 },
             });
         }
         pcs.sort_by_key(|i| i.pc);
+        wait_loops(&mut pcs);
         let mut functions: Vec<Function> =
             functions.into_iter().map(|((name, file), instructions)| Function { name, file, instructions }).collect();
         functions.sort_by(|a, b| b.instructions.cmp(&a.instructions).then_with(|| a.name.cmp(&b.name)));
         let mut stacks = Vec::new();
+        let mut raw_paths = Vec::new();
         for (path, n) in &raw.stacks {
             // The loader's root frame is no function: its own instructions (the
             // markers') show by PC and function, not as a path.
@@ -533,9 +585,12 @@ impl Folder {
                 .map(|&pc| self.places(pc).last().map_or_else(|| "?".into(), |p| p.function.clone()))
                 .collect();
             if !frames.is_empty() {
+                raw_paths.push((frames.clone(), *n));
                 stacks.extend(with_inlined(frames, *n, &pcs));
             }
         }
+        window_handlers_in_waits(&mut pcs, &raw_paths);
+        let waiting = pcs.iter().map(|pc| pc.waiting).sum();
         let inclusive = inclusive(&stacks);
         let memory = regions(&raw.memory);
         let events = raw
@@ -657,7 +712,7 @@ mod tests {
             file: None,
             line: None,
             memory: BTreeMap::new(),
-            waiting: false,
+            waiting: 0,
         };
         let pcs = [
             pc(&["kernel"], 10),
@@ -680,6 +735,43 @@ mod tests {
         );
         // A function with no inlined code stays one frame.
         assert_eq!(with_inlined(frames(&["other"]), 5, &pcs), [Stack { frames: frames(&["other"]), instructions: 5 }]);
+    }
+
+    #[test]
+    fn a_wait_loop_and_its_calls_window_handlers_are_waits() {
+        let pc = |at: u32, frames: &[&str], executed, text: &str| Instruction {
+            pc: at,
+            executed,
+            mnemonic: text.split(' ').next().unwrap_or_default().into(),
+            text: Some(text.into()),
+            class: Class::of(text.split(' ').next().unwrap_or_default()),
+            frames: frames.iter().map(|f| f.to_string()).collect(),
+            file: None,
+            line: None,
+            memory: BTreeMap::new(),
+            waiting: if frames.iter().any(|f| f.ends_with("::wait")) { executed } else { 0 },
+        };
+        let copy = "<dma::Queues>::copy";
+        let wait = [copy, "<dma::Queues>::wait"];
+        let mut pcs = vec![
+            pc(0x10, &[copy], 16, "memw"),
+            pc(0x13, &[copy], 44, "l32i a9, a1, 24"),
+            pc(0x16, &wait, 44, "bnez a8, 0x1f"),
+            pc(0x19, &wait, 28, "j 0x13"),
+            pc(0x1c, &[copy], 16, "retw.n"),
+            pc(0x40, &["_WindowOverflow8"], 30, "s32e a0, a9, -16"),
+            pc(0x80, &["_UserExceptionVector"], 10, "rfe"),
+        ];
+        wait_loops(&mut pcs);
+        let waiting: Vec<u64> = pcs.iter().map(|pc| pc.waiting).collect();
+        assert_eq!(waiting, [0, 44, 44, 28, 0, 0, 0], "the loop's head is the wait's, not the copy's");
+        // The sleep's path ran 25 besides its own 5: the vector's 10 and 15 of the handler's 30.
+        let sleep = pc(0x60, &["xtensa_wait_for_interrupt"], 5, "waiti 0");
+        pcs.push(sleep);
+        let paths =
+            [(vec!["k".to_string(), "xtensa_wait_for_interrupt".to_string()], 30), (vec!["k".to_string()], 500)];
+        window_handlers_in_waits(&mut pcs, &paths);
+        assert_eq!(pcs[5].waiting, 15, "{:?}", pcs[5]);
     }
 
     #[test]

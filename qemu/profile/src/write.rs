@@ -119,7 +119,10 @@ pub fn write(profile: &Profile, model: &CostModel, dir: &Path) -> io::Result<Wri
     fs::write(&written.trace, serde_json::to_vec(&trace_json(profile, model))?)?;
     fs::write(&written.source, annotate::source(profile, model))?;
     fs::write(&written.disassembly, annotate::disassembly(profile))?;
-    fs::write(&written.profile, serde_json::to_vec_pretty(profile)?)?;
+    // Its line table priced by the model the files use.
+    let mut priced = profile.clone();
+    model.price(&mut priced);
+    fs::write(&written.profile, serde_json::to_vec_pretty(&priced)?)?;
     Ok(written)
 }
 

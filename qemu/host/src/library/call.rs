@@ -161,7 +161,10 @@ pub struct Work {
     /// Its instructions: what the call's time follows.
     pub slowest: u64,
     /// Load balance: the slowest core's instructions over the cores' mean (1 is even;
-    /// the number of cores is all the work on one).
+    /// the number of cores is all the work on one). When the call was profiled, both
+    /// leave out the instructions of waits for the DMA engine
+    /// (`CoreProfile::waiting`): how many run depends on how fast the simulated engine
+    /// happened to be, not on the work.
     pub balance: f64,
     /// Output elements the slowest core wrote, when known: on one core, the elements
     /// written; on several, from the call's profile ([`Options::profile`](super::Options::profile)).
@@ -181,8 +184,15 @@ impl Call {
             .copied()
             .enumerate()
             .fold((0, 0), |best, (core, n)| if n > best.1 { (core, n) } else { best });
-        let mean = total as f64 / self.instructions.len().max(1) as f64;
-        let balance = if mean > 0.0 { slowest as f64 / mean } else { 1.0 };
+        let busy: Vec<u64> = match &self.profile {
+            Some(profile) => {
+                self.instructions.iter().zip(&profile.cores).map(|(n, core)| n.saturating_sub(core.waiting)).collect()
+            }
+            None => self.instructions.clone(),
+        };
+        let mean = busy.iter().sum::<u64>() as f64 / busy.len().max(1) as f64;
+        let most = busy.iter().copied().max().unwrap_or(0);
+        let balance = if mean > 0.0 { most as f64 / mean } else { 1.0 };
         let elements = match (&self.profile, self.instructions.len()) {
             (Some(profile), _) => profile.cores.get(slowest_core).and_then(|core| core.elements_written),
             // One core wrote every element written; a declared partial output
@@ -317,6 +327,15 @@ mod tests {
         assert_eq!((eight.total, eight.slowest_core, eight.slowest), (1000, 7, 300));
         assert_eq!(eight.balance, 300.0 / 125.0);
         assert_eq!(eight.per_element, None, "several cores: known only from a profile");
+        // Profiled: the waits for the DMA engine are not work.
+        use neuroncustomop_profile::profile::{CoreProfile, Profile};
+        let waiting = [0, 0, 0, 0, 0, 0, 0, 200];
+        let cores = waiting.iter().map(|&waiting| CoreProfile { waiting, ..CoreProfile::default() }).collect();
+        let profiled = Call {
+            profile: Some(Profile { kernel: "k".into(), cores }),
+            ..call(vec![100, 100, 100, 100, 100, 100, 100, 300], None)
+        };
+        assert_eq!(profiled.work().balance, 1.0, "core 7's extra 200 were waits");
     }
 
     #[test]

@@ -38,7 +38,8 @@ class Inclusive:
 class Instruction:
     """One instruction (PC) of the call on one core: how often it ran, its
     disassembly, its inline chain (``frames``, outermost first), its source line,
-    its loads and stores per region, and whether it waits for the DMA engine."""
+    its loads and stores per region, and of its runs how many (``waiting``) were
+    waits for the DMA engine."""
 
     pc: int
     executed: int
@@ -48,7 +49,7 @@ class Instruction:
     file: Optional[str]
     line: Optional[int]
     memory: dict
-    waiting: bool
+    waiting: int
     class_: str = ""
 
     @staticmethod
