@@ -13,14 +13,12 @@ use neuroncustomop_machine::elf;
 use neuroncustomop_machine::images::{CORES, Images};
 use neuroncustomop_machine::job::{Job, Op};
 use neuroncustomop_package::program;
-use neuroncustomop_wire::job::OutputDump;
+use neuroncustomop_wire::job::{INJECTED_REGISTRATION_FAILURE, OutputDump, library_handle};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 /// `table_probe`'s kernel-count word (see qemu/firmware/src/bin/table_probe.rs).
 const TABLE_PROBE_COUNT_ADDRESS: u32 = 0x7F70_0000;
-/// The loader's answer to the registration the job makes fail (loader.rs).
-const INJECTED_REGISTRATION_FAILURE: u32 = 0x4C52;
 /// `SUNDA_UCODE_LIB_STATUS` values (docs/abi/entry.md §2).
 const SUCCESS: u32 = 0;
 const FAILURE_ABI_MISMATCH: u32 = 1;
@@ -48,11 +46,6 @@ fn run(library: &Images, job: &Job) -> Report {
     let outcome = &report.outcome;
     assert!(!outcome.timed_out && report.done, "the loader did not finish:\n{}\n{}", outcome.stdout, outcome.stderr);
     report
-}
-
-/// The handle the loader gives core `core` (loader.rs `handle`).
-fn handle(core: u32) -> u32 {
-    0x4C1B_0000 | core
 }
 
 /// `table_probe`'s name for kernel `index`.
@@ -90,7 +83,7 @@ fn assert_registered(report: &Report, cores: usize, expected: &[String]) {
         assert_eq!(seen.callbacks, ENTRY_CALLBACKS, "core {core}");
         assert_eq!(seen.registrations, successful(expected), "core {core}");
         let reported: Vec<(&str, u32)> = seen.kernels.iter().map(|k| (k.name.as_str(), k.handle)).collect();
-        let wanted: Vec<(&str, u32)> = expected.iter().map(|name| (name.as_str(), handle(core))).collect();
+        let wanted: Vec<(&str, u32)> = expected.iter().map(|name| (name.as_str(), library_handle(core))).collect();
         assert_eq!(reported, wanted, "core {core}");
     }
 }
@@ -191,7 +184,7 @@ fn a_count_of_0x7fff_registers_every_kernel() {
     let wanted: Vec<Kernel> = expected
         .iter()
         .enumerate()
-        .map(|(i, name)| Kernel { name: name.clone(), ptr: kernels[i % 3], handle: handle(0) })
+        .map(|(i, name)| Kernel { name: name.clone(), ptr: kernels[i % 3], handle: library_handle(0) })
         .collect();
     assert!(seen.kernels == wanted, "register_funcs reported {} kernels, not the 0x7FFF expected", seen.kernels.len());
 }
@@ -249,7 +242,7 @@ fn register_funcs_passes_each_kernels_pointer_name_and_handle() {
     for core in 0..CORES {
         let kernels = [0, 1, 2].map(|k| symbol(&library, core, &format!("table_probe_kernel_{k}")));
         let expected: Vec<Kernel> = (0..COUNT)
-            .map(|i| Kernel { name: probe_name(i), ptr: kernels[i % 3], handle: handle(core as u32) })
+            .map(|i| Kernel { name: probe_name(i), ptr: kernels[i % 3], handle: library_handle(core as u32) })
             .collect();
         let seen = report.core(core as u32);
         assert_eq!(seen.kernels, expected, "core {core}");
@@ -265,7 +258,7 @@ fn register_funcs_passes_each_kernels_pointer_name_and_handle() {
         let by_name: BTreeMap<&str, &Kernel> = seen.kernels.iter().map(|k| (k.name.as_str(), k)).collect();
         for name in ["hello", "flood", "dst_twice", "return_without_setup", "empty", "dispatch_loop", "resolve_check"] {
             assert_eq!(by_name[name].ptr, symbol(&probe, core, name), "{name} on core {core}");
-            assert_eq!(by_name[name].handle, handle(core as u32), "{name} on core {core}");
+            assert_eq!(by_name[name].handle, library_handle(core as u32), "{name} on core {core}");
         }
     }
 }

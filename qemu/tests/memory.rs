@@ -23,13 +23,9 @@ use std::sync::OnceLock;
 /// Output words per core (memory_probe's `CORE_WORDS`).
 const CORE_WORDS: usize = 128;
 
-// The loader's regions (qemu/firmware/src/loader.rs, docs/simulation.md).
-/// Core i's HBM scratch: `HBM_SCRATCH_BASE + i * HBM_SCRATCH_SIZE`.
-const HBM_SCRATCH_BASE: u32 = 0x6A00_0000;
-const HBM_SCRATCH_SIZE: u32 = 0x0080_0000;
-/// Core i's dataram scratch: the TCM pool (its first 16 KiB), then the dataram heap.
-const DATA_SCRATCH_BASE: u32 = 0x7F80_0000;
-const DATA_SCRATCH_SIZE: u32 = 0x1_0000;
+// The loader's regions (neuroncustomop_wire::job, docs/simulation.md): core i's dataram
+// scratch is the TCM pool (its first 16 KiB), then the dataram heap.
+use neuroncustomop_wire::job::{DATA_SCRATCH_BASE, DATA_SCRATCH_SIZE, HBM_SCRATCH_BASE, HBM_SCRATCH_SIZE};
 
 // heap.rs statuses (docs/abi/memory.md §1.5).
 const OK: u32 = 0;

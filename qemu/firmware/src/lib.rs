@@ -14,6 +14,7 @@
 
 pub mod bench;
 pub mod board;
+pub mod callbacks;
 pub mod dispatch;
 pub mod dma_engine;
 pub mod icount;

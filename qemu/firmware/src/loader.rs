@@ -23,9 +23,10 @@
 //! Everything it learns is printed as one line per fact, typed by
 //! `neuroncustomop_wire::report::Line`, which the host parses with the same type.
 
+use crate::callbacks::{self, Loader};
 use crate::dispatch::{Dispatch, OpArgs};
 use crate::{board, icount, println};
-use core::ffi::{CStr, c_char, c_void};
+use core::ffi::{c_char, c_void};
 use core::fmt::Write;
 use core::ptr::{self, read_volatile, write_volatile};
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -38,24 +39,13 @@ use neuroncustomop::wrapper_api::ArgTensor;
 use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
 use neuroncustomop_wire::job::CORES;
 use neuroncustomop_wire::job::{
-    FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols,
-    NAME_LEN, NEVER, OutputDump, TRANSLATE_REGIONS, dma_queue_offsets,
+    EXIT_BAD_JOB, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump,
+    TRANSLATE_REGIONS, data_scratch, dma_queue_offsets, hbm_scratch,
 };
 use neuroncustomop_wire::report::{Bytes, Count, Line, OpStatus};
 use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
 use neuroncustomop_wire::{DESCRIPTOR_LEN, DecodedOp, FunctionId, decode_prefix};
 
-/// Core i's dataram scratch: `DATA_SCRATCH_BASE + i * DATA_SCRATCH_SIZE`.
-pub const DATA_SCRATCH_BASE: u32 = 0x7F80_0000;
-/// Size of each core's dataram scratch.
-pub const DATA_SCRATCH_SIZE: u32 = 0x1_0000;
-/// Core i's HBM scratch: `HBM_SCRATCH_BASE + i * HBM_SCRATCH_SIZE` (RAM after the
-/// tensor area; the board's I/O window starts at 0x70000000).
-pub const HBM_SCRATCH_BASE: u32 = 0x6A00_0000;
-/// Size of each core's HBM scratch.
-pub const HBM_SCRATCH_SIZE: u32 = 0x0080_0000;
-/// What `register_ext_isa_fn` returns for the registration the job makes fail.
-pub const INJECTED_REGISTRATION_FAILURE: u32 = 0x0000_4C52;
 /// The cores' progress counters: core c's at `PROGRESS + c * 64`, past the job block.
 /// A core writes 1 once `entry_func` and `register_funcs` are done, then 1 + k once it
 /// has finished k ops of the session (counted over every job), so "every core has
@@ -69,14 +59,6 @@ const MAX_KERNELS: usize = 64;
 /// Bytes of drained output per printed line.
 const HEX_CHUNK: usize = 512;
 
-/// Loader exit status: the host sent something that is not a job.
-pub const EXIT_BAD_JOB: i32 = 2;
-
-/// Library-handle value this loader hands out: recognisable, and never dereferenced.
-fn handle(core: u32) -> *mut c_void {
-    (0x4C1B_0000 | core) as *mut c_void
-}
-
 /// Which callbacks `entry_func` called, and how many registrations it made.
 static REGISTRATIONS: AtomicU32 = AtomicU32::new(0);
 static FAIL_REGISTRATION_AT: AtomicU32 = AtomicU32::new(NEVER);
@@ -84,48 +66,6 @@ static FAIL_REGISTRATION_AT: AtomicU32 = AtomicU32::new(NEVER);
 /// The job's injected faults ([`JobHeader::faults`]).
 fn faults() -> u32 {
     job().map_or(0, |job| job.faults)
-}
-
-unsafe extern "C" fn get_data_scratch(addr: *mut *mut c_void, size: *mut u32) {
-    let core = prid();
-    println!("{}", Line::Callback { core, name: "get_data_scratch" });
-    let base = if faults() & FAULT_NULL_DATA_SCRATCH != 0 { 0 } else { DATA_SCRATCH_BASE + core * DATA_SCRATCH_SIZE };
-    // SAFETY: the runtime passes two writable out-parameters.
-    unsafe {
-        *addr = base as *mut c_void;
-        *size = DATA_SCRATCH_SIZE;
-    }
-}
-
-unsafe extern "C" fn get_hbm_scratch(addr: *mut *mut c_void, size: *mut u32) {
-    let core = prid();
-    println!("{}", Line::Callback { core, name: "get_hbm_scratch" });
-    let bytes = if faults() & FAULT_EMPTY_HBM_SCRATCH != 0 { 0 } else { HBM_SCRATCH_SIZE };
-    // SAFETY: the runtime passes two writable out-parameters.
-    unsafe {
-        *addr = (HBM_SCRATCH_BASE + core * HBM_SCRATCH_SIZE) as *mut c_void;
-        *size = bytes;
-    }
-}
-
-unsafe extern "C" fn get_dma_queue(m2s_offset: *mut u32, s2m_offset: *mut u32) {
-    let core = prid();
-    println!("{}", Line::Callback { core, name: "get_dma_queue" });
-    // SAFETY: the runtime passes two writable out-parameters.
-    unsafe { (*m2s_offset, *s2m_offset) = dma_queue_offsets(core) };
-}
-
-unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void {
-    // SAFETY: the runtime passes a NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(name) };
-    let mut callback = heapless::String::<{ NAME_LEN + 16 }>::new();
-    let _ = write!(callback, "get_libc_fn({})", name.to_str().unwrap_or("?"));
-    println!("{}", Line::Callback { core: prid(), name: &callback });
-    match name.to_bytes() {
-        b"abort" => host_abort as *mut c_void,
-        b"exit" => host_exit as *mut c_void,
-        _ => ptr::null_mut(),
-    }
 }
 
 /// The host's `abort` for the library: the kernel gave up; its op stops with `abort`.
@@ -145,22 +85,6 @@ fn kernel_faulted(code: i32) -> ! {
     kernel_stopped(KernelStop::Fault(code))
 }
 
-unsafe extern "C" fn register_ext_isa_fn(library: *mut c_void, name: *const c_char) -> SUNDA_UCODE_LIB_STATUS {
-    let core = prid();
-    let index = REGISTRATIONS.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: the runtime passes a NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(name) }.to_str().unwrap_or("?");
-    let status = if library != handle(core) {
-        SUNDA_UCODE_LIB_STATUS::FAILURE_ABI_MISMATCH
-    } else if index == FAIL_REGISTRATION_AT.load(Ordering::Relaxed) {
-        SUNDA_UCODE_LIB_STATUS(INJECTED_REGISTRATION_FAILURE)
-    } else {
-        SUNDA_UCODE_LIB_STATUS::SUCCESS
-    };
-    println!("{}", Line::Register { core, index, name, status: status.0 });
-    status
-}
-
 /// A kernel's name and entry point, as `register_funcs` reported them.
 #[derive(Clone, Copy)]
 struct Kernel {
@@ -171,28 +95,41 @@ struct Kernel {
 static KERNEL_COUNT: AtomicU32 = AtomicU32::new(0);
 static mut KERNELS: [Kernel; MAX_KERNELS] = [Kernel { name: [0; NAME_LEN], entry: 0 }; MAX_KERNELS];
 
-unsafe extern "C" fn record_kernel(
-    entry: *const c_void,
-    name: *const c_char,
-    library: *mut c_void,
-) -> SUNDA_UCODE_LIB_STATUS {
-    let core = prid();
-    let index = KERNEL_COUNT.fetch_add(1, Ordering::Relaxed) as usize;
-    // SAFETY: the runtime passes a NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(name) }.to_bytes();
-    let (ptr, handle) = (entry as u32, library as u32);
-    println!(
-        "{}",
-        Line::Kernel { core, index: index as u32, ptr, name: core::str::from_utf8(name).unwrap_or("?"), handle }
-    );
-    if index < MAX_KERNELS && name.len() < NAME_LEN {
-        let mut kernel = Kernel { name: [0; NAME_LEN], entry: entry as usize };
-        kernel.name[..name.len()].copy_from_slice(name);
-        // SAFETY: KERNELS is this core's (its own loader image) and only this callback,
-        // running on this core, writes it.
-        unsafe { (*ptr::addr_of_mut!(KERNELS))[index] = kernel };
+/// The device's side of the handoff's callbacks (`callbacks`, shared with the host
+/// tier's loader): this core's statics, report lines printed as they come.
+struct Device;
+
+impl Loader for Device {
+    const ABORT: extern "C" fn() -> ! = host_abort;
+    const EXIT: extern "C" fn(i32) -> ! = host_exit;
+
+    fn core() -> u32 {
+        prid()
     }
-    SUNDA_UCODE_LIB_STATUS::SUCCESS
+
+    fn faults() -> u32 {
+        faults()
+    }
+
+    fn registration() -> (u32, u32) {
+        (REGISTRATIONS.fetch_add(1, Ordering::Relaxed), FAIL_REGISTRATION_AT.load(Ordering::Relaxed))
+    }
+
+    fn keep_kernel(name: &[u8], entry: usize) -> u32 {
+        let index = KERNEL_COUNT.fetch_add(1, Ordering::Relaxed) as usize;
+        if index < MAX_KERNELS && name.len() < NAME_LEN {
+            let mut kernel = Kernel { name: [0; NAME_LEN], entry };
+            kernel.name[..name.len()].copy_from_slice(name);
+            // SAFETY: KERNELS is this core's (its own loader image) and only this
+            // callback, running on this core, writes it.
+            unsafe { (*ptr::addr_of_mut!(KERNELS))[index] = kernel };
+        }
+        index as u32
+    }
+
+    fn report(line: &Line<'_>) {
+        println!("{line}");
+    }
 }
 
 fn find_kernel(name: &[u8]) -> Option<extern "C" fn()> {
@@ -359,13 +296,10 @@ fn announce_regions(job: &JobHeader, inputs: &[ArgTensor], output: Option<&ArgTe
         region.shape[..desc.shape().len()].copy_from_slice(desc.shape());
         table.push(region);
     }
-    table.push(Region::new(
-        RegionKind::DataScratch,
-        0,
-        DATA_SCRATCH_BASE + core * DATA_SCRATCH_SIZE,
-        DATA_SCRATCH_SIZE,
-    ));
-    table.push(Region::new(RegionKind::HbmScratch, 0, HBM_SCRATCH_BASE + core * HBM_SCRATCH_SIZE, HBM_SCRATCH_SIZE));
+    let (data, data_len) = data_scratch(core);
+    table.push(Region::new(RegionKind::DataScratch, 0, data, data_len));
+    let (hbm, hbm_len) = hbm_scratch(core);
+    table.push(Region::new(RegionKind::HbmScratch, 0, hbm, hbm_len));
     let (m2s, _) = dma_queue_offsets(core);
     let (next, _) = dma_queue_offsets(core + 1);
     table.push(Region::new(RegionKind::DmaQueues, 0, DMA_QUEUE_WINDOW as u32 + m2s, next - m2s));
@@ -520,17 +454,7 @@ fn receive_job() {
 fn enter(job: &JobHeader, core: u32) {
     FAIL_REGISTRATION_AT.store(job.fail_registration_at, Ordering::Relaxed);
     let library = Library::new(job.libraries[core as usize]);
-    let block = SUNDA_UCODE_LIB {
-        sizeof_ncore_ucode_lib: job.handoff_size,
-        library_handle: handle(core),
-        get_data_scratch: Some(get_data_scratch),
-        get_hbm_scratch: Some(get_hbm_scratch),
-        get_dma_queue: Some(get_dma_queue),
-        get_libc_fn: Some(get_libc_fn),
-        register_ext_isa_fn: Some(register_ext_isa_fn),
-        register_ext_isa_fn_v2: None,
-        register_ext_isa_fn_v3: None,
-    };
+    let block = callbacks::handoff::<Device>(job.handoff_size, core);
     type EntryFunc = unsafe extern "C" fn(*const SUNDA_UCODE_LIB) -> SUNDA_UCODE_LIB_STATUS;
     type RecordFn = unsafe extern "C" fn(*const c_void, *const c_char, *mut c_void) -> SUNDA_UCODE_LIB_STATUS;
     type RegisterFuncs = unsafe extern "C" fn(Option<RecordFn>) -> SUNDA_UCODE_LIB_STATUS;
@@ -551,7 +475,7 @@ fn enter(job: &JobHeader, core: u32) {
     println!("{}", Line::Entry { core, status: status.0 });
     if status.is_success() {
         // SAFETY: as above; `record_kernel` has the registrar's signature.
-        let status = unsafe { register_funcs(Some(record_kernel)) };
+        let status = unsafe { register_funcs(Some(callbacks::record_kernel::<Device>)) };
         println!("{}", Line::RegisterFuncs { core, status: status.0 });
     }
     ENTERED.store(status.is_success(), Ordering::Relaxed);

@@ -8,6 +8,9 @@
 //! Layer: above the package crate (it builds an author's [`Project`]), below the host
 //! API, which runs its jobs through a machine [`Session`] over [`loader_program`].
 
+// The loader's half of the handoff, written once for the device loader and this one.
+#[path = "../../firmware/src/callbacks.rs"]
+mod callbacks;
 mod cores;
 mod cxx;
 #[path = "../../firmware/src/dispatch.rs"]

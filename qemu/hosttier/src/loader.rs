@@ -14,15 +14,16 @@
 //! core has its own image) run on thread `core i`. The runtime's own code is the same
 //! source; only the CPU differs.
 
-use crate::cores::{self, DATA_SCRATCH_BASE, DATA_SCRATCH_SIZE, core};
+use crate::callbacks::{self, Loader};
+use crate::cores::{self, core};
 use crate::dispatch::{ConfigureFn, Dispatch, MethodFn, OpArgs, SetInvocationFn};
 use crate::sanitize::{self, Direction};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
 use neuroncustomop_machine::job::{TENSOR_AREA, TENSOR_AREA_SIZE};
 use neuroncustomop_wire::fault::{Fault, FaultKind};
 use neuroncustomop_wire::job::{
-    FAULT_EMPTY_HBM_SCRATCH, FAULT_NULL_DATA_SCRATCH, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, NAME_LEN, NEVER,
-    OutputDump, dma_queue_offsets,
+    CORES, DATA_SCRATCH_BASE, DATA_SCRATCH_SIZE, EXIT_BAD_JOB, HBM_SCRATCH_BASE, HBM_SCRATCH_SIZE, JOB_ADDRESS,
+    JOB_CAPACITY, JOB_MAGIC, JobHeader, NAME_LEN, NEVER, OutputDump,
 };
 use neuroncustomop_wire::list::List;
 use neuroncustomop_wire::report::{Bytes, Line, OpStatus};
@@ -34,17 +35,12 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
 
-/// Core i's HBM scratch: `HBM_SCRATCH_BASE + i * HBM_SCRATCH_SIZE` (the same file).
-const HBM_SCRATCH_BASE: u32 = 0x6A00_0000;
-const HBM_SCRATCH_SIZE: u32 = 0x0080_0000;
-/// The library handle the loader hands out, as the device's.
-const HANDLE_BASE: usize = 0x4C1B_0000;
 /// The device memory mapped at its own addresses: the job block through the last
 /// core's HBM scratch (the tensor area between), and the cores' datarams.
-const REGIONS: [(u32, u32); 2] =
-    [(JOB_ADDRESS, HBM_SCRATCH_BASE + 8 * HBM_SCRATCH_SIZE - JOB_ADDRESS), (DATA_SCRATCH_BASE, 8 * DATA_SCRATCH_SIZE)];
-/// The loader's exit status for a frame that is not a job (the device loader's).
-const EXIT_BAD_JOB: i32 = 2;
+const REGIONS: [(u32, u32); 2] = [
+    (JOB_ADDRESS, HBM_SCRATCH_BASE + CORES as u32 * HBM_SCRATCH_SIZE - JOB_ADDRESS),
+    (DATA_SCRATCH_BASE, CORES as u32 * DATA_SCRATCH_SIZE),
+];
 
 /// Runs the loader over `libraries` (one copy per core): job after job from stdin (or
 /// the file `job`) until end of file, reporting on stdout (or to the file `report`).
@@ -560,107 +556,49 @@ fn enter(library: &Library, job: &JobHeader, core: u32) -> bool {
         // SAFETY: the ring's header (capacity at +4) in the loaded library, not running.
         unsafe { library.stdout_ring.cast::<u32>().add(1).write_volatile(job.stdout_queue_bytes) };
     }
-    let block = SUNDA_UCODE_LIB {
-        sizeof_ncore_ucode_lib: job.handoff_size,
-        library_handle: handle(core),
-        get_data_scratch: Some(get_data_scratch),
-        get_hbm_scratch: Some(get_hbm_scratch),
-        get_dma_queue: Some(get_dma_queue),
-        get_libc_fn: Some(get_libc_fn),
-        register_ext_isa_fn: Some(register_ext_isa_fn),
-        register_ext_isa_fn_v2: None,
-        register_ext_isa_fn_v3: None,
-    };
+    let block = callbacks::handoff::<HostTier>(job.handoff_size, core);
     // SAFETY: the block is valid for the call; its callbacks keep the handoff contract.
     let status = unsafe { (library.entry_func)(&block) };
     record(&Line::Entry { core, status: status.0 });
     if status.is_success() {
         // SAFETY: `record_kernel` has the registrar's signature.
-        let status = unsafe { (library.register_funcs)(Some(record_kernel)) };
+        let status = unsafe { (library.register_funcs)(Some(callbacks::record_kernel::<HostTier>)) };
         record(&Line::RegisterFuncs { core, status: status.0 });
     }
     status.is_success()
 }
 
-fn handle(core: u32) -> *mut c_void {
-    (HANDLE_BASE | core as usize) as *mut c_void
-}
+/// The host tier's side of the handoff's callbacks (`callbacks`, shared with the
+/// device loader): per-thread state, report lines collected for the loader's answer.
+struct HostTier;
 
-unsafe extern "C" fn get_data_scratch(addr: *mut *mut c_void, size: *mut u32) {
-    let core = core();
-    record(&Line::Callback { core, name: "get_data_scratch" });
-    let null = FAULTS.with(Cell::get) & FAULT_NULL_DATA_SCRATCH != 0;
-    let base = if null { 0 } else { DATA_SCRATCH_BASE + core * DATA_SCRATCH_SIZE };
-    // SAFETY: the runtime passes two writable out-parameters.
-    unsafe {
-        *addr = base as usize as *mut c_void;
-        *size = DATA_SCRATCH_SIZE;
+impl Loader for HostTier {
+    const ABORT: extern "C" fn() -> ! = host_abort;
+    const EXIT: extern "C" fn(i32) -> ! = host_exit;
+
+    fn core() -> u32 {
+        core()
     }
-}
 
-unsafe extern "C" fn get_hbm_scratch(addr: *mut *mut c_void, size: *mut u32) {
-    let core = core();
-    record(&Line::Callback { core, name: "get_hbm_scratch" });
-    let empty = FAULTS.with(Cell::get) & FAULT_EMPTY_HBM_SCRATCH != 0;
-    // SAFETY: the runtime passes two writable out-parameters.
-    unsafe {
-        *addr = (HBM_SCRATCH_BASE + core * HBM_SCRATCH_SIZE) as usize as *mut c_void;
-        *size = if empty { 0 } else { HBM_SCRATCH_SIZE };
+    fn faults() -> u32 {
+        FAULTS.with(Cell::get)
     }
-}
 
-unsafe extern "C" fn get_dma_queue(m2s_offset: *mut u32, s2m_offset: *mut u32) {
-    let core = core();
-    record(&Line::Callback { core, name: "get_dma_queue" });
-    // SAFETY: the runtime passes two writable out-parameters.
-    unsafe { (*m2s_offset, *s2m_offset) = dma_queue_offsets(core) };
-}
-
-unsafe extern "C" fn get_libc_fn(name: *const c_char) -> *mut c_void {
-    // SAFETY: the runtime passes a NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    record(&Line::Callback { core: core(), name: &format!("get_libc_fn({name})") });
-    match name.as_str() {
-        "abort" => host_abort as *mut c_void,
-        "exit" => host_exit as *mut c_void,
-        _ => std::ptr::null_mut(),
+    fn registration() -> (u32, u32) {
+        (REGISTRATIONS.with(|r| r.replace(r.get() + 1)), FAIL_REGISTRATION_AT.with(Cell::get))
     }
-}
 
-unsafe extern "C" fn register_ext_isa_fn(library: *mut c_void, name: *const c_char) -> SUNDA_UCODE_LIB_STATUS {
-    let core = core();
-    let index = REGISTRATIONS.with(|r| r.replace(r.get() + 1));
-    // SAFETY: the runtime passes a NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    let status = if library != handle(core) {
-        SUNDA_UCODE_LIB_STATUS::FAILURE_ABI_MISMATCH
-    } else if index == FAIL_REGISTRATION_AT.with(Cell::get) {
-        // The device loader's injected failure (INJECTED_REGISTRATION_FAILURE).
-        SUNDA_UCODE_LIB_STATUS(0x4C52)
-    } else {
-        SUNDA_UCODE_LIB_STATUS::SUCCESS
-    };
-    record(&Line::Register { core, index, name: &name, status: status.0 });
-    status
-}
+    fn keep_kernel(name: &[u8], entry: usize) -> u32 {
+        KERNELS.with(|kernels| {
+            let mut kernels = kernels.borrow_mut();
+            kernels.push((String::from_utf8_lossy(name).into_owned(), entry));
+            kernels.len() as u32 - 1
+        })
+    }
 
-unsafe extern "C" fn record_kernel(
-    entry: *const c_void,
-    name: *const c_char,
-    library: *mut c_void,
-) -> SUNDA_UCODE_LIB_STATUS {
-    let core = core();
-    // SAFETY: the runtime passes a NUL-terminated name.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned();
-    let index = KERNELS.with(|kernels| {
-        let mut kernels = kernels.borrow_mut();
-        kernels.push((name.clone(), entry as usize));
-        kernels.len() as u32 - 1
-    });
-    // The report's words are the device's 32-bit addresses: the low half here.
-    let (ptr, handle) = (entry as usize as u32, library as usize as u32);
-    record(&Line::Kernel { core, index, ptr, name: &name, handle });
-    SUNDA_UCODE_LIB_STATUS::SUCCESS
+    fn report(line: &Line<'_>) {
+        record(line);
+    }
 }
 
 /// Drains the library's stdout ring into report lines, as the device loader does.

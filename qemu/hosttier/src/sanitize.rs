@@ -300,7 +300,7 @@ fn heap_block_at(blocks: &[Block], address: usize) -> Option<String> {
         .max_by_key(|b| (b.freed.is_none(), b.start))?;
     let pool = if block.tcm {
         "the TCM pool"
-    } else if address >= crate::cores::DATA_SCRATCH_BASE as usize {
+    } else if address >= neuroncustomop_wire::job::DATA_SCRATCH_BASE as usize {
         "the dataram heap"
     } else {
         "the HBM heap"

@@ -9,8 +9,7 @@
 //! whose words at offsets 0 and 4 are the transfer's address and length (device
 //! addresses: the core's own).
 
-/// Bytes from one core's queues to the next core's.
-pub(crate) const QUEUE_STRIDE: u32 = 0x2000;
+use neuroncustomop_wire::job::DMA_QUEUE_STRIDE as QUEUE_STRIDE;
 
 /// Which side of a transfer a descriptor is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

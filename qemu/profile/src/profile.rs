@@ -15,6 +15,7 @@ use crate::lines::{self, RawCore};
 use crate::mix::Class;
 use neuroncustomop_machine::job::{TENSOR_AREA, TENSOR_AREA_SIZE};
 use neuroncustomop_machine::symbolize::{Place, SymbolizeError, Symbolizer};
+use neuroncustomop_wire::job::{CORES, DATA_SCRATCH_BASE, HBM_SCRATCH_BASE, HBM_SCRATCH_SIZE};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,10 +40,11 @@ pub enum Region {
     Other,
 }
 
-/// The 16 MiB pages of the map ([`Region::of`]): the HBM scratch (the loader's
-/// `HBM_SCRATCH_BASE`, 8 MiB a core) and the dataram scratch (`DATA_SCRATCH_BASE`).
-const HBM_SCRATCH_PAGES: std::ops::RangeInclusive<u8> = 0x6A..=0x6D;
-const DATA_SCRATCH_PAGE: u8 = 0x7F;
+/// The 16 MiB pages of the map ([`Region::of`]): every core's HBM scratch and the
+/// dataram scratch (the loader's memory map, `neuroncustomop_wire::job`).
+const HBM_SCRATCH_PAGES: std::ops::RangeInclusive<u8> =
+    (HBM_SCRATCH_BASE >> 24) as u8..=((HBM_SCRATCH_BASE + CORES as u32 * HBM_SCRATCH_SIZE - 1) >> 24) as u8;
+const DATA_SCRATCH_PAGE: u8 = (DATA_SCRATCH_BASE >> 24) as u8;
 /// Library images: `0x84000000 + core * 2 MiB`.
 const LIBRARY_PAGE: u8 = 0x84;
 /// Loader images, with the stack: `0x85000000 + core * 2 MiB`.

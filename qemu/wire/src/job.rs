@@ -18,6 +18,51 @@ use core::mem::{offset_of, size_of};
 pub const JOB_ADDRESS: u32 = 0x6100_0000;
 /// The most bytes a job block may take (the loader's shared state follows it).
 pub const JOB_CAPACITY: u32 = 0x0008_0000;
+
+// The loader's memory map and constants: what both loaders (the device's,
+// qemu/firmware/src/loader.rs, and the host tier's twin) hand out, and what the host,
+// the plugin and the tests expect them to.
+
+/// Core i's dataram scratch (its TCM allocator and small heap):
+/// `DATA_SCRATCH_BASE + i * DATA_SCRATCH_SIZE`.
+pub const DATA_SCRATCH_BASE: u32 = 0x7F80_0000;
+/// Size of each core's dataram scratch.
+pub const DATA_SCRATCH_SIZE: u32 = 0x1_0000;
+/// Core i's HBM scratch (its large heap): `HBM_SCRATCH_BASE + i * HBM_SCRATCH_SIZE`,
+/// RAM after the tensor area (the board's I/O window starts at 0x70000000).
+pub const HBM_SCRATCH_BASE: u32 = 0x6A00_0000;
+/// Size of each core's HBM scratch.
+pub const HBM_SCRATCH_SIZE: u32 = 0x0080_0000;
+/// Core i's library handle is `HANDLE_BASE | i`: recognisable, and never dereferenced.
+pub const HANDLE_BASE: u32 = 0x4C1B_0000;
+/// What `register_ext_isa_fn` returns for the registration the job makes fail
+/// ([`JobHeader::fail_registration_at`]): a host-specific failure, passed through.
+pub const INJECTED_REGISTRATION_FAILURE: u32 = 0x0000_4C52;
+/// The loader's exit status when the host sent something that is not a job.
+pub const EXIT_BAD_JOB: i32 = 2;
+/// Bytes from one core's DMA queues to the next core's in the SoC's queue window
+/// ([`dma_queue_offsets`]).
+pub const DMA_QUEUE_STRIDE: u32 = 0x2000;
+
+/// Core `core`'s dataram scratch: its first byte and its size.
+pub const fn data_scratch(core: u32) -> (u32, u32) {
+    (DATA_SCRATCH_BASE + core * DATA_SCRATCH_SIZE, DATA_SCRATCH_SIZE)
+}
+
+/// Core `core`'s HBM scratch: its first byte and its size.
+pub const fn hbm_scratch(core: u32) -> (u32, u32) {
+    (HBM_SCRATCH_BASE + core * HBM_SCRATCH_SIZE, HBM_SCRATCH_SIZE)
+}
+
+/// Core `core`'s library handle.
+pub const fn library_handle(core: u32) -> u32 {
+    HANDLE_BASE | core
+}
+
+// Every core's scratch fits below the board's I/O window, and the handle's low bits
+// hold every core.
+const _: () = assert!(HBM_SCRATCH_BASE as u64 + CORES as u64 * HBM_SCRATCH_SIZE as u64 <= 0x7000_0000);
+const _: () = assert!(HANDLE_BASE & 0xFFFF == 0 && CORES <= 0x1_0000);
 /// [`JobHeader::magic`]: `NCJB`.
 pub const JOB_MAGIC: u32 = u32::from_le_bytes(*b"NCJB");
 /// Room for one kernel name, its NUL included.
@@ -103,8 +148,7 @@ impl DmaMode {
 /// Where core `core`'s DMA queues sit in the SoC's queue window (what the loader's
 /// `get_dma_queue` hands out and the engine serves): m2s, then s2m half a stride on.
 pub const fn dma_queue_offsets(core: u32) -> (u32, u32) {
-    const STRIDE: u32 = 0x2000;
-    (core * STRIDE, core * STRIDE + STRIDE / 2)
+    (core * DMA_QUEUE_STRIDE, core * DMA_QUEUE_STRIDE + DMA_QUEUE_STRIDE / 2)
 }
 
 /// Addresses, in one core's library image, of the entry points the loader calls. The
