@@ -1,8 +1,8 @@
 //! The host crates' dependency rule, checked: crates point one way (wire ← machine ←
 //! package ← host ← sim, from `cargo metadata`), nothing links the GPL TCG plugin
-//! (`qemu/plugin`), and no crate's modules import each
-//! other in a circle (parsed with `syn`). qemu/README.md states the rule; `.ci/run`
-//! runs this test first. Needs no QEMU.
+//! (`qemu/plugin`), and no crate's modules (the plugin's included) import each other in
+//! a circle (parsed with `syn`), nor do the Python package's. qemu/README.md states the
+//! rule; `.ci/run` runs this test first. Needs no QEMU.
 
 use proc_macro2::{TokenStream, TokenTree};
 use std::collections::{BTreeMap, BTreeSet};
@@ -60,9 +60,13 @@ fn crates_depend_only_on_the_layers_below() {
     assert!(packages.iter().any(|p| p["name"] == "neuroncustomop-plugin"), "the plugin is a member");
 }
 
+/// Crates whose modules are checked for circles beside [`LAYERS`]: the TCG plugin,
+/// which no crate depends on.
+const OTHERS: [(&str, &str); 1] = [("neuroncustomop-plugin", "qemu/plugin")];
+
 #[test]
 fn no_crate_has_a_module_circle() {
-    for (name, dir) in LAYERS {
+    for (name, dir) in LAYERS.into_iter().chain(OTHERS) {
         let graph = module_graph(&repo().join(dir).join("src"));
         assert!(graph.len() > 1 || name == "neuroncustomop-wire", "{name}: only {graph:?} found");
         if let Some(circle) = find_circle(&graph) {
@@ -260,4 +264,116 @@ fn a_circle_is_found() {
     let mut acyclic = graph;
     acyclic.get_mut("c").expect("c").clear();
     assert_eq!(find_circle(&acyclic), None);
+}
+
+/// The Python package (`qemu/python/python/neuroncustomop`).
+const PYTHON_PACKAGE: &str = "qemu/python/python/neuroncustomop";
+
+#[test]
+fn the_python_package_has_no_module_circle() {
+    let graph = python_graph(&repo().join(PYTHON_PACKAGE));
+    assert!(graph.contains_key("_library") && graph.contains_key("_torch"), "{graph:?}");
+    if let Some(circle) = find_circle(&graph) {
+        panic!("the Python modules {} import each other in a circle", circle.join(" -> "));
+    }
+}
+
+/// The package's modules (`_library` for `_library.py`), each with the package's
+/// modules it imports: at the top or inside a function (an import deferred to run
+/// time is a dependency all the same), but not under `if TYPE_CHECKING:`, which only
+/// annotations see and the interpreter skips.
+fn python_graph(package: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files: Vec<PathBuf> = fs::read_dir(package)
+        .expect("the Python package")
+        .map(|entry| entry.expect("a folder entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
+        .collect();
+    files.sort();
+    let stem = |path: &Path| path.file_stem().expect("a file name").to_string_lossy().into_owned();
+    let modules: BTreeSet<String> = files.iter().map(|path| stem(path)).collect();
+    let mut graph = BTreeMap::new();
+    for path in &files {
+        let text = fs::read_to_string(path).expect("a Python source");
+        let here = stem(path);
+        let imported: BTreeSet<String> =
+            python_imports(&text).into_iter().filter(|module| modules.contains(module) && *module != here).collect();
+        graph.insert(here, imported);
+    }
+    graph
+}
+
+/// `module` (a dotted name) inside the package: `neuroncustomop._a` as `_a`, the
+/// package itself as empty; `None` outside it.
+fn within_package(module: &str) -> Option<&str> {
+    module.strip_prefix("neuroncustomop").map(|rest| rest.trim_start_matches('.'))
+}
+
+/// The package's modules a Python source imports (see [`python_graph`]): `from . import
+/// a, b`, `from .a import x`, `from neuroncustomop.a import x`, `import
+/// neuroncustomop.a`, a parenthesized name list over several lines included.
+fn python_imports(text: &str) -> BTreeSet<String> {
+    let mut imported = BTreeSet::new();
+    let mut skipping: Option<usize> = None;
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let code = line.trim_start();
+        let indent = line.len() - code.len();
+        if code.is_empty() || code.starts_with('#') {
+            continue;
+        }
+        match skipping {
+            Some(block) if indent > block => continue,
+            _ => skipping = None,
+        }
+        if code.starts_with("if TYPE_CHECKING") {
+            skipping = Some(indent);
+            continue;
+        }
+        if let Some(rest) = code.strip_prefix("from ") {
+            let Some((module, names)) = rest.split_once(" import ") else { continue };
+            let module = module.trim();
+            let within = module.strip_prefix('.').or_else(|| within_package(module));
+            match within {
+                // `from . import a, b`: the names are modules.
+                Some("") => {
+                    let mut names = names.to_string();
+                    if names.trim_start().starts_with('(') {
+                        while !names.contains(')') {
+                            let Some(next) = lines.next() else { break };
+                            names.push_str(next);
+                        }
+                    }
+                    let names = names.replace(['(', ')'], "");
+                    for name in names.split(',') {
+                        if let Some(name) = name.split_whitespace().next() {
+                            imported.insert(name.to_string());
+                        }
+                    }
+                }
+                Some(module) => _ = imported.insert(module.split('.').next().unwrap_or(module).to_string()),
+                None => {}
+            }
+        } else if let Some(rest) = code.strip_prefix("import ") {
+            for module in rest.split(',') {
+                let module = module.split_whitespace().next().unwrap_or_default();
+                if let Some(within) = within_package(module).filter(|within| !within.is_empty()) {
+                    imported.insert(within.split('.').next().unwrap_or(within).to_string());
+                }
+            }
+        }
+    }
+    imported
+}
+
+#[test]
+fn python_imports_are_read_deferred_and_multiline_but_not_for_type_checking() {
+    let text = "\"\"\"Doc: from .nowhere import x\"\"\"\n\
+                from . import _args, _native as native\n\
+                from ._errors import (\n    KernelError,\n)\n\
+                from . import (\n    _findings,\n    _options,\n)\n\
+                import neuroncustomop._build\n\
+                if TYPE_CHECKING:\n    from ._library import CallResult\n\
+                def f():\n    from ._torch import register\n";
+    let imported: Vec<String> = python_imports(text).into_iter().collect();
+    assert_eq!(imported, ["_args", "_build", "_errors", "_findings", "_native", "_options", "_torch"]);
 }

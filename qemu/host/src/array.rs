@@ -70,11 +70,6 @@ pub fn parse_dtype(name: &str) -> Option<Dtype> {
     })
 }
 
-/// Whether elements of `dtype` are floating point.
-pub fn is_float(dtype: Dtype) -> bool {
-    matches!(dtype, Dtype::Float32 | Dtype::Bfloat16 | Dtype::Float16)
-}
-
 /// One element, widened without loss: what comparisons and reports work on.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Value {

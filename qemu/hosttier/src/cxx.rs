@@ -6,15 +6,12 @@
 
 use crate::{EXACT_FLOAT, HostError, Sanitizer};
 use neuroncustomop_machine::home::Home;
-use neuroncustomop_machine::toolchain::Toolchain;
+use neuroncustomop_machine::toolchain::{Llvm, Toolchain};
 use neuroncustomop_package::cxx;
 use neuroncustomop_package::project::Project;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// Debian's clang++, the one the device build uses.
-const CLANGXX: &str = "/usr/bin/clang++-22";
 
 /// A C++ library compiled for the host: its object (the generated unit) and its shape
 /// driver.
@@ -46,7 +43,7 @@ pub(crate) fn compile(
     fs::write(&unit, cxx::generated_unit(&library, &registration))?;
     let object = out.join("entries.o");
     crate::run(
-        Command::new(CLANGXX)
+        Command::new(Llvm::CLANGXX)
             // As the device build (-fno-exceptions -fno-rtti, freestanding, the runtime's
             // headers), but -O0 and full debug information for gdb.
             .args(["-std=c++17", "-g", "-O0", "-fPIC", "-ffreestanding", "-nostdlibinc"])

@@ -22,7 +22,8 @@ pub use sanitize::{Sanitizer, coverage, explain as explain_sanitizer, involved_c
 
 use neuroncustomop_machine::device::{Session, SessionOptions};
 use neuroncustomop_machine::home::Home;
-use neuroncustomop_machine::toolchain;
+use neuroncustomop_machine::process;
+use neuroncustomop_machine::toolchain::{self, Llvm};
 use neuroncustomop_package::project::{Language, Project};
 use std::ffi::OsString;
 use std::fs;
@@ -170,7 +171,7 @@ fn build_rust(
         // rustc's -Z flags on the stable toolchain, as qemu/fuzz/run.sh enables them.
         cargo.env("RUSTC_BOOTSTRAP", "1");
     }
-    let status = cargo
+    cargo
         .env("CARGO_TARGET_DIR", cargo_target(repo))
         .env_remove("RUSTC_WRAPPER")
         .args(["rustc", "--release", "--manifest-path"])
@@ -183,12 +184,8 @@ fn build_rust(
         // The author's own crate unoptimised, with full debug information: every local
         // is there for gdb (Rust never fuses float operations, so the bits are the same).
         .args(["-C", "opt-level=0", "-C", "debuginfo=2"])
-        .args(&sanitize)
-        .status()
-        .map_err(|e| error(format!("cannot run {}: {e}", toolchain::CARGO)))?;
-    if !status.success() {
-        return Err(error(format!("cargo exited with {status}")));
-    }
+        .args(&sanitize);
+    process::status(&mut cargo).map_err(|failed| error(failed.to_string()))?;
     Ok(cargo_target(repo).join("release").join(bin))
 }
 
@@ -196,22 +193,20 @@ fn build_rust(
 /// sanitizer's feature if it has one.
 fn runtime_archive(repo: &Path, sanitizer: Option<Sanitizer>) -> Result<PathBuf, HostError> {
     let features = sanitizer.and_then(Sanitizer::runtime_feature).unwrap_or("host-tier");
-    let status = Command::new(toolchain::CARGO)
-        .env("CARGO_TARGET_DIR", cargo_target(repo))
-        .env_remove("RUSTC_WRAPPER")
-        .args(["build", "--release", "--lib", "--features", features, "--manifest-path"])
-        .arg(repo.join("Cargo.toml"))
-        .status()
-        .map_err(|e| HostError::Build { name: "neuroncustomop".into(), what: format!("cannot run cargo: {e}") })?;
-    if !status.success() {
-        return Err(HostError::Build { name: "neuroncustomop".into(), what: format!("cargo exited with {status}") });
-    }
+    process::status(
+        Command::new(toolchain::CARGO)
+            .env("CARGO_TARGET_DIR", cargo_target(repo))
+            .env_remove("RUSTC_WRAPPER")
+            .args(["build", "--release", "--lib", "--features", features, "--manifest-path"])
+            .arg(repo.join("Cargo.toml")),
+    )
+    .map_err(|failed| HostError::Build { name: "neuroncustomop".into(), what: failed.to_string() })?;
     Ok(cargo_target(repo).join("release/libneuroncustomop.a"))
 }
 
 /// Compiles one C source for x86-64 with the runtime's headers into `object`.
 fn compile_c_source(source: &Path, object: &Path, repo: &Path, sanitizer: Option<Sanitizer>) -> Result<(), String> {
-    run(Command::new(CLANG)
+    run(Command::new(Llvm::CLANG)
         // -O0: every local is there for gdb; no optimisation changes a float's bits.
         .args(["-std=c11", "-g", "-O0", "-fPIC", "-ffreestanding", "-nostdlibinc", "-Wall", "-Wextra", "-Werror"])
         .args(EXACT_FLOAT)
@@ -262,7 +257,7 @@ fn link(
     objects.push(variadic);
     let sanitize = sanitizer.map(Sanitizer::clang_flags).unwrap_or_default();
     let library = out.join(format!("lib{}.so", project.name));
-    run(Command::new(CLANG)
+    run(Command::new(Llvm::CLANG)
         // No C start files: the runtime defines `__dso_handle` and `_init` itself.
         .args(["-shared", "-nostartfiles", "-Wl,-Bsymbolic"])
         .args(&sanitize)
@@ -281,22 +276,9 @@ fn link(
     Ok(library)
 }
 
-/// Debian's clang, the one the device build uses.
-const CLANG: &str = "/usr/bin/clang-22";
-
 /// Runs a compiler or linker; a failure carries its diagnostics.
 fn run(command: &mut Command) -> Result<(), String> {
-    let output = command.output().map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{:?} failed ({}):\n{}",
-            command.get_program(),
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        ))
-    }
+    process::output(command).map(drop).map_err(|failed| failed.to_string())
 }
 
 /// The host tier's loader program (`ncop-hostrun`), built on first use.
@@ -310,16 +292,14 @@ pub fn loader_program() -> Result<PathBuf, HostError> {
         return Ok(path.clone());
     }
     let repo = checkout()?;
-    let status = Command::new(toolchain::CARGO)
-        .env("CARGO_TARGET_DIR", cargo_target(&repo))
-        .env_remove("RUSTC_WRAPPER")
-        .args(["build", "--release", "-p", "neuroncustomop-hosttier", "--bin", "ncop-hostrun", "--manifest-path"])
-        .arg(repo.join("Cargo.toml"))
-        .status()
-        .map_err(|e| HostError::Build { name: "ncop-hostrun".into(), what: format!("cannot run cargo: {e}") })?;
-    if !status.success() {
-        return Err(HostError::Build { name: "ncop-hostrun".into(), what: format!("cargo exited with {status}") });
-    }
+    process::status(
+        Command::new(toolchain::CARGO)
+            .env("CARGO_TARGET_DIR", cargo_target(&repo))
+            .env_remove("RUSTC_WRAPPER")
+            .args(["build", "--release", "-p", "neuroncustomop-hosttier", "--bin", "ncop-hostrun", "--manifest-path"])
+            .arg(repo.join("Cargo.toml")),
+    )
+    .map_err(|failed| HostError::Build { name: "ncop-hostrun".into(), what: failed.to_string() })?;
     let path = cargo_target(&repo).join("release/ncop-hostrun");
     *built = Some(path.clone());
     Ok(path)

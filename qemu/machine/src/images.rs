@@ -10,6 +10,7 @@
 
 use crate::home::{self, Home};
 use crate::lock::Lock;
+use crate::process;
 use crate::toolchain::{self, Toolchain};
 use std::fs;
 use std::io;
@@ -89,16 +90,14 @@ pub fn build(name: &str) -> Result<Images, BuildError> {
     // argument is this binary's own, so cargo relinks when it changes. Quiet: the
     // firmware is the simulator's own, checked at every device's boot (each library's
     // first call from Python), where "Finished" is noise; its errors still print.
-    let status = xtensa_cargo(&tools)
-        .args(["rustc", "--quiet", "--release", "--manifest-path"])
-        .arg(checkout.join("qemu/firmware/Cargo.toml"))
-        .args(["--bin", name, "--", "-C"])
-        .arg(format!("link-arg=--neuron-image-dir={}", out.display()))
-        .status()
-        .map_err(|e| BuildError::Cargo(format!("cannot run {}: {e}", toolchain::CARGO)))?;
-    if !status.success() {
-        return Err(BuildError::Cargo(format!("cargo exited with {status}")));
-    }
+    process::status(
+        xtensa_cargo(&tools)
+            .args(["rustc", "--quiet", "--release", "--manifest-path"])
+            .arg(checkout.join("qemu/firmware/Cargo.toml"))
+            .args(["--bin", name, "--", "-C"])
+            .arg(format!("link-arg=--neuron-image-dir={}", out.display())),
+    )
+    .map_err(|failed| BuildError::Cargo(failed.to_string()))?;
     read_dir(name, &out)
 }
 

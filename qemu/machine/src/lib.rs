@@ -1,14 +1,21 @@
 //! The simulated machine: everything the real device's toolchain, loader and DMA engine
 //! would do around the runtime, so a set of per-core images can be built, booted under
-//! QEMU, given jobs and explained. It owns finding the Xtensa tools ([`toolchain`]),
-//! building the firmware programs and reading a folder of per-core images ([`images`]),
-//! where the tools' data lives and their cache ([`home`]), locks between processes ([`lock`]), booting them ([`machine`], with QEMU's gdbstub: [`debugger`], and the TCG plugin that
-//! counts each kernel's instructions: [`plugin`]), the loader's job and
-//! what it reports ([`job`], [`device`]), the little of ELF the checks need ([`elf`]),
-//! and device faults as function names and source lines ([`symbolize`]). It must NOT
-//! know op authors' projects, packages, `ucode_lib.json` or the host API: it takes
-//! images (paths to ELF files) and jobs, and never finds a library by name; the crates
-//! above it (`neuroncustomop-package`, `neuroncustomop-host`, the CLIs in
+//! QEMU, given jobs and explained. Its modules:
+//!
+//! - [`toolchain`]: finding the Xtensa tools; [`process`]: running one and saying why
+//!   it failed; [`home`]: where the tools' data lives, and their cache; [`lock`]:
+//!   locks between processes;
+//! - [`images`]: building the firmware programs and reading a folder of per-core
+//!   images; [`elf`]: the little of ELF the others need;
+//! - [`machine`]: booting them under QEMU, with its gdbstub ([`debugger`]) and the TCG
+//!   plugin ([`plugin`]: building it, its arguments, its lines);
+//! - [`job`] and [`device`]: the loader's job, and what it reports;
+//! - [`findings`]: what the memory checks found; [`symbolize`]: device faults and
+//!   findings as function names and source lines.
+//!
+//! It must NOT know op authors' projects, packages, `ucode_lib.json` or the host API:
+//! it takes images (paths to ELF files) and jobs, and never finds a library by name;
+//! the crates above it (`neuroncustomop-package`, `neuroncustomop-host`, the CLIs in
 //! `neuroncustomop-sim`) depend on it, never the reverse (qemu/README.md).
 // The errors keep what the device said (the loader's lines) for the author to read;
 // they are returned once per command or call, never in a loop, so their size costs
@@ -25,5 +32,6 @@ pub mod job;
 pub mod lock;
 pub mod machine;
 pub mod plugin;
+pub mod process;
 pub mod symbolize;
 pub mod toolchain;

@@ -10,6 +10,7 @@
 //! instructions"); another module's lines reach the host in [`OpLines::lines`].
 
 use crate::elf;
+use crate::process;
 use crate::toolchain::{self, Toolchain};
 use neuroncustomop_wire::plugin::{Argument, Line};
 use std::collections::BTreeMap;
@@ -107,18 +108,16 @@ pub fn library() -> Result<PathBuf, PluginError> {
     // Its own target directory: a build from inside `cargo test` never waits for the
     // lock of the build that started the test.
     let target = checkout.join("target/plugin");
-    let status = Command::new(toolchain::CARGO)
-        .current_dir(checkout)
-        .env("RUSTC", toolchain::RUSTC)
-        .env("CARGO_TARGET_DIR", &target)
-        .env_remove("RUSTC_WRAPPER")
-        .env_remove("RUSTFLAGS")
-        .args(["build", "--quiet", "--release", "-p", "neuroncustomop-plugin"])
-        .status()
-        .map_err(|e| PluginError::Build(format!("cannot run {}: {e}", toolchain::CARGO)))?;
-    if !status.success() {
-        return Err(PluginError::Build(format!("cargo exited with {status}")));
-    }
+    process::status(
+        Command::new(toolchain::CARGO)
+            .current_dir(checkout)
+            .env("RUSTC", toolchain::RUSTC)
+            .env("CARGO_TARGET_DIR", &target)
+            .env_remove("RUSTC_WRAPPER")
+            .env_remove("RUSTFLAGS")
+            .args(["build", "--quiet", "--release", "-p", "neuroncustomop-plugin"]),
+    )
+    .map_err(|failed| PluginError::Build(failed.to_string()))?;
     let path = target.join("release").join(LIBRARY_FILE);
     *built = Some(path.clone());
     Ok(path)

@@ -30,6 +30,7 @@
 use crate::package::{self, PackageError};
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_machine::images::Images;
+use neuroncustomop_machine::process;
 use neuroncustomop_machine::toolchain::{Llvm, Toolchain};
 use serde::Deserialize;
 use std::fmt::Write as _;
@@ -608,16 +609,7 @@ fn undefined_kernels(error: PackageError, library: &Library, registration: &Regi
 
 /// Runs a compiler; a failure's error carries its diagnostics.
 fn compile(command: &mut Command, what: &str) -> Result<(), PackageError> {
-    let output = command.output().map_err(|e| build_error(format!("cannot run {:?}: {e}", command.get_program())))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(build_error(format!(
-            "compiling {what} failed ({}):\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim_end()
-        )))
-    }
+    process::output(command).map(drop).map_err(|failed| build_error(format!("compiling {what}: {failed}")))
 }
 
 #[cfg(test)]

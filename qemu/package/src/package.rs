@@ -34,6 +34,7 @@ use neuroncustomop_machine::device::{self, RunError};
 use neuroncustomop_machine::home::Home;
 use neuroncustomop_machine::images::{self, BuildError, CORES, Images};
 use neuroncustomop_machine::job::{Job, JobError};
+use neuroncustomop_machine::process;
 use neuroncustomop_machine::toolchain::{self, Llvm, Toolchain};
 use neuroncustomop_wire::FunctionId;
 use std::fs;
@@ -524,9 +525,7 @@ pub(crate) fn compile_to_object(
 
 /// Runs a build step; its diagnostics go to stderr.
 fn run(command: &mut Command) -> Result<(), PackageError> {
-    let status =
-        command.status().map_err(|e| PackageError::CBuild(format!("cannot run {:?}: {e}", command.get_program())))?;
-    if status.success() { Ok(()) } else { Err(PackageError::CBuild(format!("{command:?} exited with {status}"))) }
+    process::status(command).map_err(|failed| PackageError::CBuild(failed.to_string()))
 }
 
 #[cfg(test)]

@@ -16,6 +16,10 @@
 //! function leaves. A window overflow or underflow handler runs inside the frame that
 //! caused it (its blocks start at a vector, which is no return address).
 
+/// Call sites a backtrace keeps: a finding's (`checks.rs`), a heap block's
+/// allocation and free sites (`heap.rs`).
+pub(crate) const DEPTH: usize = 16;
+
 /// One call: where it was made and where it returns to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Frame {

@@ -56,7 +56,7 @@
 //! device's firmware, and the engine moves only what the kernels queued, which is
 //! checked when they queue it.
 
-use crate::calls::{CallStack, is_call};
+use crate::calls::{CallStack, DEPTH, is_call};
 use crate::dma::{Descriptors, Side};
 use crate::heap::{Found, Heaps, Misuse, Named, Site};
 use crate::{Arguments, Firmware, Lines, Module};
@@ -77,9 +77,6 @@ pub const SHOWN: u32 = 10;
 /// Largest output whose bytes the race check and the uninitialized-output check
 /// follow (8 bytes of shadow per byte).
 const RACE_LIMIT: u32 = 64 << 20;
-
-/// Call sites kept in a finding's backtrace.
-pub const DEPTH: usize = 16;
 
 /// One core's library image, as the host describes it.
 #[derive(Clone, Copy, Debug, Default)]

@@ -49,7 +49,7 @@
 //! - A DMA transfer is checked over its whole range, which must lie in one live block;
 //!   a transfer into a block marks its bytes written.
 
-use crate::checks::DEPTH;
+use crate::calls::DEPTH;
 use std::collections::BTreeMap;
 
 /// `HeapJournal::event` while an allocator call runs.

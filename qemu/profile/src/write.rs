@@ -17,8 +17,10 @@ pub fn folded(profile: &Profile) -> String {
     let mut text = String::new();
     for core in &profile.cores {
         for stack in &core.stacks {
-            // `;` separates frames and a space ends them: neither may appear in a name.
-            let frames: Vec<String> = stack.frames.iter().map(|f| f.replace([';', ' '], "_")).collect();
+            // `;` separates frames, so it may not appear in a name; the count is after the
+            // line's last space (inferno and flamegraph.pl read it so), so a name keeps
+            // its spaces (`<T as Trait>::f`).
+            let frames: Vec<String> = stack.frames.iter().map(|f| f.replace(';', "_")).collect();
             text += &format!("core_{};{} {}\n", core.core, frames.join(";"), stack.instructions);
         }
     }

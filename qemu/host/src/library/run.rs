@@ -12,6 +12,7 @@ use neuroncustomop_hosttier::Debugger;
 use neuroncustomop_machine::device::{Report, RunError};
 use neuroncustomop_machine::images::CORES;
 use neuroncustomop_profile::profile::Profile;
+use neuroncustomop_wire::fault::Fault;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -268,13 +269,16 @@ impl Library {
         let (core, op) = report.cores.iter().find_map(|(&core, r)| {
             r.ops.first().filter(|op| report.done && op.status_code().is_none()).map(|op| (core, op))
         })?;
-        // The host tier's loader says where on its stderr (`FAULT … pc=function
-        // (file:line)`), and a panic's message is in what the core printed.
+        // The host tier's loader says where on its stderr (a sentence naming the signal
+        // and `function (file:line)`), and a panic's message is in what the core printed.
         let on_host = (target == Target::Host).then(|| {
             let printed = report.core(core).stdout.get(&0).map(|(text, _)| String::from_utf8_lossy(text).into_owned());
-            // (Without its note that the session ends: the host API's business.)
+            // (Without its note that the session ends, the host API's business, nor the
+            // `FAULT` line, the tools' form of the sentence.)
             let stderr =
-                report.outcome.stderr.lines().filter(|line| *line != neuroncustomop_hosttier::loader::SESSION_ENDS);
+                report.outcome.stderr.lines().filter(|line| {
+                    *line != neuroncustomop_hosttier::loader::SESSION_ENDS && Fault::parse(line).is_err()
+                });
             let stderr: String = stderr.map(|line| format!("{line}\n")).collect();
             format!("{}{stderr}", printed.unwrap_or_default()).trim_end().to_string()
         });
@@ -299,7 +303,7 @@ impl Library {
                 // (Nor the runtime's `ARGFAIL` line: a stopped kernel's status is not read.)
                 let text: String = text
                     .lines()
-                    .filter(|line| !line.starts_with("FAULT ") && ArgFailure::parse_line(line).is_none())
+                    .filter(|line| Fault::parse(line).is_err() && ArgFailure::parse_line(line).is_none())
                     .map(|line| format!("{line}\n"))
                     .collect();
                 CoreStdout { text, lost }

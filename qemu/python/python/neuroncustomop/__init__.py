@@ -62,7 +62,8 @@ from ._findings import (
     UninitializedReadWarning,
     UseAfterFreeError,
 )
-from ._library import CallResult, Kernel, Library, load, load_library
+from ._library import CallResult, Kernel, Library
+from ._load import load, load_library
 from ._native import CORES, DeviceError, PackageError
 from ._options import last_result, options
 

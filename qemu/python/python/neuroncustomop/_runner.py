@@ -54,7 +54,7 @@ class _VendorModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module: types.ModuleType) -> None:
         module.__doc__ = _SERVED[module.__name__]
         if module.__name__ == f"{VENDOR}.xla_impl.custom_op":
-            from ._library import load, load_library
+            from ._load import load, load_library
 
             module.load, module.load_library = load, load_library
             module.__all__ = ["load", "load_library"]
