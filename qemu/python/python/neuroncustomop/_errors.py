@@ -25,8 +25,9 @@ class KernelError(RuntimeError):
         ``NO_MORE_ARGS``, ... or ``Op(n)`` (a kernel's own code n); for a stopped
         kernel, how it stopped: ``exit(101) EXIT_PANIC``, ``exception(3)
         EXIT_EXCEPTION``, ``abort``, ``over-budget``; when every core returned 0, the
-        memory checks' first error (``out-of-bounds store``, a subclass of
-        ``FindingsError``) or ``unwritten output`` (``UnwrittenOutputError``).
+        memory checks' first error, by its finding kind (``oob-store``, one of
+        ``FINDING_KINDS``: a subclass of ``FindingsError``) or ``unwritten output``
+        (``UnwrittenOutputError``).
     status_detail : str or None
         When the runtime knows the argument behind the status, which and why:
         ``argument 3: pulled as float, passed as int`` (arguments count from 0); the
