@@ -76,6 +76,14 @@ pub fn publish(package_dir: &Path, version: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The name a version folder is published as (`<package>.versions/<id>/<name>` ->
+/// `<package>`), for messages; a folder that is no version is its own.
+pub fn published_dir(dir: &Path) -> PathBuf {
+    let versions = dir.parent().and_then(Path::parent);
+    let published = versions.and_then(|versions| versions.to_str()?.strip_suffix(".versions").map(PathBuf::from));
+    published.filter(|published| published.file_name() == dir.file_name()).unwrap_or_else(|| dir.to_path_buf())
+}
+
 /// `<package_dir>.versions/`.
 fn versions_dir(package_dir: &Path) -> PathBuf {
     with_suffix(package_dir, ".versions")
@@ -117,6 +125,7 @@ mod tests {
         assert_eq!(fs::read_to_string(package.join("ucode_lib.json")).unwrap(), "2");
         assert_eq!(fs::read_to_string(first.join("ucode_lib.json")).unwrap(), "1");
         assert!(fs::symlink_metadata(&package).unwrap().file_type().is_symlink());
+        assert_eq!((published_dir(&second), published_dir(&package)), (package.clone(), package.clone()));
         fs::remove_dir_all(root).unwrap();
     }
 }
