@@ -9,7 +9,7 @@
 //! the QEMU plugin. With it installed, nothing refers to this checkout.
 
 use clap::Args;
-use neuroncustomop_machine::home::{INSTALLED_DIR, VERSION_FILE};
+use neuroncustomop_machine::home::{INSTALLED_DIR, SOURCE_ROOT_FILE, VERSION_FILE};
 use neuroncustomop_machine::images;
 use neuroncustomop_machine::plugin;
 use neuroncustomop_machine::toolchain::{Llvm, Toolchain};
@@ -118,6 +118,10 @@ fn stage_home(checkout: &Path, home: &Path) -> Result<(), Box<dyn std::error::Er
     fs::write(home.join(VERSION_FILE), format!("{}\n", neuroncustomop::VERSION))?;
     let prebuilt = home.join("prebuilt");
     let tools = Toolchain::locate()?;
+    // The runtime's debug information names its sources here: reports show them as
+    // the runtime's (qemu/machine/src/symbolize.rs).
+    fs::create_dir_all(&prebuilt)?;
+    fs::write(prebuilt.join(SOURCE_ROOT_FILE), format!("{}\n", checkout.display()))?;
     package::stage_runtime(&tools, &prebuilt.join("lib"))?;
     for name in FIRMWARE {
         let built = images::build(name)?;
