@@ -249,7 +249,11 @@ pub fn package_into(name: &str, built: &Images, dir: &Path) -> Result<Package, P
     let mut cores = Vec::with_capacity(CORES);
     for (cpu, image) in built.cores.iter().enumerate() {
         let packaged = dir.join(library_file_name(name, cpu));
-        write_whole(&packaged, &fs::read(image)?)?;
+        // A link to the build's image when the folder is new (a build replaces its
+        // images by renaming, never rewrites them), else a whole copy.
+        if fs::hard_link(image, &packaged).is_err() {
+            write_whole(&packaged, &fs::read(image)?)?;
+        }
         cores.push(packaged);
     }
     write_whole(&dir.join("ucode_lib.json"), ucode_lib.to_json()?.as_bytes())?;

@@ -13,7 +13,9 @@
 //!   QEMU's Landlock rules name files that nothing replaces while it runs.
 //! - A version that is not the published one is removed at a later packaging once it
 //!   is [`KEEP_UNPUBLISHED`] old: long enough for any run that took it to have started
-//!   its device (QEMU keeps the files it opened).
+//!   its device (QEMU keeps the files it opened). Its images are hard links to the
+//!   build's (which a later build replaces, never rewrites), so a version costs
+//!   little room.
 
 pub use neuroncustomop_machine::lock::Lock;
 use std::fs;
@@ -21,8 +23,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-/// How long a version other than the published one is kept.
-pub const KEEP_UNPUBLISHED: Duration = Duration::from_secs(24 * 60 * 60);
+/// How long a version other than the published one is kept: a run boots its device
+/// within seconds of its packaging, and QEMU keeps the files it opened. (A day's
+/// versions of a library edited in a loop filled a disk.)
+pub const KEEP_UNPUBLISHED: Duration = Duration::from_secs(10 * 60);
 
 /// The lock file of the package folder `package_dir`: `<package_dir>.lock`.
 pub fn lock_path(package_dir: &Path) -> PathBuf {
