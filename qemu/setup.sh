@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and running Xtensa images needs, from Debian's packages.
+# `cargo sim setup` runs it; so does `ncop setup` (with --without-rust), only when asked.
 # Idempotent: installs only what is missing, and does nothing when all is there.
 set -euo pipefail
 
@@ -14,6 +15,18 @@ packages=(
     gdb                      # the host tier's debugger (ncop run --host --gdb)
     libclang-rt-22-dev       # clang's sanitizer runtimes, for the host tier's --sanitize
 )
+# --without-rust: what C and C++ libraries need with the installed wheel (`ncop setup`),
+# which has the runtime prebuilt: no rustc, cargo or Rust's sources.
+if [[ ${1:-} == --without-rust ]]; then
+    packages=("${packages[@]/#rust*/}")
+    packages=("${packages[@]/#cargo*/}")
+    kept=()
+    for p in "${packages[@]}"; do [[ -n $p ]] && kept+=("$p"); done
+    packages=("${kept[@]}")
+elif [[ -n ${1:-} ]]; then
+    echo "setup: unknown option $1 (the one option is --without-rust)" >&2
+    exit 2
+fi
 # qemu-system-xtensa 10.0 or newer: the TCG plugin API v4 that qemu/plugin needs
 # (per-vCPU inline counters; docs/toolchain.md). Debian 12 ships 7.2 (API v1); its
 # bookworm-backports suite has 10.0.2, the version the project is measured on.

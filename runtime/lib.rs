@@ -43,6 +43,11 @@
 #[cfg(not(target_os = "none"))]
 extern crate std;
 
+/// This runtime's version, and every tool's of the project (`ncop --version`, the
+/// Python package's `__version__`, its wheel, [`start_exit::CUSTOMOP_LIB_VERSION`]):
+/// one definition, the workspace's `Cargo.toml` (`[workspace.package]`).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub mod allocators;
 pub mod arch;
 pub mod data_transfer;

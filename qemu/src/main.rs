@@ -9,10 +9,11 @@
 //! cargo sim run <example> <kernel> …   call one kernel with your data (as `ncop run`)
 //! cargo sim run <program> …            build a firmware program, boot it; exits with the guest's status
 //! cargo sim test                       setup, then every test, the examples' own, then the fuzz targets
+//! cargo sim dist                       the wheel an op author installs, target/dist/neuroncustomop-<version>-<tags>.whl
 //! ```
 
 use clap::{Parser, Subcommand};
-use neuroncustomop_sim::cli::{self, build, package, run, setup, test};
+use neuroncustomop_sim::cli::{self, build, dist, package, run, setup, test};
 use std::process::ExitCode;
 
 /// The repository's driver: the simulated GPSIMD device, its examples and tests.
@@ -33,6 +34,7 @@ enum Command {
     // Boxed: the call's options make it far larger than the other commands' arguments.
     Run(Box<run::SimRunArgs>),
     Test(test::TestArgs),
+    Dist(dist::DistArgs),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         Command::Package(args) => package::exec_example(args),
         Command::Run(args) => run::exec_sim(*args),
         Command::Test(args) => test::exec(args),
+        Command::Dist(args) => dist::exec(args),
     };
     outcome.unwrap_or_else(|error| {
         cli::report("sim", error.as_ref());

@@ -215,7 +215,8 @@ fn every_function_the_headers_declare_is_defined_by_the_runtime() {
     let file = work.join("header_symbols.c");
     fs::write(&file, source).unwrap();
     let tools = Toolchain::locate().expect("the toolchain");
-    if let Err(error) = package::compile_and_link_c(&tools, "header_symbols", &[file], &work, &work.join("images")) {
+    if let Err(error) = package::compile_and_link_c(&tools, "header_symbols", &[file], &[], &work, &work.join("images"))
+    {
         panic!("a function the headers declare is not defined by the runtime (the linker names it above): {error}");
     }
 }

@@ -11,6 +11,7 @@ mod probe_job;
 
 mod c_header;
 mod checks;
+mod concurrency;
 mod counting;
 mod cxx;
 mod data_movement;

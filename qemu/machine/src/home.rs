@@ -28,6 +28,7 @@
 
 use std::ffi::OsString;
 use std::fmt;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -41,6 +42,9 @@ pub const CACHE_VARIABLE: &str = "NEURONCUSTOMOP_CACHE";
 pub const INSTALLED_DIR: &str = "share/neuroncustomop";
 /// The file that marks an installed home: the version it was built as.
 pub const VERSION_FILE: &str = "VERSION";
+/// The file of an installed home's `prebuilt/` that names the checkout its runtime
+/// was built in (the paths of the runtime's debug information).
+pub const SOURCE_ROOT_FILE: &str = "SOURCE_ROOT";
 /// A file only a checkout of this repository has (the firmware's sources).
 const CHECKOUT_MARK: &str = "qemu/firmware/Cargo.toml";
 
@@ -155,6 +159,15 @@ impl Home {
         (self.layout == Layout::Installed).then(|| self.root.join("prebuilt"))
     }
 
+    /// The folders the runtime's sources were in when it was built, which reports show
+    /// its source lines relative to (so `runtime/...` reads as the runtime's, not the
+    /// author's): the home's own, and an installed home's build checkout
+    /// ([`SOURCE_ROOT_FILE`] in `prebuilt/`).
+    pub fn source_roots(&self) -> Vec<PathBuf> {
+        let built_in = self.prebuilt().and_then(|prebuilt| fs::read_to_string(prebuilt.join(SOURCE_ROOT_FILE)).ok());
+        std::iter::once(self.root.clone()).chain(built_in.map(|root| PathBuf::from(root.trim_end()))).collect()
+    }
+
     /// The runtime's headers (`neuroncustomop.h`, `torch/`, `neuron/`, `torchneuron/`;
     /// the C library's in `libc/`).
     pub fn include_dir(&self) -> PathBuf {
@@ -232,7 +245,6 @@ pub fn cache_dir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
 
     /// A scratch folder of its own under the system's temporary folder.
     fn scratch(name: &str) -> PathBuf {
@@ -260,6 +272,10 @@ mod tests {
         let elsewhere = PathBuf::from("/usr/bin/python3");
         assert_eq!(resolve(None, None, Some(elsewhere), Some(prefix.join("bin/ncop"))).unwrap(), want);
         assert_eq!(resolve(None, Some(&prefix.join(INSTALLED_DIR)), None, None).unwrap(), want);
+        // Its runtime's sources are shown relative to the checkout it was built in, too.
+        fs::create_dir_all(want.root().join("prebuilt")).unwrap();
+        fs::write(want.root().join("prebuilt").join(SOURCE_ROOT_FILE), "/build/neuroncustomop\n").unwrap();
+        assert_eq!(want.source_roots(), [want.root().to_path_buf(), PathBuf::from("/build/neuroncustomop")]);
         fs::remove_dir_all(prefix).unwrap();
     }
 

@@ -143,9 +143,9 @@ impl Place {
 /// The images of a run, ready to answer "where is this PC".
 pub struct Symbolizer {
     images: Vec<Image>,
-    /// The home's folder ([`crate::home`]), which sources inside it are shown
-    /// relative to.
-    home: Option<PathBuf>,
+    /// The folders whose sources are shown relative to them: the home's, and for an
+    /// installed home the checkout its runtime was built in ([`crate::home::Home::source_roots`]).
+    source_roots: Vec<PathBuf>,
 }
 
 struct Image {
@@ -200,7 +200,8 @@ impl Symbolizer {
                 Ok(Image { segments, debug })
             })
             .collect::<Result<_, SymbolizeError>>()?;
-        Ok(Symbolizer { images, home: crate::home::Home::locate().ok().map(|home| home.root().to_path_buf()) })
+        let source_roots = crate::home::Home::locate().map(|home| home.source_roots()).unwrap_or_default();
+        Ok(Symbolizer { images, source_roots })
     }
 
     /// The functions at `pc`, innermost (inlined) first; empty if no image holds it.
@@ -288,7 +289,7 @@ impl Symbolizer {
     }
 
     fn relative(&self, file: &str) -> String {
-        let inside = self.home.as_deref().and_then(|home| Path::new(file).strip_prefix(home).ok());
+        let inside = self.source_roots.iter().find_map(|root| Path::new(file).strip_prefix(root).ok());
         inside.map_or_else(|| file.to_string(), |path| path.display().to_string())
     }
 

@@ -1,8 +1,8 @@
 //! Where the Xtensa toolchain lives, and a clear message when part of it is missing.
 
-use crate::home::{Home, NoHome};
+use crate::home::{Home, Layout, NoHome};
+use crate::requirements::{self, Need, Requirement};
 use std::fmt;
-use std::path::Path;
 
 /// Debian's packages, installed by `qemu/setup.sh` (see docs/toolchain.md).
 pub const RUSTC: &str = "/usr/bin/rustc";
@@ -53,8 +53,8 @@ pub struct Toolchain {
 /// get them.
 #[derive(Debug)]
 pub enum Missing {
-    /// Programs or files of the system's packages.
-    Tools(Vec<&'static str>),
+    /// System packages.
+    Tools(Vec<Requirement>),
     /// The tools' data folder.
     Home(NoHome),
 }
@@ -62,13 +62,16 @@ pub enum Missing {
 impl fmt::Display for Missing {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Missing::Tools(tools) => write!(
-                f,
-                "missing: {}. Install them with `qemu/setup.sh` (Debian packages rustc-web, \
-                 rust-web-src, cargo-web, llvm-22, binutils-xtensa-lx106, qemu-system-misc), \
-                 or run `cargo sim setup`.",
-                tools.join(", ")
-            ),
+            Missing::Tools(tools) => {
+                let named: Vec<String> = tools.iter().map(Requirement::described).collect();
+                let packages: Vec<&str> = tools.iter().map(|tool| tool.package).collect();
+                write!(
+                    f,
+                    "missing: {}. Install with:\n  {}\nor run `ncop setup` (`ncop doctor` lists every requirement)",
+                    named.join(", "),
+                    requirements::install_line(&packages)
+                )
+            }
             Missing::Home(no_home) => no_home.fmt(f),
         }
     }
@@ -77,25 +80,31 @@ impl fmt::Display for Missing {
 impl std::error::Error for Missing {}
 
 impl Toolchain {
-    /// Finds the home ([`Home::locate`]) and checks every tool; lists all that are
-    /// missing at once.
+    /// Finds the home ([`Home::locate`]) and checks the system's packages its builds
+    /// need ([`crate::requirements`]): a device build's always, and Rust's too when the
+    /// home is a checkout (whose runtime, firmware and plugin are built from source).
+    /// Lists all that are missing at once.
     ///
     /// # Errors
     /// [`Missing`], saying what to install.
     pub fn locate() -> Result<Self, Missing> {
         let home = Home::locate().map_err(Missing::Home)?;
-        let mut missing = Vec::new();
-        for path in [RUSTC, CARGO, RUST_SRC, Llvm::MC] {
-            if !Path::new(path).exists() {
-                missing.push(path);
-            }
-        }
-        for program in [LD, QEMU] {
-            if !on_path(program) {
-                missing.push(program);
-            }
-        }
+        let needs: &[Need] = match home.layout() {
+            Layout::Checkout => &[Need::Device, Need::Rust],
+            Layout::Installed => &[Need::Device],
+        };
+        let missing = requirements::missing(needs);
         if missing.is_empty() { Ok(Self { home }) } else { Err(Missing::Tools(missing)) }
+    }
+
+    /// Checks the Rust toolchain a Rust library's device build needs (an installed
+    /// home's C and C++ builds need none).
+    ///
+    /// # Errors
+    /// [`Missing`], saying what to install.
+    pub fn rust() -> Result<(), Missing> {
+        let missing = requirements::missing(&[Need::Rust]);
+        if missing.is_empty() { Ok(()) } else { Err(Missing::Tools(missing)) }
     }
 }
 
@@ -148,10 +157,6 @@ fn qemu_version(line: &str) -> Option<(u32, u32)> {
     let version = line.strip_prefix("QEMU emulator version ")?.split([' ', '(']).next()?;
     let mut parts = version.split('.').map(str::parse::<u32>);
     Some((parts.next()?.ok()?, parts.next()?.ok()?))
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 #[cfg(test)]

@@ -118,6 +118,20 @@ pub enum PackageError {
     /// A package file is missing or not in the package's shape; says which.
     #[error("not a package: {0}")]
     Malformed(String),
+    /// The package was built by another version of the tools, whose runtime and
+    /// loader may not agree with this one's.
+    #[error(
+        "{dir} was built by {built_by}, and this is {this}: build it again with this version (`ncop package`, or \
+         `load(...)` from Python)"
+    )]
+    OtherVersion {
+        /// The package.
+        dir: String,
+        /// Its `ulib_to_ucode_version`.
+        built_by: String,
+        /// This version's ([`ucode_version`]).
+        this: String,
+    },
     /// Reading or writing the package failed.
     #[error("reading or writing the package")]
     Io(#[from] io::Error),
@@ -140,14 +154,23 @@ impl Package {
     ///
     /// # Errors
     /// [`PackageError::UcodeLib`] for a `ucode_lib.json` the reader rejects,
-    /// [`PackageError::Malformed`] for a library list that is not the 8 images, and
-    /// [`PackageError::Io`] for a missing file.
+    /// [`PackageError::Malformed`] for a library list that is not the 8 images,
+    /// [`PackageError::OtherVersion`] for a package another version of the tools built,
+    /// and [`PackageError::Io`] for a missing file.
     pub fn open(dir: &Path) -> Result<Self, PackageError> {
         let name =
             dir.file_name().and_then(|n| n.to_str()).ok_or(PackageError::Malformed(format!("{}", dir.display())))?;
         let ucode_lib = UcodeLib::from_json(&fs::read_to_string(dir.join("ucode_lib.json"))?)?;
         if ucode_lib.libraries.len() != CORES {
             return Err(PackageError::Malformed(format!("{} libraries, not {CORES}", ucode_lib.libraries.len())));
+        }
+        let this = ucode_version();
+        if let Some(other) = ucode_lib.libraries.iter().find(|library| library.ulib_to_ucode_version != this) {
+            return Err(PackageError::OtherVersion {
+                dir: dir.display().to_string(),
+                built_by: other.ulib_to_ucode_version.clone(),
+                this,
+            });
         }
         let mut cores = Vec::with_capacity(CORES);
         for (cpu, library) in ucode_lib.libraries.iter().enumerate() {
@@ -226,7 +249,11 @@ pub fn package_into(name: &str, built: &Images, dir: &Path) -> Result<Package, P
     let mut cores = Vec::with_capacity(CORES);
     for (cpu, image) in built.cores.iter().enumerate() {
         let packaged = dir.join(library_file_name(name, cpu));
-        write_whole(&packaged, &fs::read(image)?)?;
+        // A link to the build's image when the folder is new (a build replaces its
+        // images by renaming, never rewrites them), else a whole copy.
+        if fs::hard_link(image, &packaged).is_err() {
+            write_whole(&packaged, &fs::read(image)?)?;
+        }
         cores.push(packaged);
     }
     write_whole(&dir.join("ucode_lib.json"), ucode_lib.to_json()?.as_bytes())?;
@@ -312,8 +339,9 @@ pub fn registered_kernels(library: &Images) -> Result<Vec<String>, PackageError>
     Ok(first)
 }
 
-/// Compiles the C `sources` of library `name` in `work`, links them with the runtime,
-/// and writes the 8 images as `out/core<i>.elf`.
+/// Compiles the C `sources` of library `name` in `work` (with the library's own
+/// `cflags` after the build's), links them with the runtime, and writes the 8 images
+/// as `out/core<i>.elf`.
 ///
 /// # Errors
 /// [`PackageError::CBuild`] naming the step that failed, or [`PackageError::Build`]
@@ -322,6 +350,7 @@ pub fn compile_and_link_c(
     tools: &Toolchain,
     name: &str,
     sources: &[PathBuf],
+    cflags: &[String],
     work: &Path,
     out: &Path,
 ) -> Result<Images, PackageError> {
@@ -333,8 +362,10 @@ pub fn compile_and_link_c(
     }
     fs::create_dir_all(work)?;
     let features = target_features(tools)?;
-    let objects =
-        sources.iter().map(|source| compile_c(tools, source, work, &features)).collect::<Result<Vec<_>, _>>()?;
+    let objects = sources
+        .iter()
+        .map(|source| compile_c(tools, source, cflags, work, &features))
+        .collect::<Result<Vec<_>, _>>()?;
     link_images(tools, name, work, &objects, &[], out)
 }
 
@@ -392,6 +423,23 @@ fn runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
 /// The runtime's static library's file name.
 pub const RUNTIME_ARCHIVE: &str = "libneuroncustomop.a";
 
+/// Writes the runtime an installed home holds prebuilt into `dir` (its `prebuilt/lib/`):
+/// `libneuroncustomop.a` built in the checkout, and the linker scripts a library's
+/// link reads (`core<i>.x`, i = 0..8, and the `neuroncustomop.x` they include).
+///
+/// # Errors
+/// The runtime's build, or copying, failed.
+pub fn stage_runtime(tools: &Toolchain, dir: &Path) -> Result<(), PackageError> {
+    let runtime = runtime_archive(tools)?;
+    fs::create_dir_all(dir)?;
+    fs::copy(&runtime.archive, dir.join(RUNTIME_ARCHIVE))?;
+    let scripts = (0..CORES).map(|core| format!("core{core}.x")).chain(["neuroncustomop.x".to_owned()]);
+    for script in scripts {
+        fs::copy(runtime.scripts.join(&script), dir.join(&script))?;
+    }
+    Ok(())
+}
+
 /// Builds the runtime library for Xtensa and finds, in cargo's JSON messages, the
 /// `libneuroncustomop.a` it wrote and its build script's output folder (the scripts
 /// `core<i>.x` and the assembled `.S` files, which the archive already holds).
@@ -441,12 +489,19 @@ pub(crate) fn target_features(tools: &Toolchain) -> Result<Vec<String>, PackageE
 
 /// `source` to an object in `work`: clang to assembly, llvm-mc to the object
 /// ([`compile_to_object`]).
-fn compile_c(tools: &Toolchain, source: &Path, work: &Path, features: &[String]) -> Result<PathBuf, PackageError> {
+fn compile_c(
+    tools: &Toolchain,
+    source: &Path,
+    cflags: &[String],
+    work: &Path,
+    features: &[String],
+) -> Result<PathBuf, PackageError> {
     let stem = source.file_stem().expect("a .c file has a stem").to_string_lossy();
     let (assembly, object) = (work.join(format!("{stem}.s")), work.join(format!("{stem}.o")));
     let clang = |features: &[String]| {
         let mut clang = xtensa_clang(Llvm::CLANG, tools, features);
-        clang.args(["-std=c11", "-g", "-Wall", "-Wextra", "-Werror"]).arg(source).arg("-o").arg(&assembly);
+        clang.args(["-std=c11", "-g", "-Wall", "-Wextra", "-Werror"]).args(cflags);
+        clang.arg(source).arg("-o").arg(&assembly);
         clang
     };
     compile_to_object(clang, source, &assembly, &object, features)?;
@@ -597,6 +652,14 @@ mod tests {
         fs::write(dir.join("ucode_lib.json"), renamed).unwrap();
         assert!(
             matches!(Package::open(&dir), Err(PackageError::Malformed(what)) if what.contains("libother_cpu3.elf"))
+        );
+        let older =
+            lib.to_json().unwrap().replace(&ucode_version(), "neuroncustomop 0.0.1 (libneuroncustomop 1.21.1.0)");
+        fs::write(dir.join("ucode_lib.json"), older).unwrap();
+        let refused = Package::open(&dir).unwrap_err().to_string();
+        assert!(
+            refused.contains("was built by neuroncustomop 0.0.1") && refused.contains("build it again"),
+            "{refused}"
         );
         fs::write(dir.join("ucode_lib.json"), "{}").unwrap();
         assert!(matches!(Package::open(&dir), Err(PackageError::UcodeLib(_))));

@@ -12,13 +12,17 @@
 //!   the runtime (`neuroncustomop`) and, for its tests, on this crate; the
 //!   binary is `#![no_std]`, `#![no_main]`, with a `neuroncustomop::kernels!` table.
 //! - C: the kernels in `src/*.c` (against `neuroncustomop.h`), linked with the
-//!   runtime's `libneuroncustomop.a`; a `Cargo.toml` for its tests is optional.
+//!   runtime's `libneuroncustomop.a`, and an optional [`LIBRARY_MANIFEST`],
+//!   `neuroncustomop.toml`, for its name, `multicore` and `cflags`; no `Cargo.toml` (one
+//!   of an older project still gives the name and `multicore`, when there is no
+//!   `neuroncustomop.toml`). Its tests are a pytest file or `ncop run --expect`.
 //! - C++: a `customop.json` naming its compute and shape sources, as the vendor's
 //!   `custom_op.load` does (`crate::cxx`).
 //!
 //! A library whose every op splits its work over the 8 cores says so, and its calls then
 //! run on 8 cores unless they say otherwise ([`Project::multicore`]): a C++ library with
-//! `"multicore": true` in its `customop.json`, a Rust (or C) library in its `Cargo.toml`:
+//! `"multicore": true` in its `customop.json`, a C library with `multicore = true` in its
+//! `neuroncustomop.toml`, a Rust library in its `Cargo.toml`:
 //!
 //! ```toml
 //! [package.metadata.neuroncustomop]
@@ -80,6 +84,25 @@ pub struct Project {
     /// otherwise: `multicore = true` under `[package.metadata.neuroncustomop]` in the
     /// `Cargo.toml`, or a C++ library's `"multicore": true` in its `customop.json`.
     pub multicore: bool,
+    /// A C library's compiler flags ([`LIBRARY_MANIFEST`]'s `cflags`).
+    pub cflags: Vec<String>,
+}
+
+/// The manifest of a C library: `neuroncustomop.toml` beside its `src/`.
+pub const LIBRARY_MANIFEST: &str = "neuroncustomop.toml";
+
+/// What a C library's [`LIBRARY_MANIFEST`] says (every key optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LibraryManifest {
+    /// The library's name (default: its folder's, `-` read as `_`).
+    name: Option<String>,
+    /// Every op runs on all 8 cores unless a call says otherwise.
+    #[serde(default)]
+    multicore: bool,
+    /// Compiler flags after the build's own (`-DTILE=128`).
+    #[serde(default)]
+    cflags: Vec<String>,
 }
 
 /// What a `Cargo.toml` says to this tool: its `[package.metadata.neuroncustomop]` table.
@@ -150,8 +173,12 @@ impl Project {
     pub fn open(dir: &Path) -> Result<Option<Self>, ProjectError> {
         let dir = dir.canonicalize().map_err(|source| ProjectError::Io { path: dir.into(), source })?;
         let manifest = dir.join("Cargo.toml");
-        let metadata = if manifest.is_file() { Some(metadata(&manifest)?) } else { None };
         let c_sources = c_sources(&dir.join("src"))?;
+        let library_manifest = library_manifest(&dir)?;
+        // A C library with its own manifest needs no cargo (an installed home's C
+        // build runs without Rust).
+        let c_with_manifest = library_manifest.is_some() && !c_sources.is_empty();
+        let metadata = if manifest.is_file() && !c_with_manifest { Some(metadata(&manifest)?) } else { None };
         let folder_name = || dir.file_name().map(|n| n.to_string_lossy().replace('-', "_")).unwrap_or_default();
         let language = if dir.join(cxx::MANIFEST).is_file() {
             Language::Cxx
@@ -170,8 +197,10 @@ impl Project {
         } else {
             return Ok(None);
         };
+        let library_manifest = library_manifest.filter(|_| matches!(language, Language::C(_))).unwrap_or_default();
         let name = match &language {
             Language::Rust { bin, .. } => bin.clone(),
+            Language::C(_) if library_manifest.name.is_some() => library_manifest.name.clone().unwrap_or_default(),
             Language::C(_) | Language::Cxx => metadata
                 .as_ref()
                 .and_then(|package| package["name"].as_str())
@@ -185,7 +214,7 @@ impl Project {
         // A C++ library's customop.json is read again, and checked, when it is built.
         let cxx_multicore =
             language == Language::Cxx && cxx::Library::open(&dir).is_ok_and(|library| library.manifest.multicore);
-        let multicore = declared.multicore || cxx_multicore;
+        let multicore = declared.multicore || cxx_multicore || library_manifest.multicore;
         let mut name = name;
         let checkout = Home::locate().ok().filter(|home| package::is_example(home, &dir));
         let (image_dir, package_dir, work_dir) = if let Some(checkout) = checkout.as_ref().and_then(Home::checkout) {
@@ -201,7 +230,8 @@ impl Project {
             let out = dir.join("target/neuroncustomop");
             (out.join("images"), out.join("package").join(&name), out.join("c"))
         };
-        Ok(Some(Self { dir, name, language, image_dir, package_dir, work_dir, multicore }))
+        let cflags = library_manifest.cflags;
+        Ok(Some(Self { dir, name, language, image_dir, package_dir, work_dir, multicore, cflags }))
     }
 
     /// The built-in example `name` (`examples/<name>/` of the checkout the home is),
@@ -256,6 +286,7 @@ impl Project {
         let image_dir = &self.image_dir;
         match &self.language {
             Language::Rust { bin, device_feature } => {
+                Toolchain::rust().map_err(|e| build_error(BuildError::Toolchain(e)))?;
                 let mut cargo = images::xtensa_cargo(&tools);
                 cargo.args(["rustc", "--release", "--manifest-path"]).arg(self.dir.join("Cargo.toml"));
                 cargo.args(["--bin", bin]);
@@ -276,8 +307,10 @@ impl Project {
                 }
                 images::read_dir(&self.name, image_dir).map_err(build_error)
             }
-            Language::C(sources) => package::compile_and_link_c(&tools, &self.name, sources, &self.work_dir, image_dir)
-                .map_err(|source| ProjectError::Package { name: self.name.clone(), source }),
+            Language::C(sources) => {
+                package::compile_and_link_c(&tools, &self.name, sources, &self.cflags, &self.work_dir, image_dir)
+                    .map_err(|source| ProjectError::Package { name: self.name.clone(), source })
+            }
             Language::Cxx => cxx::Library::open(&self.dir)
                 .and_then(|library| cxx::build_images(&tools, &library, image_dir))
                 .map_err(|source| ProjectError::Package { name: self.name.clone(), source }),
@@ -312,6 +345,24 @@ impl Project {
         publish::publish(&self.package_dir, &version).map_err(io_error(&self.package_dir))?;
         Ok(package)
     }
+}
+
+/// The [`LIBRARY_MANIFEST`] of the project in `dir`, when it has one.
+///
+/// # Errors
+/// [`ProjectError::Io`] when it cannot be read, [`ProjectError::Manifest`] for a key
+/// it does not know or a value of the wrong type.
+fn library_manifest(dir: &Path) -> Result<Option<LibraryManifest>, ProjectError> {
+    let path = dir.join(LIBRARY_MANIFEST);
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(ProjectError::Io { path, source }),
+    };
+    toml::from_str(&text).map(Some).map_err(|e| ProjectError::Manifest {
+        manifest: path,
+        what: format!("{e}(it takes `name = \"...\"`, `multicore = true` or `false`, `cflags = [\"...\"]`)"),
+    })
 }
 
 /// The checkout's `examples/`, when the home is a checkout.
@@ -397,6 +448,23 @@ mod tests {
         let dir = dir.canonicalize().unwrap();
         assert_eq!(project.language, Language::C(vec![dir.join("src/a.c"), dir.join("src/b.c")]));
         assert_eq!(project.package_dir, dir.join("target/neuroncustomop/package").join(&project.name));
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_c_librarys_manifest_names_it_declares_it_multicore_and_adds_flags_and_needs_no_cargo_toml() {
+        let dir = scratch("c-manifest");
+        fs::write(dir.join("src/k.c"), "").unwrap();
+        fs::write(dir.join(LIBRARY_MANIFEST), "name = \"scale\"\nmulticore = true\ncflags = [\"-DTILE=128\"]\n")
+            .unwrap();
+        // A Cargo.toml beside it is not read (it would need cargo): this one is not even valid.
+        fs::write(dir.join("Cargo.toml"), "not toml [").unwrap();
+        let project = Project::open(&dir).unwrap().unwrap();
+        assert_eq!((project.name.as_str(), project.multicore), ("scale", true));
+        assert_eq!(project.cflags, ["-DTILE=128"]);
+        fs::write(dir.join(LIBRARY_MANIFEST), "multi_core = true\n").unwrap();
+        let error = Project::open(&dir).unwrap_err().to_string();
+        assert!(error.contains("neuroncustomop.toml") && error.contains("multicore = true"), "{error}");
         fs::remove_dir_all(dir).unwrap();
     }
 

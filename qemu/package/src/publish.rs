@@ -13,7 +13,9 @@
 //!   QEMU's Landlock rules name files that nothing replaces while it runs.
 //! - A version that is not the published one is removed at a later packaging once it
 //!   is [`KEEP_UNPUBLISHED`] old: long enough for any run that took it to have started
-//!   its device (QEMU keeps the files it opened).
+//!   its device (QEMU keeps the files it opened). Its images are hard links to the
+//!   build's (which a later build replaces, never rewrites), so a version costs
+//!   little room.
 
 pub use neuroncustomop_machine::lock::Lock;
 use std::fs;
@@ -21,8 +23,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-/// How long a version other than the published one is kept.
-pub const KEEP_UNPUBLISHED: Duration = Duration::from_secs(24 * 60 * 60);
+/// How long a version other than the published one is kept: a run boots its device
+/// within seconds of its packaging, and QEMU keeps the files it opened. (A day's
+/// versions of a library edited in a loop filled a disk.)
+pub const KEEP_UNPUBLISHED: Duration = Duration::from_secs(10 * 60);
 
 /// The lock file of the package folder `package_dir`: `<package_dir>.lock`.
 pub fn lock_path(package_dir: &Path) -> PathBuf {
@@ -76,6 +80,14 @@ pub fn publish(package_dir: &Path, version: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The name a version folder is published as (`<package>.versions/<id>/<name>` ->
+/// `<package>`), for messages; a folder that is no version is its own.
+pub fn published_dir(dir: &Path) -> PathBuf {
+    let versions = dir.parent().and_then(Path::parent);
+    let published = versions.and_then(|versions| versions.to_str()?.strip_suffix(".versions").map(PathBuf::from));
+    published.filter(|published| published.file_name() == dir.file_name()).unwrap_or_else(|| dir.to_path_buf())
+}
+
 /// `<package_dir>.versions/`.
 fn versions_dir(package_dir: &Path) -> PathBuf {
     with_suffix(package_dir, ".versions")
@@ -117,6 +129,7 @@ mod tests {
         assert_eq!(fs::read_to_string(package.join("ucode_lib.json")).unwrap(), "2");
         assert_eq!(fs::read_to_string(first.join("ucode_lib.json")).unwrap(), "1");
         assert!(fs::symlink_metadata(&package).unwrap().file_type().is_symlink());
+        assert_eq!((published_dir(&second), published_dir(&package)), (package.clone(), package.clone()));
         fs::remove_dir_all(root).unwrap();
     }
 }

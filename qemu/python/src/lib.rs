@@ -37,6 +37,13 @@ create_exception!(
     "The simulated device could not run the op (QEMU failed, or the loader did not finish)."
 );
 
+/// Names the tools' installed data folder for this process: the Python half finds it
+/// beside the installed package (`_home.py`). `NEURONCUSTOMOP_HOME` still comes first.
+#[pyfunction]
+fn name_installed(path: std::path::PathBuf) {
+    neuroncustomop_machine::home::name_installed(&path);
+}
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<library::Library>()?;
@@ -44,6 +51,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("PackageError", module.py().get_type::<PackageError>())?;
     module.add("DeviceError", module.py().get_type::<DeviceError>())?;
     module.add_function(wrap_pyfunction!(call::canary, module)?)?;
+    module.add_function(wrap_pyfunction!(name_installed, module)?)?;
+    module.add("VERSION", neuroncustomop::VERSION)?;
     module.add("CORES", neuroncustomop_machine::images::CORES)?;
     // The one list of device dtypes (the runtime's `Dtype`): the Python half checks with it.
     module.add("DTYPES", pyo3::types::PyTuple::new(module.py(), call::dtype_names())?)?;

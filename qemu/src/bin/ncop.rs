@@ -8,6 +8,8 @@
 //! ncop debug <kernel> [options]      call one kernel on the host tier under gdb
 //! ncop profile diff <A> <B>          compare two profiles (`ncop run --profile`)
 //! ncop calibrate <measured.csv>      fit the device cost model to measured times
+//! ncop doctor                        the system's packages it needs: present, versions, install line
+//! ncop setup [--rust]                install them (apt-get), only when asked
 //! ```
 //!
 //! Installed with the wheel (`pip install neuroncustomop-*.whl`, which `cargo sim
@@ -17,7 +19,7 @@
 //! it builds from that checkout's sources instead (qemu/machine/src/home.rs).
 
 use clap::{Parser, Subcommand};
-use neuroncustomop_sim::cli::{self, calibrate, new, package, profile, run};
+use neuroncustomop_sim::cli::{self, calibrate, doctor, new, package, profile, run, setup};
 use std::process::ExitCode;
 
 /// An op author's tool: make a kernel library anywhere, package it, run its kernels
@@ -46,6 +48,8 @@ enum Command {
     Debug(Box<run::DebugArgs>),
     Profile(profile::ProfileArgs),
     Calibrate(calibrate::CalibrateArgs),
+    Doctor(doctor::DoctorArgs),
+    Setup(setup::NcopSetupArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +60,8 @@ fn main() -> ExitCode {
         Command::Debug(args) => run::exec_debug(*args),
         Command::Profile(args) => profile::exec(args),
         Command::Calibrate(args) => calibrate::exec(args),
+        Command::Doctor(args) => doctor::exec(args),
+        Command::Setup(args) => setup::exec_ncop(args),
     };
     outcome.unwrap_or_else(|error| {
         cli::report("ncop", error.as_ref());

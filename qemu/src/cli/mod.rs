@@ -8,6 +8,8 @@
 
 pub mod build;
 pub mod calibrate;
+pub mod dist;
+pub mod doctor;
 pub mod new;
 pub mod package;
 pub mod profile;

@@ -30,19 +30,20 @@ impl Lang {
                 (".gitignore", include_str!("../../templates/rust/gitignore")),
             ],
             Lang::C => &[
-                ("Cargo.toml", include_str!("../../templates/c/Cargo.toml")),
+                ("neuroncustomop.toml", include_str!("../../templates/c/neuroncustomop.toml")),
                 ("src/kernels.c", include_str!("../../templates/c/src/kernels.c")),
-                ("tests/kernels.rs", include_str!("../../templates/c/tests/kernels.rs")),
+                ("tests/test_kernels.py", include_str!("../../templates/c/tests/test_kernels.py")),
                 (".gitignore", include_str!("../../templates/c/gitignore")),
             ],
         }
     }
 }
 
-/// Make a kernel library in DIR: a `scale` kernel (x * factor), a Cargo test that
-/// checks it on the simulated device, and nothing to edit in the neuroncustomop
-/// checkout. Then, in DIR: `ncop run scale --arg gen:float32:4x8 --arg float:2`, or
-/// `cargo test`. Rust or C: a C++ library on the AWS torch API has no template (a
+/// Make a kernel library in DIR: a `scale` kernel (x * factor) and a test that checks
+/// it on the simulated device. Rust: a Cargo package and a Cargo test (`cargo test`).
+/// C: src/kernels.c, neuroncustomop.toml (name, multicore, cflags) and a pytest test
+/// (`pytest tests`); no Cargo.toml, no Rust. Then, in DIR: `ncop run scale --arg
+/// gen:float32:4x8 --arg float:2`. A C++ library on the AWS torch API has no template (a
 /// folder with customop.json and its sources; `ncop --help`).
 #[derive(Debug, Args)]
 pub struct NewArgs {
@@ -86,7 +87,10 @@ pub fn exec(args: NewArgs) -> super::Outcome {
     println!("made {} ({:?}, library {name}); in it:", args.dir.display(), args.lang);
     println!("  ncop run scale --arg gen:float32:4x8 --arg float:2   call the kernel on the simulated device");
     println!("  ncop debug scale --arg gen:float32:4x8 --arg float:2 the same on the host tier, under gdb");
-    println!("  cargo test                                          its test (tests/kernels.rs)");
+    match args.lang {
+        Lang::Rust => println!("  cargo test                                          its test (tests/kernels.rs)"),
+        Lang::C => println!("  pytest tests                                        its test (tests/test_kernels.py)"),
+    }
     Ok(ExitCode::SUCCESS)
 }
 

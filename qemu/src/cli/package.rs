@@ -19,7 +19,8 @@ pub struct PackageArgs {
 pub fn exec(args: PackageArgs) -> super::Outcome {
     let library = load(&args.dir, Target::Device)?;
     let package = library.package()?;
-    println!("{} in {} (kernels: {})", library.name(), package.dir.display(), library.kernels().join(", "));
+    let dir = neuroncustomop_package::publish::published_dir(&package.dir);
+    println!("{} in {} (kernels: {})", library.name(), dir.display(), library.kernels().join(", "));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -48,6 +49,7 @@ pub struct ExampleArgs {
 /// Runs `cargo sim package`.
 pub fn exec_example(args: ExampleArgs) -> super::Outcome {
     let package = neuroncustomop_package::program::package(&args.example)?;
-    println!("{} in {} (kernels: {})", package.name(), package.dir.display(), package.kernels().join(", "));
+    let dir = neuroncustomop_package::publish::published_dir(&package.dir);
+    println!("{} in {} (kernels: {})", package.name(), dir.display(), package.kernels().join(", "));
     Ok(ExitCode::SUCCESS)
 }

@@ -314,6 +314,11 @@ pub enum RunError {
 
 /// Runs `ncop run`.
 pub fn exec(args: RunArgs) -> super::Outcome {
+    if !args.call.host {
+        // Before any build: a missing package is said with its install line, not
+        // found halfway through the first build.
+        super::doctor::check()?;
+    }
     call(&args.lib, &args.kernel, &args.call)
 }
 

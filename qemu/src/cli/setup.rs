@@ -1,4 +1,5 @@
-//! `sim setup`: install what the simulation needs (qemu/setup.sh; idempotent).
+//! `sim setup` and `ncop setup`: install what the simulation needs (the home's
+//! qemu/setup.sh; idempotent). Only these commands install system packages.
 
 use clap::Args;
 use neuroncustomop_machine::home::Home;
@@ -22,18 +23,44 @@ pub enum SetupError {
     Failed(std::process::ExitStatus),
 }
 
-/// Runs `setup`.
+/// Install, with apt-get (through sudo when not root), the Debian packages C and C++
+/// libraries need with the installed wheel: QEMU 10 (from bookworm-backports on
+/// Debian 12), clang 22, LLVM 22, the Xtensa linker, g++, gdb. `ncop doctor` lists them.
+#[derive(Debug, Args)]
+pub struct NcopSetupArgs {
+    /// Also Rust's (rustc, cargo, Rust's sources), for Rust libraries.
+    #[arg(long)]
+    pub rust: bool,
+}
+
+/// Runs `sim setup`.
 pub fn exec(_: SetupArgs) -> super::Outcome {
     setup()?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs `qemu/setup.sh`.
+/// Runs `ncop setup`.
+pub fn exec_ncop(args: NcopSetupArgs) -> super::Outcome {
+    run_script(!args.rust)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `qemu/setup.sh`: everything a checkout's build needs.
 ///
 /// # Errors
 /// [`SetupError`].
 pub fn setup() -> Result<(), SetupError> {
+    run_script(false)
+}
+
+/// Runs the home's `qemu/setup.sh`, `--without-rust` when asked.
+fn run_script(without_rust: bool) -> Result<(), SetupError> {
     let script = Home::locate()?.setup_script();
-    let status = Command::new("bash").arg(script).status().map_err(SetupError::Spawn)?;
+    let mut command = Command::new("bash");
+    command.arg(script);
+    if without_rust {
+        command.arg("--without-rust");
+    }
+    let status = command.status().map_err(SetupError::Spawn)?;
     if status.success() { Ok(()) } else { Err(SetupError::Failed(status)) }
 }

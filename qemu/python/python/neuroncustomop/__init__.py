@@ -62,10 +62,14 @@ from ._findings import (
     UninitializedReadWarning,
     UseAfterFreeError,
 )
+from ._home import name_installed_home as _name_installed_home
 from ._library import CallResult, Kernel, Library
 from ._load import load, load_library
-from ._native import CORES, DeviceError, PackageError
+from ._native import CORES, VERSION, DeviceError, PackageError
 from ._options import last_result, options
+
+__version__ = VERSION
+"""This package's version: its wheel's, ``ncop --version``'s and the runtime's."""
 
 __all__ = [
     "CORES",
@@ -94,3 +98,6 @@ __all__ = [
     "load_library",
     "options",
 ]
+
+# The tools find their data beside the installed package.
+_name_installed_home()

@@ -17,8 +17,25 @@ _ScalarInput = tuple[str, npt.NDArray[np.uint8]]
 _Input = Union[_TensorInput, _ScalarInput]
 
 # As PyO3 makes it: every name the module adds, in the order it adds them.
-__all__ = ["Library", "RawCall", "PackageError", "DeviceError", "canary", "CORES", "DTYPES", "ARG_KINDS", "SCHEMA_TYPES", "FINDING_KINDS", "FINDING_DESCRIPTIONS"]
+__all__ = [
+    "Library",
+    "RawCall",
+    "PackageError",
+    "DeviceError",
+    "canary",
+    "name_installed",
+    "VERSION",
+    "CORES",
+    "DTYPES",
+    "ARG_KINDS",
+    "SCHEMA_TYPES",
+    "FINDING_KINDS",
+    "FINDING_DESCRIPTIONS",
+]
 
+VERSION: str
+"""The version of this package, of ``ncop`` and of the runtime (one definition: the
+workspace's ``Cargo.toml``)."""
 CORES: int
 """Cores of the simulated device."""
 DTYPES: tuple[str, ...]
@@ -122,3 +139,4 @@ class Library:
     ) -> RawCall: ...
 
 def canary(dtype_name: str) -> bytes: ...
+def name_installed(path: Union[str, PathLike[str]]) -> None: ...

@@ -1,7 +1,7 @@
 /*
  * The kernels of {{name}}, in C against the runtime's header (neuroncustomop.h,
- * in the runtime/include folder of the neuroncustomop checkout). Every kernel of the
- * table at the end is called by its name (`ncop run <kernel>`, `Library::call`).
+ * which ncop and neuroncustomop.load put on the include path). Every kernel of the
+ * table at the end is called by its name (`ncop run <kernel>`, `neuroncustomop.load(...).<kernel>(...)`).
  */
 #include <neuroncustomop.h>
 
