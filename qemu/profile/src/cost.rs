@@ -123,7 +123,7 @@ pub struct Dma {
 #[derive(Debug, thiserror::Error)]
 pub enum CostModelError {
     /// It could not be read.
-    #[error("reading the cost model {path}: {source}")]
+    #[error("cannot read the cost model {path}")]
     Read {
         /// The file.
         path: String,

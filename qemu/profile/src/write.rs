@@ -132,7 +132,7 @@ pub fn write(profile: &Profile, model: &CostModel, dir: &Path) -> io::Result<Wri
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// It holds no readable profile.json.
-    #[error("reading {path}: {source} (a folder `ncop run KERNEL --profile DIR` wrote holds profile.json)")]
+    #[error("cannot read {path} (a folder `ncop run KERNEL --profile DIR` wrote holds profile.json)")]
     Read {
         /// The file.
         path: PathBuf,
@@ -140,7 +140,7 @@ pub enum ReadError {
         source: io::Error,
     },
     /// Its profile.json is not a profile of this version.
-    #[error("{path} is not a profile this version wrote: {source} (profile the call again)")]
+    #[error("{path} is not a profile this version wrote (profile the call again)")]
     Parse {
         /// The file.
         path: PathBuf,

@@ -74,7 +74,7 @@ pub struct Row {
 #[derive(Debug, thiserror::Error)]
 pub enum CalibrateError {
     /// The file could not be read.
-    #[error("reading {path}: {source}")]
+    #[error("cannot read the measured times {path}")]
     Read {
         /// The file.
         path: PathBuf,
