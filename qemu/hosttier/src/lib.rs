@@ -415,6 +415,11 @@ pub struct Debugger {
     pub transcript: Option<PathBuf>,
 }
 
+/// gdb's pretty-printers for the torch C++ API (`torch::Tensor` and its accessors: dtype,
+/// shape, first elements), sourced by [`debug`]; kept in the binary, so an installed
+/// tool has them.
+const PRINTERS: &str = include_str!("../gdb/printers.py");
+
 /// The gdb the host tier starts: Debian's (`gdb`, installed by qemu/setup.sh).
 pub const GDB: &str = "gdb";
 
@@ -428,13 +433,18 @@ pub const GDB: &str = "gdb";
 ///   lets the program continue, so a breakpoint set now is hit on any core;
 /// - from the entry (the C++ build's generated wrapper, the Rust runtime's shim) that
 ///   core alone runs on to the author's function named `kernel` (a global function of
-///   that name, the Rust crate's, else any function of that name).
-fn stop_script(core: usize, kernel: &str) -> String {
+///   that name, the Rust crate's, else any function of that name);
+/// - under a sanitizer, gdb stops where it reports an error (the sanitizers' report
+///   hooks, `__asan_on_error`, `__tsan_on_report`, `__ubsan_on_report`), before the
+///   report ends the process: the kernel's frames are there to read.
+fn stop_script(core: usize, kernel: &str, sanitized: bool) -> String {
+    let reports =
+        if sanitized { "break __asan_on_error\nbreak __tsan_on_report\nbreak __ubsan_on_report\n" } else { "" };
     format!(
         r#"set pagination off
 set confirm off
 set breakpoint pending on
-set language c
+{reports}set language c
 break *ncop_hostrun_before_kernel if $rdi == {core}
 set language auto
 commands
@@ -492,6 +502,8 @@ pub fn debug(
     let work = std::env::temp_dir().join(format!("ncop-gdb-{}-{call}", std::process::id()));
     fs::create_dir_all(&work)?;
     let (job_file, report_file, script) = (work.join("job"), work.join("report"), work.join("stop.gdb"));
+    let printers = work.join("printers.py");
+    fs::write(&printers, PRINTERS)?;
     let frame = neuroncustomop_machine::device::frame(job)
         .map_err(|e| HostError::Build { name: library.name.clone(), what: format!("the job: {e}") })?;
     fs::write(&job_file, frame)?;
@@ -501,7 +513,7 @@ pub fn debug(
         .get(neuroncustomop_wire::layout::HEADER_FUNCTION_ID)
         .and_then(|&raw| job.names.get(usize::from(raw)))
         .map_or("", String::as_str);
-    fs::write(&script, stop_script(debugger.core, kernel))?;
+    fs::write(&script, stop_script(debugger.core, kernel, library.sanitizer.is_some()))?;
     let cores = job.header.cores as usize;
     // gdb runs the loader itself (its symbols known from the start), with the
     // variables `env` would set as gdb's own environment settings.
@@ -522,7 +534,7 @@ pub fn debug(
     }
     // Every core waits before its kernel until gdb's first stop (the loader's `hold`).
     gdb.arg("-ex").arg(format!("set environment NCOP_HOSTRUN_HOLD={}", debugger.core));
-    gdb.arg("-x").arg(&script);
+    gdb.arg("-x").arg(&printers).arg("-x").arg(&script);
     for command in &debugger.commands {
         gdb.args(["-ex", command]);
     }

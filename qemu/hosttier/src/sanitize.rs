@@ -624,6 +624,17 @@ WARNING: ThreadSanitizer: data race (pid=4242)
     }
 
     #[test]
+    fn every_host_run_says_what_it_cannot_see() {
+        let address = super::coverage(Some(super::Sanitizer::Address));
+        for unseen in ["stores into inputs", "double and invalid frees", "leaks", "another core's stack"] {
+            assert!(address.split_once("unseen").unwrap().1.contains(unseen), "{unseen}: {address}");
+        }
+        assert!(super::coverage(None).starts_with("none on the host tier: the device checks every access"));
+        let thread = super::coverage(Some(super::Sanitizer::Thread));
+        assert!(thread.contains("races through the runtime's copies"), "{thread}");
+    }
+
+    #[test]
     fn a_thread_sanitizer_race_names_both_cores() {
         let report = "WARNING: ThreadSanitizer: data race (pid=1)\n  Write of size 4 at 0x7f0000001000 by thread T4:\n\
                       #0 race misuse.c:100\n\n  Previous write of size 4 at 0x7f0000001000 by thread T5:\n";

@@ -484,9 +484,12 @@ impl Request {
             described.join(", "),
             self.options.cores
         );
+        // What a host-tier run checks and cannot see, said whatever its result.
+        let checks =
+            (self.options.target == Target::Host).then(|| neuroncustomop_hosttier::coverage(self.options.sanitize));
         let call = match self.call()? {
             Ok(call) => call,
-            Err(stopped) => return Ok(Report { heading, ran: Ran::Stopped(stopped) }),
+            Err(stopped) => return Ok(Report { heading, checks, ran: Ran::Stopped(stopped) }),
         };
         let profile = match (&call.profile, &self.profile) {
             (Some(profile), Some(dir)) => {
@@ -502,13 +505,12 @@ impl Request {
         let finished = Finished {
             call,
             host: self.options.target == Target::Host,
-            sanitized: self.options.sanitize.is_some(),
             repeat: self.repeat,
             profile: profile.map(|dir| (dir, self.cost_model)),
             saved: self.save,
             verdict,
         };
-        Ok(Report { heading, ran: Ran::Finished(Box::new(finished)) })
+        Ok(Report { heading, checks, ran: Ran::Finished(Box::new(finished)) })
     }
 
     /// The call, `--repeat` times on one booted device: each core's count is its
@@ -604,6 +606,9 @@ impl ArgSpec {
 struct Report {
     /// `library / kernel(arguments) on N core(s)`.
     heading: String,
+    /// On the host tier: what this run checks and cannot see
+    /// (`neuroncustomop_hosttier::coverage`).
+    checks: Option<&'static str>,
     ran: Ran,
 }
 
@@ -620,8 +625,6 @@ struct Finished {
     call: Call,
     /// It ran on the host tier.
     host: bool,
-    /// Under a sanitizer.
-    sanitized: bool,
     /// How many calls it is the fastest of.
     repeat: u32,
     /// The folder its profile's files were written to, and the cost model that
@@ -658,6 +661,9 @@ impl Report {
     /// matched), failure when it stopped, failed or differed.
     fn print(self) -> ExitCode {
         println!("{}", self.heading);
+        if let Some(checks) = self.checks {
+            println!("  checks      {checks}");
+        }
         let finished = match self.ran {
             Ran::Stopped(error) => {
                 println!("  result      FAILED: {error}");
@@ -665,7 +671,7 @@ impl Report {
             }
             Ran::Finished(finished) => finished,
         };
-        let Finished { call, host, sanitized, repeat, profile, saved, verdict } = *finished;
+        let Finished { call, host, repeat, profile, saved, verdict } = *finished;
         println!("  output      {} {:?}", dtype_name(call.output.dtype()), call.output.shape());
         println!("  status      {}", call.status_text());
         let (machine, device) =
@@ -676,12 +682,6 @@ impl Report {
             (calls, _) => format!("the fastest of {calls} calls on one {device}"),
         };
         println!("  wall time   {:.3} s {machine} ({timing})", call.wall.as_secs_f64());
-        if host && !sanitized {
-            // A read past an input passes here unseen: say where it would not.
-            println!(
-                "  checks      none on the host tier: the device checks every access (without --host), or --sanitize address"
-            );
-        }
         print_instructions(&call);
         if let (Some(profile), Some((dir, model))) = (&call.profile, &profile) {
             super::profile::summarize(profile, model, dir);

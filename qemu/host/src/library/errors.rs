@@ -192,16 +192,34 @@ pub enum CallError {
         /// The kernel.
         kernel: String,
     },
-    /// A core did not report the op: the device stopped (a fault, a hang, a timeout).
-    #[error("core {core} did not finish kernel {kernel}; the device said:\n{output}")]
+    /// A core did not report the op: the device stopped (a fault, a hang, a timeout),
+    /// or a sanitizer stopped the host tier's loader.
+    #[error("core {core}{} did not finish kernel {kernel}; {by} said:\n{output}", and_cores(others))]
     Unfinished {
         /// The kernel.
         kernel: String,
-        /// The first core without a report.
+        /// The first core without a report, or the one a sanitizer caught.
         core: usize,
+        /// The other cores a sanitizer's report names (the other side of a race).
+        others: Vec<usize>,
+        /// What ran it: `the device`, `the host tier`.
+        by: &'static str,
         /// The loader's and QEMU's output.
         output: String,
     },
+}
+
+/// ` (with core 4)`, ` (with cores 4 and 5)`: the other cores of an
+/// [`CallError::Unfinished`]; nothing for none.
+fn and_cores(others: &[usize]) -> String {
+    match others {
+        [] => String::new(),
+        [one] => format!(" (with core {one})"),
+        [first @ .., last] => {
+            let first: Vec<String> = first.iter().map(usize::to_string).collect();
+            format!(" (with cores {} and {last})", first.join(", "))
+        }
+    }
 }
 
 /// Why a library could not be loaded.
@@ -240,4 +258,24 @@ pub fn describe(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CallError;
+
+    #[test]
+    fn a_host_tier_race_names_both_cores_and_the_host_tier() {
+        let error = CallError::Unfinished {
+            kernel: "race".into(),
+            core: 3,
+            others: vec![4],
+            by: "the host tier",
+            output: "WARNING: ThreadSanitizer: data race".into(),
+        };
+        assert_eq!(
+            error.to_string(),
+            "core 3 (with core 4) did not finish kernel race; the host tier said:\nWARNING: ThreadSanitizer: data race"
+        );
+    }
 }

@@ -139,6 +139,8 @@ impl Library {
             Array::from_bytes(staged.dtype, staged.shape.clone(), dumped).map_err(|e| CallError::Unfinished {
                 kernel: kernel.into(),
                 core: 0,
+                others: Vec::new(),
+                by: ran_by(options.target),
                 output: format!("the output dump is incomplete: {e}"),
             })?;
         let status = cores.statuses.iter().copied().find(|s| !s.is_ok()).unwrap_or(KernelStatus(0));
@@ -246,20 +248,41 @@ fn unfinished(
     // the host tier's loader there, whichever cores reported before), else
     // the first without its op's report.
     let reported = |core: usize| report.core(core as u32).ops.first().and_then(|op| op.status_code());
+    // Every core a sanitizer's report names (both of a race), the accessing one first.
+    let named =
+        if options.target == Target::Host { neuroncustomop_hosttier::involved_cores(&output) } else { Vec::new() };
     let core = neuroncustomop_hosttier::sanitized_core(&output)
         .filter(|_| options.target == Target::Host)
+        .or(named.first().copied())
         .or_else(|| (first..options.cores).find(|&core| reported(core).is_none()))
         .unwrap_or(first);
+    let others = named.into_iter().filter(|&other| other != core).collect();
     let mut output = output.lines().filter(|line| !line.starts_with("DUMP ")).collect::<Vec<_>>().join("\n");
     if options.target == Target::Host {
         // A sanitizer stopped the host tier's loader: say where in tensor terms,
         // then its report without the loader's protocol lines around it.
-        if let Some(explained) = neuroncustomop_hosttier::explain_sanitizer(&output, tensors) {
-            let report = output.lines().filter(|line| neuroncustomop_wire::report::Line::parse(line).is_err());
-            output = format!("{explained}\n\n{}", report.collect::<Vec<_>>().join("\n"));
-        }
+        // The loader's protocol lines are left out either way (under gdb the report
+        // itself went to gdb's terminal, and they would be all that is left).
+        let explained = neuroncustomop_hosttier::explain_sanitizer(&output, tensors);
+        let report: Vec<&str> =
+            output.lines().filter(|line| neuroncustomop_wire::report::Line::parse(line).is_err()).collect();
+        output = match explained {
+            Some(explained) => format!("{explained}\n\n{}", report.join("\n")),
+            None if report.iter().all(|line| line.trim().is_empty()) => {
+                "nothing more: a sanitizer's report went to gdb's terminal, or the loader stopped silently".into()
+            }
+            None => report.join("\n"),
+        };
     }
-    CallError::Unfinished { kernel: kernel.into(), core, output }
+    CallError::Unfinished { kernel: kernel.into(), core, others, by: ran_by(options.target), output }
+}
+
+/// What ran a call, as its errors say: `the device`, `the host tier`.
+fn ran_by(target: Target) -> &'static str {
+    match target {
+        Target::Device => "the device",
+        Target::Host => "the host tier",
+    }
 }
 
 impl Library {
