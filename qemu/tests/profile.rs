@@ -229,7 +229,7 @@ fn a_softmax_on_the_libm_crates_expf_ranks_expf_first_with_what_it_calls() {
     use neuroncustomop_machine::device::{Session, SessionOptions};
     use neuroncustomop_machine::images;
     use neuroncustomop_machine::job::{Job, Op};
-    use neuroncustomop_profile::profile::Folder;
+    use neuroncustomop_profile::fold::Folder;
     use neuroncustomop_wire::job::OutputDump;
 
     let library = images::build("count_probe").expect("build count_probe");

@@ -6,7 +6,6 @@
 use crate::cost::CostModel;
 use crate::profile::{Accesses, Instruction, Profile, Region};
 use neuroncustomop_machine::toolchain::Llvm;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -77,25 +76,7 @@ impl Disassembly {
     }
 }
 
-/// One source line's part of an op.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Line {
-    /// Its file, as the DWARF names it (relative to the repository when inside it).
-    pub file: String,
-    /// Its number.
-    pub line: u32,
-    /// The innermost function the line is in (an inlined one named itself).
-    pub function: String,
-    /// Instructions run at its PCs.
-    pub instructions: u64,
-    /// Of these, waits for the DMA engine (idle to the cost model).
-    pub waiting: u64,
-    /// Its loads and stores per region.
-    pub memory: BTreeMap<Region, Accesses>,
-    /// Predicted device cycles of its instructions ([`CostModel::instruction_cycles`]),
-    /// under the shipped cost model or the one `ncop run --cost-model` gave.
-    pub cycles: f64,
-}
+pub use crate::profile::Line;
 
 /// The line table of `pcs`, most instructions first; PCs with no line are left out.
 pub fn lines(pcs: &[Instruction], model: &CostModel) -> Vec<Line> {
@@ -123,6 +104,13 @@ pub fn lines(pcs: &[Instruction], model: &CostModel) -> Vec<Line> {
     let mut lines: Vec<Line> = table.into_values().collect();
     lines.sort_by(|a, b| b.instructions.cmp(&a.instructions).then_with(|| (&a.file, a.line).cmp(&(&b.file, b.line))));
     lines
+}
+
+/// Prices `profile`'s line tables under `model` (each core's [`lines`]).
+pub fn price(profile: &mut Profile, model: &CostModel) {
+    for core in &mut profile.cores {
+        core.lines = lines(&core.pcs, model);
+    }
 }
 
 impl Profile {

@@ -28,8 +28,7 @@
 //! anything outside the op but its one fixed overhead (the host, the framework, the
 //! other engines).
 
-use crate::profile::{CoreProfile, Instruction, Profile, Region};
-use crate::timeline::Timeline;
+use crate::profile::{CoreProfile, Instruction, Region};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -218,7 +217,7 @@ impl CostModel {
 
     /// The busy terms of one core (every term but the DMA wait): its figures less its
     /// waits' instructions and accesses.
-    fn busy(&self, profile: &CoreProfile) -> Terms {
+    pub(crate) fn busy(&self, profile: &CoreProfile) -> Terms {
         // Each region's accesses less the waits' share of them.
         let mut memory: BTreeMap<Region, (f64, f64)> =
             profile.memory.iter().map(|(r, a)| (*r, (a.loads as f64, a.stores as f64))).collect();
@@ -240,39 +239,6 @@ impl CostModel {
             hbm: loads(&[Region::Hbm, Region::HbmScratch]),
             stores: stores * (self.stores.cycles - 1.0),
             dma: 0.0,
-        }
-    }
-
-    /// The prediction for one core of an op that ran on `cores` cores at once, with
-    /// its device-time timeline.
-    pub fn core(&self, profile: &CoreProfile, cores: usize) -> (CorePrediction, Timeline) {
-        let mut terms = self.busy(profile);
-        let busy = terms.compute + terms.local_memory + terms.hbm + terms.stores;
-        let timeline = crate::timeline::core(self, profile, busy, cores);
-        terms.dma = timeline.idle();
-        let cycles = busy + terms.dma;
-        let prediction =
-            CorePrediction { core: profile.core, cycles, seconds: cycles / self.clock.hz, bound: terms.bound(), terms };
-        (prediction, timeline)
-    }
-
-    /// The prediction for an op: each core's, the slowest, and the iteration's time.
-    pub fn predict(&self, profile: &Profile) -> Prediction {
-        let cores: Vec<CorePrediction> = profile.cores.iter().map(|c| self.core(c, profile.cores.len()).0).collect();
-        let slowest = cores.iter().max_by(|a, b| a.cycles.total_cmp(&b.cycles)).cloned();
-        let seconds = slowest.as_ref().map_or(0.0, |s| s.seconds) + self.op.overhead_seconds;
-        Prediction { cores, slowest, seconds }
-    }
-
-    /// Each core's device-time timeline.
-    pub fn timelines(&self, profile: &Profile) -> Vec<Timeline> {
-        profile.cores.iter().map(|c| self.core(c, profile.cores.len()).1).collect()
-    }
-
-    /// Prices `profile`'s line tables under this model.
-    pub fn price(&self, profile: &mut Profile) {
-        for core in &mut profile.cores {
-            core.lines = crate::annotate::lines(&core.pcs, self);
         }
     }
 
@@ -358,7 +324,7 @@ impl Bound {
 }
 
 impl Terms {
-    fn bound(&self) -> Bound {
+    pub(crate) fn bound(&self) -> Bound {
         let terms = [
             (Bound::Compute, self.compute),
             (Bound::LocalMemory, self.local_memory),

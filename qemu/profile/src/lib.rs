@@ -14,6 +14,7 @@ pub mod annotate;
 pub mod cost;
 pub mod diff;
 pub mod fit;
+pub mod fold;
 pub mod lines;
 pub mod mix;
 pub mod profile;

@@ -14,8 +14,8 @@
 //!   done. The wait's own instructions ([`crate::profile::Instruction::waiting`]) are
 //!   not work: they are taken out of the positions, an equal part after each batch.
 
-use crate::cost::CostModel;
-use crate::profile::{CoreProfile, EventKind};
+use crate::cost::{CorePrediction, CostModel, Prediction};
+use crate::profile::{CoreProfile, EventKind, Profile};
 use serde::Serialize;
 
 /// Transfers queued at most this many instructions apart belong to one copy: the
@@ -102,4 +102,34 @@ pub fn core(model: &CostModel, profile: &CoreProfile, busy: f64, cores: usize) -
         }
     }
     Timeline { core: profile.core, op: Span { start: 0.0, cycles: busy + idle, bytes: 0 }, waits, transfers: spans }
+}
+
+/// The cost model's predictions, made here because they are the timeline's sums: one
+/// core's busy cycles plus its waits for the DMA engine.
+impl CostModel {
+    /// The prediction for one core of an op that ran on `cores` cores at once, with
+    /// its device-time timeline.
+    pub fn core(&self, profile: &CoreProfile, cores: usize) -> (CorePrediction, Timeline) {
+        let mut terms = self.busy(profile);
+        let busy = terms.compute + terms.local_memory + terms.hbm + terms.stores;
+        let timeline = core(self, profile, busy, cores);
+        terms.dma = timeline.idle();
+        let cycles = busy + terms.dma;
+        let prediction =
+            CorePrediction { core: profile.core, cycles, seconds: cycles / self.clock.hz, bound: terms.bound(), terms };
+        (prediction, timeline)
+    }
+
+    /// The prediction for an op: each core's, the slowest, and the iteration's time.
+    pub fn predict(&self, profile: &Profile) -> Prediction {
+        let cores: Vec<CorePrediction> = profile.cores.iter().map(|c| self.core(c, profile.cores.len()).0).collect();
+        let slowest = cores.iter().max_by(|a, b| a.cycles.total_cmp(&b.cycles)).cloned();
+        let seconds = slowest.as_ref().map_or(0.0, |s| s.seconds) + self.op.overhead_seconds;
+        Prediction { cores, slowest, seconds }
+    }
+
+    /// Each core's device-time timeline.
+    pub fn timelines(&self, profile: &Profile) -> Vec<Timeline> {
+        profile.cores.iter().map(|c| self.core(c, profile.cores.len()).1).collect()
+    }
 }

@@ -123,7 +123,7 @@ pub fn write(profile: &Profile, model: &CostModel, dir: &Path) -> io::Result<Wri
     fs::write(&written.disassembly, annotate::disassembly(profile))?;
     // Its line table priced by the model the files use.
     let mut priced = profile.clone();
-    model.price(&mut priced);
+    annotate::price(&mut priced, model);
     fs::write(&written.profile, serde_json::to_vec_pretty(&priced)?)?;
     Ok(written)
 }

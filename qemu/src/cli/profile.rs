@@ -19,7 +19,7 @@ const TOP_LINES: usize = 10;
 /// instruction mix, memory by region, and the cost model's prediction in device time.
 pub fn summarize(profile: &Profile, model: &CostModel, dir: &Path) {
     let mut profile = profile.clone();
-    model.price(&mut profile);
+    neuroncustomop_profile::annotate::price(&mut profile, model);
     println!(
         "  profile     {}: flame.svg, stacks.folded, trace.json (device time; Perfetto), source.txt, annotate.txt, \
          profile.json",

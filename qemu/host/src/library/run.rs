@@ -174,7 +174,7 @@ impl Library {
     fn profile(&self, kernel: &str, report: &Report, cores: usize, staged: &Staged) -> Result<Profile, CallError> {
         let loader = neuroncustomop_machine::images::build("loader").map_err(|e| CallError::Run(RunError::Build(e)))?;
         let images: Vec<PathBuf> = self.package()?.images.cores.iter().chain(&loader.cores).cloned().collect();
-        neuroncustomop_profile::profile::Folder::new(&images)
+        neuroncustomop_profile::fold::Folder::new(&images)
             .and_then(|mut folder| {
                 let output = neuroncustomop_profile::profile::Output {
                     address: u64::from(staged.dump.address),
