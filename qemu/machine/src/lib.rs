@@ -2,8 +2,8 @@
 //! would do around the runtime, so a set of per-core images can be built, booted under
 //! QEMU, given jobs and explained. Its modules:
 //!
-//! - [`toolchain`]: finding the Xtensa tools; [`requirements`]: the system's packages
-//!   they come from, with versions and install lines; [`process`]: running one and saying why
+//! - [`toolchain`]: finding the Xtensa tools, and the system's packages they come from
+//!   (versions, install lines); [`process`]: running one and saying why
 //!   it failed; [`home`]: where the tools' data lives, and their cache; [`lock`]:
 //!   locks between processes;
 //! - [`images`]: building the firmware programs and reading a folder of per-core
@@ -34,6 +34,5 @@ pub mod lock;
 pub mod machine;
 pub mod plugin;
 pub mod process;
-pub mod requirements;
 pub mod symbolize;
 pub mod toolchain;

@@ -4,7 +4,7 @@
 
 use clap::Args;
 use neuroncustomop_machine::home::{Home, Layout};
-use neuroncustomop_machine::requirements::{self, Need, REQUIREMENTS};
+use neuroncustomop_machine::toolchain::{self, Need, REQUIREMENTS};
 use std::process::ExitCode;
 
 /// List the system's packages the tools need (QEMU 10.0 or newer, clang 22, LLVM 22,
@@ -44,7 +44,7 @@ pub fn exec(_: DoctorArgs) -> super::Outcome {
         };
         println!("{:<64}{state}", format!("{}{needed_for}", requirement.described()));
     }
-    let old_qemu = REQUIREMENTS[0].found().and_then(|_| requirements::qemu_new_enough().err());
+    let old_qemu = REQUIREMENTS[0].found().and_then(|_| toolchain::qemu_new_enough().err());
     if let Some(old) = &old_qemu {
         println!("QEMU is too old: {old}");
     }
@@ -58,7 +58,7 @@ pub fn exec(_: DoctorArgs) -> super::Outcome {
         }
         println!(
             "\ninstall what is missing:\n  {}\nor run `ncop setup` (C and C++; `--rust` adds Rust)",
-            requirements::install_line(&packages)
+            toolchain::install_line(&packages)
         );
     }
     println!(
@@ -80,21 +80,21 @@ pub fn check() -> Result<(), Box<dyn std::error::Error>> {
     if home.layout() == Layout::Checkout {
         needs.push(Need::Rust);
     }
-    let mut packages: Vec<&str> = requirements::missing(&needs).iter().map(|requirement| requirement.package).collect();
-    let qemu = requirements::qemu_new_enough();
+    let mut packages: Vec<&str> = toolchain::missing(&needs).iter().map(|requirement| requirement.package).collect();
+    let qemu = toolchain::qemu_new_enough();
     if qemu.is_err() && !packages.contains(&"qemu-system-misc") {
         packages.push("qemu-system-misc");
     }
     if packages.is_empty() {
         return Ok(());
     }
-    let named: Vec<String> = requirements::missing(&needs).iter().map(|requirement| requirement.described()).collect();
+    let named: Vec<String> = toolchain::missing(&needs).iter().map(|requirement| requirement.described()).collect();
     let old = qemu.err().map(|old| format!("; {old}")).unwrap_or_default();
     Err(format!(
         "this machine lacks what the simulated device needs: {}{old}. Install with:\n  {}\nor run `ncop setup`; `ncop \
          doctor` lists every requirement",
         if named.is_empty() { "nothing but a newer QEMU".to_owned() } else { named.join(", ") },
-        requirements::install_line(&packages)
+        toolchain::install_line(&packages)
     )
     .into())
 }
