@@ -2,7 +2,7 @@
 # Installs the Python package into a virtualenv under target/ and runs its pytest tests.
 # `cargo sim test` runs it after the cargo tests (which built the device tools and images).
 #
-# The virtualenv (target/python-venv) gets maturin, numpy, pytest, pytest-xdist,
+# The virtualenv (target/python-venv) gets maturin, numpy, hypothesis, pytest, pytest-xdist,
 # ml_dtypes (NumPy's bfloat16) and mypy (its stubtest checks _native.pyi) from PyPI,
 # and PyTorch from the machine's cache (torch-cache.sh: installed once per machine,
 # 3-4 minutes the first time); the package is built by
@@ -23,7 +23,7 @@ time {
     if [[ ! -x "$venv/bin/python" ]]; then
         python3 -m venv "$venv"
     fi
-    "$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "pytest-xdist>=3" "ml_dtypes>=0.3" \
+    "$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "pytest-xdist>=3" "ml_dtypes>=0.3" "hypothesis>=6.100" \
         "mypy>=1.10"
     # torch through a .pth file: the venv's own packages come first on sys.path.
     torch_dir="$(bash "$repo/qemu/python/torch-cache.sh" "$venv/bin/python")"

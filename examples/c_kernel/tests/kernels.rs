@@ -5,6 +5,7 @@ use neuroncustomop_host::array::{Array, Dtype};
 use neuroncustomop_host::compare::{Tolerance, compare};
 use neuroncustomop_host::generate::{Distribution, generate};
 use neuroncustomop_host::library::{Arg, Library, Options, Output, describe};
+use neuroncustomop_host::testing::{Check, Kind, Shapes, Strategy, calls};
 use std::sync::OnceLock;
 
 fn c_kernel() -> &'static Library {
@@ -42,4 +43,30 @@ fn an_output_of_another_size_fails_with_the_kernels_code() {
     let nine = Output::Shape { dtype: Dtype::Float32, shape: vec![9] };
     let call = c_kernel().call("scale", &[Arg::Tensor(x), Arg::Float(1.0)], nine).unwrap();
     assert_eq!(call.status.kernel_code(), Some(1), "{}", call.status);
+}
+
+/// `x * factor` in float32, the kernels' arithmetic.
+fn scaled(args: &[Arg]) -> Array {
+    let (Arg::Tensor(x), Arg::Float(factor)) = (&args[0], &args[1]) else { panic!("scale takes a tensor and a float") };
+    let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v * factor).collect();
+    Array::from_vec(x.shape().to_vec(), want).unwrap()
+}
+
+/// Property tests: generated shapes biased to the edges, values and factors of every
+/// class (±0, subnormals, ±inf, NaN), a failure shrunk to its smallest call.
+fn generated(cores: usize) -> impl Strategy<Value = Vec<Arg>> {
+    let bounds = Shapes { max_elements: 1 << 13, cores, ..Shapes::default() };
+    calls(&[Kind::Tensor, Kind::Float], &[Dtype::Float32], bounds)
+}
+
+#[test]
+fn one_core_matches_the_host_on_generated_calls() {
+    Check::new(c_kernel(), "scale").run(generated(1), 12, scaled).unwrap_or_else(|failed| panic!("{failed}"));
+}
+
+#[test]
+fn eight_cores_match_the_host_on_generated_calls() {
+    let mut check = Check::new(c_kernel(), "scale_multicore");
+    check.options.cores = 8;
+    check.run(generated(8), 12, scaled).unwrap_or_else(|failed| panic!("{failed}"));
 }

@@ -4,6 +4,7 @@ use neuroncustomop_host::array::{Array, Dtype};
 use neuroncustomop_host::compare::{Tolerance, compare};
 use neuroncustomop_host::generate::{Distribution, generate};
 use neuroncustomop_host::library::{Arg, Library, Options, Output, describe};
+use neuroncustomop_host::testing::{Check, Kind, Shapes, Strategy, calls};
 use std::sync::OnceLock;
 
 fn relu() -> &'static Library {
@@ -38,4 +39,31 @@ fn the_tcm_accessor_matches_the_host() {
 fn eight_cores_match_the_host() {
     check("relu_multicore", vec![5003], 8, 3);
     check("relu_multicore", vec![5], 8, 4); // fewer elements than cores
+}
+
+/// `max(x, 0)` as the kernels compute it: `f32::max` keeps the number, so NaN gives 0.
+fn relu_of(args: &[Arg]) -> Array {
+    let Arg::Tensor(x) = &args[0] else { panic!("relu takes a tensor") };
+    let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v.max(0.0)).collect();
+    Array::from_vec(x.shape().to_vec(), want).unwrap()
+}
+
+/// Property tests: generated shapes (1, primes, multiples of 8 and one either side,
+/// the 1,024-element TCM chunk and one either side, ...) and values (±0, subnormals,
+/// ±inf, NaN), a failure shrunk to its smallest call. Few cases: they run in CI.
+fn generated(cores: usize) -> impl Strategy<Value = Vec<Arg>> {
+    let bounds = Shapes { max_elements: 1 << 13, cores, ..Shapes::default() };
+    calls(&[Kind::Tensor], &[Dtype::Float32], bounds)
+}
+
+#[test]
+fn the_tcm_accessor_matches_the_host_on_generated_calls() {
+    Check::new(relu(), "relu_tcm").run(generated(1), 12, relu_of).unwrap_or_else(|failed| panic!("{failed}"));
+}
+
+#[test]
+fn eight_cores_match_the_host_on_generated_calls() {
+    let mut check = Check::new(relu(), "relu_multicore");
+    check.options.cores = 8;
+    check.run(generated(8), 12, relu_of).unwrap_or_else(|failed| panic!("{failed}"));
 }

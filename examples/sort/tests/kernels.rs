@@ -5,6 +5,7 @@ use neuroncustomop_host::array::{Array, Dtype};
 use neuroncustomop_host::compare::{Tolerance, compare};
 use neuroncustomop_host::generate::Rng;
 use neuroncustomop_host::library::{Arg, Library, Options, Output, describe};
+use neuroncustomop_host::testing::{Check, Kind, Shapes, calls};
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 
@@ -151,4 +152,23 @@ fn shapes_that_do_not_fit_fail_with_the_kernels_code() {
         let call = sort().call_with(kernel, &[Arg::Tensor(x.clone())], output, &eight()).unwrap();
         assert!(call.statuses.iter().all(|s| s.kernel_code() == Some(1)), "{kernel}: {:?}", call.statuses);
     }
+}
+
+/// Property test: rows of generated lengths (1, primes, multiples of 8 and one either
+/// side, ...) and counts, values of every class (±0, subnormals, ±inf, NaN of either
+/// sign), each sorted bit-exactly in the examples' order; a failure shrinks to its
+/// smallest call.
+#[test]
+fn sorts_match_the_host_on_generated_calls() {
+    let sorted = |args: &[Arg]| {
+        let Arg::Tensor(x) = &args[0] else { panic!("sort takes a tensor") };
+        let (rows, row) = (x.shape()[0], x.shape()[1]);
+        Array::from_vec(vec![rows, row], sort_rows(&x.to_vec::<f32>().unwrap(), row, row, false)).unwrap()
+    };
+    let bounds = Shapes { max_elements: 1 << 12, ..Shapes::default() }.rank(2);
+    let mut check = Check::new(sort(), "sort_ascending");
+    check.tolerance = Tolerance::Exact;
+    check
+        .run(calls(&[Kind::Tensor], &[Dtype::Float32], bounds), 10, sorted)
+        .unwrap_or_else(|failed| panic!("{failed}"));
 }

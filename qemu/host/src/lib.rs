@@ -1,8 +1,9 @@
 //! The host API an op author tests kernels with: load a library once ([`library`]: a
 //! project folder, a package or a built-in example), call its kernels by name with
 //! typed [`array`](mod@array)s, read and write them as NumPy files ([`npy`]), [`generate`] inputs
-//! and [`compare`] outputs. It owns the calling convention of a call (placing inputs,
-//! the output's shape, the named status, the per-core counts) on top of the package
+//! and [`compare`] outputs; check kernels on generated calls (`testing`, on proptest,
+//! with the feature `testing`). It owns the calling convention of a call (placing
+//! inputs, the output's shape, the named status, the per-core counts) on top of the package
 //! crate (`neuroncustomop-package`) and the simulated machine
 //! (`neuroncustomop-machine`). It must NOT know the CLIs (`ncop`, `sim` in
 //! `neuroncustomop-sim`) or the Python bindings (`qemu/python`), which build on it
@@ -17,3 +18,5 @@ pub mod compare;
 pub mod generate;
 pub mod library;
 pub mod npy;
+#[cfg(feature = "testing")]
+pub mod testing;

@@ -44,6 +44,13 @@ fn name_installed(path: std::path::PathBuf) {
     neuroncustomop_machine::home::name_installed(&path);
 }
 
+/// The dimensions a kernel's bugs live at, ascending, for `cores` cores (the host
+/// API's `testing::edge_sizes`): the property checks' one list.
+#[pyfunction]
+fn edge_sizes(cores: usize) -> Vec<usize> {
+    neuroncustomop_host::testing::edge_sizes(cores)
+}
+
 #[pymodule]
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<library::Library>()?;
@@ -54,6 +61,11 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(name_installed, module)?)?;
     module.add("VERSION", neuroncustomop::VERSION)?;
     module.add("CORES", neuroncustomop_machine::images::CORES)?;
+    // The device's limits, for the property checks' generated shapes (`testing.py`).
+    module.add("MAX_RANK", neuroncustomop::wrapper_api::MAX_RANK)?;
+    module.add("MAX_DIM", neuroncustomop::wrapper_api::MAX_DIM)?;
+    module.add("TCM_POOL_SIZE", neuroncustomop::allocators::tcm::TCM_POOL_SIZE)?;
+    module.add_function(wrap_pyfunction!(edge_sizes, module)?)?;
     // The one list of device dtypes (the runtime's `Dtype`): the Python half checks with it.
     module.add("DTYPES", pyo3::types::PyTuple::new(module.py(), call::dtype_names())?)?;
     // The one list of argument kinds (the C++ build's `cxx::ArgKind::ALL`), and each

@@ -10,6 +10,8 @@
 //! ncop calibrate <measured.csv>      fit the device cost model to measured times
 //! ncop doctor                        the system's packages it needs: present, versions, install line
 //! ncop setup [--rust]                install them (apt-get), only when asked
+//! ncop check <kernel> --ref f.py:fn  check it on generated calls against a Python
+//!                                    reference; a failure shrinks to its smallest call
 //! ```
 //!
 //! Installed with the wheel (`pip install neuroncustomop-*.whl`, which `cargo sim
@@ -19,7 +21,7 @@
 //! it builds from that checkout's sources instead (qemu/machine/src/home.rs).
 
 use clap::{Parser, Subcommand};
-use neuroncustomop_sim::cli::{self, calibrate, doctor, new, package, profile, run, setup};
+use neuroncustomop_sim::cli::{self, calibrate, check, doctor, new, package, profile, run, setup};
 use std::process::ExitCode;
 
 /// An op author's tool: make a kernel library anywhere, package it, run its kernels
@@ -50,6 +52,7 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     Doctor(doctor::DoctorArgs),
     Setup(setup::NcopSetupArgs),
+    Check(check::CheckArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::exec(args),
         Command::Doctor(args) => doctor::exec(args),
         Command::Setup(args) => setup::exec_ncop(args),
+        Command::Check(args) => check::exec(args),
     };
     outcome.unwrap_or_else(|error| {
         cli::report("ncop", error.as_ref());

@@ -8,6 +8,7 @@
 
 pub mod build;
 pub mod calibrate;
+pub mod check;
 pub mod dist;
 pub mod doctor;
 pub mod new;

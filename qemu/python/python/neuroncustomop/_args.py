@@ -21,6 +21,7 @@ Python value                    C kind           note
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 from typing import Any, Optional
@@ -145,3 +146,20 @@ def argument(value: Any, index: int) -> tuple:
     """Input ``index`` in the form the native module takes."""
     what = f"input {index}"
     return scalar(value, what) if is_scalar(value) else tensor(value, what)
+
+
+def kinds_of(shape_fn: Any) -> list:
+    """The argument kinds of a Python shape function, from its annotations: ``int``
+    and ``float`` scalars, anything else a tensor (as ``torch.ops`` and the property
+    checks read them)."""
+    kinds = []
+    for parameter in inspect.signature(shape_fn).parameters.values():
+        annotation = parameter.annotation
+        # A string under `from __future__ import annotations`.
+        if annotation in (int, int.__name__):
+            kinds.append(INT)
+        elif annotation in (float, float.__name__):
+            kinds.append(FLOAT)
+        else:
+            kinds.append(TENSOR)
+    return kinds

@@ -273,9 +273,17 @@ class Library:
     name raises :class:`UnknownKernelError` listing the kernels it has.
     """
 
-    def __init__(self, native: Any, cores: int, shape_fns: Mapping[str, ShapeFn], checked: Optional[bool] = None):
+    def __init__(
+        self,
+        native: Any,
+        cores: int,
+        shape_fns: Mapping[str, ShapeFn],
+        checked: Optional[bool] = None,
+        source: str = "",
+    ):
         self._native = native
         self.cores = cores
+        self._source = source
         #: The options of its calls that say nothing else (``load(..., checked=...)``).
         self.defaults = CallOptions(checked=checked)
         # The output (dtype, shape) per kernel and argument signature (_output_of).
@@ -302,6 +310,12 @@ class Library:
     def target(self) -> str:
         """Where its calls run: ``"device"`` or ``"host"`` (the host tier)."""
         return self._native.target
+
+    @property
+    def source(self) -> str:
+        """The folder ``ncop run --lib`` takes for it: the project it was built from,
+        or its package folder."""
+        return self._source or self.package_dir
 
     @property
     def package_dir(self) -> str:

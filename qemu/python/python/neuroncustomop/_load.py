@@ -138,7 +138,7 @@ def load(
         if target == "host":
             # lib<name>.so names a device package, which the host tier does not make.
             cores = native.default_cores if not multicore else _native.CORES
-            return _loaded(native, cores, shape_fns, checked, backward)
+            return _loaded(native, cores, shape_fns, checked, backward, project)
         built = _build.write_library_file(native.package_dir, build_directory, os.fspath(name), multicore)
         _built_here[state] = built
     return load_library(built, shape_fns=shape_fns, checked=checked, backward=backward)
@@ -202,15 +202,17 @@ def load_library(
     """
     path = os.path.abspath(os.path.expanduser(os.fspath(path)))
     recorded = _build.read_library_file(path)
+    source = path
     if recorded is not None:
         package, recorded_multicore = recorded
+        source = os.fspath(package)
         native = _native.Library(package, target)
         multicore = recorded_multicore if multicore is None else multicore
     else:
         with _build.project_locked(path):
             native = _build.quietly(lambda: _native.Library(path, target), os.path.basename(path), verbose)
     cores = native.default_cores if multicore is None else (_native.CORES if multicore else 1)
-    return _loaded(native, cores, shape_fns, checked, backward)
+    return _loaded(native, cores, shape_fns, checked, backward, source)
 
 
 def _loaded(
@@ -219,10 +221,11 @@ def _loaded(
     shape_fns: Optional[Mapping[str, ShapeFn]],
     checked: Optional[bool],
     backward: Optional[Mapping[str, str]],
+    source: str,
 ) -> Library:
-    """The :class:`Library` of ``native``, its ops registered with PyTorch when it is
-    installed."""
-    library = Library(native, cores, shape_fns or {}, checked)
+    """The :class:`Library` of ``native`` (loaded from ``source``), its ops registered
+    with PyTorch when it is installed."""
+    library = Library(native, cores, shape_fns or {}, checked, os.fspath(source))
     if importlib.util.find_spec("torch") is not None:
         from . import _torch
 

@@ -26,6 +26,10 @@ __all__ = [
     "name_installed",
     "VERSION",
     "CORES",
+    "MAX_RANK",
+    "MAX_DIM",
+    "TCM_POOL_SIZE",
+    "edge_sizes",
     "DTYPES",
     "ARG_KINDS",
     "SCHEMA_TYPES",
@@ -38,6 +42,12 @@ VERSION: str
 workspace's ``Cargo.toml``)."""
 CORES: int
 """Cores of the simulated device."""
+MAX_RANK: int
+"""The most dimensions a device tensor has."""
+MAX_DIM: int
+"""The largest dimension of a device tensor."""
+TCM_POOL_SIZE: int
+"""Bytes of the TCM pool an op may take."""
 DTYPES: tuple[str, ...]
 """The device's dtypes, as NumPy names them (the runtime's ``Dtype``)."""
 ARG_KINDS: tuple[str, ...]
@@ -140,3 +150,4 @@ class Library:
 
 def canary(dtype_name: str) -> bytes: ...
 def name_installed(path: Union[str, PathLike[str]]) -> None: ...
+def edge_sizes(cores: int) -> list[int]: ...

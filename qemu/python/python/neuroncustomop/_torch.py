@@ -30,7 +30,6 @@ rebinds it to the library loaded last.
 
 from __future__ import annotations
 
-import inspect
 import threading
 from typing import Any, Mapping, Sequence
 
@@ -257,7 +256,7 @@ def _signatures(library: Library) -> list:
     if registration is not None:
         namespace, ops = registration
         return [(namespace, op, list(kinds)) for op, kinds in ops]
-    return [(library.name, kernel, _kinds_of(shape_fn)) for kernel, shape_fn in library._shape_fns.items()]
+    return [(library.name, kernel, _args.kinds_of(shape_fn)) for kernel, shape_fn in library._shape_fns.items()]
 
 
 def _tensor(data: np.ndarray, shape: Sequence[int], dtype: str) -> torch.Tensor:
@@ -268,20 +267,6 @@ def _tensor(data: np.ndarray, shape: Sequence[int], dtype: str) -> torch.Tensor:
         return torch.empty(tuple(shape), dtype=getattr(torch, dtype))
     return torch.from_numpy(data).view(getattr(torch, dtype)).reshape(tuple(shape))
 
-
-def _kinds_of(shape_fn: Any) -> list:
-    """The argument kinds of a Python shape function, from its annotations."""
-    kinds = []
-    for parameter in inspect.signature(shape_fn).parameters.values():
-        annotation = parameter.annotation
-        # A string under `from __future__ import annotations`.
-        if annotation in (int, int.__name__):
-            kinds.append(_args.INT)
-        elif annotation in (float, float.__name__):
-            kinds.append(_args.FLOAT)
-        else:
-            kinds.append(_args.TENSOR)
-    return kinds
 
 
 def _scalar(kind: str, value: Any) -> Any:

@@ -1,0 +1,759 @@
+"""Property checks of kernels, on Hypothesis: calls generated from the op itself, each
+run checked and compared with a reference, and a failure shrunk to the smallest shape
+and simplest values that still fail, with the ``ncop run`` command that reproduces it.
+
+>>> import numpy as np, neuroncustomop                         # doctest: +SKIP
+>>> from neuroncustomop import testing
+>>> lib = neuroncustomop.load("examples/relu")
+>>> testing.check(lib.relu_multicore, lambda x: np.fmax(x, 0))  # raises CheckFailed, or returns a CheckReport
+
+What is generated (:func:`calls_of`), each bounded by the op:
+
+- **shapes** (:func:`array_shapes`) within the device's limits, rank 1 to ``MAX_RANK``,
+  dimensions up to ``MAX_DIM``, biased to the edges: 1, primes, multiples of 8 and of
+  the core count and one either side of them, sizes around the TCM pool;
+- **dtypes**: those the op accepts. Given, or found by calling the op once per device
+  dtype on a small tensor: a dtype it refuses with ``DTYPE_MISMATCH`` is left out;
+- **values** (:func:`arrays`) including ±0, subnormals, ±inf and NaN where the dtype
+  has them; **scalars** (:func:`scalars_of`) of the op's parameter kinds;
+- the **signature**: a C++ library's registration (its shape functions' parameters), a
+  Python shape function's annotations (``load(shape_fns=...)``: ``int`` and ``float``
+  scalars, anything else a tensor), or given; the op's shape function must accept a
+  generated call (one it refuses is not counted).
+
+Every tensor of one call has the same shape and dtype (elementwise ops); give your
+own strategy (``check(..., calls=...)``, or ``@given`` with :func:`check_call`) for
+others.
+
+A call fails the property when the kernel fails (a status, a stop), the device's
+checks find anything (an out-of-bounds access, a race, a leak or an uninitialized
+read: warnings too), an output element is left unwritten, or the output differs from
+the reference's. :class:`CheckFailed` then says why and how to reproduce it: the
+inputs are saved as ``.npy`` beside the reference's output, and the message has the
+``ncop run ... --arg ... --expect ...`` command that fails the same way.
+
+Runs are deterministic from a seed, and shard: ``check(..., shard=(i, n), seed=s)``
+(or the ``NCOP_CHECK_SHARD=i/n`` and ``NCOP_CHECK_SEED=s`` environment variables)
+runs the i-th of n disjoint parts of the same sweep, so a CI matrix runs a sweep too
+big for one machine. ``ncop check`` runs :func:`main` from the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import inspect
+import os
+import shlex
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from . import _args, _native
+from ._errors import KernelError
+from ._library import CallResult, Kernel, _numpy_dtype
+
+MAX_RANK: int = _native.MAX_RANK
+"""The most dimensions a device tensor has."""
+MAX_DIM: int = _native.MAX_DIM
+"""The largest dimension of a device tensor."""
+TCM_POOL_SIZE: int = _native.TCM_POOL_SIZE
+"""Bytes of the TCM pool an op may take (``tcm_malloc``)."""
+
+DEFAULT_MAX_ELEMENTS = 1 << 16
+"""Elements of a generated tensor at most, by default: a call of that size takes
+milliseconds, so a run tries many shapes."""
+
+Reference = Callable[..., Any]
+
+
+def edge_sizes(cores: int = _native.CORES) -> list:
+    """The dimensions a kernel's bugs live at, ascending: 1, primes, multiples of 8 and
+    of ``cores`` with one either side, the elements of the TCM pool (of 1, 2, 4 and
+    8-byte elements) with one either side, and the largest dimensions (the host API's
+    ``testing::edge_sizes``, the one list)."""
+    return list(_native.edge_sizes(cores))
+
+
+def dimensions(cap: int, cores: int = _native.CORES) -> st.SearchStrategy[int]:
+    """A dimension in ``[1, cap]``: half the time any, half an edge (:func:`edge_sizes`).
+    It shrinks towards 1."""
+    edges = [size for size in edge_sizes(cores) if size <= cap]
+    return st.one_of(st.integers(1, cap), st.sampled_from(edges))
+
+
+def array_shapes(
+    *,
+    rank: Optional[int] = None,
+    min_rank: int = 1,
+    max_rank: int = MAX_RANK,
+    max_elements: int = DEFAULT_MAX_ELEMENTS,
+    max_dim: int = MAX_DIM,
+    cores: int = _native.CORES,
+) -> st.SearchStrategy[tuple]:
+    """Shapes the device holds: ``min_rank`` to ``max_rank`` dimensions (or exactly
+    ``rank``), each at most ``max_dim`` (and ``MAX_DIM``), at most ``max_elements`` in
+    all, each dimension biased to the edges (:func:`dimensions`). Shrinks towards fewer
+    dimensions, each towards 1."""
+    if rank is not None:
+        min_rank = max_rank = rank
+    if not 1 <= min_rank <= max_rank <= MAX_RANK:
+        raise ValueError(f"rank {min_rank} to {max_rank}: a device tensor has 1 to {MAX_RANK} dimensions")
+    max_dim = min(max_dim, MAX_DIM)
+
+    @st.composite
+    def draw(data: Any) -> tuple:
+        dims = []
+        budget = max(1, max_elements)
+        for _ in range(data(st.integers(min_rank, max_rank))):
+            dim = data(dimensions(min(max_dim, budget), cores))
+            dims.append(dim)
+            budget //= dim
+        return tuple(dims)
+
+    return draw()
+
+
+def arrays(
+    dtype: Any,
+    shape: Union[tuple, st.SearchStrategy[tuple]],
+    *,
+    allow_nan: bool = True,
+    allow_infinity: bool = True,
+    allow_subnormal: bool = True,
+) -> st.SearchStrategy[np.ndarray]:
+    """Arrays of a device ``dtype`` and ``shape`` whose values include, for the float
+    dtypes, ±0, subnormals, ±inf and NaN (unless refused here), and for the integers
+    their extremes. Large arrays are mostly one fill value with some elements drawn
+    apart (Hypothesis' ``arrays``); they shrink towards zeros."""
+    name = _args.dtype_name(dtype, "the dtype")
+    if name == "bfloat16":
+        # Hypothesis knows no bfloat16: float32 values, rounded to it.
+        bfloat16 = _numpy_dtype("bfloat16")
+        values = arrays("float32", shape, allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal)
+        return values.map(lambda array: array.astype(bfloat16))
+    numpy_dtype = np.dtype(name)
+    if numpy_dtype.kind == "f":
+        elements = hnp.from_dtype(
+            numpy_dtype, allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal
+        )
+    else:
+        elements = hnp.from_dtype(numpy_dtype)
+    return hnp.arrays(numpy_dtype, shape, elements=elements, fill=elements)
+
+
+def scalars_of(
+    kind: str, *, allow_nan: bool = True, allow_infinity: bool = True, allow_subnormal: bool = True
+) -> st.SearchStrategy[Any]:
+    """Scalars of a parameter kind (``int``, ``long``, ``float``, ``double``: the C
+    kinds of :mod:`neuroncustomop`), as a call passes them: a Python ``int``, an
+    ``np.int64``, a float32's value as a Python ``float``."""
+    if kind == _args.INT:
+        return st.integers(-(2**31), 2**31 - 1)
+    if kind == _args.LONG:
+        return st.integers(-(2**63), 2**63 - 1).map(np.int64)
+    if kind in (_args.FLOAT, _args.DOUBLE):
+        return st.floats(
+            width=32, allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal
+        )
+    raise ValueError(f"{kind!r} is not a scalar kind: one of {_args.INT}, {_args.LONG}, {_args.FLOAT}, {_args.DOUBLE}")
+
+
+def signature(kernel: Kernel) -> tuple:
+    """The kinds of ``kernel``'s parameters, in order (``tensor``, ``int``, ``long``,
+    ``float``, ``double``): a C++ library's registration, else the annotations of the
+    Python shape function it was loaded with, else one tensor."""
+    registration = kernel.library._native.registration()
+    if registration is not None:
+        for op, kinds in registration[1]:
+            if op == kernel.name:
+                return tuple(kinds)
+    shape_fn = kernel.library._shape_fns.get(kernel.name)
+    if shape_fn is not None:
+        return tuple(_args.kinds_of(shape_fn))
+    return (_args.TENSOR,)
+
+
+_accepted: dict = {}
+
+
+def accepted_dtypes(kernel: Kernel, kinds: Optional[Sequence[str]] = None, cores: Optional[int] = None) -> tuple:
+    """The device dtypes ``kernel`` takes, found by trying each once: every tensor of
+    that dtype (8 elements), scalars 1, and the output may be partial. The dtypes whose
+    call returned OK; if none did (the probe's shape is not one the kernel takes), those
+    not refused with ``DTYPE_MISMATCH``. Remembered per kernel."""
+    kinds = tuple(signature(kernel) if kinds is None else kinds)
+    key = (id(kernel.library), kernel.name, kinds, cores)
+    if key in _accepted:
+        return _accepted[key]
+    passed, not_refused = [], []
+    for name in _args.DTYPES:
+        if name == "bfloat16" and importlib.util.find_spec("ml_dtypes") is None:
+            continue  # no way to make bfloat16 values
+        inputs = [np.zeros(8, _numpy_dtype(name)) if kind == _args.TENSOR else _one(kind) for kind in kinds]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                kernel.run(*inputs, cores=cores, partial_output=True)
+            passed.append(name)
+        except KernelError as error:
+            if error.status_name != "DTYPE_MISMATCH":
+                not_refused.append(name)
+        except (TypeError, ValueError):
+            not_refused.append(name)  # its shape function refused the probe: no word on the dtype
+    _accepted[key] = tuple(passed or not_refused)
+    return _accepted[key]
+
+
+def _one(kind: str) -> Any:
+    return np.int64(1) if kind == _args.LONG else (1.0 if kind in (_args.FLOAT, _args.DOUBLE) else 1)
+
+
+def calls_of(
+    kernel: Kernel,
+    *,
+    kinds: Optional[Sequence[str]] = None,
+    shapes: Optional[st.SearchStrategy[tuple]] = None,
+    dtypes: Optional[Sequence[Any]] = None,
+    scalars: Optional[Mapping[int, st.SearchStrategy[Any]]] = None,
+    allow_nan: bool = True,
+    allow_infinity: bool = True,
+    allow_subnormal: bool = True,
+    cores: Optional[int] = None,
+) -> st.SearchStrategy[tuple]:
+    """Valid calls of ``kernel``: tuples of its inputs, in order.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    kinds : sequence of str, optional
+        Its parameters' kinds. Default: :func:`signature`.
+    shapes : strategy, optional
+        The tensors' shape (one for every tensor of a call). Default: :func:`array_shapes`.
+    dtypes : sequence of dtype, optional
+        The tensors' dtypes to try. Default: :func:`accepted_dtypes`.
+    scalars : mapping of int to strategy, optional
+        Per parameter index, the values of that scalar. Default: :func:`scalars_of` its kind.
+    allow_nan, allow_infinity, allow_subnormal : bool, default True
+        Whether float values (tensors' and scalars') include them.
+    cores : int, optional
+        The cores the dtypes are tried on. Default: the library's.
+    """
+    kinds = tuple(signature(kernel) if kinds is None else kinds)
+    chosen = tuple(
+        _args.dtype_name(d, "dtypes") for d in (accepted_dtypes(kernel, kinds, cores) if dtypes is None else dtypes)
+    )
+    if not chosen:
+        raise ValueError(f"{kernel.name} took none of the device's dtypes: give dtypes=[...]")
+    shape_strategy = array_shapes() if shapes is None else shapes
+    given_scalars = dict(scalars or {})
+    values = dict(allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal)
+
+    @st.composite
+    def draw(data: Any) -> tuple:
+        dtype = data(st.sampled_from(chosen))
+        shape = data(shape_strategy)
+        inputs = []
+        for index, kind in enumerate(kinds):
+            if kind == _args.TENSOR:
+                inputs.append(data(arrays(dtype, shape, **values)))
+            else:
+                inputs.append(data(given_scalars.get(index) or scalars_of(kind, **values)))
+        # The op's shape function bounds what is a call: one it refuses is not one.
+        try:
+            arguments = [_args.argument(value, i) for i, value in enumerate(inputs)]
+            kernel.library._output_of(kernel.name, inputs, arguments, None, None)
+        except (TypeError, ValueError, OverflowError):
+            reject()
+        return tuple(inputs)
+
+    return draw()
+
+
+class CheckFailed(AssertionError):
+    """A generated call failed the property: the kernel failed, the device's checks
+    found something, output was left unwritten, or the output differs from the
+    reference's.
+
+    Attributes
+    ----------
+    kernel : str
+        The kernel's name.
+    inputs : tuple
+        The call's inputs (after shrinking, in :func:`check`: the smallest failing).
+    cores : int
+        The cores it ran on.
+    reason : str
+        Why it failed.
+    command : str
+        The ``ncop run`` command that reproduces it (its inputs saved as ``.npy``).
+    directory : str
+        Where the inputs (``arg<k>.npy``) and the reference's output (``want.npy``) are.
+    first_failure : str or None
+        In :func:`check`: the inputs (dtype and shapes) of the first failing call found,
+        before shrinking.
+    shrink_seconds : float or None
+        In :func:`check`: the seconds from that first failure to the end of shrinking.
+    """
+
+    def __init__(self, kernel: str, inputs: tuple, cores: int, reason: str, command: str, directory: str):
+        self.kernel = kernel
+        self.inputs = inputs
+        self.cores = cores
+        self.reason = reason
+        self.command = command
+        self.directory = directory
+        self.first_failure: Optional[str] = None
+        self.shrink_seconds: Optional[float] = None
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        text = f"kernel {self.kernel} on {self.cores} core(s) with {describe(self.inputs)}: {self.reason}\n"
+        text += f"reproduce: {self.command}"
+        if self.first_failure is not None:
+            text += f"\nfirst found with {self.first_failure}, shrunk in {self.shrink_seconds:.1f} s"
+        return text
+
+    def __str__(self) -> str:
+        return self._message()
+
+
+def describe(inputs: Iterable[Any]) -> str:
+    """Inputs as a message names them: ``float32 (9, 1), float 0.5``."""
+    parts = []
+    for value in inputs:
+        if _args.is_scalar(value):
+            kind = _args.scalar(value, "a scalar")[0]
+            parts.append(f"{kind} {value!r}")
+        else:
+            array = np.asarray(value)
+            parts.append(f"{_dtype_name(array)} {tuple(array.shape)}")
+    return ", ".join(parts)
+
+
+def _dtype_name(array: np.ndarray) -> str:
+    return "bfloat16" if array.dtype.name == "bfloat16" else array.dtype.name
+
+
+@dataclass
+class Tolerance:
+    """How the output is compared with the reference's (cast to the output's dtype
+    first): equal as values (``-0.0 == 0.0``, NaN equal to NaN with ``equal_nan``), or
+    NumPy's ``allclose`` when ``rtol`` or ``atol`` is given."""
+
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+    equal_nan: bool = True
+
+    def differing(self, got: np.ndarray, want: np.ndarray) -> np.ndarray:
+        """A boolean array: True where ``got`` and ``want`` differ."""
+        if got.dtype.kind in "iu":
+            return got != want
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        if self.rtol is None and self.atol is None:
+            same = g == w
+        else:
+            rtol = 1e-5 if self.rtol is None else self.rtol
+            atol = 1e-8 if self.atol is None else self.atol
+            with np.errstate(invalid="ignore", over="ignore"):
+                same = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=False)
+        if self.equal_nan:
+            same |= np.isnan(g) & np.isnan(w)
+        return ~same
+
+    def ncop_options(self) -> list:
+        """The same comparison as ``ncop run``'s options."""
+        rtol = 0.0 if self.rtol is None and self.atol is None else (1e-5 if self.rtol is None else self.rtol)
+        atol = 0.0 if self.rtol is None and self.atol is None else (1e-8 if self.atol is None else self.atol)
+        return ["--rtol", repr(rtol), "--atol", repr(atol)] + (["--equal-nan"] if self.equal_nan else [])
+
+
+def _reference_output(reference: Reference, inputs: tuple, dtype: np.dtype) -> np.ndarray:
+    """The reference's output for ``inputs`` as an array of ``dtype`` (a PyTorch
+    tensor made a NumPy array)."""
+    copies = [np.array(value, copy=True) if not _args.is_scalar(value) else value for value in inputs]
+    want = reference(*copies)
+    if hasattr(want, "detach"):
+        want = want.detach().cpu().numpy()
+    with np.errstate(all="ignore"):
+        return np.asarray(want).astype(dtype)
+
+
+def check_call(
+    kernel: Kernel,
+    reference: Reference,
+    *inputs: Any,
+    rtol: Optional[float] = None,
+    atol: Optional[float] = None,
+    equal_nan: bool = True,
+    cores: Optional[int] = None,
+    directory: Optional[str] = None,
+    **options: Any,
+) -> CallResult:
+    """Calls ``kernel`` with ``inputs`` (checked) and compares its output with
+    ``reference(*inputs)``: the property of one call, for a test of your own under
+    ``@given``.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    reference : callable
+        Takes the inputs (copies), returns what the output should be (an array, or a
+        PyTorch tensor), cast to the output's dtype before comparing.
+    *inputs
+        The call's inputs.
+    rtol, atol : float, optional
+        NumPy's ``allclose`` tolerances; without either, the values must be equal
+        (``-0.0`` equals ``0.0``).
+    equal_nan : bool, default True
+        NaN equals NaN.
+    cores : int, optional
+        Default: the library's declared cores.
+    directory : str, optional
+        Where a failing call's inputs and the reference's output are saved. Default:
+        ``$NCOP_CHECK_DIR``, else a folder per library and kernel under the system's
+        temporary folder. Under Hypothesis each failing call overwrites it, and the
+        minimal failing call, replayed last, is what stays.
+    **options
+        More keywords of :meth:`Kernel.run` (``checked=False`` is refused: the checks
+        are part of the property).
+
+    Returns
+    -------
+    CallResult
+
+    Raises
+    ------
+    CheckFailed
+        Why, with the ``ncop run`` command that reproduces it.
+    """
+    if options.get("checked") is False:
+        raise ValueError("check_call runs checked: the device's checks are part of the property")
+    cores = kernel.library.cores if cores is None else cores
+    tolerance = Tolerance(rtol, atol, equal_nan)
+
+    def failed(reason: str, want: Optional[np.ndarray], out_dtype: str, out_shape: Sequence[int]) -> CheckFailed:
+        folder = _save(kernel, inputs, want, directory)
+        command = reproducer(kernel, inputs, folder, cores, out_dtype, out_shape, tolerance if want is not None else None)
+        return CheckFailed(kernel.name, inputs, cores, reason, command, folder)
+
+    arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
+    out_shape, out_dtype = kernel.library._output_of(kernel.name, inputs, arguments, None, None)
+    numpy_dtype = _numpy_dtype(out_dtype)
+    want = _reference_output(reference, inputs, numpy_dtype)
+    try:
+        result = kernel.run(*inputs, cores=cores, **options)
+    except KernelError as error:
+        raise failed(_first_lines(str(error)), want, out_dtype, out_shape) from error
+    if result.warnings:
+        reason = "the device's checks warned: " + "; ".join(str(finding).splitlines()[0] for finding in result.warnings)
+        raise failed(reason, want, out_dtype, out_shape)
+    if want.shape != result.output.shape:
+        raise failed(f"the reference gives shape {want.shape}, the kernel {result.output.shape}", want, out_dtype, out_shape)
+    bad = tolerance.differing(result.output, want)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        reason = (
+            f"{int(bad.sum())} of {bad.size} elements differ from the reference; the first at {list(first)}: "
+            f"got {result.output[first]}, want {want[first]}"
+        )
+        raise failed(reason, want, out_dtype, out_shape)
+    return result
+
+
+def _first_lines(text: str, lines: int = 6) -> str:
+    kept = text.strip().splitlines()
+    return "\n".join(kept[:lines] + (["..."] if len(kept) > lines else []))
+
+
+def _save(kernel: Kernel, inputs: tuple, want: Optional[np.ndarray], directory: Optional[str]) -> str:
+    """Saves the tensor inputs as ``arg<k>.npy`` and ``want`` as ``want.npy`` (old ones
+    removed first); returns the folder."""
+    folder = directory or os.environ.get("NCOP_CHECK_DIR") or os.path.join(
+        tempfile.gettempdir(), "ncop-check", f"{kernel.library.name}-{kernel.name}-{os.getpid()}"
+    )
+    os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(folder):
+        if name.endswith(".npy"):
+            os.remove(os.path.join(folder, name))
+    for index, value in enumerate(inputs):
+        if not _args.is_scalar(value):
+            np.save(os.path.join(folder, f"arg{index}.npy"), _savable(np.asarray(value)))
+    if want is not None:
+        np.save(os.path.join(folder, "want.npy"), _savable(want))
+    return folder
+
+
+def _savable(array: np.ndarray) -> np.ndarray:
+    """bfloat16 as ``.npy`` keeps it: its raw 2 bytes (``|V2``), which ``ncop`` reads."""
+    return array.view("V2") if array.dtype.name == "bfloat16" else array
+
+
+def _scalar_arg(value: Any) -> str:
+    kind = _args.scalar(value, "a scalar")[0]
+    if kind == _args.LONG:
+        return f"longlong:{int(value)}"
+    if kind == _args.INT:
+        return f"int:{int(value)}"
+    number = float(np.float32(value))
+    text = "NaN" if np.isnan(number) else ("inf" if number == np.inf else ("-inf" if number == -np.inf else repr(number)))
+    return f"float:{text}"
+
+
+def reproducer(
+    kernel: Kernel,
+    inputs: tuple,
+    folder: str,
+    cores: int,
+    out_dtype: str,
+    out_shape: Sequence[int],
+    tolerance: Optional[Tolerance],
+) -> str:
+    """The ``ncop run`` command of this call, its tensors read from ``folder``
+    (``arg<k>.npy``) and its output compared with ``want.npy`` there."""
+    library = kernel.library
+    command = ["ncop", "run", kernel.name, "--lib", library.source]
+    for index, value in enumerate(inputs):
+        command += ["--arg", _scalar_arg(value) if _args.is_scalar(value) else os.path.join(folder, f"arg{index}.npy")]
+    shape = "x".join(str(d) for d in out_shape)
+    command += ["--output", f"{out_dtype}:{shape}", "--cores", str(cores)]
+    if library.target == "host":
+        command.append("--host")
+    if tolerance is not None:
+        command += ["--expect", os.path.join(folder, "want.npy"), *tolerance.ncop_options()]
+    return shlex.join(command)
+
+
+@dataclass
+class CheckReport:
+    """What a :func:`check` that found nothing did.
+
+    Attributes
+    ----------
+    calls : int
+        Calls of the kernel (each checked and compared).
+    seconds : float
+        Wall time of the run.
+    batches : list of int
+        The batches this shard ran (each a Hypothesis run of ``BATCH`` calls from its
+        own seed).
+    """
+
+    calls: int = 0
+    seconds: float = 0.0
+    batches: list = field(default_factory=list)
+
+    @property
+    def calls_per_second(self) -> float:
+        return self.calls / self.seconds if self.seconds > 0 else 0.0
+
+
+BATCH = 10
+"""Calls of one batch: the unit a budget and a shard count in."""
+
+
+def _shard_of(text: Optional[str]) -> Optional[tuple]:
+    if not text:
+        return None
+    index, _, count = text.partition("/")
+    try:
+        shard = (int(index), int(count))
+    except ValueError:
+        raise ValueError(f"shard {text!r} is not I/N (e.g. 0/4)") from None
+    if not 0 <= shard[0] < shard[1]:
+        raise ValueError(f"shard {text!r}: I must be in 0..N-1")
+    return shard
+
+
+def batch_seed(seed: int, batch: int) -> int:
+    """The Hypothesis seed of batch ``batch`` of a sweep seeded ``seed``: the same on
+    every machine, whichever shard runs it."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{batch}".encode()).digest()[:8], "little")
+
+
+def check(
+    kernel: Kernel,
+    reference: Reference,
+    *,
+    calls: Optional[st.SearchStrategy[tuple]] = None,
+    rtol: Optional[float] = None,
+    atol: Optional[float] = None,
+    equal_nan: bool = True,
+    cores: Optional[int] = None,
+    max_examples: Optional[int] = None,
+    budget: Optional[float] = None,
+    seed: Optional[int] = None,
+    shard: Optional[tuple] = None,
+    directory: Optional[str] = None,
+    **options: Any,
+) -> CheckReport:
+    """Checks ``kernel`` against ``reference`` on generated calls: the property run.
+
+    The sweep is numbered batches of ``BATCH`` calls, each a Hypothesis run from a
+    seed made of ``seed`` and its number; a shard ``(i, n)`` runs the batches whose
+    number is ``i`` modulo ``n``. It stops after ``max_examples`` calls (default 100,
+    when there is no ``budget``) or when ``budget`` seconds have passed, whichever
+    first; the batch that fails is shrunk to its smallest failing call.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    reference : callable
+        As for :func:`check_call`.
+    calls : strategy, optional
+        Tuples of inputs. Default: :func:`calls_of` the kernel.
+    rtol, atol, equal_nan, cores, directory, **options
+        As for :func:`check_call`.
+    max_examples : int, optional
+        Calls to make at most, in this shard.
+    budget : float, optional
+        Seconds to run for at most (a batch started is finished, and a failure's
+        shrinking is not cut short).
+    seed : int, optional
+        The sweep's seed. Default: ``$NCOP_CHECK_SEED``, else 0.
+    shard : (int, int), optional
+        ``(i, n)``: this is shard i of n. Default: ``$NCOP_CHECK_SHARD`` (``i/n``),
+        else the whole sweep.
+
+    Returns
+    -------
+    CheckReport
+
+    Raises
+    ------
+    CheckFailed
+        The smallest failing call found, why, and the command that reproduces it.
+    """
+    if seed is None:
+        seed = int(os.environ.get("NCOP_CHECK_SEED", "0"))
+    if shard is None:
+        shard = _shard_of(os.environ.get("NCOP_CHECK_SHARD")) or (0, 1)
+    if max_examples is None and budget is None:
+        max_examples = 100
+    strategy = calls if calls is not None else calls_of(kernel, cores=cores)
+    report = CheckReport()
+    first: dict = {}
+    started = time.monotonic()
+
+    def property_of(inputs: tuple) -> None:
+        report.calls += 1
+        try:
+            check_call(
+                kernel, reference, *inputs, rtol=rtol, atol=atol, equal_nan=equal_nan, cores=cores,
+                directory=directory, **options,
+            )
+        except CheckFailed:
+            first.setdefault("case", describe(inputs))
+            first.setdefault("at", time.monotonic())
+            raise
+
+    batch = shard[0]
+    while True:
+        if max_examples is not None and report.calls >= max_examples:
+            break
+        if budget is not None and time.monotonic() - started >= budget:
+            break
+        examples = BATCH if max_examples is None else min(BATCH, max_examples - report.calls)
+        run = settings(
+            max_examples=examples,
+            deadline=None,
+            database=None,
+            derandomize=False,
+            suppress_health_check=list(HealthCheck),
+            print_blob=False,
+        )(hypothesis_seed(batch_seed(seed, batch))(given(strategy)(property_of)))
+        report.batches.append(batch)
+        try:
+            run()
+        except CheckFailed as failure:
+            failure.first_failure = first.get("case")
+            failure.shrink_seconds = time.monotonic() - first.get("at", time.monotonic())
+            failure.args = (str(failure),)
+            raise
+        batch += shard[1]
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def load_reference(spec: str) -> Reference:
+    """The function ``FILE.py:NAME`` names."""
+    path, _, name = spec.rpartition(":")
+    if not path or not name:
+        raise ValueError(f"--ref {spec!r} is not FILE.py:FUNCTION")
+    module_spec = importlib.util.spec_from_file_location("ncop_reference", path)
+    if module_spec is None or module_spec.loader is None:
+        raise FileNotFoundError(f"--ref: cannot read {path}")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise ValueError(f"--ref: {path} has no function {name}")
+    return function
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``ncop check`` (``python -m neuroncustomop.testing``): 0 when every call passed,
+    1 with the smallest failing call and its reproducer, 2 on bad input."""
+    from . import _load
+
+    parser = argparse.ArgumentParser(prog="ncop check", description="Check a kernel on generated calls")
+    parser.add_argument("kernel")
+    parser.add_argument("--lib", default=".")
+    parser.add_argument("--ref", required=True)
+    parser.add_argument("--budget", type=float)
+    parser.add_argument("--max-examples", type=int)
+    parser.add_argument("--host", action="store_true")
+    parser.add_argument("--cores", type=int)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--shard")
+    parser.add_argument("--rtol", type=float)
+    parser.add_argument("--atol", type=float)
+    parser.add_argument("--no-equal-nan", dest="equal_nan", action="store_false")
+    parser.add_argument("--max-elements", type=int, default=DEFAULT_MAX_ELEMENTS)
+    parser.add_argument("--rank", type=int)
+    parser.add_argument("--dtype", action="append")
+    options = parser.parse_args(argv)
+    try:
+        reference = load_reference(options.ref)
+        shard = _shard_of(options.shard)
+        library = _load.load_library(options.lib, target="host" if options.host else "device")
+        kernel = library.kernel(options.kernel)
+        strategy = calls_of(
+            kernel,
+            shapes=array_shapes(rank=options.rank, max_elements=options.max_elements),
+            dtypes=options.dtype,
+            cores=options.cores,
+        )
+    except (ValueError, TypeError, FileNotFoundError, AttributeError, _native.PackageError) as error:
+        print(f"ncop check: {error}", file=sys.stderr)
+        return 2
+    where = "the host tier" if options.host else "the device"
+    try:
+        report = check(
+            kernel, reference, calls=strategy, rtol=options.rtol, atol=options.atol, equal_nan=options.equal_nan,
+            cores=options.cores, max_examples=options.max_examples, budget=options.budget, seed=options.seed,
+            shard=shard,
+        )
+    except CheckFailed as failure:
+        print(f"{library.name} / {kernel.name} on {where}: FAILED\n{failure}")
+        return 1
+    print(
+        f"{library.name} / {kernel.name} on {where}: OK, {report.calls} calls passed in {report.seconds:.1f} s "
+        f"({report.calls_per_second:.1f} calls/s; batches {report.batches[0]}..{report.batches[-1]} "
+        f"step {shard[1] if shard else 1})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

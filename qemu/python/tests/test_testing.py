@@ -1,0 +1,150 @@
+"""Property checks (``neuroncustomop.testing``): the strategies stay within the device's
+limits and reach its edges, and a kernel whose bug only some shapes show passes its
+fixed-shape test but not the property check, which shrinks it to a failing shape and
+prints an ``ncop run`` command that fails the same way."""
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import neuroncustomop
+from neuroncustomop import testing
+
+PARTITION = Path(__file__).parent / "partition" / "partition.c"
+
+
+@pytest.fixture(scope="module")
+def partition(tmp_path_factory):
+    """tests/partition/partition.c on all 8 cores: double_rows (drops the remainder rows)
+    and sum_long."""
+    build = tmp_path_factory.mktemp("partition")
+    return neuroncustomop.load(name="partition", compute_srcs=[PARTITION], build_directory=build, multicore=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(shape=testing.array_shapes(max_elements=1 << 16))
+def test_generated_shapes_are_ones_the_device_holds(shape):
+    assert 1 <= len(shape) <= testing.MAX_RANK == 8
+    assert all(1 <= d <= testing.MAX_DIM == 65535 for d in shape)
+    assert int(np.prod(shape)) <= 1 << 16
+
+
+def test_the_edges_are_the_sizes_bugs_live_at():
+    edges = testing.edge_sizes(8)
+    for size in (1, 7, 8, 9, 15, 17, 63, 65, 1023, 1024, 1025, 4095, 4096, 4097, 8191, 65521, 65534, 65535):
+        assert size in edges, size
+    # Drawn, they come up: a sweep of one dimension meets 1, a multiple of 8 and its
+    # neighbours, not only the integers between.
+    seen = set()
+
+    @settings(max_examples=400, deadline=None, database=None)
+    @given(testing.dimensions(65535))
+    def collect(dim):
+        seen.add(dim)
+
+    collect()
+    assert {1, 65535} <= seen and seen & {7, 9, 15, 17, 1023, 1025}, sorted(seen)[:40]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_values_include_the_special_floats_and_scalars_their_kind(data):
+    array = data.draw(testing.arrays("float32", (64,)))
+    assert array.dtype == np.float32 and array.shape == (64,)
+    assert isinstance(data.draw(testing.scalars_of("int")), int)
+    assert isinstance(data.draw(testing.scalars_of("long")), np.int64)
+    value = data.draw(testing.scalars_of("float"))
+    assert isinstance(value, float) and (np.isnan(value) or float(np.float32(value)) == value)
+
+
+def test_special_values_are_generated():
+    found = {"nan": False, "inf": False, "-inf": False, "-0": False, "subnormal": False}
+    tiny = np.finfo(np.float32).tiny
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(testing.arrays("float32", (16,)))
+    def collect(array):
+        found["nan"] |= bool(np.isnan(array).any())
+        found["inf"] |= bool((array == np.inf).any())
+        found["-inf"] |= bool((array == -np.inf).any())
+        found["-0"] |= bool(((array == 0) & np.signbit(array)).any())
+        found["subnormal"] |= bool(((array != 0) & (np.abs(array) < tiny)).any())
+
+    collect()
+    assert all(found.values()), found
+
+
+def test_the_signature_comes_from_the_shape_function(repo):
+    def scale(x, factor: float):
+        return np.empty_like(x)
+
+    scale_lib = neuroncustomop.load(repo / "examples" / "c_kernel", shape_fns={"scale": scale})
+    assert testing.signature(scale_lib.scale) == ("tensor", "float")
+    assert testing.signature(scale_lib.scale_multicore) == ("tensor",)  # none given: one tensor
+    # A kernel that fails for any dtype but float32 takes only float32.
+    assert testing.accepted_dtypes(scale_lib.scale) == ("float32",)
+
+
+def test_an_off_by_one_partition_passes_its_fixed_test_and_the_property_check_shrinks_it(partition, repo):
+    kernel = partition.double_rows
+    # The fixed-shape test its author wrote passes: 64 rows divide by 8 cores.
+    x = np.random.default_rng(1).uniform(-10, 10, (64, 37)).astype(np.float32)
+    np.testing.assert_array_equal(kernel(x), x * 2)
+
+    calls = testing.calls_of(kernel, shapes=testing.array_shapes(rank=2, max_elements=1 << 15))
+    with pytest.raises(testing.CheckFailed) as caught:
+        testing.check(kernel, lambda x: x * 2, calls=calls, max_examples=100, seed=3)
+    failure = caught.value
+    rows = failure.inputs[0].shape[0]
+    assert rows % 8 != 0, failure
+    assert failure.inputs[0].shape == (1, 1), f"shrunk to the smallest shape: {failure}"
+    assert "never written" in failure.reason
+    assert failure.first_failure is not None and failure.shrink_seconds is not None
+    # The command it prints fails when run (exit 1), for the same reason.
+    command = shlex.split(failure.command)
+    assert command[:3] == ["ncop", "run", "double_rows"]
+    assert os.path.isfile(os.path.join(failure.directory, "arg0.npy"))
+    cargo = os.environ.get("CARGO", "cargo")
+    ncop = [cargo, "run", "--quiet", "-p", "neuroncustomop-sim", "--bin", "ncop", "--"]
+    run = subprocess.run([*ncop, *command[1:]], cwd=repo, capture_output=True, text=True)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "never written" in run.stdout, run.stdout
+
+
+def test_a_correct_kernel_passes_and_says_how_many_calls(relu):
+    report = testing.check(
+        relu.relu_tcm, lambda x: np.fmax(x, np.float32(0)), max_examples=15, seed=1,
+        calls=testing.calls_of(relu.relu_tcm, shapes=testing.array_shapes(max_elements=1 << 12)),
+    )
+    assert report.calls == 15 and report.batches == [0, 1]
+
+
+def test_shards_split_the_sweep_into_disjoint_batches(relu):
+    calls = testing.calls_of(relu.relu, shapes=testing.array_shapes(max_elements=256))
+    reference = lambda x: np.fmax(x, np.float32(0))  # noqa: E731
+    first = testing.check(relu.relu, reference, calls=calls, max_examples=20, shard=(0, 2), seed=5)
+    second = testing.check(relu.relu, reference, calls=calls, max_examples=20, shard=(1, 2), seed=5)
+    assert (first.batches, second.batches) == ([0, 2], [1, 3])
+    assert testing.batch_seed(5, 2) == testing.batch_seed(5, 2) != testing.batch_seed(6, 2)
+
+
+# The check inside a test of your own: pytest and Hypothesis' @given, a session fixture.
+@settings(max_examples=10, deadline=None)
+@given(x=testing.arrays("float32", testing.array_shapes(max_elements=2048)))
+def test_relu_under_given(relu, x):
+    testing.check_call(relu.relu_tcm, lambda x: np.fmax(x, np.float32(0)), x)
+
+
+def test_a_mismatch_names_the_first_element_and_the_command_compares(relu, tmp_path):
+    x = np.array([-1.0, 2.0, -3.0], np.float32)
+    with pytest.raises(testing.CheckFailed) as caught:
+        testing.check_call(relu.relu, lambda x: np.abs(x), x, directory=str(tmp_path))
+    assert "2 of 3 elements differ from the reference; the first at [0]: got 0.0, want 1.0" in str(caught.value)
+    assert f"--expect {tmp_path / 'want.npy'} --rtol 0.0 --atol 0.0 --equal-nan" in caught.value.command
+    np.testing.assert_array_equal(np.load(tmp_path / "arg0.npy"), x)
