@@ -2,8 +2,8 @@
 //! project folder, a package or a built-in example), call its kernels by name with
 //! typed [`array`](mod@array)s, read and write them as NumPy files ([`npy`]), [`generate`] inputs
 //! and [`compare`] outputs; check kernels on generated calls (`testing`, on proptest,
-//! with the feature `testing`). It owns the calling convention of a call (placing
-//! inputs, the output's shape, the named status, the per-core counts) on top of the package
+//! with the feature `testing`) and diff the two tiers ([`tiers`]). It owns the calling
+//! convention of a call (placing inputs, the output's shape, the named status, the per-core counts) on top of the package
 //! crate (`neuroncustomop-package`) and the simulated machine
 //! (`neuroncustomop-machine`). It must NOT know the CLIs (`ncop`, `sim` in
 //! `neuroncustomop-sim`) or the Python bindings (`qemu/python`), which build on it
@@ -20,3 +20,4 @@ pub mod library;
 pub mod npy;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod tiers;

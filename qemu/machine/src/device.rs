@@ -321,11 +321,23 @@ pub struct SessionOptions {
     /// Start halted with QEMU's gdbstub listening (`run … --gdb`); no wall limit then:
     /// a job takes as long as the debugger lets it.
     pub gdb: Option<GdbOptions>,
+    /// With the checks: output bytes (address, length) whose last writer each op
+    /// reports, as a `WROTE` line of its plugin lines (`qemu/plugin/src/checks.rs`):
+    /// which core's store, at which PC, last wrote the first of them.
+    pub watch: Option<(u32, u32)>,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
-        Self { count_instructions: true, plugin: true, checked: true, profile: false, wall_limit: None, gdb: None }
+        Self {
+            count_instructions: true,
+            plugin: true,
+            checked: true,
+            profile: false,
+            wall_limit: None,
+            gdb: None,
+            watch: None,
+        }
     }
 }
 
@@ -494,6 +506,9 @@ impl Session {
                         checked = findings::checked_images(&library.cores[..cores])
                             .map_err(|e| RunError::Plugin(PluginError::Io(e)))?;
                         boot.elf_data = checked.iter().map(|image| image.path().to_path_buf()).collect();
+                        if let Some((address, len)) = self.options.watch {
+                            argument += &format!(",watch={address:x}:{len:x}");
+                        }
                     }
                     if self.options.profile {
                         let tensors = crate::job::TENSOR_AREA..crate::job::TENSOR_AREA + crate::job::TENSOR_AREA_SIZE;

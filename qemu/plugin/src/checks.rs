@@ -52,6 +52,11 @@
 //! many there were in all (`neuroncustomop_wire::plugin::Line`;
 //! `qemu/machine/src/findings.rs` reads them).
 //!
+//! `watch=ADDR:LEN` (hex) names output bytes whose last writer the host wants (`ncop
+//! run --diff-tiers`): at the op's end, the core whose store last wrote the first of
+//! them in this op writes `WROTE core=C op=N address=A pc=P` (a DMA transfer's write
+//! is named by the store that queued it).
+//!
 //! The loader's own code and the DMA engine's are not checked: the loader is the
 //! device's firmware, and the engine moves only what the kernels queued, which is
 //! checked when they queue it.
@@ -326,6 +331,8 @@ struct State {
     /// Per vCPU: its region table as last read, to name another core's stack or scratch.
     known: RwLock<Vec<Option<RegionTable>>>,
     shadow: RwLock<Shadow>,
+    /// The output bytes whose last writer the host asked for (`watch=`).
+    watch: Option<(u32, u32)>,
 }
 
 /// The memory checks module.
@@ -390,13 +397,22 @@ impl Checks {
                 _ => {}
             }
         }
+        let watch = match args.take("watch").last() {
+            Some(value) => Some(
+                value
+                    .split_once(':')
+                    .and_then(|(at, len)| Some((u32::from_str_radix(at, 16).ok()?, u32::from_str_radix(len, 16).ok()?)))
+                    .ok_or_else(|| format!("`watch={value}` is not ADDRESS:LENGTH in hex"))?,
+            ),
+            None => None,
+        };
         let lo = images.iter().map(|i| i.window.0).min().unwrap_or(0);
         let hi = images.iter().map(|i| i.window.1).max().unwrap_or(0);
         let count = tables.len().max(images.len());
         let cores = (0..count).map(|_| Mutex::default()).collect();
         let known = RwLock::new(vec![None; count]);
-        let state =
-            Arc::new(State { tables, images, journals, loaders, word_loads, cores, known, shadow: RwLock::default() });
+        let shadow = RwLock::default();
+        let state = Arc::new(State { tables, images, journals, loaders, word_loads, cores, known, shadow, watch });
         Ok(Box::new(Checks { state, code: u64::from(lo)..u64::from(hi), stopped: stopped.into_iter().collect() }))
     }
 }
@@ -516,6 +532,7 @@ impl State {
             let finding = core.heap_finding(leak, 0);
             core.found(finding);
         }
+        self.wrote(&core, vcpu, lines);
         let total = core.kept.len() as u64 + u64::from(core.overflow);
         if total == 0 {
             return;
@@ -525,6 +542,18 @@ impl State {
             describe(lines, vcpu, finding, op, core.table.as_ref());
         }
         lines.push(Line::Checked { core: vcpu, op, findings: total, accesses: core.accesses });
+    }
+
+    /// The `WRITER` line of the watched bytes (`watch=`), when `vcpu`'s store in this
+    /// op was the last to write the first of them.
+    fn wrote(&self, core: &Core, vcpu: VCPUIndex, lines: &mut Lines) {
+        let Some(address) = self.watch else { return };
+        let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
+        let Some(slot) = address.checked_sub(shadow.start).and_then(|at| shadow.bytes.get(at as usize)) else { return };
+        let entry = slot.load(Ordering::Relaxed);
+        if entry >> 40 == u64::from(core.ops) && (entry >> 32 & 0xFF) == u64::from(vcpu) + 1 {
+            lines.push(Line::Writer { core: vcpu, op: core.ops - 1, address, pc: entry as u32 });
+        }
     }
 
     /// The kernel on `vcpu` stopped: its loader carries on and gives its blocks back.

@@ -7,6 +7,7 @@ use neuroncustomop_host::array::dtype_name;
 use neuroncustomop_host::library::{self as host, CallError, Options, Output, PartialOutput};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -190,6 +191,40 @@ impl Library {
         let (dtype, shape) =
             py.detach(|| library.resolve_output(kernel, &args, given, shape_fn)).map_err(call_error)?;
         Ok((dtype_name(dtype), shape))
+    }
+
+    /// Runs `kernel` with `inputs` on the device (checked) and on the host tier and
+    /// compares them (the host API's `tiers::diff_tiers`): `(differing, total,
+    /// long_truncated, pointer_sized, first index or None, device output bytes, host
+    /// output bytes, the report's text)`.
+    #[allow(clippy::type_complexity)] // one tuple the Python half unpacks at once
+    fn diff_tiers<'py>(
+        &self,
+        py: Python<'py>,
+        kernel: &str,
+        inputs: Vec<Input<'_>>,
+        output_dtype: &str,
+        output_shape: Vec<usize>,
+        cores: usize,
+    ) -> PyResult<(usize, usize, usize, usize, Option<Vec<usize>>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, String)>
+    {
+        let args = call::to_args(&inputs)?;
+        let output = Output::Shape { dtype: call::dtype(output_dtype)?, shape: output_shape };
+        let options = Options { cores, ..Options::default() };
+        let library = &self.library;
+        let diff = py
+            .detach(|| neuroncustomop_host::tiers::diff_tiers(library, kernel, &args, output, &options))
+            .map_err(call_error)?;
+        Ok((
+            diff.differing,
+            diff.total,
+            diff.long_truncated,
+            diff.pointer_sized,
+            diff.first.as_ref().map(|first| first.index.clone()),
+            PyBytes::new(py, diff.device.output.bytes()),
+            PyBytes::new(py, diff.host.output.bytes()),
+            diff.to_string(),
+        ))
     }
 
     /// Runs kernel `kernel` once on `cores` cores with `inputs`, into an output of

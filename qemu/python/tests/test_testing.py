@@ -148,3 +148,39 @@ def test_a_mismatch_names_the_first_element_and_the_command_compares(relu, tmp_p
     assert "2 of 3 elements differ from the reference; the first at [0]: got 0.0, want 1.0" in str(caught.value)
     assert f"--expect {tmp_path / 'want.npy'} --rtol 0.0 --atol 0.0 --equal-nan" in caught.value.command
     np.testing.assert_array_equal(np.load(tmp_path / "arg0.npy"), x)
+
+
+def test_diff_tiers_names_a_long_accumulator_down_to_its_store(tmp_path_factory, repo):
+    """sum_long sums in an `unsigned long`: 32 bits on the device, 64 on the host tier.
+    The first element past 2^32 differs; each tier's store is named by its line."""
+    build = tmp_path_factory.mktemp("tiers")
+    neuroncustomop.load(name="partition", compute_srcs=[PARTITION], build_directory=build, multicore=True)
+    library = neuroncustomop.load(build / "partition")  # the project: the host tier builds from it
+    x = np.full(8, 2**31 - 1, np.int32)
+    diff = testing.diff_tiers(library.sum_long, x, cores=1, out_dtype=np.int64)
+    want = np.cumsum(x.astype(np.int64))
+    np.testing.assert_array_equal(diff.host, want)
+    np.testing.assert_array_equal(diff.device, want & 0xFFFFFFFF)
+    assert (diff.differing, diff.total, diff.long_truncated, diff.first) == (6, 8, 6, (2,))
+    report = str(diff)
+    assert "first at [2]: device 2147483645, host 6442450941" in report, report
+    line = SUM_LONG_STORE
+    assert f"last written on the device by core 0, sum_long (" in report and f"partition.c:{line})" in report, report
+    assert report.count(f"partition.c:{line}") == 2, f"both tiers name the store's line {line}: {report}"
+    assert "a `long` is 32 bits on the device" in report
+    # The same from the command line: ncop run --diff-tiers, exit 1.
+    np.save(build / "x.npy", x)
+    cargo = os.environ.get("CARGO", "cargo")
+    ncop = [cargo, "run", "--quiet", "-p", "neuroncustomop-sim", "--bin", "ncop", "--", "run", "sum_long"]
+    options = ["--lib", str(build / "partition"), "--arg", str(build / "x.npy"), "--output", "int64:8", "--cores", "1"]
+    options.append("--diff-tiers")
+    run = subprocess.run([*ncop, *options], cwd=repo, capture_output=True, text=True)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "DIFFER: 6 of 8 elements differ" in run.stdout and "first at [2]: device 2147483645, host 6442450941" in run.stdout
+    assert run.stdout.count(f"partition.c:{line})") == 2, run.stdout
+
+
+# The line of sum_long's store into the output.
+SUM_LONG_STORE = next(
+    number for number, text in enumerate(PARTITION.read_text().splitlines(), 1) if "dst[i] = (int64_t)sum;" in text
+)

@@ -10,6 +10,7 @@ use neuroncustomop_host::library::{
     Arg, Call, CallError, KernelFailed, Library, Options, Output, PartialOutput, Sanitizer, Target,
 };
 use neuroncustomop_host::npy::{self, NpyError};
+use neuroncustomop_host::tiers::{self, TierDiff};
 use neuroncustomop_hosttier::Debugger;
 use neuroncustomop_machine::job::TENSOR_AREA_SIZE;
 use neuroncustomop_profile::cost::CostModel;
@@ -110,6 +111,13 @@ pub struct CallArgs {
     /// The device stays the reference (docs/op-author-guide.md, "The host tier").
     #[arg(long)]
     pub host: bool,
+    /// Run the call on the host tier and on the device (checked) and compare: when
+    /// they differ, the first differing element and both values, on each tier the core
+    /// and file:line of the store that last wrote it, how many differ, and which of
+    /// those are the known 64-bit differences (a `long`, a pointer: 32 bits on the
+    /// device, 64 on the host). Exits with 1 when they differ.
+    #[arg(long, conflicts_with_all = ["host", "gdb", "profile", "repeat", "unchecked", "expect"])]
+    pub diff_tiers: bool,
     /// With --host: run the call under Debian's gdb, stopped at the kernel's entry on
     /// core --gdb-core (cores are threads `core <i>`); the result is checked once gdb
     /// has let the kernel finish. A firmware program (`cargo sim run <program>`): QEMU's
@@ -384,6 +392,8 @@ struct Request {
     save_inputs: Option<PathBuf>,
     /// `--profile`: the folder its files go to.
     profile: Option<PathBuf>,
+    /// `--diff-tiers`: the call on both tiers, compared.
+    diff_tiers: bool,
 }
 
 impl Request {
@@ -462,6 +472,7 @@ impl Request {
             save: args.save.clone(),
             save_inputs: args.save_inputs.clone(),
             profile: args.profile.clone(),
+            diff_tiers: args.diff_tiers,
         })
     }
 
@@ -484,6 +495,15 @@ impl Request {
             described.join(", "),
             self.options.cores
         );
+        if self.diff_tiers {
+            let diffed = tiers::diff_tiers(&self.library, &self.kernel, &self.args, self.output.clone(), &self.options);
+            let ran = match diffed {
+                Ok(diff) => Ran::Diffed(Box::new(diff)),
+                Err(error @ (CallError::Stopped { .. } | CallError::Unfinished { .. })) => Ran::Stopped(error),
+                Err(other) => return Err(other.into()),
+            };
+            return Ok(Report { heading, ran });
+        }
         // What a host-tier run checks and cannot see, said whatever its result.
         let checks =
             (self.options.target == Target::Host).then(|| neuroncustomop_hosttier::coverage(self.options.sanitize));
@@ -616,6 +636,8 @@ struct Report {
 enum Ran {
     /// The kernel stopped without returning, or the device did not finish it.
     Stopped(CallError),
+    /// `--diff-tiers`: the call on both tiers, compared. (Boxed: it holds two calls.)
+    Diffed(Box<TierDiff>),
     /// The kernel returned on every core. (Boxed: it is the large one.)
     Finished(Box<Finished>),
 }
@@ -669,6 +691,7 @@ impl Report {
                 println!("  result      FAILED: {error}");
                 return ExitCode::FAILURE;
             }
+            Ran::Diffed(diff) => return print_diff(&diff),
             Ran::Finished(finished) => finished,
         };
         let Finished { call, host, repeat, profile, saved, verdict } = *finished;
@@ -702,6 +725,23 @@ impl Report {
         }
         print_verdict(verdict)
     }
+}
+
+/// `--diff-tiers`' lines: each tier's status, then where the outputs part (or that
+/// they agree); failure when they differ or either failed.
+fn print_diff(diff: &TierDiff) -> ExitCode {
+    println!("  device      {} (checked)", diff.device.status_text());
+    println!("  host tier   {}", diff.host.status_text());
+    let failed = [&diff.device, &diff.host].into_iter().any(|call| call.clone().check().is_err());
+    if let Err(failure) = diff.device.clone().check() {
+        println!("  on device   FAILED: {failure}");
+    }
+    if diff.first.is_none() {
+        println!("  result      {}", if failed { "FAILED (the tiers agree)" } else { "OK: the tiers agree" });
+        return if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+    }
+    println!("  result      DIFFER: {}", diff.to_string().replace('\n', "\n              "));
+    ExitCode::FAILURE
 }
 
 /// The instruction counts' lines: the slowest core, the balance, per element

@@ -134,6 +134,14 @@ class Library:
         dtype: Optional[str],
         shape_fn: Optional[tuple[str, list[int]]],
     ) -> tuple[str, list[int]]: ...
+    def diff_tiers(
+        self,
+        kernel: str,
+        inputs: list[_Input],
+        output_dtype: str,
+        output_shape: list[int],
+        cores: int,
+    ) -> tuple[int, int, int, int, Optional[list[int]], bytes, bytes, str]: ...
     def call(
         self,
         kernel: str,

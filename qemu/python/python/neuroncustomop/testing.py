@@ -685,6 +685,68 @@ def check(
     return report
 
 
+@dataclass(frozen=True)
+class TierDiff:
+    """One call on the simulated device and on the host tier, compared
+    (:func:`diff_tiers`).
+
+    Attributes
+    ----------
+    differing : int
+        Output elements that differ (as values: ``-0.0 == 0.0``, NaN equals NaN).
+    total : int
+        Of all the output's elements.
+    long_truncated : int
+        Of those, how many are the host's value cut to 32 bits: a ``long`` is 32 bits
+        on the device and 64 on the host tier.
+    pointer_sized : int
+        Of those, how many are 4 on the device and 8 on the host tier: a pointer's or a
+        ``long``'s size.
+    first : tuple of int or None
+        The index of the first differing element.
+    device, host : numpy.ndarray
+        Each tier's output.
+    report : str
+        The account ``ncop run --diff-tiers`` prints: the first differing element, both
+        values, and on each tier the core and ``file:line`` of the store that last
+        wrote it.
+    """
+
+    differing: int
+    total: int
+    long_truncated: int
+    pointer_sized: int
+    first: Optional[tuple]
+    device: np.ndarray
+    host: np.ndarray
+    report: str
+
+    def __str__(self) -> str:
+        return self.report
+
+
+def diff_tiers(
+    kernel: Kernel, *inputs: Any, cores: Optional[int] = None, out_shape: Any = None, out_dtype: Any = None
+) -> TierDiff:
+    """Runs ``kernel`` with ``inputs`` on the device (checked) and on the host tier, and
+    compares the outputs; when they differ, names where (:class:`TierDiff`). The
+    library must be loaded from its project (the host tier builds from its sources).
+    ``cores``, ``out_shape`` and ``out_dtype`` as for :meth:`Kernel.run`.
+    """
+    arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
+    shape, dtype = kernel.library._output_of(kernel.name, inputs, arguments, out_shape, out_dtype)
+    cores = kernel.library.cores if cores is None else cores
+    differing, total, truncated, pointer, first, device, host, report = kernel.library._native.diff_tiers(
+        kernel.name, arguments, dtype, list(shape), cores
+    )
+    numpy_dtype = _numpy_dtype(dtype)
+    as_array = lambda raw: np.frombuffer(raw, dtype=numpy_dtype).reshape(shape)  # noqa: E731
+    return TierDiff(
+        differing, total, truncated, pointer, None if first is None else tuple(first), as_array(device),
+        as_array(host), report,
+    )
+
+
 def load_reference(spec: str) -> Reference:
     """The function ``FILE.py:NAME`` names."""
     path, _, name = spec.rpartition(":")
