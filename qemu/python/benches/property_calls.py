@@ -1,0 +1,127 @@
+"""Property-check benchmark: the raw call rate of a kernel against the rate of a property
+run of it (generation, the reference, comparison and bookkeeping added), checked and
+unchecked; and how long shrinking a failure of the off-by-one partition kernel
+(tests/partition/partition.c) takes on 8 cores, as docs/simulator-speed.md records them ("Property checks").
+
+    target/python-venv/bin/python qemu/python/benches/property_calls.py [--calls 200] [--kernel relu] [--host]
+"""
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+from hypothesis import strategies as st
+
+import neuroncustomop
+from neuroncustomop import testing
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def rates(kernel, cores: int, calls: int, checked: bool) -> tuple:
+    """(raw calls/s, property calls/s) of ``kernel`` on float32 [4, 1024]."""
+    rng = np.random.default_rng(1)
+    inputs = [rng.uniform(-100, 100, (4, 1024)).astype(np.float32) for _ in range(calls)]
+    kernel.run(inputs[0], cores=cores, checked=checked)  # boots the device
+    started = time.perf_counter()
+    for x in inputs:
+        kernel.run(x, cores=cores, checked=checked)
+    raw = calls / (time.perf_counter() - started)
+    # A property run of the same shape: Hypothesis draws the values, the reference and
+    # the comparison run on every call.
+    strategy = st.tuples(testing.arrays("float32", (4, 1024)))
+    relu = lambda x: np.fmax(x, np.float32(0))  # noqa: E731
+    # Hypothesis' first run in a process sets itself up (about 2 s): not a call's cost.
+    testing.check(kernel, relu, calls=strategy, cores=cores, max_examples=5, seed=0)
+    if checked:
+        report = testing.check(kernel, relu, calls=strategy, cores=cores, max_examples=calls, seed=1)
+        property_rate = report.calls_per_second
+    else:
+        # check() always runs checked: the unchecked rate is measured with check_call's work
+        # done here by hand, through the same generation.
+        from hypothesis import given, settings
+
+        made = []
+
+        @settings(max_examples=calls, deadline=None, database=None)
+        @given(strategy)
+        def run(inputs):
+            made.append(1)
+            out = kernel.run(*inputs, cores=cores, checked=False).output
+            assert not testing.Tolerance().differing(out, relu(*inputs)).any()
+
+        started = time.perf_counter()
+        run()
+        property_rate = len(made) / (time.perf_counter() - started)
+    return raw, property_rate
+
+
+def shrink(host: bool) -> None:
+    """A failure of double_rows on 8 cores found at [1001, 37] (the row count nearest
+    [1000, 37] that its bug shows at), shrunk: Hypothesis replays the examples its
+    database holds before it generates any, so the failing shape is stored there
+    first (the choice sequence of its two integers, in the corpus Hypothesis shrinks)
+    and the run shrinks from it. The
+    values are ones: only the shape shrinks."""
+    import tempfile
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
+
+    build = tempfile.mkdtemp(prefix="partition")
+    library = neuroncustomop.load(
+        name="partition",
+        compute_srcs=[REPO / "qemu/python/tests/partition/partition.c"],
+        build_directory=build,
+        multicore=True,
+        target="host" if host else "device",
+    )
+    kernel = library.double_rows
+    database = InMemoryExampleDatabase()
+    calls = []
+
+    @settings(database=database, max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.tuples(st.integers(1, 1001), st.integers(1, 37)))
+    def doubled(shape):
+        calls.append(shape)
+        testing.check_call(kernel, lambda x: x * 2, np.ones(shape, np.float32))
+
+    doubled._hypothesis_internal_database_key = b"found at 1001x37"
+    # The secondary corpus: its examples are replayed and then shrunk (the primary's are
+    # taken to be shrunk already).
+    database.save(doubled._hypothesis_internal_database_key + b".secondary", choices_to_bytes((1001, 37)))
+    started = time.perf_counter()
+    try:
+        doubled()
+    except testing.CheckFailed as failure:
+        print(
+            f"double_rows on 8 cores: found at {list(calls[0])}, shrunk to {list(failure.inputs[0].shape)} in "
+            f"{time.perf_counter() - started:.1f} s ({len(calls)} calls)"
+        )
+    else:
+        print("double_rows: no failure (unexpected)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--kernel", default="relu")
+    parser.add_argument("--host", action="store_true", help="the host tier")
+    options = parser.parse_args()
+    target = "host" if options.host else "device"
+    library = neuroncustomop.load(REPO / "examples" / "relu", target=target)
+    for kernel_name, cores in ((options.kernel, 1), ("relu_multicore", 8)):
+        kernel = library[kernel_name]
+        for checked in ((True,) if options.host else (True, False)):
+            raw, prop = rates(kernel, cores, options.calls, checked)
+            mode = "checked" if checked else "unchecked"
+            print(
+                f"{kernel_name} [4, 1024] on {cores} core(s), {target}, {mode}: raw {raw:.1f} calls/s "
+                f"({raw / cores:.1f} per core), property run {prop:.1f} calls/s ({prop / raw:.0%} of raw)"
+            )
+    shrink(options.host)
+
+
+if __name__ == "__main__":
+    main()
