@@ -15,6 +15,7 @@ use crate::library::{Arg, Call, CallError, Library, Options, Output, Target, des
 use neuroncustomop_hosttier::Debugger;
 use neuroncustomop_machine::device::{Session, SessionOptions};
 use neuroncustomop_machine::job::Op;
+use neuroncustomop_wire::plugin::Line;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -227,9 +228,10 @@ fn device_writer(
         let report = session.dispatch(&job).map_err(|e| describe(&e))?;
         let wrote = (0..options.cores as u32).find_map(|core| {
             let ran = report.core(core);
-            let line = ran.ops.first()?.plugin.lines.iter().find(|line| line.starts_with("WROTE "))?.clone();
-            let pc = line.split(' ').find_map(|field| field.strip_prefix("pc=0x"))?;
-            Some((core as usize, u32::from_str_radix(pc, 16).ok()?))
+            ran.ops.first()?.plugin.lines.iter().find_map(|line| match Line::parse(line) {
+                Ok(Line::Writer { core, pc, .. }) => Some((core as usize, pc)),
+                _ => None,
+            })
         });
         let Some((core, pc)) = wrote else {
             return Ok(Store::NotKnown("no core's store wrote it in the watched run".into()));

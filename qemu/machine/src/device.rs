@@ -322,8 +322,9 @@ pub struct SessionOptions {
     /// a job takes as long as the debugger lets it.
     pub gdb: Option<GdbOptions>,
     /// With the checks: output bytes (address, length) whose last writer each op
-    /// reports, as a `WROTE` line of its plugin lines (`qemu/plugin/src/checks.rs`):
-    /// which core's store, at which PC, last wrote the first of them.
+    /// reports, as a `WRITER` line of its plugin lines (`qemu/plugin/src/checks.rs`,
+    /// `neuroncustomop_wire::plugin::Line::Writer`): which core's store, at which PC,
+    /// last wrote the first of them.
     pub watch: Option<(u32, u32)>,
 }
 
@@ -507,7 +508,7 @@ impl Session {
                             .map_err(|e| RunError::Plugin(PluginError::Io(e)))?;
                         boot.elf_data = checked.iter().map(|image| image.path().to_path_buf()).collect();
                         if let Some((address, len)) = self.options.watch {
-                            argument += &format!(",watch={address:x}:{len:x}");
+                            arguments.push(Argument::Watch(address..address.saturating_add(len)));
                         }
                     }
                     if self.options.profile {

@@ -52,10 +52,10 @@
 //! many there were in all (`neuroncustomop_wire::plugin::Line`;
 //! `qemu/machine/src/findings.rs` reads them).
 //!
-//! `watch=ADDR:LEN` (hex) names output bytes whose last writer the host wants (`ncop
-//! run --diff-tiers`): at the op's end, the core whose store last wrote the first of
-//! them in this op writes `WROTE core=C op=N address=A pc=P` (a DMA transfer's write
-//! is named by the store that queued it).
+//! `watch=LO-HI` (hex) names output bytes whose last writer the host wants (`ncop run
+//! --diff-tiers`): at the op's end, the core whose store last wrote the first of them
+//! in this op writes a `WRITER` line with its PC (a DMA transfer's write is named by
+//! the store that completed its descriptor).
 //!
 //! The loader's own code and the DMA engine's are not checked: the loader is the
 //! device's firmware, and the engine moves only what the kernels queued, which is
@@ -331,8 +331,8 @@ struct State {
     /// Per vCPU: its region table as last read, to name another core's stack or scratch.
     known: RwLock<Vec<Option<RegionTable>>>,
     shadow: RwLock<Shadow>,
-    /// The output bytes whose last writer the host asked for (`watch=`).
-    watch: Option<(u32, u32)>,
+    /// The first output byte whose last writer the host asked for (`watch=`).
+    watch: Option<u32>,
 }
 
 /// The memory checks module.
@@ -397,15 +397,12 @@ impl Checks {
                 _ => {}
             }
         }
-        let watch = match args.take("watch").last() {
-            Some(value) => Some(
-                value
-                    .split_once(':')
-                    .and_then(|(at, len)| Some((u32::from_str_radix(at, 16).ok()?, u32::from_str_radix(len, 16).ok()?)))
-                    .ok_or_else(|| format!("`watch={value}` is not ADDRESS:LENGTH in hex"))?,
-            ),
-            None => None,
-        };
+        let watch = args
+            .take(|argument| match argument {
+                Argument::Watch(range) => Some(range.start),
+                _ => None,
+            })
+            .pop();
         let lo = images.iter().map(|i| i.window.0).min().unwrap_or(0);
         let hi = images.iter().map(|i| i.window.1).max().unwrap_or(0);
         let count = tables.len().max(images.len());

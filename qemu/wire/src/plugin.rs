@@ -99,6 +99,8 @@ pub enum Argument<'a> {
     /// `check-stopped=PC` (any number): where a loader carries on after a kernel
     /// stopped, then gives the op's heap blocks back (they are no leaks).
     CheckStopped(u32),
+    /// `watch=LO-HI`: output bytes whose last writer each op reports ([`Line::Writer`]).
+    Watch(Range<u32>),
 }
 
 /// Why a plugin argument was refused.
@@ -161,6 +163,7 @@ impl<'a> Argument<'a> {
             Self::HeapJournal { .. } => "heap-journal",
             Self::WordLoads(_) => "word-loads",
             Self::CheckStopped(_) => "check-stopped",
+            Self::Watch(_) => "watch",
         }
     }
 
@@ -188,6 +191,7 @@ impl<'a> Argument<'a> {
             "code" => Self::Code(range()?),
             "word-loads" => Self::WordLoads(range()?),
             "check-stopped" => Self::CheckStopped(pc()?),
+            "watch" => Self::Watch(range()?),
             "check-table" => {
                 let [core, table] = hex_fields(value).ok_or(error("not CORE:ADDR in hex"))?;
                 Self::CheckTable { core, table }
@@ -223,7 +227,11 @@ impl fmt::Display for Argument<'_> {
             | Self::CheckStopped(pc) => {
                 write!(f, "{pc:x}")
             }
-            Self::Uncounted(range) | Self::Tensors(range) | Self::Code(range) | Self::WordLoads(range) => {
+            Self::Uncounted(range)
+            | Self::Tensors(range)
+            | Self::Code(range)
+            | Self::WordLoads(range)
+            | Self::Watch(range) => {
                 write!(f, "{:x}-{:x}", range.start, range.end)
             }
             Self::Profile => f.write_str("1"),
@@ -426,6 +434,18 @@ pub enum Line<'a> {
         /// The ranges.
         ranges: Option<Ranges<'a>>,
     },
+    /// The store that last wrote the first watched output byte in this op, when this
+    /// core's was (the checks module, [`Argument::Watch`]).
+    Writer {
+        /// The core whose store it was.
+        core: u32,
+        /// The op, counted on its core from 0 in the session.
+        op: u32,
+        /// The watched byte.
+        address: u32,
+        /// The store (for a DMA transfer: the store that completed its descriptor).
+        pc: u32,
+    },
     /// One timeline event (the profile module).
     Event {
         /// The core.
@@ -468,6 +488,7 @@ impl Line<'_> {
             | Self::Access { core, .. }
             | Self::Dma { core, .. }
             | Self::Wrote { core, .. }
+            | Self::Writer { core, .. }
             | Self::Event { core, .. }
             | Self::Events { core, .. }
             | Self::End { core } => core,
@@ -486,6 +507,7 @@ impl Line<'_> {
             Self::Access { .. } => "ACCESS",
             Self::Dma { .. } => "DMA",
             Self::Wrote { .. } => "WROTE",
+            Self::Writer { .. } => "WRITER",
             Self::Event { .. } => "EVENT",
             Self::Events { .. } => "EVENTS",
             Self::End { .. } => "END",
@@ -566,6 +588,7 @@ impl fmt::Display for Line<'_> {
             Self::Dma { bytes, transfers, .. } => write!(f, " bytes={bytes} transfers={transfers}"),
             Self::Wrote { ranges: Some(ranges), .. } => write!(f, " ranges={ranges}"),
             Self::Wrote { ranges: None, .. } => f.write_str(" ranges=?"),
+            Self::Writer { op, address, pc, .. } => write!(f, " op={op} address={address:#x} pc={pc:#x}"),
             Self::Event { kind, ns, dur, bytes, at, .. } => {
                 write!(f, " kind={} ns={ns} dur={dur} bytes={bytes} at={at}", kind.name())
             }
@@ -671,6 +694,7 @@ impl<'a> Line<'a> {
                     ranges => Some(List::parse(ranges)?),
                 },
             },
+            "WRITER" => Self::Writer { core, op: f.number("op")?, address: f.number("address")?, pc: f.number("pc")? },
             "EVENT" => Self::Event {
                 core,
                 kind: EventKind::parse(f.text("kind")?).ok_or(ParseError)?,
@@ -770,6 +794,7 @@ mod tests {
         });
         round_trip(Line::Wrote { core: 2, ranges: Some(List::EMPTY) });
         round_trip(Line::Wrote { core: 2, ranges: None });
+        round_trip(Line::Writer { core: 3, op: 1, address: 0x6200_0010, pc: 0x8400_0123 });
         for kind in [EventKind::Op, EventKind::Wait, EventKind::Dma] {
             round_trip(Line::Event { core: 0, kind, ns: 100, dur: 50, bytes: 4096, at: 7 });
         }
@@ -832,6 +857,7 @@ mod tests {
             Argument::CheckLoader { core: 2, start: 0x84c0_0000, end: 0x84c1_0000 },
             Argument::WordLoads(0x8400_1000..0x8400_1100),
             Argument::CheckStopped(0x8500_26e0),
+            Argument::Watch(0x6200_0010..0x6200_0018),
         ] {
             let text = argument.to_string();
             assert_eq!(Argument::parse(&text), Ok(argument.clone()), "{text}");

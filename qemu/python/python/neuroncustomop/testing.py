@@ -472,7 +472,8 @@ def check_call(
     numpy_dtype = _numpy_dtype(out_dtype)
     want = _reference_output(reference, inputs, numpy_dtype)
     try:
-        result = kernel.run(*inputs, cores=cores, **options)
+        # Checked whatever the library's own default (``load(..., checked=False)``).
+        result = kernel.run(*inputs, cores=cores, **{**options, "checked": True})
     except KernelError as error:
         raise failed(_first_lines(str(error)), want, out_dtype, out_shape) from error
     if result.warnings:
