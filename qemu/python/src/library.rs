@@ -211,9 +211,9 @@ impl Library {
         let args = call::to_args(&inputs)?;
         let output = Output::Shape { dtype: call::dtype(output_dtype)?, shape: output_shape };
         let options = Options { cores, ..Options::default() };
-        let library = &self.library;
+        let library = self.library()?;
         let diff = py
-            .detach(|| neuroncustomop_host::tiers::diff_tiers(library, kernel, &args, output, &options))
+            .detach(|| neuroncustomop_host::tiers::diff_tiers(&library, kernel, &args, output, &options))
             .map_err(call_error)?;
         Ok((
             diff.differing,
