@@ -502,7 +502,7 @@ impl Request {
                 Err(error @ (CallError::Stopped { .. } | CallError::Unfinished { .. })) => Ran::Stopped(error),
                 Err(other) => return Err(other.into()),
             };
-            return Ok(Report { heading, ran });
+            return Ok(Report { heading, checks: None, ran });
         }
         // What a host-tier run checks and cannot see, said whatever its result.
         let checks =
