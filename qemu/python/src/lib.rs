@@ -53,6 +53,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(call::canary, module)?)?;
     module.add_function(wrap_pyfunction!(name_installed, module)?)?;
     module.add("VERSION", neuroncustomop::VERSION)?;
+    module.add_function(wrap_pyfunction!(call::write_profile, module)?)?;
     module.add("CORES", neuroncustomop_machine::images::CORES)?;
     // The one list of device dtypes (the runtime's `Dtype`): the Python half checks with it.
     module.add("DTYPES", pyo3::types::PyTuple::new(module.py(), call::dtype_names())?)?;

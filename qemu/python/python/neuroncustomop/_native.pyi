@@ -25,6 +25,7 @@ __all__ = [
     "canary",
     "name_installed",
     "VERSION",
+    "write_profile",
     "CORES",
     "DTYPES",
     "ARG_KINDS",
@@ -140,3 +141,4 @@ class Library:
 
 def canary(dtype_name: str) -> bytes: ...
 def name_installed(path: Union[str, PathLike[str]]) -> None: ...
+def write_profile(profile: str, dir: Union[str, PathLike[str]]) -> None: ...
