@@ -197,3 +197,18 @@ pub fn dtype_names() -> Vec<&'static str> {
 pub fn canary(dtype_name: &str) -> PyResult<Vec<u8>> {
     Ok(compare::canary(dtype(dtype_name)?))
 }
+
+/// Writes a call's profile (its JSON, [`RawCall::profile`]) into `dir` as `ncop run
+/// --profile DIR` does (flame graph, folded stacks, trace, annotated source and
+/// disassembly, `profile.json`; `ncop profile diff` compares two such folders), priced by
+/// the default cost model.
+#[pyfunction]
+pub fn write_profile(py: Python<'_>, profile: &str, dir: std::path::PathBuf) -> PyResult<()> {
+    let profile: neuroncustomop_profile::profile::Profile =
+        serde_json::from_str(profile).map_err(|e| PyValueError::new_err(format!("not a call's profile: {e}")))?;
+    let model = neuroncustomop_profile::cost::CostModel::default();
+    py.detach(|| neuroncustomop_profile::write::write(&profile, &model, &dir)).map_err(|e| {
+        pyo3::exceptions::PyOSError::new_err(format!("writing the profile into {}: {e}", dir.display()))
+    })?;
+    Ok(())
+}

@@ -60,6 +60,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(call::canary, module)?)?;
     module.add_function(wrap_pyfunction!(name_installed, module)?)?;
     module.add("VERSION", neuroncustomop::VERSION)?;
+    module.add_function(wrap_pyfunction!(call::write_profile, module)?)?;
     module.add("CORES", neuroncustomop_machine::images::CORES)?;
     // The device's limits, for the property checks' generated shapes (`testing.py`).
     module.add("MAX_RANK", neuroncustomop::wrapper_api::MAX_RANK)?;

@@ -2,6 +2,7 @@
 with load(name=, compute_srcs=, shape_srcs=, build_directory=) and loaded again with
 load_library("lib<name>.so")."""
 
+import json
 import os
 import re
 import shutil
@@ -173,7 +174,7 @@ def test_an_empty_tensor_gives_an_empty_result_in_every_path(sample):
         assert library.relu_forward(np.empty(shape, np.float32)).shape == shape
 
 
-def test_options_reach_torch_ops_calls_and_their_results_are_reachable(sample):
+def test_options_reach_torch_ops_calls_and_their_results_are_reachable(sample, tmp_path):
     folder, _ = sample
     x = torch.linspace(-1, 1, 24).reshape(4, 6)
     # relu_forward is written for one core: on 8 each core writes the whole output.
@@ -193,6 +194,14 @@ def test_options_reach_torch_ops_calls_and_their_results_are_reachable(sample):
         torch.ops.my_ops.relu_forward(x)
     profile = neuroncustomop.last_result().profile
     assert len(profile.cores) == 1 and profile.instructions > 0
+    # A folder: each call's profile written as `ncop run --profile DIR` writes one.
+    with neuroncustomop.options(profile=tmp_path):
+        torch.ops.my_ops.relu_forward(x)
+        torch.ops.my_ops.relu_forward(x)
+    assert sorted(p.name for p in tmp_path.iterdir())[-2:] == ["my_ops.relu_forward-1", "my_ops.relu_forward-2"]
+    written = json.loads((tmp_path / "my_ops.relu_forward-2" / "profile.json").read_text())
+    assert sum(core["instructions"] for core in written["cores"]) == neuroncustomop.last_result().profile.instructions
+    assert (tmp_path / "my_ops.relu_forward-2" / "flame.svg").is_file()
     # The library's own default, under the blocks' options.
     try:
         neuroncustomop.load_library(folder / "librelu.so", checked=False)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import threading
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Union
 
 if TYPE_CHECKING:
     from ._library import CallResult, Library
@@ -44,6 +45,8 @@ class _Block:
 
     options: CallOptions = CallOptions()
     on_result: Optional[OnResult] = None
+    # Where each torch.ops call's profile is written (options(profile=DIR)).
+    profile_dir: Optional[str] = None
 
 
 _block: contextvars.ContextVar[_Block] = contextvars.ContextVar("neuroncustomop_options", default=_Block())
@@ -60,7 +63,7 @@ def options(
     checked: Optional[bool] = None,
     count_instructions: Optional[bool] = None,
     max_instructions: Optional[int] = None,
-    profile: Optional[bool] = None,
+    profile: Union[bool, str, "os.PathLike[str]", None] = None,
     partial_output: Optional[bool] = None,
     on_result: Optional[OnResult] = None,
 ) -> Iterator[None]:
@@ -74,8 +77,14 @@ def options(
 
     Parameters
     ----------
-    cores, checked, count_instructions, max_instructions, profile, partial_output
+    cores, checked, count_instructions, max_instructions, partial_output
         As for :meth:`Kernel.run`.
+    profile : bool or path, optional
+        As for :meth:`Kernel.run`; a folder also gets each ``torch.ops`` call's
+        profile written as ``ncop run --profile DIR`` writes one, in
+        ``<folder>/<namespace>.<op>-<n>/`` (n counting from 1): the flame graph, the
+        trace, the annotated source, ``profile.json`` (``ncop profile diff A B``
+        compares two).
     on_result : callable, optional
         Called after each ``torch.ops`` call in the block that returned, with the op's
         qualified name (``my_ops::relu_forward``) and its :class:`CallResult` (its
@@ -87,11 +96,16 @@ def options(
     ...     y = torch.ops.my_ops.relu_forward(x)
     >>> neuroncustomop.last_result().instructions                 # doctest: +SKIP
     """
-    said = CallOptions(cores, checked, count_instructions, max_instructions, profile, partial_output)
+    profile_dir = None
+    if profile is not None and not isinstance(profile, bool):
+        profile_dir = os.path.abspath(os.fspath(profile))
+    profiled = None if profile is None else bool(profile_dir or profile)
+    said = CallOptions(cores, checked, count_instructions, max_instructions, profiled, partial_output)
     if cores is not None and not 1 <= cores <= _cores():
         raise ValueError(f"cores={cores}: from 1 to {_cores()}")
     outer = _block.get()
-    token = _block.set(_Block(said.over(outer.options), on_result or outer.on_result))
+    block = _Block(said.over(outer.options), on_result or outer.on_result, profile_dir or outer.profile_dir)
+    token = _block.set(block)
     try:
         yield
     finally:
@@ -112,13 +126,26 @@ def resolve(library: "Library", said: CallOptions = CallOptions()) -> CallOption
     return said.over(_block.get().options.over(defaults))
 
 
-def delivered(op: str, result: "CallResult") -> None:
-    """A ``torch.ops`` call of ``op`` returned ``result``: it becomes
-    :func:`last_result`, and goes to the block's ``on_result``."""
+def delivered(op: str, result: "CallResult", profile_json: Optional[str]) -> None:
+    """A ``torch.ops`` call of ``op`` returned ``result`` (and its profile as the native
+    call gave it): it becomes :func:`last_result`, its profile is written into the
+    block's folder, and it goes to the block's ``on_result``."""
     _last.result = result
-    on_result = _block.get().on_result
-    if on_result is not None:
-        on_result(op, result)
+    block = _block.get()
+    if block.profile_dir is not None and profile_json is not None:
+        from ._native import write_profile
+
+        with _profiles_lock:
+            _profiles[op] = _profiles.get(op, 0) + 1
+            folder = os.path.join(block.profile_dir, f"{op.replace('::', '.')}-{_profiles[op]}")
+        write_profile(profile_json, folder)
+    if block.on_result is not None:
+        block.on_result(op, result)
+
+
+# Profiles written per op in this process, to number their folders.
+_profiles: dict = {}
+_profiles_lock = threading.Lock()
 
 
 def last_result() -> Optional["CallResult"]:

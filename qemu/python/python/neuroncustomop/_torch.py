@@ -66,7 +66,7 @@ class _Binding:
         kernel = self.library.kernel(self.kernel)
         raw, shape, dtype = kernel._call(self.inputs(args), None, None, _options.resolve(self.library))
         result = _checked(self.kernel, raw, shape, dtype)
-        _options.delivered(self.qualname, result)
+        _options.delivered(self.qualname, result, raw.profile)
         return _tensor(raw.output, shape, dtype)
 
     def fake(self, *args: Any) -> torch.Tensor:
