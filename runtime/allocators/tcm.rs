@@ -94,7 +94,17 @@ impl TcmPool {
         self.fresh = false;
         let zone = if zoned && self.redzones < redzone::TCM_REDZONES { redzone::bytes() } else { 0 };
         self.redzones += usize::from(zone != 0);
-        self.heap.allocate(size.saturating_add(zone), GRANULE)
+        let block = self.heap.allocate(size.saturating_add(zone), GRANULE)?;
+        // The pool's room for red zones that no block has taken yet is no room for
+        // blocks: a checked call takes no more of the pool than the same unchecked call
+        // could (a 16 KiB + 4 `tcm_malloc` fails in both). 0 unless checked.
+        let reserved = redzone::tcm_room().saturating_sub(self.redzones * redzone::bytes());
+        if reserved > 0 && self.heap.free_bytes() < reserved {
+            // Given back at once: the call fails as it would unchecked.
+            let _ = self.heap.free(block.as_ptr());
+            return Err(HeapError::OutOfMemory);
+        }
+        Ok(block)
     }
 }
 
