@@ -24,7 +24,8 @@
 //! Writable state never goes into the home: a project's build goes to its own
 //! `target/neuroncustomop/`, and what every project shares (the Xtensa `core` and
 //! `alloc`, built once per machine and toolchain) to the per-machine cache,
-//! [`cache_dir`].
+//! [`cache_dir`], for an installed home; a checkout's go to its own `target/xtensa/`
+//! (`images::xtensa_target_dir`), so that two checkouts never wait on each other.
 
 use std::ffi::OsString;
 use std::fmt;
