@@ -27,9 +27,11 @@ use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 /// records what it did, `runtime/allocators/journal.rs`), the failing pull's record and
 /// its `ARGFAIL` line, and `customop_tensor_dim`'s two continuations. Red zones in
 /// checked sessions (`runtime/allocators/redzone.rs`: the TCM pool's room and cap for
-/// them, the word that turns them on) brought it to 21,924 B. Until the goal is met
-/// again this guard holds the figure under 21.5 KiB.
-const RUNTIME_TEXT_LIMIT: u64 = 22_016;
+/// them, the word that turns them on) brought it to 21,924 B; keeping the red zones' unused
+/// TCM room free of blocks (so a checked call's pool holds no more than an unchecked
+/// one's) and `neuron_cxx_heap_room` (the sizes in C++'s OUT_OF_MEMORY message) to
+/// 22,098 B. Until the goal is met again this guard holds the figure under 21.625 KiB.
+const RUNTIME_TEXT_LIMIT: u64 = 22_144;
 
 /// A function in the image: its address range and every name it goes by.
 struct Function {
