@@ -184,3 +184,11 @@ def test_diff_tiers_names_a_long_accumulator_down_to_its_store(tmp_path_factory,
 SUM_LONG_STORE = next(
     number for number, text in enumerate(PARTITION.read_text().splitlines(), 1) if "dst[i] = (int64_t)sum;" in text
 )
+
+
+def test_a_reference_that_cannot_take_the_generated_call_says_to_name_the_parameters(relu):
+    # A Rust or C library's parameters cannot be read: the call is one tensor, and a
+    # reference of three parameters is told how to name them.
+    x = np.array([-1.0, 2.0], np.float32)
+    with pytest.raises(TypeError, match=r"calls=calls_of\(kernel, kinds=\['tensor', 'float', \.\.\.\]\)"):
+        testing.check_call(relu.relu, lambda x, lo, hi: np.clip(x, lo, hi), x)

@@ -190,7 +190,8 @@ def scalars_of(
 def signature(kernel: Kernel) -> tuple:
     """The kinds of ``kernel``'s parameters, in order (``tensor``, ``int``, ``long``,
     ``float``, ``double``): a C++ library's registration, else the annotations of the
-    Python shape function it was loaded with, else one tensor."""
+    Python shape function it was loaded with, else one tensor (a C or Rust library's
+    parameters cannot be read: name them with ``calls_of(kernel, kinds=[...])``)."""
     registration = kernel.library._native.registration()
     if registration is not None:
         for op, kinds in registration[1]:
@@ -470,7 +471,15 @@ def check_call(
     arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
     out_shape, out_dtype = kernel.library._output_of(kernel.name, inputs, arguments, None, None)
     numpy_dtype = _numpy_dtype(out_dtype)
-    want = _reference_output(reference, inputs, numpy_dtype)
+    try:
+        want = _reference_output(reference, inputs, numpy_dtype)
+    except TypeError as error:
+        kinds = ", ".join(type(value).__name__ if _args.is_scalar(value) else "tensor" for value in inputs)
+        raise TypeError(
+            f"the reference could not take {kernel.name}'s generated call ({kinds}): {error}. A C or Rust "
+            f"library's parameters cannot be read, and are taken as one tensor: name them, "
+            f"check(..., calls=calls_of(kernel, kinds=['tensor', 'float', ...]))"
+        ) from error
     try:
         # Checked whatever the library's own default (``load(..., checked=False)``).
         result = kernel.run(*inputs, cores=cores, **{**options, "checked": True})
