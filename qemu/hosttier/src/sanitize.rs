@@ -337,6 +337,8 @@ fn kernel_line(stack: &[usize]) -> Option<String> {
 fn is_ours(file: &str) -> bool {
     let home = neuroncustomop_machine::home::Home::locate().ok();
     let runtime = home.map(|home| home.root().join("runtime"));
+    // This crate's folder as it was compiled: the loader's own frames carry the paths its
+    // DWARF recorded then, installed or not. Only compared with, never read from.
     let ours = runtime.into_iter().chain([Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()]);
     ours.into_iter().any(|dir| Path::new(file).starts_with(dir))
         || file.starts_with("/rustc/")
