@@ -9,7 +9,7 @@ use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
 use neuroncustomop_machine::device::{self, OpReport, OpStatus, Report, Session, SessionOptions};
 use neuroncustomop_machine::images::{self, Images};
 use neuroncustomop_machine::job::{Job, Op};
-use neuroncustomop_wire::job::OutputDump;
+use neuroncustomop_wire::job::{icount_plan, OutputDump};
 
 use crate::probe_job::{int_bytes, probe_job};
 
@@ -113,22 +113,29 @@ fn a_kernel_past_its_budget_is_stopped_and_named_and_the_next_op_runs() {
 }
 
 #[test]
-fn a_count_past_the_32_bit_icount_is_exact() {
+fn an_icount_wrap_in_the_middle_of_an_op_is_counted_exactly() {
     let library = images::build("count_probe").expect("build count_probe");
-    // Two short runs give the cost of a turn and the fixed cost; the long one (about
-    // 4.5 G instructions) wraps ICOUNT once and must land exactly on the line. The
-    // first op pays 36 instructions of first-time setup the later ones do not: a
-    // warm-up op comes first.
-    let turns = [1_000_000, 1_000_000, 2_000_000, 650_000_000];
-    let job = work_job(&library, 1, &turns.map(|t| [t, 0, 0, 0, 0, 0, 0, 0]));
+    // Two short runs give the cost of a turn and the fixed cost; the long one wraps
+    // ICOUNT once and must land exactly on the line. A budget just past 2^32 makes the
+    // firmware start each op's ICOUNT 20 M instructions below its wrap
+    // (`wire::job::icount_plan`), so the wrap comes after 20 M instructions instead of
+    // 4.29 G: the same wrap handler (`icount.S`) and the same sum across it
+    // (`icount_total`), a hundredth of the run. The first op pays 36 instructions of
+    // first-time setup the later ones do not: a warm-up op comes first.
+    let budget = (1u64 << 32) + 20_000_000;
+    let turns = [1_000_000, 1_000_000, 2_000_000, 6_000_000];
+    let mut job = work_job(&library, 1, &turns.map(|t| [t, 0, 0, 0, 0, 0, 0, 0]));
+    job.header.set_max_instructions(budget);
     // The plugin leaves ICOUNT's wrap handler out, as ICOUNT does: equal after a wrap.
     let report = run_threads(&library, &job);
     assert!(report.done, "{}\n{}", report.outcome.stdout, report.outcome.stderr);
     let [_, one, two, long] = counts(&report, 0)[..] else { panic!("four ops") };
     let per_turn = (two - one) / 1_000_000;
     assert_eq!((two - one) % 1_000_000, 0, "a turn costs a whole number of instructions");
-    assert!(long > u64::from(u32::MAX), "the count wrapped: {long}");
-    assert_eq!(long, one + 649_000_000 * per_turn, "one wrap, counted exactly");
+    let (start, _) = icount_plan(budget);
+    assert!(u64::from(start) + two < 1 << 32, "the short ops end before the wrap: {two}");
+    assert!(u64::from(start) + long > 1 << 32, "the long op wrapped ICOUNT: {long}");
+    assert_eq!(long, one + 5_000_000 * per_turn, "one wrap, counted exactly");
 }
 
 /// Each op's count on core 0 of `job`, run with each core on a host thread of its own
