@@ -9,7 +9,7 @@ use neuroncustomop::wrapper_api::{ArgTensor, Dtype};
 use neuroncustomop_machine::device::{self, OpReport, OpStatus, Report, Session, SessionOptions};
 use neuroncustomop_machine::images::{self, Images};
 use neuroncustomop_machine::job::{Job, Op};
-use neuroncustomop_wire::job::{icount_plan, OutputDump};
+use neuroncustomop_wire::job::{OutputDump, icount_plan};
 
 use crate::probe_job::{int_bytes, probe_job};
 

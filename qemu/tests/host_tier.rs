@@ -403,7 +403,7 @@ fn unwritten_elements_are_named_by_index_when_there_is_an_expected_output() {
     assert!(text.contains("result      FAILED: kernel scale_multicore failed: 14 of 16 output elements"), "{text}");
     assert!(text.contains("checks      none on the host tier: the device checks every access"), "{text}");
     assert!(
-        text.contains("compared    with want.npy (Exact): 14 of 16 elements differ (14 never written by the kernel)\n  at [2]: never written, want 1.0"),
+        text.contains("compared    with want.npy (bit for bit): 14 of 16 elements differ (14 never written by the kernel)\n  at [2]: never written, want 1.0"),
         "{text}"
     );
 }

@@ -141,6 +141,30 @@ pub struct Report {
 /// Bad elements a report lists.
 pub const LISTED: usize = 10;
 
+/// As `ncop run`'s flags spell it: `bit for bit`, or `--rtol 1e-06 --atol 1e-08`
+/// (and `--equal-nan`).
+///
+/// ```
+/// use neuroncustomop_host::compare::Tolerance;
+///
+/// assert_eq!(Tolerance::Exact.to_string(), "bit for bit");
+/// assert_eq!(Tolerance::NUMPY.to_string(), "--rtol 1e-5 --atol 1e-8");
+/// assert_eq!(Tolerance::VALUE.to_string(), "--rtol 0 --atol 0 --equal-nan");
+/// ```
+impl fmt::Display for Tolerance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tolerance::Exact => f.write_str("bit for bit"),
+            Tolerance::Close { rtol, atol, equal_nan } => {
+                // 1e-5 rather than 0.00001, as an author types it; 0 rather than 0e0.
+                let number = |value: f64| if value == 0.0 { "0".to_owned() } else { format!("{value:e}") };
+                write!(f, "--rtol {} --atol {}", number(*rtol), number(*atol))?;
+                if *equal_nan { f.write_str(" --equal-nan") } else { Ok(()) }
+            }
+        }
+    }
+}
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} of {} elements differ", self.bad, self.total)?;

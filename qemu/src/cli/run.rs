@@ -776,7 +776,7 @@ fn print_verdict(verdict: Verdict) -> ExitCode {
             println!("  result      FAILED: {failed}");
             match located {
                 Some(Located::Compared { path, mismatch }) => {
-                    println!("  compared    with {} ({tolerance:?}): {mismatch}", path.display());
+                    println!("  compared    with {} ({tolerance}): {mismatch}", path.display());
                 }
                 Some(Located::Canary { first, more }) => println!(
                     "  unwritten   still holding the canary at {}{} (--expect want.npy compares them with a reference)",
@@ -792,11 +792,11 @@ fn print_verdict(verdict: Verdict) -> ExitCode {
             ExitCode::SUCCESS
         }
         Verdict::Matches { path, tolerance } => {
-            println!("  result      OK: matches {} ({tolerance:?})", path.display());
+            println!("  result      OK: matches {} ({tolerance})", path.display());
             ExitCode::SUCCESS
         }
         Verdict::Mismatch { mismatch, tolerance } => {
-            println!("  result      MISMATCH ({tolerance:?}): {mismatch}");
+            println!("  result      MISMATCH ({tolerance}): {mismatch}");
             ExitCode::FAILURE
         }
     }
