@@ -4,7 +4,7 @@
 
 use clap::Args;
 use neuroncustomop_machine::home::{Home, Layout};
-use neuroncustomop_machine::toolchain::{self, Need, REQUIREMENTS};
+use neuroncustomop_machine::toolchain::{self, Need, REQUIREMENTS, Requirement};
 use std::process::ExitCode;
 
 /// List the system's packages the tools need (QEMU 10.0 or newer, clang 22, LLVM 22,
@@ -27,13 +27,18 @@ pub fn exec(_: DoctorArgs) -> super::Outcome {
         }
         Err(no_home) => println!("data        MISSING: {no_home}"),
     }
-    let mut missing = Vec::new();
-    for requirement in REQUIREMENTS {
+    let label = |requirement: &Requirement| {
         let needed_for = match requirement.need {
             Need::Device => "",
             Need::Rust => " [Rust libraries]",
             Need::HostDebugger => " [the host tier's --gdb]",
         };
+        format!("{}{needed_for}", requirement.described())
+    };
+    // One column for the states, two spaces past the longest label.
+    let width = REQUIREMENTS.iter().map(|requirement| label(requirement).chars().count()).max().unwrap_or(0) + 2;
+    let mut missing = Vec::new();
+    for requirement in REQUIREMENTS {
         let state = match (requirement.found(), requirement.version()) {
             (None, _) => {
                 missing.push(requirement);
@@ -42,7 +47,7 @@ pub fn exec(_: DoctorArgs) -> super::Outcome {
             (Some(_), Some(version)) => format!("ok  {version}"),
             (Some(path), None) => format!("ok  {}", path.display()),
         };
-        println!("{:<64}{state}", format!("{}{needed_for}", requirement.described()));
+        println!("{:<width$}{state}", label(&requirement));
     }
     let old_qemu = REQUIREMENTS[0].found().and_then(|_| toolchain::qemu_new_enough().err());
     if let Some(old) = &old_qemu {
