@@ -14,7 +14,6 @@ use crate::compare::{Mismatch, Tolerance, compare};
 use crate::library::{Arg, Call, CallError, Library, Options, Output, Target, describe, stage};
 use neuroncustomop_hosttier::Debugger;
 use neuroncustomop_machine::device::{Session, SessionOptions};
-use neuroncustomop_machine::job::Op;
 use neuroncustomop_wire::plugin::Line;
 use std::fmt;
 use std::path::PathBuf;
@@ -209,19 +208,10 @@ fn device_writer(
     (address, size): (u32, u32),
 ) -> Store {
     let run = || -> Result<Store, String> {
+        // The job `Library::call_with` would run, from the same staging.
+        let function = library.function_id(kernel).map_err(|e| describe(&e))?;
+        let (job, _) = library.op_job(function, args, output, options, None).map_err(|e| describe(&e))?;
         let package = library.package().map_err(|e| describe(&e))?;
-        let function = package.ucode_lib.libraries[0]
-            .functions
-            .iter()
-            .find(|function| function.name == kernel)
-            .map(|function| function.sub_opcode)
-            .ok_or_else(|| format!("no kernel {kernel}"))?;
-        let mut job = package.job(options.cores).map_err(|e| e.to_string())?;
-        job.header.memcpy_method = options.memcpy as u32;
-        job.header.set_max_instructions(options.max_instructions);
-        let staged = stage(&mut job, args, output).map_err(|e| describe(&e))?;
-        job.push(&Op { function, output: Some(staged.output), inputs: staged.inputs, dump: staged.dump })
-            .map_err(|e| e.to_string())?;
         let watching =
             SessionOptions { count_instructions: false, watch: Some((address, size)), ..SessionOptions::default() };
         let mut session = Session::boot(&package.images, options.cores, watching).map_err(|e| describe(&e))?;

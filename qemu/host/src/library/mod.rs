@@ -252,7 +252,7 @@ impl Library {
     }
 
     /// The FunctionId of `kernel`, or [`CallError::UnknownKernel`] listing the library's.
-    pub(super) fn function_id(&self, kernel: &str) -> Result<neuroncustomop_wire::FunctionId, CallError> {
+    pub(crate) fn function_id(&self, kernel: &str) -> Result<neuroncustomop_wire::FunctionId, CallError> {
         let id = self.table.libraries[0].functions.iter().find(|f| f.name == kernel).map(|f| f.sub_opcode);
         id.ok_or_else(|| CallError::UnknownKernel {
             library: self.name().into(),

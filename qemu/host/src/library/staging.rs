@@ -120,7 +120,7 @@ impl Library {
     /// (none for the host tier, whose loader finds the library's entry points itself),
     /// the options in its header, and `args` and the output staged ([`stage`]; the
     /// output filled with `fill`, else the canary).
-    pub(super) fn op_job(
+    pub(crate) fn op_job(
         &self,
         function: neuroncustomop_wire::FunctionId,
         args: &[Arg],
