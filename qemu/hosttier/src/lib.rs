@@ -8,12 +8,12 @@
 //! Layer: above the package crate (it builds an author's [`Project`]), below the host
 //! API, which runs its jobs through a machine [`Session`] over [`loader_program`].
 
-// The loader's half of the handoff, written once for the device loader and this one.
-#[path = "../../firmware/src/callbacks.rs"]
+// The loader's half of the handoff (callbacks.rs) and an op's handoff (dispatch.rs),
+// written once for the device loader and this one: both files are symbolic links to
+// qemu/firmware/src/'s, so that this crate's package (`cargo package`) holds them.
 mod callbacks;
 mod cores;
 mod cxx;
-#[path = "../../firmware/src/dispatch.rs"]
 pub mod dispatch;
 pub mod loader;
 pub mod sanitize;
