@@ -3,8 +3,9 @@
 //! `register_funcs` reports each kernel to. Written once for both loaders: the device's
 //! (`qemu/firmware/src/loader.rs`: `no_std`, one loader image per core) and its Linux
 //! twin in the host tier (`qemu/hosttier/src/loader.rs`: one thread per core), which
-//! includes this file with `#[path]`, so the two cannot hand out different memory or
-//! report a call differently.
+//! includes this file through a symbolic link, `qemu/hosttier/src/callbacks.rs` (one its
+//! `cargo package` follows), so the two cannot hand out different memory or report a
+//! call differently.
 //!
 //! What differs between the two loaders is a [`Loader`]: which core is calling, the
 //! job's injected failures, where a kernel's entry is kept, where a report line goes,

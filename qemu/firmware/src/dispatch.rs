@@ -1,8 +1,9 @@
 //! What both loaders do to hand one op to a library before its kernel runs: the
 //! simulated device's (`qemu/firmware/src/loader.rs`) and the host tier's
-//! (`qemu/hosttier/src/loader.rs`, which includes this file by path: the firmware is
-//! an Xtensa-only workspace, so it is no crate the host tier can depend on). `no_std`,
-//! allocation-free, and nothing of either machine in it.
+//! (`qemu/hosttier/src/loader.rs`, which includes this file through a symbolic link,
+//! `qemu/hosttier/src/dispatch.rs`: the firmware is an Xtensa-only workspace, so it is
+//! no crate the host tier can depend on). `no_std`, allocation-free, and nothing of
+//! either machine in it.
 //!
 //! The rest of the two loaders stays apart on purpose. Their callbacks
 //! (`get_data_scratch`, `register_ext_isa_fn`, ...), `entry_func`'s handoff block, the

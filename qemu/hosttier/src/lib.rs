@@ -8,12 +8,12 @@
 //! Layer: above the package crate (it builds an author's [`Project`]), below the host
 //! API, which runs its jobs through a machine [`Session`] over [`loader_program`].
 
-// The loader's half of the handoff, written once for the device loader and this one.
-#[path = "../../firmware/src/callbacks.rs"]
+// The loader's half of the handoff (callbacks.rs) and an op's handoff (dispatch.rs),
+// written once for the device loader and this one: both files are symbolic links to
+// qemu/firmware/src/'s, so that this crate's package (`cargo package`) holds them.
 mod callbacks;
 mod cores;
 mod cxx;
-#[path = "../../firmware/src/dispatch.rs"]
 pub mod dispatch;
 pub mod loader;
 pub mod sanitize;
@@ -22,6 +22,7 @@ pub use sanitize::{Sanitizer, coverage, explain as explain_sanitizer, involved_c
 
 use neuroncustomop_machine::device::{Session, SessionOptions};
 use neuroncustomop_machine::home::Home;
+use neuroncustomop_machine::lock::Lock;
 use neuroncustomop_machine::process;
 use neuroncustomop_machine::toolchain::{self, Llvm};
 use neuroncustomop_package::project::{Language, Project};
@@ -93,9 +94,8 @@ pub struct HostLibrary {
 /// # Errors
 /// [`HostError`]: the build failed, or a sanitizer was asked of a Rust library.
 pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibrary, HostError> {
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let repo = checkout()?;
+    let _turn = build_turn(&repo)?;
     let out = host_dir(project, &repo).join(sanitizer.map_or("plain", Sanitizer::name));
     fs::create_dir_all(&out)?;
     let mut shape_driver = None;
@@ -121,8 +121,12 @@ pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibr
     let mut cores = Vec::new();
     for core in 0..neuroncustomop_wire::job::CORES {
         let copy = out.join(format!("core{core}.so"));
-        // A copy per core, so the dynamic loader loads eight (it loads a path once).
-        fs::copy(&built, &copy)?;
+        // A copy per core, so the dynamic loader loads eight (it loads a path once),
+        // renamed over the last: a loader of another process that has the last one
+        // mapped keeps it whole (a copy over it would truncate what it runs).
+        let partial = out.join(format!("core{core}.so.{}.partial", std::process::id()));
+        fs::copy(&built, &partial)?;
+        fs::rename(&partial, &copy)?;
         cores.push(copy);
     }
     Ok(HostLibrary { name: project.name.clone(), cores, sanitizer, shape_driver })
@@ -141,6 +145,13 @@ fn host_dir(project: &Project, repo: &Path) -> PathBuf {
 /// `host-tier` never invalidates the runtime's host tests' build.
 fn cargo_target(repo: &Path) -> PathBuf {
     repo.join("target/hosttier")
+}
+
+/// The host tier's builds take turns, across processes as across threads: they share
+/// [`cargo_target`], whose runtime archive a build with another sanitizer rebuilds
+/// under a link, and a project's objects and per-core copies. Held until dropped.
+fn build_turn(repo: &Path) -> Result<Lock, HostError> {
+    Ok(Lock::exclusive(&cargo_target(repo).join("neuroncustomop-hosttier-build.lock"))?)
 }
 
 /// Compiler flags that keep results those of the device: no fast-math, no
@@ -292,6 +303,7 @@ pub fn loader_program() -> Result<PathBuf, HostError> {
         return Ok(path.clone());
     }
     let repo = checkout()?;
+    let _turn = build_turn(&repo)?;
     process::status(
         Command::new(toolchain::CARGO)
             .env("CARGO_TARGET_DIR", cargo_target(&repo))

@@ -21,6 +21,7 @@
 
 use crate::debugger::GdbOptions;
 use crate::toolchain::QEMU;
+use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -91,8 +92,9 @@ impl Boot {
         }
     }
 
-    /// The full QEMU command line.
-    pub fn command(&self) -> Command {
+    /// The full QEMU command line, naming each file of the boot (an image, a data
+    /// file, the plugin) as `name` gives it.
+    fn command(&self, name: impl Fn(&Path) -> String) -> Command {
         let mut qemu = Command::new(QEMU);
         qemu.args(["-M", "lx60", "-cpu", "de233_fpu", "-m", "2176M"])
             .args(["-smp", &self.images.len().max(1).to_string()])
@@ -106,41 +108,60 @@ impl Boot {
         if let Some(gdb) = &self.gdb {
             qemu.args(gdb.qemu_args());
         }
-        if let Some(plugin) = &self.plugin {
-            qemu.arg("-plugin").arg(plugin);
+        if let Some((plugin, arguments)) = self.plugin_file() {
+            qemu.arg("-plugin").arg(format!("{}{arguments}", name(plugin)));
         }
         for (core, image) in self.images.iter().enumerate() {
-            qemu.arg("-device").arg(format!("loader,file={},cpu-num={core}", image.display()));
+            qemu.arg("-device").arg(format!("loader,file={},cpu-num={core}", name(image)));
         }
         for file in &self.elf_data {
-            qemu.arg("-device").arg(format!("loader,file={}", file.display()));
+            qemu.arg("-device").arg(format!("loader,file={}", name(file)));
         }
         for (file, address) in &self.data {
-            qemu.arg("-device").arg(format!("loader,file={},addr={address:#x},force-raw=on", file.display()));
+            qemu.arg("-device").arg(format!("loader,file={},addr={address:#x},force-raw=on", name(file)));
         }
         qemu
     }
 
-    /// Starts QEMU with its stdin, stdout and stderr piped to the caller, who owns the
-    /// child from then on (a [`crate::device::Session`] talks to the loader over them).
-    pub fn spawn(&self) -> io::Result<Child> {
-        let mut command = self.command();
-        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        spawn_sandboxed(command, &self.readable(), &self.writable)
+    /// The plugin's file, and the rest of [`Boot::plugin`] (its arguments, from the
+    /// first `,`).
+    fn plugin_file(&self) -> Option<(&Path, &str)> {
+        let plugin = self.plugin.as_deref()?;
+        let (file, arguments) = plugin.find(',').map_or((plugin, ""), |comma| plugin.split_at(comma));
+        Some((Path::new(file), arguments))
     }
 
     /// The files of the boot QEMU reads: the images, the data files, the plugin.
-    fn readable(&self) -> Vec<PathBuf> {
-        let plugin = self.plugin.as_deref().and_then(|plugin| plugin.split(',').next()).map(PathBuf::from);
-        let data = self.data.iter().map(|(file, _)| file.clone());
-        self.images.iter().chain(&self.elf_data).cloned().chain(data).chain(plugin).collect()
+    fn readable(&self) -> Vec<&Path> {
+        let data = self.data.iter().map(|(file, _)| file.as_path());
+        let plugin = self.plugin_file().map(|(file, _)| file);
+        self.images.iter().chain(&self.elf_data).map(PathBuf::as_path).chain(data).chain(plugin).collect()
+    }
+
+    /// Opens the boot's files, then starts QEMU on them, sandboxed ([`spawn_sandboxed`]),
+    /// with the standard streams `stdin` and piped stdout and stderr.
+    fn start(&self, stdin: Stdio) -> io::Result<Child> {
+        let files = BootFiles::open(&self.readable())?;
+        let mut command = self.command(|path| files.name(path));
+        command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
+        spawn_sandboxed(command, &files, &self.writable)
+    }
+
+    /// Starts QEMU with its stdin, stdout and stderr piped to the caller, who owns the
+    /// child from then on (a [`crate::device::Session`] talks to the loader over them).
+    ///
+    /// # Errors
+    /// A file of the boot cannot be opened (the error names it), or QEMU cannot start.
+    pub fn spawn(&self) -> io::Result<Child> {
+        self.start(Stdio::piped())
     }
 
     /// Runs QEMU to completion (or to the timeout) and collects its output.
+    ///
+    /// # Errors
+    /// As [`Boot::spawn`], or waiting for QEMU failed.
     pub fn run(&self) -> io::Result<Outcome> {
-        let mut command = self.command();
-        command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = spawn_sandboxed(command, &self.readable(), &self.writable)?;
+        let mut child = self.start(Stdio::null())?;
         let stdout = drain(child.stdout.take().expect("piped"));
         let stderr = drain(child.stderr.take().expect("piped"));
         let deadline = Instant::now() + self.timeout;
@@ -164,6 +185,46 @@ impl Boot {
     }
 }
 
+/// The files of a boot, open from before QEMU starts until it has started: QEMU reads
+/// each through its inherited descriptor (`/proc/self/fd/<n>`) and its Landlock rule
+/// names the very file opened ([`spawn_sandboxed`]). So whatever happens to a name
+/// afterwards (another process renames a rebuilt image over it, or removes an old
+/// package version), QEMU boots the files this boot named when it started, and never
+/// finds its rule naming a file that has been replaced.
+#[derive(Debug)]
+pub struct BootFiles {
+    /// Each file's path as the boot names it, and the file open for reading.
+    files: Vec<(PathBuf, File)>,
+}
+
+impl BootFiles {
+    /// Opens `paths` for reading (each once).
+    ///
+    /// # Errors
+    /// A file cannot be opened; the error names it.
+    pub fn open(paths: &[&Path]) -> io::Result<Self> {
+        let mut files: Vec<(PathBuf, File)> = Vec::new();
+        for path in paths {
+            if files.iter().all(|(open, _)| open != path) {
+                let file = File::open(path)
+                    .map_err(|error| io::Error::new(error.kind(), format!("opening {}: {error}", path.display())))?;
+                files.push((path.to_path_buf(), file));
+            }
+        }
+        Ok(Self { files })
+    }
+
+    /// The name QEMU opens `path` by: its descriptor's, on Linux (QEMU inherits the
+    /// descriptor at the same number); elsewhere the path itself.
+    fn name(&self, path: &Path) -> String {
+        match self.files.iter().find(|(open, _)| open == path) {
+            #[cfg(target_os = "linux")]
+            Some((_, file)) => format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(file)),
+            _ => path.display().to_string(),
+        }
+    }
+}
+
 /// What QEMU reads besides the boot's files, and may execute: its binary, the dynamic
 /// loader's cache, the shared libraries and QEMU's modules and data (under `/usr`;
 /// `/lib` and `/lib64` are links into it or hold the loader), and `/dev/null`, which
@@ -177,28 +238,50 @@ pub const READABLE: [&str; 6] = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.c
 /// with Landlock (`AccessFs::from_all`: read, execute, write, truncate, make, remove,
 /// rename), a restriction its children inherit and cannot lift; the caller's other
 /// threads keep their rights. Files already open (the pipes) are not affected.
+/// The rules for `readable` name the files it holds open, and QEMU inherits their
+/// descriptors (their close-on-exec flag cleared in the child alone), so a command that
+/// names them by [`BootFiles::name`] reads exactly those files.
 ///
 /// # Errors
 /// The spawn's error, or Landlock's when it refuses the restriction; on a kernel
 /// without Landlock (before Linux 5.13, or not enabled) QEMU runs unsandboxed and a
 /// warning says so once.
 #[cfg(target_os = "linux")]
-pub fn spawn_sandboxed(mut command: Command, readable: &[PathBuf], writable: &[PathBuf]) -> io::Result<Child> {
+pub fn spawn_sandboxed(mut command: Command, readable: &BootFiles, writable: &[PathBuf]) -> io::Result<Child> {
     use landlock::{
-        ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, path_beneath_rules,
+        ABI, Access, AccessFs, PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus,
+        path_beneath_rules,
     };
-    let (readable, writable) = (readable.to_vec(), writable.to_vec());
-    thread::spawn(move || {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let inherited: Vec<i32> = readable.files.iter().map(|(_, file)| file.as_raw_fd()).collect();
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls belong: it makes fcntl calls alone, on descriptors that
+    // `readable`, borrowed until the spawn below returns, keeps open.
+    unsafe {
+        command.pre_exec(move || {
+            for &fd in &inherited {
+                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let sandboxed = || {
         // A path that does not exist here (no `/lib64`) is left out: nothing to grant.
         let system: Vec<&Path> = READABLE.iter().map(Path::new).filter(|path| path.exists()).collect();
+        // Each file of the boot (not its folder), the very file open: read, no more.
+        let boot_files =
+            readable.files.iter().map(|(_, file)| Ok::<_, RulesetError>(PathBeneath::new(file, AccessFs::ReadFile)));
         let status = Ruleset::default()
             .handle_access(AccessFs::from_all(ABI::V3))
             .and_then(|ruleset| ruleset.create())
             .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(&system, AccessFs::from_read(ABI::V3))))
-            // Each named file (not its folder): read; write and truncate, no more.
-            .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(&readable, AccessFs::ReadFile)))
+            .and_then(|ruleset| ruleset.add_rules(boot_files))
+            // Each writable file: write and truncate, no more.
             .and_then(|ruleset| {
-                ruleset.add_rules(path_beneath_rules(&writable, AccessFs::WriteFile | AccessFs::Truncate))
+                ruleset.add_rules(path_beneath_rules(writable, AccessFs::WriteFile | AccessFs::Truncate))
             })
             .and_then(|ruleset| ruleset.restrict_self())
             .map_err(|error| io::Error::other(format!("sandboxing QEMU with Landlock: {error}")))?;
@@ -212,14 +295,15 @@ pub fn spawn_sandboxed(mut command: Command, readable: &[PathBuf], writable: &[P
             });
         }
         command.spawn()
+    };
+    thread::scope(|scope| {
+        scope.spawn(sandboxed).join().unwrap_or_else(|_| Err(io::Error::other("the thread starting QEMU panicked")))
     })
-    .join()
-    .unwrap_or_else(|_| Err(io::Error::other("the thread starting QEMU panicked")))
 }
 
 /// Starts `command` (QEMU): without Landlock, as it is (the sandbox is Linux's).
 #[cfg(not(target_os = "linux"))]
-pub fn spawn_sandboxed(mut command: Command, _readable: &[PathBuf], _writable: &[PathBuf]) -> io::Result<Child> {
+pub fn spawn_sandboxed(mut command: Command, _readable: &BootFiles, _writable: &[PathBuf]) -> io::Result<Child> {
     command.spawn()
 }
 

@@ -18,8 +18,10 @@ pub const CARGO: &str = "/usr/bin/cargo";
 /// The standard library source `-Zbuild-std` compiles.
 pub const RUST_SRC: &str = "/usr/lib/rustlib/src/rust/library/core";
 // `llvm_22!`: a program of LLVM 22's `bin` folder, as a `&'static str` (for
-// [`Missing`] and consts), defined once for this crate and the build scripts.
-#[path = "../../../linker/llvm_22.rs"]
+// [`Missing`] and consts), defined once for this crate and the build scripts: this
+// crate's llvm_22.rs is a symbolic link to linker/llvm_22.rs, so that the crate's
+// package (`cargo package`) holds it.
+#[path = "llvm_22.rs"]
 #[macro_use]
 mod llvm_22;
 

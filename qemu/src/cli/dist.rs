@@ -182,3 +182,17 @@ fn maturin_wheel(checkout: &Path, dist: &Path) -> Result<PathBuf, Box<dyn std::e
     let mut built = fs::read_dir(&wheels)?.filter_map(Result::ok).map(|entry| entry.path());
     built.find(|path| path.extension().is_some_and(|ext| ext == "whl")).ok_or_else(|| "maturin wrote no wheel".into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// qemu/python is a workspace of its own, so its Cargo.toml repeats the version
+    /// (maturin gives it to the wheel and `neuroncustomop.__version__`): this keeps the
+    /// repetition from drifting in the normal test run, not only at `sim dist`.
+    #[test]
+    fn the_python_crate_has_the_workspace_version() {
+        let checkout = super::super::checkout().expect("the tests run with the checkout as the home");
+        assert_eq!(python_crate_version(&checkout).unwrap(), neuroncustomop::VERSION);
+    }
+}

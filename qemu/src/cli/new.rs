@@ -40,7 +40,9 @@ impl Lang {
 }
 
 /// Make a kernel library in DIR: a `scale` kernel (x * factor) and a test that checks
-/// it on the simulated device. Rust: a Cargo package and a Cargo test (`cargo test`).
+/// it on the simulated device. Rust: a Cargo package and a Cargo test (`cargo test`),
+/// depending on the runtime and the host API by version (from crates.io), or on a
+/// source checkout's crates when asked (`--checkout`).
 /// C: src/kernels.c, neuroncustomop.toml (name, multicore, cflags) and a pytest test
 /// (`pytest tests`); no Cargo.toml, no Rust. Then, in DIR: `ncop run scale --arg
 /// gen:float32:4x8 --arg float:2`. A C++ library on the AWS torch API has no template (a
@@ -55,6 +57,11 @@ pub struct NewArgs {
     /// The library's name (default: the folder's name); letters, digits and `_`.
     #[arg(long)]
     pub name: Option<String>,
+    /// Rust: take the runtime and the host API from this source checkout of
+    /// neuroncustomop (a `[patch.crates-io]` in the Cargo.toml) instead of crates.io.
+    /// Default: the tools' home, when it is a checkout (NEURONCUSTOMOP_HOME names one).
+    #[arg(long, value_name = "CHECKOUT")]
+    pub checkout: Option<PathBuf>,
 }
 
 /// Why a project could not be made.
@@ -83,7 +90,13 @@ pub fn exec(args: NewArgs) -> super::Outcome {
         Some(name) => name.clone(),
         None => args.dir.file_name().map(|n| n.to_string_lossy().replace('-', "_")).unwrap_or_default(),
     };
-    create(&args.dir, args.lang, &name)?;
+    let checkout = match args.checkout {
+        Some(checkout) => Some(Home::at(&checkout)?.checkout().map(Path::to_path_buf).ok_or_else(|| {
+            format!("--checkout {}: an installed data folder, not a source checkout", checkout.display())
+        })?),
+        None => Home::locate().ok().as_ref().and_then(Home::checkout).map(Path::to_path_buf),
+    };
+    create(&args.dir, args.lang, &name, checkout.as_deref())?;
     println!("made {} ({:?}, library {name}); in it:", args.dir.display(), args.lang);
     println!("  ncop run scale --arg gen:float32:4x8 --arg float:2   call the kernel on the simulated device");
     println!("  ncop debug scale --arg gen:float32:4x8 --arg float:2 the same on the host tier, under gdb");
@@ -95,9 +108,9 @@ pub fn exec(args: NewArgs) -> super::Outcome {
 }
 
 /// The `[patch]` that takes the crates from the checkout `checkout` instead of the
-/// registry: written when the tools' home is a checkout (named explicitly,
-/// `NEURONCUSTOMOP_HOME`), so a project made with a checkout's tools builds with its
-/// runtime.
+/// registry: written when asked (`--checkout`), or when the tools' home is a checkout
+/// (named explicitly, `NEURONCUSTOMOP_HOME`), so a project made with a checkout's tools
+/// builds with its runtime.
 fn checkout_patch(checkout: &Path) -> String {
     format!(
         "\n# Made with the tools of the source checkout {}: its crates, not the registry's.\n\
@@ -110,8 +123,9 @@ fn checkout_patch(checkout: &Path) -> String {
     )
 }
 
-/// Writes the template of `lang` for library `name` into `dir`.
-pub fn create(dir: &Path, lang: Lang, name: &str) -> Result<(), NewError> {
+/// Writes the template of `lang` for library `name` into `dir`; a Rust library takes
+/// the crates from `checkout` when given, from crates.io otherwise.
+pub fn create(dir: &Path, lang: Lang, name: &str, checkout: Option<&Path>) -> Result<(), NewError> {
     let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !valid {
@@ -120,7 +134,7 @@ pub fn create(dir: &Path, lang: Lang, name: &str) -> Result<(), NewError> {
     if fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
         return Err(NewError::NotEmpty(dir.into()));
     }
-    let patch = Home::locate().ok().as_ref().and_then(Home::checkout).map(checkout_patch).unwrap_or_default();
+    let patch = checkout.map(checkout_patch).unwrap_or_default();
     for (path, text) in lang.files() {
         let text = text
             .replace("{{name}}", name)
@@ -133,4 +147,31 @@ pub fn create(dir: &Path, lang: Lang, name: &str) -> Result<(), NewError> {
         fs::write(&path, text).map_err(io)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rust_project_depends_on_versions_and_on_a_checkout_only_when_given_one() {
+        let root = std::env::temp_dir().join(format!("ncop-new-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let version = env!("CARGO_PKG_VERSION");
+        create(&root.join("registry"), Lang::Rust, "my_op", None).unwrap();
+        let manifest = fs::read_to_string(root.join("registry/Cargo.toml")).unwrap();
+        assert!(manifest.contains(&format!("\nneuroncustomop = \"{version}\"\n")), "{manifest}");
+        assert!(manifest.contains(&format!("\nneuroncustomop-host = \"{version}\"\n")), "{manifest}");
+        assert!(!manifest.contains("[patch") && !manifest.contains("{ path"), "{manifest}");
+        create(&root.join("checkout"), Lang::Rust, "my_op", Some(Path::new("/src/neuroncustomop"))).unwrap();
+        let manifest = fs::read_to_string(root.join("checkout/Cargo.toml")).unwrap();
+        assert!(manifest.contains(&format!("\nneuroncustomop = \"{version}\"\n")), "{manifest}");
+        let patch = manifest.split_once("[patch.crates-io]\n").map(|(_, patch)| patch).unwrap_or_default();
+        assert_eq!(
+            patch.trim_end(),
+            "neuroncustomop = { path = \"/src/neuroncustomop\" }\n\
+             neuroncustomop-host = { path = \"/src/neuroncustomop/qemu/host\" }"
+        );
+        fs::remove_dir_all(root).unwrap();
+    }
 }

@@ -1,0 +1,1 @@
+../../firmware/src/dispatch.rs
