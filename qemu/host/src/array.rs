@@ -207,6 +207,11 @@ impl Array {
         &self.bytes
     }
 
+    /// The elements' bytes, taken out of the array (no copy).
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
     /// Element `index`'s bytes (row-major index).
     pub fn element_bytes(&self, index: usize) -> &[u8] {
         let size = self.dtype.size();

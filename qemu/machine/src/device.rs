@@ -586,14 +586,14 @@ impl Session {
         if self.entered_with.is_some_and(|entered| entered != entry) {
             return Err(RunError::EntryChanged);
         }
-        let frame = frame(job)?;
+        let block = job.to_bytes().map_err(RunError::Job)?;
         if self.device.is_none() {
             self.start()?;
         }
         self.entered_with = Some(entry);
         let device = self.device.as_mut().expect("started above");
         // A device that died already shows as a closed stdout below.
-        let _ = device.stdin.write_all(&frame).and_then(|()| device.stdin.flush());
+        let _ = write_frame(job, &block, &mut device.stdin);
         // Under a debugger the job takes as long as the person at it lets it: a day.
         let limit = match self.options.gdb {
             Some(_) => Duration::from_secs(24 * 3600),
@@ -726,14 +726,22 @@ fn firmware() -> Result<(Images, Images), RunError> {
 /// # Errors
 /// [`RunError::Job`] if the job block does not fit.
 pub fn frame(job: &Job) -> Result<Vec<u8>, RunError> {
-    let block = job.to_bytes().map_err(RunError::Job)?;
-    let segments = std::iter::once((Job::ADDRESS, &block[..])).chain(job.data.iter().map(|(a, b)| (*a, &b[..])));
-    let mut bytes = FrameHeader { magic: FRAME_MAGIC, segments: 1 + job.data.len() as u32 }.to_bytes().to_vec();
-    for (address, data) in segments {
-        bytes.extend_from_slice(&SegmentHeader { address, len: data.len() as u32 }.to_bytes());
-        bytes.extend_from_slice(data);
-    }
+    let mut bytes = Vec::new();
+    write_frame(job, &job.to_bytes().map_err(RunError::Job)?, &mut bytes).map_err(RunError::Io)?;
     Ok(bytes)
+}
+
+/// Writes the frame of `job` (its job block `block`, then its data: [`frame`]) into
+/// `out` piece by piece, so a session's tensors go into the pipe without a copy of
+/// the whole frame first.
+fn write_frame(job: &Job, block: &[u8], out: &mut impl Write) -> std::io::Result<()> {
+    let segments = std::iter::once((Job::ADDRESS, block)).chain(job.data.iter().map(|(a, b)| (*a, &b[..])));
+    out.write_all(&FrameHeader { magic: FRAME_MAGIC, segments: 1 + job.data.len() as u32 }.to_bytes())?;
+    for (address, data) in segments {
+        out.write_all(&SegmentHeader { address, len: data.len() as u32 }.to_bytes())?;
+        out.write_all(data)?;
+    }
+    out.flush()
 }
 
 /// Reads QEMU's stdout: text lines, and each `DUMP` line's raw bytes.

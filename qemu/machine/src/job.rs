@@ -118,21 +118,20 @@ impl Job {
     /// # Errors
     /// A missing symbol, an unreadable image, or a bad ring size.
     pub fn new(library: &Images, cores: usize) -> Result<Self, JobError> {
+        Self::with_symbols(library_symbols(library)?, cores)
+    }
+
+    /// [`Job::new`] for a library whose entry points were read already
+    /// ([`library_symbols`]): a caller that dispatches many jobs of one library reads
+    /// its images once, not per job (they are megabytes for a C++ library).
+    ///
+    /// # Errors
+    /// A bad ring size.
+    pub fn with_symbols(libraries: [LibrarySymbols; CORES], cores: usize) -> Result<Self, JobError> {
         let stdout_queue = match std::env::var(STDOUT_QUEUE_VARIABLE) {
             Ok(value) => stdout_queue_bytes(&value)?,
             Err(_) => NEVER,
         };
-        let mut libraries = [LibrarySymbols::default(); CORES];
-        for (core, image) in library.cores.iter().enumerate() {
-            let bytes = std::fs::read(image).map_err(JobError::Io)?;
-            let mut addresses = [0u32; LibrarySymbols::NAMES.len()];
-            for (address, symbol) in addresses.iter_mut().zip(LibrarySymbols::NAMES) {
-                *address = elf::symbol(&bytes, symbol)
-                    .map_err(JobError::Elf)?
-                    .ok_or(JobError::MissingSymbol { core, symbol })?;
-            }
-            libraries[core] = LibrarySymbols::from_addresses(addresses);
-        }
         let mut job = Self {
             header: JobHeader {
                 magic: JOB_MAGIC,
@@ -234,6 +233,26 @@ impl Job {
 
     /// Where the job block goes.
     pub const ADDRESS: u32 = JOB_ADDRESS;
+}
+
+/// The entry points the loader calls in each of `library`'s images, read from their
+/// symbol tables (all 0 for a library without images: the host tier's loader finds
+/// them itself).
+///
+/// # Errors
+/// A missing symbol, an unreadable image.
+pub fn library_symbols(library: &Images) -> Result<[LibrarySymbols; CORES], JobError> {
+    let mut libraries = [LibrarySymbols::default(); CORES];
+    for (core, image) in library.cores.iter().enumerate() {
+        let bytes = std::fs::read(image).map_err(JobError::Io)?;
+        let mut addresses = [0u32; LibrarySymbols::NAMES.len()];
+        for (address, symbol) in addresses.iter_mut().zip(LibrarySymbols::NAMES) {
+            *address =
+                elf::symbol(&bytes, symbol).map_err(JobError::Elf)?.ok_or(JobError::MissingSymbol { core, symbol })?;
+        }
+        libraries[core] = LibrarySymbols::from_addresses(addresses);
+    }
+    Ok(libraries)
 }
 
 /// The bytes of one translate record (the runtime's `TranslateRecord`): framework

@@ -124,14 +124,16 @@ pub struct RawCall {
 impl RawCall {
     pub fn new(py: Python<'_>, call: Call) -> Self {
         let work = call.work();
+        let status_detail = call.arg_failure().map(|failure| failure.to_string());
         Self {
             total_instructions: work.total,
             balance: work.balance,
             per_element: work.per_element,
-            output: PyArray1::from_slice(py, call.output.bytes()).unbind(),
+            // The output's bytes handed to NumPy as they are, not copied.
+            output: PyArray1::from_vec(py, call.output.into_bytes()).unbind(),
             status: call.status.0,
             status_name: call.status.name(),
-            status_detail: call.arg_failure().map(|failure| failure.to_string()),
+            status_detail,
             statuses: call.statuses.iter().map(|status| status.0).collect(),
             instructions: call.instructions,
             exact: call.exact,

@@ -70,6 +70,9 @@ pub struct Library {
     /// Its device package: made at load, or (a library loaded for the host tier) at its
     /// first device call.
     package: OnceLock<Package>,
+    /// The entry points in its package's images, read at its first device call
+    /// (`staging.rs`).
+    entry_points: OnceLock<[neuroncustomop_wire::job::LibrarySymbols; neuroncustomop_wire::job::CORES]>,
     sessions: Mutex<BTreeMap<SessionKey, Session>>,
     /// A C++ library's shape driver: its shape functions, run on the host
     /// ([`Library::output_of`]).
@@ -188,6 +191,7 @@ impl Library {
             name,
             table,
             package: package.map(OnceLock::from).unwrap_or_default(),
+            entry_points: OnceLock::new(),
             sessions: Mutex::new(BTreeMap::new()),
             shape_driver,
             registration: OnceLock::new(),

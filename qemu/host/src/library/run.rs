@@ -121,7 +121,7 @@ impl Library {
         let (job, staged) = self.op_job(function, args, output, options, fill)?;
 
         let started = Instant::now();
-        let report = match debugger {
+        let mut report = match debugger {
             Some(debugger) => {
                 let host = self.host_library(options.sanitize)?;
                 neuroncustomop_hosttier::debug(&host, &job, debugger).map_err(CallError::Host)?
@@ -134,7 +134,7 @@ impl Library {
             return Err(stopped);
         }
         let cores = read_cores(kernel, &report, options, &tensor_names(&job, args.len()))?;
-        let dumped = report.dumps.get(&0).cloned().unwrap_or_default();
+        let dumped = report.dumps.remove(&0).unwrap_or_default();
         let output =
             Array::from_bytes(staged.dtype, staged.shape.clone(), dumped).map_err(|e| CallError::Unfinished {
                 kernel: kernel.into(),

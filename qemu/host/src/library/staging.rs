@@ -4,9 +4,11 @@ use super::arguments::MAX_ARGS;
 use super::{Arg, CallError, Library, Options, Output, Target};
 use crate::compare::canary;
 use neuroncustomop::wrapper_api::{ArgTensor, Dtype, ScalarKind};
-use neuroncustomop_machine::job::{Job, Op, TENSOR_AREA, TENSOR_AREA_SIZE};
+use neuroncustomop_machine::job::{Job, Op, TENSOR_AREA, TENSOR_AREA_SIZE, library_symbols};
+use neuroncustomop_package::package::Package;
 use neuroncustomop_wire::Descriptor;
 use neuroncustomop_wire::job::OutputDump;
+use neuroncustomop_wire::job::{CORES, LibrarySymbols};
 
 /// An op's arguments and output, placed in a job's device memory.
 #[derive(Debug, Clone)]
@@ -128,20 +130,40 @@ impl Library {
         options: &Options,
         fill: Option<&[u8]>,
     ) -> Result<(Job, Staged), CallError> {
+        // No images: the job's entry points are the device package's, read once
+        // ([`Library::entry_points`]); the host tier's loader finds them itself.
+        let images = neuroncustomop_machine::images::Images { name: self.name.clone(), cores: Vec::new() };
         let mut job = match options.target {
-            Target::Device => self.package()?.job(options.cores),
-            Target::Host => {
-                let images = neuroncustomop_machine::images::Images { name: self.name.clone(), cores: Vec::new() };
-                neuroncustomop_package::package::job_for(&images, &self.table, options.cores)
+            Target::Device => {
+                let package = self.package()?;
+                let mut job = neuroncustomop_package::package::job_for(&images, &package.ucode_lib, options.cores)
+                    .map_err(CallError::Job)?;
+                job.header.libraries = self.entry_points(package)?;
+                job
             }
-        }
-        .map_err(CallError::Job)?;
+            Target::Host => {
+                neuroncustomop_package::package::job_for(&images, &self.table, options.cores).map_err(CallError::Job)?
+            }
+        };
         job.header.memcpy_method = options.memcpy as u32;
         job.header.set_max_instructions(options.max_instructions);
         let staged = stage_filled(&mut job, args, output, fill)?;
         let op = Op { function, output: Some(staged.output), inputs: staged.inputs.clone(), dump: staged.dump };
         job.push(&op).map_err(CallError::Job)?;
         Ok((job, staged))
+    }
+}
+
+impl Library {
+    /// The entry points the loader calls in each of `package`'s images (this library's
+    /// device package), read from the images the first time and kept: reading them is
+    /// most of a warm call's host time for a C++ library, whose images are megabytes.
+    fn entry_points(&self, package: &Package) -> Result<[LibrarySymbols; CORES], CallError> {
+        if let Some(symbols) = self.entry_points.get() {
+            return Ok(*symbols);
+        }
+        let symbols = library_symbols(&package.images).map_err(CallError::Job)?;
+        Ok(*self.entry_points.get_or_init(|| symbols))
     }
 }
 
