@@ -13,6 +13,7 @@
 //! | [`stack_switch`] | `switch_stack.o` | running a kernel on a stack in HBM |
 //! | [`multicore`] | `parallel.o` | core id and count |
 //! | [`arch`] | — | everything Xtensa-specific, with a host stand-in for tests |
+//! | [`ranges`] | — | the author's range markers for profiles (no code, no cost) |
 //!
 //! All logic outside [`arch`] builds and is unit-tested on the host.
 //!
@@ -53,6 +54,7 @@ pub mod arch;
 pub mod data_transfer;
 pub mod global;
 pub mod multicore;
+pub mod ranges;
 pub mod stack_switch;
 pub mod start_exit;
 #[cfg(all(any(test, feature = "test-models"), not(target_os = "none")))]

@@ -207,6 +207,43 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
             let (start, dur) = (t["ts"].as_f64().unwrap(), t["dur"].as_f64().unwrap());
             assert!(dur >= want * 0.999 && start + dur <= got * 1.0001, "core {tid}: {t}, {want} µs at least");
         }
+        // The core's thread: the op, its waits and its calls, strictly nested as they ran.
+        let thread: Vec<&serde_json::Value> = spans.iter().copied().filter(|e| e["tid"] == tid).collect();
+        assert_nested(&thread);
+        let functions: Vec<_> = thread.iter().filter(|e| e["cat"] == "function").collect();
+        // The calls the plugin kept are the call paths' instructions: each top-level call
+        // holds exactly what the paths that start with it ran.
+        let depth = |e: &&&serde_json::Value| e["args"]["depth"].as_u64().unwrap();
+        let instructions = |e: &&&serde_json::Value| e["args"]["instructions"].as_u64().unwrap();
+        let named = |e: &&&serde_json::Value, name: &str| e["name"].as_str().unwrap().ends_with(name);
+        for name in ["rust_kernel_entry", "relu::relu_through_tcm"] {
+            let calls: Vec<_> = functions.iter().filter(|e| named(e, name)).collect();
+            assert_eq!(calls.len(), 1, "core {tid}: one call of {name}");
+            let level = depth(calls[0]) as usize;
+            let by_paths: u64 = core
+                .stacks
+                .iter()
+                .filter(|s| s.frames.get(level - 1).is_some_and(|f| f.ends_with(name)))
+                .map(|s| s.instructions)
+                .sum();
+            assert_eq!(instructions(calls[0]), by_paths, "core {tid}: {name}'s call against its call paths");
+        }
+        // The kernel's entry is nearly the whole op (the loader's marker code is the
+        // rest), and in device time it lasts what its instructions cost.
+        let entry = functions.iter().find(|e| named(e, "rust_kernel_entry")).unwrap();
+        let share = instructions(entry) as f64 / core.instructions as f64;
+        assert!(share > 0.99, "core {tid}: {entry}");
+        assert!((entry["dur"].as_f64().unwrap() / got - 1.0).abs() < 0.01, "core {tid}: {entry} in an op of {got} µs");
+        // A callee's time is inside its caller's: the copies (with their waits) and the
+        // element loop of relu_through_tcm's call.
+        let kernel = functions.iter().find(|e| named(e, "relu::relu_through_tcm")).unwrap();
+        let children: f64 =
+            functions.iter().filter(|e| depth(e) == depth(kernel) + 1).map(|e| e["dur"].as_f64().unwrap()).sum();
+        assert!(children > 0.0 && children <= kernel["dur"].as_f64().unwrap() * 1.000_001, "core {tid}: {kernel}");
+        assert!(
+            functions.iter().any(|e| e["name"].as_str().unwrap().contains("copy") && depth(e) > depth(kernel)),
+            "core {tid}: the DMA copies as calls of the kernel"
+        );
     }
     // Two designs of one op compared, as `ncop profile diff` reads them back: the
     // 8-core design spreads the one core's loop over eight, and the DMA waits grow.
@@ -221,6 +258,32 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
     let svg = String::from_utf8(diff_flame(&before, &after).expect("a differential flame graph")).unwrap();
     assert!(svg.contains("<svg") && svg.contains("relu_through_tcm"), "{}", &svg[..svg.len().min(300)]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Asserts that the complete events of one thread nest strictly: each one either
+/// inside the last open one or after it, never across its end (Perfetto's rule for
+/// one thread's slices). Timestamps are compared in nanoseconds, as Perfetto does.
+fn assert_nested(events: &[&serde_json::Value]) {
+    let ns = |us: f64| (us * 1000.0).round() as i64;
+    let mut spans: Vec<(i64, i64, String)> = events
+        .iter()
+        .map(|e| {
+            let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+            (ns(ts), ns(ts + dur), e["name"].as_str().unwrap().to_string())
+        })
+        .collect();
+    // Outer before inner: by start, then the longer first.
+    spans.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    let mut open: Vec<(i64, i64, String)> = Vec::new();
+    for span in spans {
+        while open.last().is_some_and(|last| last.1 <= span.0) {
+            open.pop();
+        }
+        if let Some(last) = open.last() {
+            assert!(span.1 <= last.1, "{span:?} starts inside {last:?} and ends after it");
+        }
+        open.push(span);
+    }
 }
 
 #[test]
@@ -278,4 +341,182 @@ fn a_softmax_on_the_libm_crates_expf_ranks_expf_first_with_what_it_calls() {
     let expf_own = own.iter().find(|hot| hot.name.ends_with("expf")).map_or(0, |hot| hot.instructions);
     assert!(expf_own < first.instructions / 4, "{own:?}");
     assert!(!own[0].name.ends_with("expf"), "{own:?}");
+
+    // The kernel's two loops are the author's ranges (`range_begin!`, `range_end!`):
+    // each passed once, the first with its 64 `expf` calls, the second with its 64
+    // divisions, together nearly all of the softmax call.
+    let core = &profile.cores[0];
+    let passes: Vec<(&str, bool)> = core.ranges.iter().map(|r| (r.name.as_str(), r.unclosed)).collect();
+    assert_eq!(passes, [("exp and sum", false), ("normalise", false)], "{:?}", core.ranges);
+    let [exp, normalise] = [&core.ranges[0], &core.ranges[1]];
+    let expf = |s: &&neuroncustomop_profile::profile::Stack| s.frames.iter().any(|f| f.ends_with("expf"));
+    let in_expf: u64 = core.stacks.iter().filter(expf).map(|s| s.instructions).sum();
+    assert!(exp.instructions > in_expf, "the range holds the calls it makes: {exp:?}, {in_expf} in expf");
+    assert!(normalise.start >= exp.start + exp.instructions, "{normalise:?} after {exp:?}");
+    assert!(normalise.instructions >= 64 * 30, "64 divisions of about 30 instructions: {normalise:?}");
+    let entry: u64 = core.calls.iter().filter(|c| c.depth == 1).map(|c| c.instructions).max().unwrap_or(0);
+    assert!(
+        (exp.instructions + normalise.instructions) as f64 > 0.95 * entry as f64,
+        "{exp:?} {normalise:?} of the kernel's {entry}: {:?}",
+        core.calls
+    );
+    // The summary's range table and the trace's range lanes, priced on the core's clock.
+    let model = CostModel::default();
+    let rows = model.ranges(&profile);
+    let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["exp and sum", "normalise"], "most cycles first: {rows:?}");
+    assert_eq!((rows[0].passes, rows[0].cores, rows[0].instructions), (1, 1, exp.instructions));
+    let cpi = model.predict(&profile).cores[0].cycles / core.instructions as f64;
+    assert!((rows[0].cycles / (exp.instructions as f64 * cpi) - 1.0).abs() < 0.05, "{rows:?} at {cpi} a cycle");
+    let trace = write::trace_json(&profile, &model);
+    let ranges: Vec<_> = trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "range").collect();
+    assert_eq!(ranges.len(), 2, "{ranges:?}");
+    assert_eq!(ranges[0]["args"]["instructions"], exp.instructions);
+}
+
+/// The C kernel `qemu/tests/profile_c/src/divide.c` as an author's project in `dir`,
+/// (re)built with `cflags`: one kernel, edited by a compile-time switch.
+fn divide_built(dir: &std::path::Path, cflags: &[&str]) -> Library {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/divide.c"), include_str!("profile_c/src/divide.c")).unwrap();
+    let flags: Vec<String> = cflags.iter().map(|flag| format!("{flag:?}")).collect();
+    let manifest = format!("name = \"divide\"\ncflags = [{}]\n", flags.join(", "));
+    std::fs::write(dir.join("neuroncustomop.toml"), manifest).unwrap();
+    Library::load(dir).unwrap_or_else(|e| panic!("building divide.c with {cflags:?}: {e}"))
+}
+
+/// `divide` of `x` by 3 on one core, checked against the host's division.
+fn divided(library: &Library, x: &Array, profile: bool) -> Call {
+    let options = Options { cores: 1, profile, ..Options::default() };
+    let call = library
+        .call_with("divide", &[Arg::Tensor(x.clone()), Arg::Float(3.0)], Output::Like(0), &options)
+        .unwrap_or_else(|e| panic!("divide: {}", neuroncustomop_host::library::describe(&e)))
+        .check()
+        .unwrap_or_else(|e| panic!("divide: {e}"));
+    let got = call.output.to_vec::<f32>().unwrap();
+    for (y, x) in got.iter().zip(x.to_vec::<f32>().unwrap()) {
+        assert!((y - x / 3.0).abs() <= (x / 3.0).abs() * 1e-6, "{x} / 3 gave {y}");
+    }
+    call
+}
+
+/// The number of the line of `divide.c` that holds `text`.
+fn divide_line(text: &str) -> usize {
+    let source = include_str!("profile_c/src/divide.c");
+    source.lines().position(|line| line.contains(text)).expect("in divide.c") + 1
+}
+
+/// `src/divide.c:LINE`, as a profile names the line.
+fn divide_at(line: usize) -> String {
+    format!("src/divide.c:{line}")
+}
+
+#[test]
+fn range_markers_cost_no_instruction_and_a_profile_diff_shows_what_an_edit_bought() {
+    use neuroncustomop_machine::elf;
+    let dir = std::env::temp_dir().join(format!("neuroncustomop-divide-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let elements = 4096;
+    let x = generate(
+        neuroncustomop::wrapper_api::Dtype::Float32,
+        vec![elements],
+        Distribution::Uniform { low: -100.0, high: 100.0 },
+        7,
+    );
+    let plain = divide_built(&dir, &[]);
+    let (plain_call, plain_profiled) = (divided(&plain, &x, false), divided(&plain, &x, true));
+    let text = |library: &Library| {
+        let image = std::fs::read(&library.package().expect("packaged").images.cores[0]).unwrap();
+        let text = elf::section(&image, ".text").unwrap().expect("a .text").to_vec();
+        let loaded: u32 = elf::load_segments(&image).unwrap().iter().map(|s| s.memsz).sum();
+        (text, loaded)
+    };
+    let plain_text = text(&plain);
+
+    // The same kernel with its loop between range markers: the same code, the same
+    // loaded bytes, the same count, profiled or not.
+    let ranged = divide_built(&dir, &["-DRANGES"]);
+    assert!(plain_text == text(&ranged), "the markers changed the code or the loaded image");
+    let (ranged_call, ranged_profiled) = (divided(&ranged, &x, false), divided(&ranged, &x, true));
+    assert_eq!(ranged_call.instructions, plain_call.instructions, "a marker costs no instruction");
+    let (before, ranged_profile) = (plain_profiled.profile.unwrap(), ranged_profiled.profile.unwrap());
+    assert_eq!(ranged_profile.instructions(), before.instructions());
+    assert!(before.cores[0].ranges.is_empty(), "no markers, no ranges");
+    // The range holds the loop's lines and the division each element calls.
+    let core = &ranged_profile.cores[0];
+    let [range] = core.ranges.as_slice() else { panic!("one pass: {:?}", core.ranges) };
+    assert_eq!((range.name.as_str(), range.unclosed), ("divide loop", false));
+    let line = |l: &neuroncustomop_profile::profile::Line| format!("{}:{}", l.file, l.line);
+    // The plain loop: its `for` line and its body's.
+    let body = divide_line("src[i] / d");
+    let loop_lines: u64 = core
+        .lines
+        .iter()
+        .filter(|l| [divide_at(body - 1), divide_at(body)].iter().any(|want| line(l).ends_with(want)))
+        .map(|l| l.instructions)
+        .sum();
+    let division: u64 = core.functions.iter().filter(|f| f.name == "__divsf3").map(|f| f.instructions).sum();
+    assert!(division >= 20 * elements as u64, "{:?}", core.functions);
+    // Up to the few instructions of the loop's set-up and exit that the compiler put
+    // before the `for` line's first instruction or after the loop (the markers take
+    // effect at line starts): 34 here.
+    let inside = loop_lines + division;
+    assert!(
+        range.instructions.abs_diff(inside) <= 64,
+        "the range {range:?} against its lines' {loop_lines} and the divisions' {division}"
+    );
+    let rows = CostModel::default().ranges(&ranged_profile);
+    assert_eq!((rows.len(), rows[0].passes, rows[0].instructions), (1, 1, range.instructions), "{rows:?}");
+
+    // The edit: a multiply by the reciprocal. `ncop profile diff` of the two profiles
+    // shows the divisions gone and the loop's line moved, and draws it.
+    let edited = divide_built(&dir, &["-DRECIPROCAL"]);
+    let after = divided(&edited, &x, true).profile.unwrap();
+    let model = CostModel::default();
+    let (before_dir, after_dir, out) = (dir.join("before"), dir.join("after"), dir.join("diff"));
+    write::write(&before, &model, &before_dir).expect("written");
+    write::write(&after, &model, &after_dir).expect("written");
+    let d = diff(&write::read(&before_dir).unwrap(), &write::read(&after_dir).unwrap());
+    let find = |deltas: &[neuroncustomop_profile::diff::Delta], name: &str| {
+        deltas.iter().find(|d| d.name.ends_with(name)).cloned().unwrap_or_else(|| panic!("no {name} in {deltas:?}"))
+    };
+    let divsf3 = find(&d.functions, "__divsf3");
+    assert_eq!(divsf3.before, division);
+    assert_eq!(divsf3.after * elements as u64, division, "one division left: {divsf3:?}");
+    assert_eq!(d.functions[0].name, "__divsf3", "the largest change first: {:?}", d.functions);
+    let old_line = find(&d.lines, &divide_at(divide_line("src[i] / d")));
+    let new_line = find(&d.lines, &divide_at(divide_line("src[i] * r")));
+    assert!(old_line.before >= 3 * elements as u64 && old_line.after == 0, "{old_line:?}");
+    assert!(new_line.before == 0 && new_line.after >= 3 * elements as u64, "{new_line:?}");
+    let saved = d.total.before - d.total.after;
+    assert!(saved >= divsf3.before - divsf3.after, "{:?}", d.total);
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ncop"))
+        .args(["profile", "diff"])
+        .args([&before_dir, &after_dir])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let total = format!("{} -> {} instructions", d.total.before, d.total.after);
+    assert!(stdout.contains(&total), "{stdout}");
+    let row = format!("{:>+12}", divsf3.change());
+    assert!(stdout.lines().any(|l| l.contains(&row) && l.ends_with("__divsf3")), "{stdout}");
+    let folded = std::fs::read_to_string(out.join("diff.folded")).unwrap();
+    let paths = |name: &str| {
+        folded.lines().filter(|l| l.rsplitn(3, ' ').nth(2).is_some_and(|path| path.ends_with(name))).fold(
+            (0, 0),
+            |(b, a), l| {
+                let mut counts = l.rsplitn(3, ' ').map(|n| n.parse::<u64>().unwrap_or(0));
+                let (after, before) = (counts.next().unwrap(), counts.next().unwrap());
+                (b + before, a + after)
+            },
+        )
+    };
+    assert_eq!(paths(";__divsf3"), (divsf3.before, divsf3.after), "{folded}");
+    let svg = std::fs::read_to_string(out.join("diff.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("__divsf3"), "{}", &svg[..svg.len().min(300)]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

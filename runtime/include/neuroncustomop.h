@@ -305,6 +305,9 @@ void neuron_cxx_heap_room(size_t* free_bytes, size_t* largest_free);
 } /* extern "C" */
 #endif
 
+/* The author's range markers for profiles: no code, no cost. */
+#include "neuroncustomop_range.h"
+
 #undef NEURONCUSTOMOP_STATIC_ASSERT
 #undef NEURONCUSTOMOP_NORETURN
 

@@ -518,6 +518,13 @@ impl Session {
                             Argument::DmaWindow(neuroncustomop::data_transfer::dma::DMA_QUEUE_WINDOW as u32),
                             Argument::Tensors(tensors),
                         ]);
+                        // The author's range markers, in each core's library image.
+                        for image in &library.cores[..cores] {
+                            let markers = crate::ranges::markers(image)
+                                .map_err(|e| RunError::Plugin(PluginError::Io(e.to_string())))?;
+                            let pcs = markers.iter().flat_map(|marker| &marker.pcs);
+                            arguments.extend(pcs.map(|&pc| Argument::Mark(pc)));
+                        }
                         // Only the cores' code: the DMA engine's core stays uninstrumented.
                         for image in library.cores[..cores].iter().chain(&loader.cores[..cores]) {
                             let bytes = std::fs::read(image).map_err(RunError::Io)?;

@@ -25,6 +25,7 @@ impl std::error::Error for ElfError {}
 
 const PT_LOAD: u32 = 1;
 const SHT_SYMTAB: u32 = 2;
+const SHT_NOBITS: u32 = 8;
 
 fn u16_at(bytes: &[u8], at: usize) -> Result<u16, ElfError> {
     let b = bytes.get(at..at + 2).ok_or(ElfError("truncated"))?;
@@ -120,6 +121,32 @@ pub fn symbol_range(bytes: &[u8], name: &str) -> Result<Option<std::ops::Range<u
                 return Ok(Some(value..value.saturating_add(u32_at(bytes, entry + 8)?)));
             }
         }
+    }
+    Ok(None)
+}
+
+/// The contents of the section `name` in the file, if the image has one (of any type:
+/// an unallocated section's bytes are in the file too).
+pub fn section<'a>(bytes: &'a [u8], name: &str) -> Result<Option<&'a [u8]>, ElfError> {
+    check_header(bytes)?;
+    let shoff = u32_at(bytes, 0x20)? as usize;
+    let shentsize = u16_at(bytes, 0x2E)? as usize;
+    let shnum = u16_at(bytes, 0x30)? as usize;
+    let shstrndx = u16_at(bytes, 0x32)? as usize;
+    let header = |i: usize| shoff + i * shentsize;
+    let names = u32_at(bytes, header(shstrndx) + 16)? as usize;
+    for i in 0..shnum {
+        let name_at = names + u32_at(bytes, header(i))? as usize;
+        let tail = bytes.get(name_at..).ok_or(ElfError("section name out of range"))?;
+        let end = tail.iter().position(|&b| b == 0).ok_or(ElfError("unterminated name"))?;
+        if &tail[..end] != name.as_bytes() {
+            continue;
+        }
+        if u32_at(bytes, header(i) + 4)? == SHT_NOBITS {
+            return Ok(Some(&[]));
+        }
+        let (offset, size) = (u32_at(bytes, header(i) + 16)? as usize, u32_at(bytes, header(i) + 20)? as usize);
+        return bytes.get(offset..offset + size).map(Some).ok_or(ElfError("section past the end of the file"));
     }
     Ok(None)
 }

@@ -12,7 +12,8 @@
 //!   plugin ([`plugin`]: building it, its arguments, its lines);
 //! - [`job`] and [`device`]: the loader's job, and what it reports;
 //! - [`findings`]: what the memory checks found; [`symbolize`]: device faults and
-//!   findings as function names and source lines.
+//!   findings as function names and source lines; [`ranges`]: the author's range
+//!   markers in an image, for the profile.
 //!
 //! It must NOT know op authors' projects, packages, `ucode_lib.json` or the host API:
 //! it takes images (paths to ELF files) and jobs, and never finds a library by name;
@@ -34,5 +35,6 @@ pub mod lock;
 pub mod machine;
 pub mod plugin;
 pub mod process;
+pub mod ranges;
 pub mod symbolize;
 pub mod toolchain;

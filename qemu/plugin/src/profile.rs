@@ -2,10 +2,11 @@
 //! went, by PC and by call path, which memory they touched, and a timeline. Without
 //! `profile=1` the module instruments nothing. Its other arguments: `dma=HEX`, the
 //! SoC's DMA queue window (for the DMA bytes), `tensors=LO-HI`, the tensor area (for
-//! the output elements each core wrote), and `code=LO-HI` (any number): the code to
-//! profile, the library's and the loaders' images; the DMA engine's core runs
-//! elsewhere and is left at full speed (a slowed engine makes the cores' DMA waits
-//! time out).
+//! the output elements each core wrote), `code=LO-HI` (any number): the code to
+//! profile, the library's and the loaders' images (the DMA engine's core runs
+//! elsewhere and is left at full speed: a slowed engine makes the cores' DMA waits
+//! time out), and `mark=PC` (any number): where the author's range markers take
+//! effect (the host reads them from the library's `.ncop_ranges` section).
 //!
 //! Counting stays cheap; profiling is asked for (`ncop run --profile`) and costs more:
 //!
@@ -16,6 +17,8 @@
 //! | loads and stores | a memory callback per access, counted per 16 MiB page of the address, and per PC and page, per vCPU | yes |
 //! | DMA bytes | the `len` the core stores into its m2s queue's descriptors (`dma.rs`) | yes |
 //! | the timeline | the host's monotonic clock at the op's start and end, each `waiti` and its wake, each DMA transfer queued | wall time of the simulation, not of the device |
+//! | each call (a frame) | the shadow call stack's push and pop, at the core's instruction count | yes, down to the depth kept (below) |
+//! | range markers | a callback on each `mark=PC` instruction, at the core's instruction count | yes |
 //!
 //! The call stack is the real calls only (`call0`/`call4`/`call8`/`call12` and their
 //! `callx` forms); inlined functions show in the per-PC figures, which the host folds
@@ -42,7 +45,12 @@
 //!   output to count the elements each core wrote;
 //! - `Line::Event`: the op, each sleep, each DMA transfer: `ns` from the plugin's
 //!   start, `at` the core's instructions since its start PC; at most [`MAX_EVENTS`]
-//!   (then `Line::Events` counts those dropped).
+//!   (then `Line::Events` counts those dropped);
+//! - `Line::Frame`: each call, its entry and length in the core's instructions; at
+//!   most [`MAX_FRAMES`]: past it the deepest level kept is dropped whole, so the top
+//!   frames stay complete (`Line::Frames` says the depth kept and the calls dropped);
+//! - `Line::Mark`: each range marker the core passed, in order (at most
+//!   [`MAX_EVENTS`], counted with the events past it).
 
 use crate::calls::{CallStack, Step, is_call};
 use crate::count::Entry;
@@ -65,6 +73,8 @@ const CHUNK: usize = 1024;
 const MAX_VCPUS: usize = 16;
 /// Timeline events kept per core and op; past it they are dropped (and counted).
 pub const MAX_EVENTS: usize = 100_000;
+/// Calls kept per core and op ([`Line::Frame`]); past it the deepest level goes.
+pub const MAX_FRAMES: usize = 50_000;
 /// Written ranges kept per core and op before they are merged, and the most reported.
 const MAX_RANGES: usize = 1 << 16;
 /// The queues' window: room for far more cores than the board's.
@@ -127,6 +137,14 @@ struct Event {
     at: u64,
 }
 
+/// One call, closed: its entry, depth, and instructions at entry and in all.
+struct Frame {
+    pc: u32,
+    depth: u32,
+    at: u64,
+    len: u64,
+}
+
 /// What one vCPU gathered since its start PC.
 #[derive(Default)]
 struct Core {
@@ -141,6 +159,16 @@ struct Core {
     calls: CallStack,
     /// The node of each of its frames, the loader's root at the bottom.
     path: Vec<usize>,
+    /// Each frame above the root: its entry and the instructions run before it.
+    open: Vec<(u32, u64)>,
+    /// The calls that returned, down to `frame_depth`.
+    frames: Vec<Frame>,
+    /// The deepest call kept (lowered when [`MAX_FRAMES`] is passed).
+    frame_depth: u32,
+    /// Calls not kept: deeper than `frame_depth`.
+    frames_dropped: u64,
+    /// Each range marker passed: its PC and the instructions run before it.
+    marks: Vec<(u32, u64)>,
     /// Loads and stores per 16 MiB page.
     memory: Vec<[u64; 2]>,
     /// Loads and stores per PC and 16 MiB page.
@@ -169,6 +197,7 @@ impl Core {
             started_ns: ns,
             nodes: vec![Node { pc: 0, parent: 0, count: 0 }],
             path: vec![0],
+            frame_depth: u32::MAX,
             memory: vec![[0; 2]; 256],
             ..Core::default()
         };
@@ -204,12 +233,40 @@ impl Core {
                     self.nodes.push(Node { pc, parent, count: 0 });
                 }
                 self.path.push(node);
+                self.open.push((pc as u32, executed - self.started));
             }
             Step::Returned => {
                 self.attribute(executed);
-                self.path.truncate(self.calls.frames().len() + 1);
+                let frames = self.calls.frames().len();
+                self.path.truncate(frames + 1);
+                self.close_frames(frames, executed);
             }
             Step::Within => {}
+        }
+    }
+
+    /// The frames above the first `keep` have returned (or the op ended) at `executed`.
+    fn close_frames(&mut self, keep: usize, executed: u64) {
+        let now = executed - self.started;
+        while self.open.len() > keep {
+            let Some((pc, at)) = self.open.pop() else { break };
+            let depth = self.open.len() as u32 + 1;
+            if depth > self.frame_depth {
+                self.frames_dropped += 1;
+                continue;
+            }
+            self.frames.push(Frame { pc, depth, at, len: now - at });
+            if self.frames.len() > MAX_FRAMES {
+                // Too many calls: the deepest level goes whole, so the top frames stay
+                // complete; at depth 1 (the loader's calls) the newest go.
+                let deepest = self.frames.iter().map(|f| f.depth).max().unwrap_or(1);
+                self.frame_depth = deepest.saturating_sub(1).max(1);
+                let before = self.frames.len();
+                let limit = self.frame_depth;
+                self.frames.retain(|f| f.depth <= limit);
+                self.frames.truncate(MAX_FRAMES);
+                self.frames_dropped += (before - self.frames.len()) as u64;
+            }
         }
     }
 
@@ -258,6 +315,9 @@ impl Core {
 /// The profiling module: `None` inside when the arguments do not say `profile=1`.
 pub(crate) struct Profile(Option<(Arc<Profiler>, Vec<std::ops::Range<u64>>)>);
 
+/// The range markers' PCs (`mark=PC`).
+type Marks = std::collections::HashSet<u64>;
+
 impl Profile {
     /// Takes `profile`, `dma` and `tensors`; allocates the running totals.
     pub(crate) fn install(args: &mut Arguments<'_>) -> Result<Box<dyn Module>, String> {
@@ -275,6 +335,13 @@ impl Profile {
             Argument::Code(code) => Some(range(code)),
             _ => None,
         });
+        let marks: Marks = args
+            .take(|argument| match argument {
+                Argument::Mark(pc) => Some(u64::from(*pc)),
+                _ => None,
+            })
+            .into_iter()
+            .collect();
         let (dma, tensors) = (dma.last().copied(), tensors.last().cloned());
         if !profile {
             return Ok(Box::new(Profile(None)));
@@ -282,7 +349,7 @@ impl Profile {
         // SAFETY: allocates QEMU's zeroed per-vCPU u64; never freed, as `Entry` relies on.
         let board = unsafe { qemu_plugin_scoreboard_new(size_of::<u64>()) };
         let executed = Entry(PluginU64 { score: board, offset: 0 });
-        Ok(Box::new(Profile(Some((Profiler::new(executed, dma, tensors), code)))))
+        Ok(Box::new(Profile(Some((Profiler::new(executed, dma, tensors, marks), code)))))
     }
 }
 
@@ -335,12 +402,14 @@ struct Profiler {
     dma: Option<u64>,
     /// The tensor area, when given (`tensors=LO-HI`).
     tensors: Option<std::ops::Range<u64>>,
+    /// The range markers' PCs.
+    marks: Marks,
 }
 
 impl Profiler {
     /// A profiler keeping each vCPU's running total in `executed`; `dma` is the DMA
-    /// queue window, `tensors` the tensor area.
-    fn new(executed: Entry, dma: Option<u64>, tensors: Option<std::ops::Range<u64>>) -> Arc<Self> {
+    /// queue window, `tensors` the tensor area, `marks` the range markers' PCs.
+    fn new(executed: Entry, dma: Option<u64>, tensors: Option<std::ops::Range<u64>>, marks: Marks) -> Arc<Self> {
         Arc::new(Self {
             executed,
             slots: Mutex::default(),
@@ -349,6 +418,7 @@ impl Profiler {
             epoch: Instant::now(),
             dma,
             tensors,
+            marks,
         })
     }
 
@@ -390,6 +460,24 @@ impl Profiler {
         let pc = insn.vaddr();
         let text = insn.disas().unwrap_or_default();
         let mnemonic = text.split_whitespace().next().unwrap_or("?").to_string();
+        if self.marks.contains(&pc) {
+            // Before the instruction's own counter: `at` is the instructions before it.
+            let me = Arc::clone(self);
+            insn.register_execute_callback_flags(
+                move |vcpu| {
+                    let executed = me.executed.get(vcpu);
+                    if let Some(mut core) = me.active(vcpu) {
+                        let at = executed - core.started;
+                        if core.marks.len() < MAX_EVENTS {
+                            core.marks.push((pc as u32, at));
+                        } else {
+                            core.dropped += 1;
+                        }
+                    }
+                },
+                CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+            );
+        }
         let entry = {
             let mut slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let slot = slots.slot(pc, || mnemonic.clone());
@@ -501,6 +589,7 @@ impl Profiler {
         let ns = self.now();
         let Some(mut core) = self.core(vcpu).filter(|core| core.active) else { return };
         core.attribute(executed);
+        core.close_frames(0, executed);
         core.active = false;
         if let Some(active) = self.active.get(vcpu as usize) {
             active.store(false, Ordering::Relaxed);
@@ -532,6 +621,15 @@ impl Profiler {
         core.events.insert(0, Event { kind: EventKind::Op, ns: started_ns, dur: ns - started_ns, bytes: 0, at: total });
         for &Event { kind, ns, dur, bytes, at } in &core.events {
             lines.push(Line::Event { core: vcpu, kind, ns, dur, bytes, at });
+        }
+        for &Frame { pc, depth, at, len } in &core.frames {
+            lines.push(Line::Frame { core: vcpu, pc, depth, at, len });
+        }
+        let deepest = core.frames.iter().map(|f| f.depth).max().unwrap_or(0);
+        let depth = if core.frames_dropped > 0 { core.frame_depth } else { deepest };
+        lines.push(Line::Frames { core: vcpu, depth, dropped: core.frames_dropped });
+        for &(pc, at) in &core.marks {
+            lines.push(Line::Mark { core: vcpu, pc, at });
         }
         if core.dropped > 0 {
             lines.push(Line::Events { core: vcpu, dropped: core.dropped });

@@ -11,9 +11,10 @@ use crate::cost::CostModel;
 use crate::lines::{self, RawCore};
 use crate::mix::Class;
 use crate::profile::{
-    Accesses, CoreProfile, Event, EventKind, Function, Instruction, Output, Profile, ProfileError, Region, Stack,
-    inclusive,
+    Accesses, Call, CoreProfile, Event, EventKind, Function, Instruction, Output, Profile, ProfileError, RangePass,
+    Region, Stack, inclusive,
 };
+use neuroncustomop_machine::ranges::{self, Kind};
 use neuroncustomop_machine::symbolize::{Place, Symbolizer};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -127,6 +128,8 @@ pub struct Folder {
     disassembly: Disassembly,
     /// The cost model that prices the line table (the shipped one).
     model: CostModel,
+    /// The author's range markers of every image, by the PC where each takes effect.
+    markers: BTreeMap<u32, Vec<(String, Kind)>>,
 }
 
 /// The functions that wait for the DMA engine, by name (inlined or not): the runtime's
@@ -142,10 +145,45 @@ impl Folder {
     /// [`ProfileError`] when an image or its DWARF cannot be read.
     pub fn new(images: &[PathBuf]) -> Result<Self, ProfileError> {
         let mut disassembly = Disassembly::default();
+        let mut markers: BTreeMap<u32, Vec<(String, Kind)>> = BTreeMap::new();
         for image in images {
             disassembly.add(image);
+            let found = ranges::markers(image)
+                .map_err(|e| ProfileError::Image { path: image.clone(), message: e.to_string() })?;
+            for marker in found {
+                for &pc in &marker.pcs {
+                    markers.entry(pc).or_default().push((marker.name.clone(), marker.kind));
+                }
+            }
         }
-        Ok(Self { symbols: Symbolizer::new(images)?, cache: BTreeMap::new(), disassembly, model: CostModel::default() })
+        let model = CostModel::default();
+        Ok(Self { symbols: Symbolizer::new(images)?, cache: BTreeMap::new(), disassembly, model, markers })
+    }
+
+    /// The passes through the author's ranges that the markers `marks` (PC, instructions
+    /// before it, in order) make on a core whose op ran `end` instructions: a begin
+    /// opens its range unless open, an end closes it if open; at one PC the ends come
+    /// first. A range still open at the op's end runs to it.
+    fn passes(&self, marks: &[(u32, u64)], end: u64) -> Vec<RangePass> {
+        let mut open: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut passes = Vec::new();
+        for &(pc, at) in marks {
+            let Some(markers) = self.markers.get(&pc) else { continue };
+            for (name, _) in markers.iter().filter(|(_, kind)| *kind == Kind::End) {
+                if let Some(start) = open.remove(name.as_str()) {
+                    passes.push(RangePass { name: name.clone(), start, instructions: at - start, unclosed: false });
+                }
+            }
+            for (name, _) in markers.iter().filter(|(_, kind)| *kind == Kind::Begin) {
+                open.entry(name).or_insert(at);
+            }
+        }
+        for (name, start) in open {
+            let instructions = end.saturating_sub(start);
+            passes.push(RangePass { name: name.into(), start, instructions, unclosed: true });
+        }
+        passes.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| b.instructions.cmp(&a.instructions)));
+        passes
     }
 
     /// The functions at `pc`, innermost first (never empty).
@@ -243,6 +281,19 @@ impl Folder {
             })
             .collect();
         let lines = crate::annotate::lines(&pcs, &self.model);
+        let mut calls: Vec<Call> = raw
+            .frames
+            .iter()
+            .map(|frame| Call {
+                name: self.places(frame.pc).last().map_or_else(|| "?".into(), |p| p.function.clone()),
+                depth: frame.depth,
+                start: frame.at,
+                instructions: frame.len,
+            })
+            .collect();
+        // A caller before its callees: by entry, then the longer (outer) first.
+        calls.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.depth.cmp(&b.depth)));
+        let ranges = self.passes(&raw.marks, instructions);
         CoreProfile {
             core,
             instructions,
@@ -260,6 +311,10 @@ impl Folder {
             dma_transfers: raw.dma.1,
             events,
             dropped_events: raw.dropped_events,
+            calls,
+            calls_depth: raw.frame_depth,
+            calls_dropped: raw.frames_dropped,
+            ranges,
             elements_written: output.zip(raw.written.as_deref()).map(|(output, ranges)| output.elements_in(ranges)),
         }
     }

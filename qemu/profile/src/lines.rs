@@ -27,6 +27,28 @@ pub struct RawCore {
     /// The byte ranges it stored to in the tensor area, merged; `None` when the plugin
     /// could not keep them (too many) or was not told the area.
     pub written: Option<Vec<(u64, u64)>>,
+    /// Each call down to `frame_depth`, in the order they returned.
+    pub frames: Vec<RawFrame>,
+    /// The deepest call kept, and the calls deeper than it, not kept.
+    pub frame_depth: u32,
+    /// Calls deeper than `frame_depth`, not kept.
+    pub frames_dropped: u64,
+    /// Each range marker the core reached, in order: its PC and the instructions run
+    /// before it.
+    pub marks: Vec<(u32, u64)>,
+}
+
+/// One call as the plugin wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawFrame {
+    /// The function's entry.
+    pub pc: u32,
+    /// Its depth: 1 for a function the loader called.
+    pub depth: u32,
+    /// The core's instructions since the op started, at its entry.
+    pub at: u64,
+    /// Its instructions, its callees' included.
+    pub len: u64,
 }
 
 /// One timeline event as the plugin wrote it.
@@ -61,6 +83,9 @@ pub fn parse<S: AsRef<str>>(lines: &[S]) -> RawCore {
             Line::Event { kind, ns, dur, bytes, at, .. } => raw.events.push(RawEvent { kind, ns, dur, bytes, at }),
             Line::Events { dropped, .. } => raw.dropped_events = dropped,
             Line::Wrote { ranges, .. } => raw.written = ranges.map(|ranges| ranges.iter().collect()),
+            Line::Frame { pc, depth, at, len, .. } => raw.frames.push(RawFrame { pc, depth, at, len }),
+            Line::Frames { depth, dropped, .. } => (raw.frame_depth, raw.frames_dropped) = (depth, dropped),
+            Line::Mark { pc, at, .. } => raw.marks.push((pc, at)),
             _ => {}
         }
     }
@@ -83,6 +108,9 @@ mod tests {
             Line::Dma { core: 1, bytes: 4096, transfers: 1 },
             Line::Event { core: 1, kind: EventKind::Op, ns: 100, dur: 50, bytes: 0, at: 7 },
             Line::Wrote { core: 1, ranges: Some(List::Raw(&ranges)) },
+            Line::Frame { core: 1, pc: 0x8400_0010, depth: 1, at: 3, len: 9 },
+            Line::Frames { core: 1, depth: 1, dropped: 4 },
+            Line::Mark { core: 1, pc: 0x8400_0014, at: 5 },
             Line::Count { core: 1, instructions: 17 },
         ];
         let text = |lines: &[Line<'_>]| lines.iter().map(Line::to_string).collect::<Vec<_>>();
@@ -94,7 +122,10 @@ mod tests {
         assert_eq!(one.dma, (4096, 1));
         assert_eq!(one.events[0], RawEvent { kind: EventKind::Op, ns: 100, dur: 50, bytes: 0, at: 7 });
         assert_eq!(one.written, Some(ranges.to_vec()));
-        assert_eq!(parse(&text(&lines[7..])).written, None, "no WROTE line");
+        assert_eq!(one.frames, [RawFrame { pc: 0x8400_0010, depth: 1, at: 3, len: 9 }]);
+        assert_eq!((one.frame_depth, one.frames_dropped), (1, 4));
+        assert_eq!(one.marks, [(0x8400_0014, 5)]);
+        assert_eq!(parse(&text(&lines[10..])).written, None, "no WROTE line");
         assert_eq!(parse(&text(&[Line::Wrote { core: 2, ranges: None }])).written, None, "too many ranges");
         let nothing = Line::Wrote { core: 2, ranges: Some(List::EMPTY) };
         assert_eq!(parse(&text(&[nothing])).written, Some(vec![]), "wrote nothing");

@@ -186,6 +186,34 @@ pub enum EventKind {
     Dma,
 }
 
+/// One call of a function on one core, as it ran: a function span of the trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Call {
+    /// The function, as the call paths name it.
+    pub name: String,
+    /// Its depth in the call stack: 1 for a function the loader called (the kernel's
+    /// entry).
+    pub depth: u32,
+    /// The core's instructions since the op started, at its entry.
+    pub start: u64,
+    /// Its instructions, its callees' included.
+    pub instructions: u64,
+}
+
+/// One pass through an author's range on one core (`range_begin!` to `range_end!`,
+/// `NCOP_RANGE_BEGIN` to `NCOP_RANGE_END`: the runtime's `ranges` module).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RangePass {
+    /// The range's name.
+    pub name: String,
+    /// The core's instructions since the op started, at its begin marker.
+    pub start: u64,
+    /// Its instructions, the functions it called included.
+    pub instructions: u64,
+    /// The op ended before its end marker was reached: it runs to the op's end.
+    pub unclosed: bool,
+}
+
 /// One core's profile of the op.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CoreProfile {
@@ -227,6 +255,19 @@ pub struct CoreProfile {
     pub events: Vec<Event>,
     /// Timeline events past the plugin's limit, not kept.
     pub dropped_events: u64,
+    /// Each call down to `calls_depth`, in the order they began (a caller before its
+    /// callees).
+    #[serde(default)]
+    pub calls: Vec<Call>,
+    /// The deepest call in `calls`; deeper ones were too many to keep.
+    #[serde(default)]
+    pub calls_depth: u32,
+    /// Calls deeper than `calls_depth`, not kept.
+    #[serde(default)]
+    pub calls_dropped: u64,
+    /// Each pass through an author's range, in the order they began.
+    #[serde(default)]
+    pub ranges: Vec<RangePass>,
     /// Elements of the op's output this core stored to; `None` when not known (the
     /// plugin kept no ranges, or no output was given).
     pub elements_written: Option<u64>,

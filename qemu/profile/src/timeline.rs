@@ -13,6 +13,11 @@
 //!   other are one batch, and after a batch's last the core idles until the batch is
 //!   done. The wait's own instructions ([`crate::profile::Instruction::waiting`]) are
 //!   not work: they are taken out of the positions, an equal part after each batch.
+//! - Anything else the plugin saw at an instruction (a function's call and return, an
+//!   author's range marker) falls where that instruction does on the same clock
+//!   ([`Clock`]), so the function spans and ranges nest in the op as they ran, and a
+//!   span lasts its instructions at the core's mean busy cycles per instruction, plus
+//!   the waits inside it.
 
 use crate::cost::{CorePrediction, CostModel, Prediction};
 use crate::profile::{CoreProfile, EventKind, Profile};
@@ -40,6 +45,57 @@ impl Span {
     }
 }
 
+/// One wait on a core's [`Clock`]: the instructions it stands for and its device time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Wait {
+    /// Its first instruction (the batch's last transfer queued) and how many it holds.
+    from: f64,
+    instructions: f64,
+    /// Where it starts in cycles, and its idle cycles (0 when the batch was done).
+    start: f64,
+    cycles: f64,
+}
+
+/// Where each instruction of a core's op falls in device time: the busy instructions
+/// at the core's mean cycles per busy instruction, each batch's wait instructions
+/// spread over the wait.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Clock {
+    per_instruction: f64,
+    busy_instructions: f64,
+    waits: Vec<Wait>,
+}
+
+impl Clock {
+    /// Cycles from the op's start to the core's `instruction`-th (instructions since
+    /// the op's start, as the plugin counts them).
+    pub fn cycles_at(&self, instruction: f64) -> f64 {
+        let (mut removed, mut idle) = (0.0, 0.0);
+        for wait in &self.waits {
+            if instruction <= wait.from {
+                break;
+            }
+            if instruction < wait.from + wait.instructions {
+                return wait.start + wait.cycles * (instruction - wait.from) / wait.instructions;
+            }
+            removed += wait.instructions;
+            idle += wait.cycles;
+        }
+        (instruction - removed).clamp(0.0, self.busy_instructions) * self.per_instruction + idle
+    }
+
+    /// `instruction`, or the end of the wait it falls inside: a span that starts or
+    /// ends inside a wait is taken to contain it or to follow it, so the waits and the
+    /// spans nest (the wait's instructions are placed after its batch as a block, not
+    /// where each ran).
+    pub fn outside_waits(&self, instruction: f64) -> f64 {
+        self.waits
+            .iter()
+            .find(|w| instruction > w.from && instruction < w.from + w.instructions)
+            .map_or(instruction, |w| w.from + w.instructions)
+    }
+}
+
 /// One core's op in device time.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Timeline {
@@ -51,6 +107,9 @@ pub struct Timeline {
     pub waits: Vec<Span>,
     /// Each transfer on the core's DMA lane, from queued to done.
     pub transfers: Vec<Span>,
+    /// Where each instruction falls.
+    #[serde(skip)]
+    pub clock: Clock,
 }
 
 impl Timeline {
@@ -79,7 +138,7 @@ pub fn core(model: &CostModel, profile: &CoreProfile, busy: f64, cores: usize) -
     }
     let wait_per_batch = if batches.is_empty() { 0.0 } else { profile.waiting as f64 / batches.len() as f64 };
     let (mut idle, mut lane_free) = (0.0, 0.0);
-    let (mut waits, mut spans) = (Vec::new(), Vec::new());
+    let (mut waits, mut spans, mut clock_waits) = (Vec::new(), Vec::new(), Vec::new());
     for (done_before, batch) in batches.iter().enumerate() {
         // Busy instructions before `at`: the waits after the batches before it are not.
         let busy_at =
@@ -96,12 +155,16 @@ pub fn core(model: &CostModel, profile: &CoreProfile, busy: f64, cores: usize) -
         }
         let last = batch.last().map_or(0, |t| t.0);
         let waiting_from = busy_at(last) * per_instruction + idle;
-        if done > waiting_from {
-            waits.push(Span { start: waiting_from, cycles: done - waiting_from, bytes: 0 });
-            idle += done - waiting_from;
+        let cycles = (done - waiting_from).max(0.0);
+        clock_waits.push(Wait { from: last as f64, instructions: wait_per_batch, start: waiting_from, cycles });
+        if cycles > 0.0 {
+            waits.push(Span { start: waiting_from, cycles, bytes: 0 });
+            idle += cycles;
         }
     }
-    Timeline { core: profile.core, op: Span { start: 0.0, cycles: busy + idle, bytes: 0 }, waits, transfers: spans }
+    let clock = Clock { per_instruction, busy_instructions: busy_instructions as f64, waits: clock_waits };
+    let op = Span { start: 0.0, cycles: busy + idle, bytes: 0 };
+    Timeline { core: profile.core, op, waits, transfers: spans, clock }
 }
 
 /// The cost model's predictions, made here because they are the timeline's sums: one
@@ -131,5 +194,59 @@ impl CostModel {
     /// Each core's device-time timeline.
     pub fn timelines(&self, profile: &Profile) -> Vec<Timeline> {
         profile.cores.iter().map(|c| self.core(c, profile.cores.len()).1).collect()
+    }
+}
+
+/// One author's range over every core: its passes, their instructions and device time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RangeRow {
+    /// The range's name.
+    pub name: String,
+    /// Passes through it, all cores.
+    pub passes: usize,
+    /// Cores that passed through it.
+    pub cores: usize,
+    /// Of the passes, those the op's end closed (no end marker reached).
+    pub unclosed: usize,
+    /// Instructions of its passes, the functions called included, all cores.
+    pub instructions: u64,
+    /// Their predicted device cycles on each core's [`Clock`], summed over the cores.
+    pub cycles: f64,
+}
+
+impl CostModel {
+    /// Each author's range of `profile` ([`crate::profile::CoreProfile::ranges`]), by name.
+    pub fn ranges(&self, profile: &Profile) -> Vec<RangeRow> {
+        let mut rows: Vec<RangeRow> = Vec::new();
+        for (core, timeline) in profile.cores.iter().zip(self.timelines(profile)) {
+            for pass in &core.ranges {
+                let at = |instruction: u64| timeline.clock.cycles_at(instruction as f64);
+                let cycles = at(pass.start + pass.instructions) - at(pass.start);
+                let index = match rows.iter().position(|row| row.name == pass.name) {
+                    Some(index) => index,
+                    None => {
+                        rows.push(RangeRow {
+                            name: pass.name.clone(),
+                            passes: 0,
+                            cores: 0,
+                            unclosed: 0,
+                            instructions: 0,
+                            cycles: 0.0,
+                        });
+                        rows.len() - 1
+                    }
+                };
+                let row = &mut rows[index];
+                row.passes += 1;
+                row.unclosed += usize::from(pass.unclosed);
+                row.instructions += pass.instructions;
+                row.cycles += cycles;
+            }
+            for row in &mut rows {
+                row.cores += usize::from(core.ranges.iter().any(|pass| pass.name == row.name));
+            }
+        }
+        rows.sort_by(|a, b| b.cycles.total_cmp(&a.cycles).then_with(|| a.name.cmp(&b.name)));
+        rows
     }
 }

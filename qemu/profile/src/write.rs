@@ -4,9 +4,10 @@
 
 use crate::annotate;
 use crate::cost::CostModel;
-use crate::profile::Profile;
+use crate::profile::{CoreProfile, Profile};
 use crate::timeline::Span;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -41,16 +42,55 @@ pub fn flame_svg(profile: &Profile) -> io::Result<Vec<u8>> {
     Ok(svg)
 }
 
+/// Of each function's own instructions, the share of each function inlined into it
+/// (its first inlined frame at each PC, from the DWARF): what a function span holds
+/// that no call shows.
+fn inlined_shares(core: &CoreProfile) -> BTreeMap<&str, BTreeMap<&str, f64>> {
+    let mut counts: BTreeMap<&str, (u64, BTreeMap<&str, u64>)> = BTreeMap::new();
+    for pc in &core.pcs {
+        let Some(function) = pc.frames.first() else { continue };
+        let entry = counts.entry(function).or_default();
+        entry.0 += pc.executed;
+        if let Some(inlined) = pc.frames.get(1) {
+            *entry.1.entry(inlined).or_default() += pc.executed;
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, (_, inlined))| !inlined.is_empty())
+        .map(|(function, (own, inlined))| {
+            let shares = inlined.into_iter().map(|(name, n)| (name, n as f64 / own.max(1) as f64)).collect();
+            (function, shares)
+        })
+        .collect()
+}
+
 /// The op in device time ([`crate::timeline`]) in Chrome's trace event format (the
-/// JSON object form), which Perfetto and `chrome://tracing` open alike: one thread per
-/// core (the op, each wait for the DMA engine) and one per core's DMA lane (each
-/// transfer from queued to done), as complete (`X`) events, in microseconds of the
-/// device at `clock.hz` from the op's start. The host's clock is not used.
+/// JSON object form), which Perfetto and `chrome://tracing` open alike, as complete
+/// (`X`) events, in microseconds of the device at `clock.hz` from the op's start. The
+/// host's clock is not used. Per core:
+/// - its thread: the op, each wait for the DMA engine, and inside the op a span for
+///   each call as it ran, nested as the calls were (down to the depth the plugin kept:
+///   `CoreProfile::calls_depth`), with the share of each function inlined into it in
+///   its `args` (inlined code runs interleaved with its caller's: it has no span);
+/// - its DMA lane: each transfer from queued to done;
+/// - a lane per author's range it passed through: each pass from begin to end.
+///
+/// Spans fall where their instructions do on the core's clock ([`crate::timeline::Clock`]):
+/// a call lasts its instructions at the core's mean cycles per busy instruction, plus
+/// the waits for the DMA engine inside it.
 pub fn trace_json(profile: &Profile, model: &CostModel) -> Value {
     let us = |cycles: f64| cycles / model.clock.hz * 1e6;
     let mut events = vec![json!({"name": "process_name", "ph": "M", "pid": 0, "tid": 0,
         "args": {"name": format!("{} (device time predicted by the cost model)", profile.kernel)}})];
     let lanes = profile.cores.len() as u32;
+    let range_names: Vec<&str> = {
+        let mut names: Vec<&str> =
+            profile.cores.iter().flat_map(|c| c.ranges.iter().map(|r| r.name.as_str())).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    };
     for (core, timeline) in profile.cores.iter().zip(model.timelines(profile)) {
         let (tid, lane) = (core.core, lanes + core.core);
         events.push(json!({"name": "thread_name", "ph": "M", "pid": 0, "tid": tid,
@@ -79,6 +119,37 @@ pub fn trace_json(profile: &Profile, model: &CostModel) -> Value {
                 transfer,
                 json!({"bytes": transfer.bytes, "cycles": transfer.cycles}),
             ));
+        }
+        let clock = &timeline.clock;
+        let inlined = inlined_shares(core);
+        for call in &core.calls {
+            let (from, to) = (call.start as f64, (call.start + call.instructions) as f64);
+            let (from, to) = (clock.outside_waits(from), clock.outside_waits(to));
+            if to <= from {
+                // All of it inside one wait: the wait's own calls (its sleep).
+                continue;
+            }
+            let (start, end) = (clock.cycles_at(from), clock.cycles_at(to));
+            let mut args = json!({"instructions": call.instructions, "depth": call.depth, "cycles": end - start});
+            if let Some(shares) = inlined.get(call.name.as_str()) {
+                args["inlined (share of its own instructions)"] = json!(shares);
+            }
+            events.push(span(call.name.clone(), "function", tid, &Span { start, cycles: end - start, bytes: 0 }, args));
+        }
+        for (index, name) in range_names.iter().enumerate() {
+            let passes: Vec<_> = core.ranges.iter().filter(|pass| pass.name == *name).collect();
+            if passes.is_empty() {
+                continue;
+            }
+            let tid = 2 * lanes + index as u32 * lanes + core.core;
+            events.push(json!({"name": "thread_name", "ph": "M", "pid": 0, "tid": tid,
+                "args": {"name": format!("core {}: range {name}", core.core)}}));
+            for pass in passes {
+                let (start, end) =
+                    (clock.cycles_at(pass.start as f64), clock.cycles_at((pass.start + pass.instructions) as f64));
+                let args = json!({"instructions": pass.instructions, "cycles": end - start, "unclosed": pass.unclosed});
+                events.push(span(name.to_string(), "range", tid, &Span { start, cycles: end - start, bytes: 0 }, args));
+            }
         }
     }
     json!({"traceEvents": events, "displayTimeUnit": "ns"})

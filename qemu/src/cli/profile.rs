@@ -55,6 +55,29 @@ pub fn summarize(profile: &Profile, model: &CostModel, dir: &Path) {
             line.function
         );
     }
+    let ranges = model.ranges(&profile);
+    if !ranges.is_empty() {
+        println!(
+            "  the author's ranges (range markers), all cores (instructions and predicted cycles, callees included):"
+        );
+        for row in &ranges {
+            let unclosed = if row.unclosed > 0 {
+                format!(" ({} not closed: to the op's end)", row.unclosed)
+            } else {
+                String::new()
+            };
+            println!(
+                "    {:>5.1}%  {:>12}  {:>12.0} cycles  {:>10.3} µs  {} pass(es) on {} core(s)  {}{unclosed}",
+                row.instructions as f64 / total * 100.0,
+                row.instructions,
+                row.cycles,
+                row.cycles / model.clock.hz * 1e6,
+                row.passes,
+                row.cores,
+                row.name
+            );
+        }
+    }
     let mix: Vec<String> = Class::ALL
         .iter()
         .map(|&class| {

@@ -57,6 +57,9 @@ pub enum Argument<'a> {
     Tensors(Range<u32>),
     /// `code=LO-HI` (any number): the code the profile instruments (none: all).
     Code(Range<u32>),
+    /// `mark=PC` (any number): where an author's range marker takes effect (the
+    /// profile's [`Line::Mark`]).
+    Mark(u32),
     /// `check-table=CORE:ADDR`: core `core`'s loader region table.
     CheckTable {
         /// The core.
@@ -157,6 +160,7 @@ impl<'a> Argument<'a> {
             Self::DmaWindow(_) => "dma",
             Self::Tensors(_) => "tensors",
             Self::Code(_) => "code",
+            Self::Mark(_) => "mark",
             Self::CheckTable { .. } => "check-table",
             Self::CheckImage { .. } => "check-image",
             Self::CheckLoader { .. } => "check-loader",
@@ -189,6 +193,7 @@ impl<'a> Argument<'a> {
             "dma" => Self::DmaWindow(pc()?),
             "tensors" => Self::Tensors(range()?),
             "code" => Self::Code(range()?),
+            "mark" => Self::Mark(pc()?),
             "word-loads" => Self::WordLoads(range()?),
             "check-stopped" => Self::CheckStopped(pc()?),
             "watch" => Self::Watch(range()?),
@@ -224,6 +229,7 @@ impl fmt::Display for Argument<'_> {
             | Self::Rerun(pc)
             | Self::Vector(pc)
             | Self::DmaWindow(pc)
+            | Self::Mark(pc)
             | Self::CheckStopped(pc) => {
                 write!(f, "{pc:x}")
             }
@@ -468,6 +474,40 @@ pub enum Line<'a> {
         /// How many.
         dropped: u64,
     },
+    /// One call of a function, from its entry to its return (the profile module): the
+    /// calls down to [`Line::Frames`]' depth.
+    Frame {
+        /// The core.
+        core: u32,
+        /// The function's entry.
+        pc: u32,
+        /// Its depth in the call stack: 1 for a function the loader called.
+        depth: u32,
+        /// The core's instructions since the op started, at its entry.
+        at: u64,
+        /// Instructions from its entry to its return, its callees' included.
+        len: u64,
+    },
+    /// How deep the op's [`Line::Frame`]s go, and the calls left out below it (the
+    /// profile module keeps the top frames whole: past its limit it drops the
+    /// deepest level).
+    Frames {
+        /// The core.
+        core: u32,
+        /// The deepest [`Line::Frame`] depth kept.
+        depth: u32,
+        /// Calls deeper than that, not written.
+        dropped: u64,
+    },
+    /// The core reached an author's range marker ([`Argument::Mark`]; the profile module).
+    Mark {
+        /// The core.
+        core: u32,
+        /// The marker's PC.
+        pc: u32,
+        /// The core's instructions since the op started, before the one at `pc`.
+        at: u64,
+    },
     /// The op's lines are complete.
     End {
         /// The core.
@@ -491,6 +531,9 @@ impl Line<'_> {
             | Self::Writer { core, .. }
             | Self::Event { core, .. }
             | Self::Events { core, .. }
+            | Self::Frame { core, .. }
+            | Self::Frames { core, .. }
+            | Self::Mark { core, .. }
             | Self::End { core } => core,
         }
     }
@@ -510,6 +553,9 @@ impl Line<'_> {
             Self::Writer { .. } => "WRITER",
             Self::Event { .. } => "EVENT",
             Self::Events { .. } => "EVENTS",
+            Self::Frame { .. } => "FRAME",
+            Self::Frames { .. } => "FRAMES",
+            Self::Mark { .. } => "MARK",
             Self::End { .. } => "END",
         }
     }
@@ -593,6 +639,9 @@ impl fmt::Display for Line<'_> {
                 write!(f, " kind={} ns={ns} dur={dur} bytes={bytes} at={at}", kind.name())
             }
             Self::Events { dropped, .. } => write!(f, " dropped={dropped}"),
+            Self::Frame { pc, depth, at, len, .. } => write!(f, " pc={pc:#x} depth={depth} at={at} len={len}"),
+            Self::Frames { depth, dropped, .. } => write!(f, " depth={depth} dropped={dropped}"),
+            Self::Mark { pc, at, .. } => write!(f, " pc={pc:#x} at={at}"),
             Self::End { .. } => Ok(()),
         }
     }
@@ -704,6 +753,15 @@ impl<'a> Line<'a> {
                 at: f.number("at")?,
             },
             "EVENTS" => Self::Events { core, dropped: f.number("dropped")? },
+            "FRAME" => Self::Frame {
+                core,
+                pc: f.number("pc")?,
+                depth: f.number("depth")?,
+                at: f.number("at")?,
+                len: f.number("len")?,
+            },
+            "FRAMES" => Self::Frames { core, depth: f.number("depth")?, dropped: f.number("dropped")? },
+            "MARK" => Self::Mark { core, pc: f.number("pc")?, at: f.number("at")? },
             "END" => Self::End { core },
             _ => return Err(ParseError),
         })
@@ -799,6 +857,9 @@ mod tests {
             round_trip(Line::Event { core: 0, kind, ns: 100, dur: 50, bytes: 4096, at: 7 });
         }
         round_trip(Line::Events { core: 3, dropped: 12 });
+        round_trip(Line::Frame { core: 1, pc: 0x8400_0100, depth: 2, at: 35, len: 1 << 33 });
+        round_trip(Line::Frames { core: 1, depth: 4, dropped: 65_536 });
+        round_trip(Line::Mark { core: 7, pc: 0x84e0_0104, at: 120 });
         round_trip(Line::End { core: 8 });
     }
 
@@ -851,6 +912,7 @@ mod tests {
             Argument::DmaWindow(0x7000_0000),
             Argument::Tensors(0x6200_0000..0x6a00_0000),
             Argument::Code(0x8400_0000..0x8410_0000),
+            Argument::Mark(0x8400_0104),
             Argument::CheckTable { core: 7, table: 0x8460_1000 },
             Argument::CheckImage { core: 3, start: 0x8460_0000, writable: 0x8461_0000, end: 0x8480_0000 },
             Argument::HeapJournal { core: 0, journal: 0x8402_0000 },

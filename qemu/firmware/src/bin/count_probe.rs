@@ -5,7 +5,8 @@
 //! overflow and underflow exceptions in the middle of translated blocks; `softmax` is a
 //! row softmax as a newcomer writes it, with the `libm` crate's `expf` (software float)
 //! and a division per element, for the profile's test (`qemu/tests/profile.rs`): nearly
-//! all its instructions are under `expf`, few of them in `expf`'s own code.
+//! all its instructions are under `expf`, few of them in `expf`'s own code. Its two
+//! loops are the author's ranges `exp and sum` and `normalise` (range markers).
 #![no_std]
 #![no_main]
 
@@ -63,13 +64,18 @@ fn softmax(args: &Args) -> Result<Tensor<'_>, KernelError> {
     let mut out = args.output()?;
     let y = out.as_mut_slice::<f32>()?;
     let mut sum = 0.0;
+    // The author's ranges (no instruction: the profile's range table and trace lanes).
+    neuroncustomop::range_begin!("exp and sum");
     for (y, &x) in y.iter_mut().zip(x) {
         *y = libm::expf(x - largest);
         sum += *y;
     }
+    neuroncustomop::range_end!("exp and sum");
+    neuroncustomop::range_begin!("normalise");
     for y in y.iter_mut() {
         *y /= sum;
     }
+    neuroncustomop::range_end!("normalise");
     Ok(out)
 }
 
