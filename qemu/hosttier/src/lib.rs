@@ -11,6 +11,7 @@
 // The loader's half of the handoff, written once for the device loader and this one.
 #[path = "../../firmware/src/callbacks.rs"]
 mod callbacks;
+mod checks;
 mod cores;
 mod cxx;
 #[path = "../../firmware/src/dispatch.rs"]
@@ -361,6 +362,12 @@ fn loader_command(library: &HostLibrary, cores: usize) -> Result<(PathBuf, Vec<O
     Ok((PathBuf::from("/usr/bin/env"), args))
 }
 
+/// Names the places of the host tier's own findings (`checks`: offsets into a library
+/// copy) from the DWARF of `library`'s build.
+pub fn symbolizer(library: &HostLibrary) -> Option<neuroncustomop_machine::symbolize::Symbolizer> {
+    neuroncustomop_machine::symbolize::Symbolizer::new(&library.cores[..1]).ok()
+}
+
 /// Where `pc` is, for a fault report: `function (file:line)` from the library's DWARF,
 /// else the library and the offset.
 pub fn place(pc: usize) -> String {
@@ -372,6 +379,17 @@ pub fn place(pc: usize) -> String {
 
 /// The loaded object `pc` is in, and its offset there.
 fn object_of(pc: usize) -> Option<(String, usize)> {
+    let (info, base) = object_base(pc)?;
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr filled a NUL-terminated path.
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    Some((path, pc - base))
+}
+
+/// What `dladdr` says of `pc`, and the load address of its object.
+fn object_base(pc: usize) -> Option<(libc::Dl_info, usize)> {
     let mut info: libc::Dl_info = libc::Dl_info {
         dli_fname: std::ptr::null(),
         dli_fbase: std::ptr::null_mut(),
@@ -379,12 +397,16 @@ fn object_of(pc: usize) -> Option<(String, usize)> {
         dli_saddr: std::ptr::null_mut(),
     };
     // SAFETY: dladdr only reads the loader's tables and fills `info`.
-    if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+    if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } == 0 || info.dli_fbase.is_null() {
         return None;
     }
-    // SAFETY: dladdr filled a NUL-terminated path.
-    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
-    Some((path, pc - info.dli_fbase as usize))
+    let base = info.dli_fbase as usize;
+    Some((info, base))
+}
+
+/// The load address of the object `pc` is in.
+pub(crate) fn base_of(pc: usize) -> Option<usize> {
+    object_base(pc).map(|(_, base)| base)
 }
 
 /// `(function, file, line)` of `pc`, from the DWARF of the object it is in.
@@ -486,7 +508,8 @@ end
 /// sets a one-time one at its second, the kernel, in `rsi`: the x86-64 calling
 /// convention), then `debugger.commands`. The loader
 /// reads the job from a file and writes its report to one, so gdb keeps the terminal;
-/// the report is read once gdb has exited.
+/// the report is returned as soon as it says the job is done, gdb still running
+/// ([`wait_for_debugger`] waits for it), or, under `--batch`, once gdb has exited.
 ///
 /// # Errors
 /// [`HostError`] when the loader does not build, gdb cannot start, or the files
@@ -540,16 +563,53 @@ pub fn debug(
     }
     gdb.arg("--args").arg(&program);
     gdb.arg("--job").arg(&job_file).arg("--report").arg(&report_file).args(&copies);
-    let status = gdb.status().map_err(|e| {
+    let mut child = gdb.spawn().map_err(|e| {
         HostError::Unsupported(format!("cannot start {GDB}: {e}; install Debian's gdb (qemu/setup.sh does)"))
     })?;
-    let report = fs::read(&report_file).unwrap_or_default();
+    // A person at gdb gets the result as soon as the kernel has finished (the loader's
+    // report says the job is done), gdb still theirs; a script's gdb (`--batch`) ends.
+    let finished = loop {
+        if let Some(status) = child.try_wait()? {
+            break Err(status);
+        }
+        let report = fs::read(&report_file).unwrap_or_default();
+        if !debugger.batch && !report.is_empty() {
+            let report = neuroncustomop_machine::device::report_from(report, Vec::new());
+            if report.done {
+                *RUNNING_DEBUGGER.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(child);
+                break Ok(report);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let report = match finished {
+        Ok(report) => report,
+        Err(status) => {
+            let report = fs::read(&report_file).unwrap_or_default();
+            if report.is_empty() {
+                let _ = fs::remove_dir_all(&work);
+                return Err(HostError::Unsupported(format!(
+                    "{GDB} exited ({status}) before the kernel finished: the call has no result (let it run to the \
+                     end: `continue`)"
+                )));
+            }
+            neuroncustomop_machine::device::report_from(report, Vec::new())
+        }
+    };
     let _ = fs::remove_dir_all(&work);
-    if report.is_empty() {
-        return Err(HostError::Unsupported(format!(
-            "{GDB} exited ({status}) before the kernel finished: the call has no result (let it run to the end: \
-             `continue`)"
-        )));
+    Ok(report)
+}
+
+/// The gdb of a [`debug`] call that returned its result while gdb still ran (a person
+/// at it): [`wait_for_debugger`] waits for it.
+static RUNNING_DEBUGGER: Mutex<Option<std::process::Child>> = Mutex::new(None);
+
+/// Waits until the gdb of the last [`debug`] call (if it still runs: its result was
+/// returned when the kernel finished) exits: a front end that printed the result calls
+/// it before it exits itself, so gdb keeps the terminal until the person quits it.
+pub fn wait_for_debugger() {
+    let running = RUNNING_DEBUGGER.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    if let Some(mut gdb) = running {
+        let _ = gdb.wait();
     }
-    Ok(neuroncustomop_machine::device::report_from(report, Vec::new()))
 }
