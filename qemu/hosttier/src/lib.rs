@@ -282,7 +282,13 @@ fn run(command: &mut Command) -> Result<(), String> {
     process::output(command).map(drop).map_err(|failed| failed.to_string())
 }
 
-/// The host tier's loader program (`ncop-hostrun`), built on first use.
+/// The host tier's loader program's file name.
+pub const LOADER_FILE: &str = "ncop-hostrun";
+
+/// The host tier's loader program (`ncop-hostrun`, `qemu/src/bin/ncop-hostrun.rs`): the
+/// one built with the tools, beside the running executable (`ncop`, `sim`, or one folder
+/// up from a test binary in `deps/`); else (a program of another package, the Python
+/// extension) a checkout's, built on first use.
 ///
 /// # Errors
 /// [`HostError::Build`] when it does not build.
@@ -292,18 +298,38 @@ pub fn loader_program() -> Result<PathBuf, HostError> {
     if let Some(path) = &*built {
         return Ok(path.clone());
     }
+    let beside = std::env::current_exe().ok().and_then(|exe| {
+        let folder = exe.parent()?.to_path_buf();
+        let up = (folder.file_name()? == "deps").then(|| folder.parent().map(Path::to_path_buf)).flatten();
+        [Some(folder), up].into_iter().flatten().map(|dir| dir.join(LOADER_FILE)).find(|path| path.is_file())
+    });
+    if let Some(path) = beside {
+        *built = Some(path.clone());
+        return Ok(path);
+    }
     let repo = checkout()?;
     process::status(
         Command::new(toolchain::CARGO)
             .env("CARGO_TARGET_DIR", cargo_target(&repo))
             .env_remove("RUSTC_WRAPPER")
-            .args(["build", "--release", "-p", "neuroncustomop-hosttier", "--bin", "ncop-hostrun", "--manifest-path"])
+            .args(["build", "--release", "-p", "neuroncustomop-sim", "--bin", LOADER_FILE, "--manifest-path"])
             .arg(repo.join("Cargo.toml")),
     )
-    .map_err(|failed| HostError::Build { name: "ncop-hostrun".into(), what: failed.to_string() })?;
-    let path = cargo_target(&repo).join("release/ncop-hostrun");
+    .map_err(|failed| HostError::Build { name: LOADER_FILE.into(), what: failed.to_string() })?;
+    let path = cargo_target(&repo).join("release").join(LOADER_FILE);
     *built = Some(path.clone());
     Ok(path)
+}
+
+/// Builds, in a checkout, what the first `--host` run of a C or C++ library would
+/// otherwise build: the runtime for the host tier without a sanitizer (a sanitizer's
+/// is built at its first use). `sim setup` (and so `cargo sim run` and `cargo sim test`)
+/// calls it; cargo finds nothing to do when it is up to date.
+///
+/// # Errors
+/// [`HostError`]: the home is not a checkout, or the build failed.
+pub fn prebuild() -> Result<(), HostError> {
+    runtime_archive(&checkout()?, None).map(drop)
 }
 
 /// A session whose jobs the host tier's loader runs on `cores` copies of `library`.
