@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use crate::probe_job::probe_job;
 
 /// The 1-based line of `source` that contains `text`.
-fn line_of(source: &str, text: &str) -> usize {
+pub(crate) fn line_of(source: &str, text: &str) -> usize {
     source.lines().position(|line| line.contains(text)).unwrap_or_else(|| panic!("no line with {text}")) + 1
 }
 
@@ -53,7 +53,7 @@ fn a_rust_kernel_writing_64_floats_past_its_output_is_named_with_its_line_and_th
 }
 
 /// The C test kernels (`qemu/tests/checks_c`): a C project outside the examples.
-fn c_library() -> &'static Library {
+pub(crate) fn c_library() -> &'static Library {
     static LIBRARY: OnceLock<Library> = OnceLock::new();
     LIBRARY.get_or_init(|| {
         Library::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/checks_c"))
@@ -61,7 +61,7 @@ fn c_library() -> &'static Library {
     })
 }
 
-const C_SOURCE: &str = include_str!("checks_c/src/misuse.c");
+pub(crate) const C_SOURCE: &str = include_str!("checks_c/src/misuse.c");
 
 /// Calls `kernel` of `library` on x = 0, 1, ... (float32, `shape`) on `cores` cores; its
 /// findings, and whether the output is x.
@@ -409,7 +409,7 @@ fn a_c_load_one_element_past_the_input_names_the_element_and_folds_its_64_loads(
 }
 
 /// The C++ test kernels (`qemu/tests/checks_cxx`).
-fn cxx_library() -> &'static Library {
+pub(crate) fn cxx_library() -> &'static Library {
     static LIBRARY: OnceLock<Library> = OnceLock::new();
     LIBRARY.get_or_init(|| {
         Library::load(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/checks_cxx"))

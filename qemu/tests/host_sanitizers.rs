@@ -1,11 +1,13 @@
 //! The host tier's sanitizers (`--sanitize address|thread`) on seeded bugs: each report
 //! is said again in the device's terms, and these tests check its kernel, core, source
-//! line and region. Each builds a small library of its own, in a folder of its own.
+//! line and region; and the host tier's own checks on a Rust library's. Each builds a
+//! small library of its own, in a folder of its own.
 
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_host::array::Array;
 use neuroncustomop_host::generate::{Distribution, generate};
 use neuroncustomop_host::library::{Arg, CallError, Library, Options, Output, Sanitizer, Target, describe};
+use neuroncustomop_machine::findings::FindingKind;
 use std::path::PathBuf;
 
 fn floats(shape: Vec<usize>, seed: u64) -> Array {
@@ -32,6 +34,26 @@ impl Project {
              const char *get_func_name(int index) {{ return index == 0 ? \"{kernel}\" : NULL; }}\n"
         );
         std::fs::write(project.0.join(format!("src/{name}.c")), format!("{source}{table}")).unwrap();
+        project
+    }
+
+    /// A Rust library: `kernels` as `src/kernels.rs`, its binary `name`, on this
+    /// checkout's runtime.
+    fn rust(name: &str, kernels: &str) -> Self {
+        let project = Self::new(name);
+        let manifest = format!(
+            "[package]\nname = \"{}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\
+             [features]\ndevice = []\n\
+             [[bin]]\nname = \"{name}\"\npath = \"src/kernels.rs\"\nrequired-features = [\"device\"]\n\
+             test = false\nbench = false\n\
+             [dependencies]\nneuroncustomop = {{ path = \"{}\" }}\n\
+             [profile.release]\nopt-level = \"s\"\npanic = \"abort\"\ndebug = true\ncodegen-units = 1\n\
+             [workspace]\n",
+            name.replace('_', "-"),
+            crate::common::checkout().display()
+        );
+        std::fs::write(project.0.join("Cargo.toml"), manifest).unwrap();
+        std::fs::write(project.0.join("src/kernels.rs"), kernels).unwrap();
         project
     }
 
@@ -133,19 +155,6 @@ fn two_cores_writing_one_element_are_named_by_thread_sanitizer() {
 
 #[test]
 fn a_rust_kernels_unsafe_overrun_is_caught_at_its_line() {
-    let project = Project::new("rust_overrun");
-    let repo = crate::common::checkout();
-    let manifest = format!(
-        "[package]\nname = \"rust-overrun\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\
-         [features]\ndevice = []\n\
-         [[bin]]\nname = \"rust_overrun\"\npath = \"src/kernels.rs\"\nrequired-features = [\"device\"]\n\
-         test = false\nbench = false\n\
-         [dependencies]\nneuroncustomop = {{ path = \"{}\" }}\n\
-         [profile.release]\nopt-level = \"s\"\npanic = \"abort\"\ndebug = true\ncodegen-units = 1\n\
-         [workspace]\n",
-        repo.display()
-    );
-    std::fs::write(project.0.join("Cargo.toml"), manifest).unwrap();
     let kernels = "#![no_std]\n\
         #![no_main]\n\
         use neuroncustomop::wrapper_api::{Args, KernelError, Tensor};\n\
@@ -160,10 +169,58 @@ fn a_rust_kernels_unsafe_overrun_is_caught_at_its_line() {
         \x20   Ok(out)\n\
         }\n\
         neuroncustomop::kernels! { fn doubled }\n";
-    std::fs::write(project.0.join("src/kernels.rs"), kernels).unwrap();
+    let project = Project::rust("rust_overrun", kernels);
     let text = project.sanitized_error("doubled", Sanitizer::Address, &[Arg::Tensor(floats(vec![10], 4))], 1);
     let said = device_terms(&text);
     assert!(said.starts_with("a write of 4 bytes 0 bytes past the end of the output (40 bytes at"), "{said}");
     assert!(said.contains("on core 0"), "{said}");
     assert!(said.contains("(kernels.rs:10)"), "caught at its line: {said}");
+}
+
+#[test]
+fn a_rust_kernels_store_into_its_input_and_kept_vector_are_the_host_tiers_findings_and_the_next_op_runs() {
+    let kernels = "#![no_std]\n\
+        #![no_main]\n\
+        extern crate alloc;\n\
+        use neuroncustomop::wrapper_api::{Args, KernelError, Tensor};\n\
+        fn copied<'a>(args: &'a Args) -> Result<(Tensor<'a>, Tensor<'a>), KernelError> {\n\
+        \x20   let x = args.tensor()?;\n\
+        \x20   let mut out = args.output()?;\n\
+        \x20   out.as_mut_slice::<f32>()?.copy_from_slice(x.as_slice::<f32>()?);\n\
+        \x20   Ok((x, out))\n\
+        }\n\
+        fn into_input(args: &Args) -> Result<Tensor<'_>, KernelError> {\n\
+        \x20   let (x, out) = copied(args)?;\n\
+        \x20   // SAFETY: none: the seeded store into the read-only input.\n\
+        \x20   unsafe { x.as_slice::<f32>()?.as_ptr().cast_mut().add(3).write_volatile(0.0) };\n\
+        \x20   Ok(out)\n\
+        }\n\
+        fn keeps(args: &Args) -> Result<Tensor<'_>, KernelError> {\n\
+        \x20   let (_, out) = copied(args)?;\n\
+        \x20   core::mem::forget(alloc::vec![1.0f32; 16]);\n\
+        \x20   Ok(out)\n\
+        }\n\
+        fn copy(args: &Args) -> Result<Tensor<'_>, KernelError> {\n\
+        \x20   Ok(copied(args)?.1)\n\
+        }\n\
+        neuroncustomop::kernels! { fn into_input, fn keeps, fn copy }\n";
+    let project = Project::rust("rust_misuse", kernels);
+    let library = Library::load(&project.0).unwrap();
+    let x = floats(vec![10], 5);
+    let call = |kernel: &str| {
+        let options = Options { target: Target::Host, ..Options::default() };
+        library.call_with(kernel, &[Arg::Tensor(x.clone())], Output::Like(0), &options).unwrap()
+    };
+    let stored = call("into_input");
+    let finding = stored.findings.first_error().unwrap_or_else(|| panic!("{}", stored.findings)).clone();
+    assert_eq!((finding.kind, finding.core, stored.findings.total), (FindingKind::InputStore, 0, 1), "{finding}");
+    assert_eq!(finding.place(), "input 0 ([10] float32), element [3]");
+    assert!(finding.at.as_deref().unwrap_or_default().contains("kernels.rs:14"), "{finding}");
+    let kept = call("keeps");
+    let leak = kept.findings.shown.first().unwrap_or_else(|| panic!("no leak found"));
+    assert_eq!((leak.kind, leak.core), (FindingKind::Leak, 0), "{leak}");
+    assert!(leak.place().starts_with("a heap block of 64 bytes allocated at "), "{leak}");
+    let copied = call("copy");
+    assert!(copied.findings.is_empty(), "{}", copied.findings);
+    assert_eq!(copied.output, x);
 }

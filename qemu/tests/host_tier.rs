@@ -3,12 +3,16 @@
 //! QEMU device gives (outputs, statuses, what each core printed: C's `printf` family
 //! and C++'s `printf` format with the runtime's own formatter on both); a fault on the
 //! host is reported with the kernel, the core and the source line; a library loaded for
-//! the host tier builds nothing for the device.
+//! the host tier builds nothing for the device. The host tier's own checks (stores into
+//! inputs, double and invalid frees, leaks) and ThreadSanitizer through the runtime's
+//! copies, on the device checks' own test kernels.
+use crate::checks::line_of;
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_host::array::Array;
 use neuroncustomop_host::generate::{Distribution, generate};
 use neuroncustomop_host::library::{Arg, Call, Library, Options, Output, PartialOutput, Sanitizer, Target, describe};
 use neuroncustomop_hosttier::Debugger;
+use neuroncustomop_machine::findings::{Finding, FindingKind, OpFindings, Severity};
 
 /// Runs `kernel` on the device and on the host with the same arguments and asserts the
 /// two calls agree bit for bit, and that the kernel succeeded.
@@ -401,9 +405,117 @@ fn unwritten_elements_are_named_by_index_when_there_is_an_expected_output() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("result      FAILED: kernel scale_multicore failed: 14 of 16 output elements"), "{text}");
-    assert!(text.contains("checks      none on the host tier: the device checks every access"), "{text}");
+    assert!(
+        text.contains("checks      the host tier's own: stores into inputs, double and invalid frees, leaks"),
+        "{text}"
+    );
     assert!(
         text.contains("compared    with want.npy (bit for bit): 14 of 16 elements differ (14 never written by the kernel)\n  at [2]: never written, want 1.0"),
         "{text}"
     );
+}
+
+/// Calls `kernel` of one of the device checks' test libraries on the host tier, on x =
+/// 0, 1, ... ([128] float32) on `cores` cores: its findings (their lines named), and
+/// whether the output is x.
+fn on_host(library: &Library, kernel: &str, cores: usize, sanitize: Option<Sanitizer>) -> (OpFindings, bool) {
+    let x = generate(Dtype::Float32, vec![128], Distribution::Range, 0);
+    let options = Options { cores, partial_output: true, target: Target::Host, sanitize, ..Options::default() };
+    let call = library
+        .call_with(kernel, &[Arg::Tensor(x.clone())], Output::Like(0), &options)
+        .unwrap_or_else(|e| panic!("{kernel}: {}", describe(&e)));
+    (call.findings, call.output == x)
+}
+
+/// The only finding of `found`: of `kind`, on `core`, at the line of `source` (the file
+/// `file`) that holds `text`.
+fn only_finding(found: &OpFindings, kind: FindingKind, core: u32, (file, source): (&str, &str), text: &str) -> Finding {
+    assert_eq!(found.total, 1, "{found}");
+    let finding = found.shown[0].clone();
+    assert_eq!((finding.kind, finding.core), (kind, core), "{finding}");
+    let line = line_of(source, text);
+    assert!(finding.at.as_deref().unwrap_or_default().contains(&format!("{file}:{line}")), "{finding}");
+    finding
+}
+
+const MISUSE_C: (&str, &str) = ("misuse.c", crate::checks::C_SOURCE);
+const MISUSE_CXX: (&str, &str) = ("misuse.cpp", include_str!("checks_cxx/misuse.cpp"));
+
+#[test]
+fn host_tier_c_store_into_an_input_is_a_finding_with_its_core_and_line_and_the_next_op_runs() {
+    let library = crate::checks::c_library();
+    for sanitize in [None, Some(Sanitizer::Address)] {
+        let (found, _) = on_host(library, "into_input", 8, sanitize);
+        let finding = only_finding(&found, FindingKind::InputStore, 0, MISUSE_C, "((float *)x)[17] = 0.0f");
+        assert_eq!(finding.place(), "input 0 ([128] float32), element [17]");
+        let (found, whole) = on_host(library, "copy", 8, sanitize);
+        assert!(found.is_empty() && whole, "{found}");
+    }
+}
+
+#[test]
+fn host_tier_c_double_and_invalid_frees_and_a_leak_are_findings_with_their_lines_and_the_next_op_runs() {
+    let library = crate::checks::c_library();
+    for sanitize in [None, Some(Sanitizer::Address)] {
+        let (found, _) = on_host(library, "double_free", 8, sanitize);
+        let finding = only_finding(&found, FindingKind::DoubleFree, 0, MISUSE_C, "free((void *)p); /* twice */");
+        let place = finding.place();
+        // Its lines in `double_free`: the first of each text after the function's own.
+        let start = line_of(MISUSE_C.1, "static void double_free(void)");
+        let in_it =
+            |text: &str| MISUSE_C.1.lines().skip(start).position(|line| line.contains(text)).unwrap() + start + 1;
+        let (allocated, freed) = (in_it("p = malloc(64);"), in_it("free((void *)p);"));
+        assert!(place.starts_with("a heap block of 64 bytes allocated at double_free ("), "{place}");
+        assert!(place.contains(&format!("misuse.c:{allocated}), freed at double_free (")), "{place}");
+        assert!(place.ends_with(&format!("misuse.c:{freed}), freed already")), "{place}");
+
+        let (found, _) = on_host(library, "foreign_free", 8, sanitize);
+        let finding = only_finding(&found, FindingKind::InvalidFree, 0, MISUSE_C, "free((void *)x); /* not a block */");
+        assert!(finding.place().ends_with(", which no heap gave out"), "{}", finding.place());
+
+        let (found, _) = on_host(library, "leaks", 8, sanitize);
+        let finding = only_finding(&found, FindingKind::Leak, 0, MISUSE_C, "malloc(64); /* kept */");
+        assert_eq!(finding.kind.severity(), Severity::Warning);
+        assert!(finding.place().ends_with(", still held when the op ended"), "{}", finding.place());
+
+        let (found, whole) = on_host(library, "heap_ok", 8, sanitize);
+        assert!(found.is_empty() && whole, "{found}");
+    }
+}
+
+#[test]
+fn host_tier_cxx_store_into_an_input_and_a_kept_array_are_findings_and_the_next_op_runs() {
+    let library = crate::checks::cxx_library();
+    let (found, whole) = on_host(library, "into_input", 1, None);
+    let finding = only_finding(&found, FindingKind::InputStore, 0, MISUSE_CXX, "// into the input");
+    assert_eq!(finding.place(), "input 0 ([128] float32), element [5]");
+    assert!(whole);
+    let (found, _) = on_host(library, "keeps_new", 1, None);
+    only_finding(&found, FindingKind::Leak, 0, MISUSE_CXX, "new float[16];  // kept");
+    let (found, whole) = on_host(library, "copy", 1, None);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
+fn host_tier_cxx_race_through_the_tcm_accessor_is_named_by_thread_sanitizer() {
+    let library = crate::checks::cxx_library();
+    let x = generate(Dtype::Float32, vec![4, 32], Distribution::Range, 0);
+    let options = Options {
+        cores: 2,
+        partial_output: true,
+        target: Target::Host,
+        sanitize: Some(Sanitizer::Thread),
+        ..Options::default()
+    };
+    let error = library.call_with("tcm_race", &[Arg::Tensor(x)], Output::Like(0), &options).unwrap_err();
+    let text = describe(&error);
+    assert!(text.contains("WARNING: ThreadSanitizer: data race"), "{text}");
+    let said =
+        text.lines().find_map(|line| line.strip_prefix("in the device's terms: ")).unwrap_or_else(|| panic!("{text}"));
+    let line = line_of(MISUSE_CXX.1, "// every core");
+    assert!(said.starts_with("two cores accessed element 0 of the output"), "{said}");
+    for core in ["core 0", "core 1"] {
+        assert!(said.contains(&format!("{core} wrote")), "{core}: {said}");
+    }
+    assert!(said.contains(&format!("(misuse.cpp:{line})")), "{said}");
 }

@@ -153,6 +153,8 @@ pub(super) fn record(event: Event, block: usize, size: usize, old: usize, status
         (&raw mut (*journal).status).write_volatile(status.err().map_or(0, HeapError::code) as u32);
         (&raw mut (*journal).event).write_volatile(event as u32);
     }
+    #[cfg(feature = "host-tier")]
+    host_tier::observe(event, block, size, old, status.err().map_or(0, HeapError::code) as u32);
 }
 
 /// The call entered with [`enter`] is over and changed no block.
@@ -168,4 +170,45 @@ pub(super) fn leave() {
 pub(super) fn taken(event: Event, result: &Result<NonNull<u8>, HeapError>, size: usize, old: usize) {
     let block = result.as_ref().map_or(0, |block| block.as_ptr().addr());
     record(event, block, size, old, result.map(|_| ()));
+}
+
+/// The host tier's heap checks (feature `host-tier` only: the device and the runtime's
+/// own tests have none of it). On the device the memory checks read the journal's
+/// stores as they happen; on the host tier nothing watches memory, so the loader asks
+/// each library copy to call it with every record (`neuron_host_journal_observer`),
+/// and judges the calls as the device's checks do (a refused free, a block still held
+/// when the op ended).
+#[cfg(feature = "host-tier")]
+pub use host_tier::neuron_host_journal_observer;
+
+#[cfg(feature = "host-tier")]
+mod host_tier {
+    use super::Event;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    /// `void observer(uint32_t event, uintptr_t block, size_t size, uintptr_t old,
+    /// uint32_t status)`: a record's words.
+    type Observer = unsafe extern "C" fn(u32, usize, usize, usize, u32);
+
+    /// The loader's observer, or 0. One per library copy, so per core.
+    static OBSERVER: AtomicUsize = AtomicUsize::new(0);
+
+    /// Hands the record just stored to the loader's observer, if it set one.
+    pub(super) fn observe(event: Event, block: usize, size: usize, old: usize, status: u32) {
+        let observer = OBSERVER.load(Ordering::Acquire);
+        if observer != 0 {
+            // SAFETY: only `neuron_host_journal_observer` stores here, an `Observer`.
+            let observer = unsafe { core::mem::transmute::<usize, Observer>(observer) };
+            // SAFETY: the loader's function of that signature; it only records.
+            unsafe { observer(event as u32, block, size, old, status) };
+        }
+    }
+
+    /// C ABI `void neuron_host_journal_observer(observer)`, the host tier loader's:
+    /// `observer` is called with every heap journal record this copy stores, on the
+    /// thread of the call that made it.
+    #[unsafe(no_mangle)]
+    pub extern "C" fn neuron_host_journal_observer(observer: Option<Observer>) {
+        OBSERVER.store(observer.map_or(0, |f| f as usize), Ordering::Release);
+    }
 }

@@ -188,8 +188,35 @@ pub unsafe fn copy_with(method: NeuronMemcpyMethod, dst: *mut u8, src: *const u8
 /// `src` must be readable and `dst` writable for `len` bytes.
 #[inline]
 pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) {
+    #[cfg(feature = "host-tsan")]
+    thread_sanitizer::copying(dst, src, len);
     // SAFETY: forwarded from this function's contract.
     unsafe { copy_with(active_method(), dst, src, len) }
+}
+
+/// What ThreadSanitizer is told of a copy in the host tier's `--sanitize thread` build
+/// (feature `host-tsan`): the runtime is not instrumented, so without this a race made
+/// through `neuron_memcpy`, the TCM accessors' copies or the stream copies (all of
+/// which are [`copy`]) would pass unseen.
+#[cfg(feature = "host-tsan")]
+mod thread_sanitizer {
+    unsafe extern "C" {
+        // TSan's public interface (sanitizer/tsan_interface.h), from its runtime, which
+        // the host tier preloads into the loader's process.
+        fn __tsan_read_range(addr: *const u8, size: usize);
+        fn __tsan_write_range(addr: *const u8, size: usize);
+    }
+
+    /// A copy of `len` bytes from `src` to `dst` is about to be made by this thread.
+    pub(super) fn copying(dst: *mut u8, src: *const u8, len: usize) {
+        if len > 0 {
+            // SAFETY: TSan only records the ranges as accessed by this thread.
+            unsafe {
+                __tsan_read_range(src, len);
+                __tsan_write_range(dst, len);
+            }
+        }
+    }
 }
 
 /// The status `neuron_set_memcpy_method` returns when it accepts the method.

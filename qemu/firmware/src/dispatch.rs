@@ -13,7 +13,9 @@
 //! answers on channels; and the block's callbacks are those very functions. Sharing
 //! them would take a trait over both machines for a few lines each.
 
+use neuroncustomop::translate::{self, TranslateRecord};
 use neuroncustomop::wrapper_api::ArgTensor;
+use neuroncustomop_wire::checks::{Region, RegionKind};
 use neuroncustomop_wire::job::{JobHeader, NEVER, TRANSLATE_REGIONS};
 use neuroncustomop_wire::{DecodedOp, MAX_INPUTS};
 
@@ -81,5 +83,38 @@ impl Dispatch {
                 (self.set_memcpy_method)(job.memcpy_method);
             }
         }
+    }
+}
+
+/// The op's output and inputs as the memory checks name them ([`Region`]: kind, index,
+/// device address, dtype, shape), each handed to `each`: their addresses translated
+/// through `job`'s windows by the calling loader's own copy of the runtime (its own
+/// TLB, configured here), as the kernel's runtime translates them. A job whose windows
+/// it refuses has no tensor, as the kernel's own setup refuses them; so has a
+/// descriptor that does not validate or translate.
+pub fn tensor_regions(job: &JobHeader, inputs: &[ArgTensor], output: Option<&ArgTensor>, mut each: impl FnMut(Region)) {
+    let mut records = [TranslateRecord::default(); TRANSLATE_REGIONS];
+    for (record, bytes) in records.iter_mut().zip(&job.translate) {
+        // SAFETY: 32 bytes read as the runtime's 32-byte little-endian record, which
+        // has no invalid bit patterns.
+        *record = unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<TranslateRecord>()) };
+    }
+    let count = (job.translate_count as usize).min(TRANSLATE_REGIONS);
+    if translate::configure(&records[..count]).is_err() {
+        return;
+    }
+    let tensors = output
+        .map(|o| (RegionKind::Output, 0, o))
+        .into_iter()
+        .chain(inputs.iter().enumerate().map(|(i, input)| (RegionKind::Input, i as u8, input)));
+    for (kind, index, tensor) in tensors {
+        let Ok(desc) = tensor.validate() else { continue };
+        let len = desc.byte_len() as usize;
+        let Ok(start) = translate::translate_range(desc.address(), len) else { continue };
+        let mut region = Region::new(kind, index, start as u32, len as u32);
+        region.dtype = desc.dtype() as u8;
+        region.rank = desc.rank() as u8;
+        region.shape[..desc.shape().len()].copy_from_slice(desc.shape());
+        each(region);
     }
 }

@@ -24,7 +24,7 @@
 //! `neuroncustomop_wire::report::Line`, which the host parses with the same type.
 
 use crate::callbacks::{self, Loader};
-use crate::dispatch::{Dispatch, OpArgs};
+use crate::dispatch::{self, Dispatch, OpArgs};
 use crate::{board, icount, println};
 use core::ffi::{c_char, c_void};
 use core::fmt::Write;
@@ -34,13 +34,12 @@ use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop::arch::{mask_interrupts, memw, prid, restore_interrupts, wait_for_interrupt};
 use neuroncustomop::data_transfer::dma::{DMA_QUEUE_WINDOW, DmaQueueHeader};
 use neuroncustomop::start_exit::{DrainPlan, RingHeader, SUNDA_UCODE_LIB, SUNDA_UCODE_LIB_STATUS};
-use neuroncustomop::translate::{self, TranslateRecord};
 use neuroncustomop::wrapper_api::ArgTensor;
 use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
 use neuroncustomop_wire::job::CORES;
 use neuroncustomop_wire::job::{
     EXIT_BAD_JOB, JOB_ADDRESS, JOB_CAPACITY, JOB_MAGIC, JobHeader, LibrarySymbols, NAME_LEN, NEVER, OutputDump,
-    TRANSLATE_REGIONS, data_scratch, dma_queue_offsets, hbm_scratch,
+    data_scratch, dma_queue_offsets, hbm_scratch,
 };
 use neuroncustomop_wire::report::{Bytes, Count, Line, OpStatus};
 use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
@@ -272,30 +271,7 @@ static mut NEURON_CHECK_REGIONS: RegionTable = RegionTable::EMPTY;
 fn announce_regions(job: &JobHeader, inputs: &[ArgTensor], output: Option<&ArgTensor>) {
     let core = prid();
     let mut table = RegionTable::EMPTY;
-    let mut records = [TranslateRecord::default(); TRANSLATE_REGIONS];
-    for (record, bytes) in records.iter_mut().zip(&job.translate) {
-        // SAFETY: 32 bytes read as the runtime's 32-byte little-endian record, which
-        // has no invalid bit patterns.
-        *record = unsafe { ptr::read_unaligned(bytes.as_ptr().cast::<TranslateRecord>()) };
-    }
-    let count = (job.translate_count as usize).min(TRANSLATE_REGIONS);
-    // The loader's own copy of the runtime translates (its own TLB): a job whose
-    // windows it refuses announces no tensor, as the kernel's own setup refuses them.
-    let translated = translate::configure(&records[..count]).is_ok();
-    let tensors = output
-        .map(|o| (RegionKind::Output, 0, o))
-        .into_iter()
-        .chain(inputs.iter().enumerate().map(|(i, input)| (RegionKind::Input, i as u8, input)));
-    for (kind, index, tensor) in tensors.filter(|_| translated) {
-        let Ok(desc) = tensor.validate() else { continue };
-        let len = desc.byte_len() as usize;
-        let Ok(start) = translate::translate_range(desc.address(), len) else { continue };
-        let mut region = Region::new(kind, index, start as u32, len as u32);
-        region.dtype = desc.dtype() as u8;
-        region.rank = desc.rank() as u8;
-        region.shape[..desc.shape().len()].copy_from_slice(desc.shape());
-        table.push(region);
-    }
+    dispatch::tensor_regions(job, inputs, output, |region| table.push(region));
     let (data, data_len) = data_scratch(core);
     table.push(Region::new(RegionKind::DataScratch, 0, data, data_len));
     let (hbm, hbm_len) = hbm_scratch(core);

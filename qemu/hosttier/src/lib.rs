@@ -12,6 +12,7 @@
 // written once for the device loader and this one: both files are symbolic links to
 // qemu/firmware/src/'s, so that this crate's package (`cargo package`) holds them.
 mod callbacks;
+mod checks;
 mod cores;
 mod cxx;
 pub mod dispatch;
@@ -292,7 +293,13 @@ fn run(command: &mut Command) -> Result<(), String> {
     process::output(command).map(drop).map_err(|failed| failed.to_string())
 }
 
-/// The host tier's loader program (`ncop-hostrun`), built on first use.
+/// The host tier's loader program's file name.
+pub const LOADER_FILE: &str = "ncop-hostrun";
+
+/// The host tier's loader program (`ncop-hostrun`, `qemu/src/bin/ncop-hostrun.rs`): the
+/// one built with the tools, beside the running executable (`ncop`, `sim`, or one folder
+/// up from a test binary in `deps/`); else (a program of another package, the Python
+/// extension) a checkout's, built on first use.
 ///
 /// # Errors
 /// [`HostError::Build`] when it does not build.
@@ -302,19 +309,39 @@ pub fn loader_program() -> Result<PathBuf, HostError> {
     if let Some(path) = &*built {
         return Ok(path.clone());
     }
+    let beside = std::env::current_exe().ok().and_then(|exe| {
+        let folder = exe.parent()?.to_path_buf();
+        let up = (folder.file_name()? == "deps").then(|| folder.parent().map(Path::to_path_buf)).flatten();
+        [Some(folder), up].into_iter().flatten().map(|dir| dir.join(LOADER_FILE)).find(|path| path.is_file())
+    });
+    if let Some(path) = beside {
+        *built = Some(path.clone());
+        return Ok(path);
+    }
     let repo = checkout()?;
     let _turn = build_turn(&repo)?;
     process::status(
         Command::new(toolchain::CARGO)
             .env("CARGO_TARGET_DIR", cargo_target(&repo))
             .env_remove("RUSTC_WRAPPER")
-            .args(["build", "--release", "-p", "neuroncustomop-hosttier", "--bin", "ncop-hostrun", "--manifest-path"])
+            .args(["build", "--release", "-p", "neuroncustomop-sim", "--bin", LOADER_FILE, "--manifest-path"])
             .arg(repo.join("Cargo.toml")),
     )
-    .map_err(|failed| HostError::Build { name: "ncop-hostrun".into(), what: failed.to_string() })?;
-    let path = cargo_target(&repo).join("release/ncop-hostrun");
+    .map_err(|failed| HostError::Build { name: LOADER_FILE.into(), what: failed.to_string() })?;
+    let path = cargo_target(&repo).join("release").join(LOADER_FILE);
     *built = Some(path.clone());
     Ok(path)
+}
+
+/// Builds, in a checkout, what the first `--host` run of a C or C++ library would
+/// otherwise build: the runtime for the host tier without a sanitizer (a sanitizer's
+/// is built at its first use). `sim setup` (and so `cargo sim run` and `cargo sim test`)
+/// calls it; cargo finds nothing to do when it is up to date.
+///
+/// # Errors
+/// [`HostError`]: the home is not a checkout, or the build failed.
+pub fn prebuild() -> Result<(), HostError> {
+    runtime_archive(&checkout()?, None).map(drop)
 }
 
 /// A session whose jobs the host tier's loader runs on `cores` copies of `library`.
@@ -373,6 +400,12 @@ fn loader_command(library: &HostLibrary, cores: usize) -> Result<(PathBuf, Vec<O
     Ok((PathBuf::from("/usr/bin/env"), args))
 }
 
+/// Names the places of the host tier's own findings (`checks`: offsets into a library
+/// copy) from the DWARF of `library`'s build.
+pub fn symbolizer(library: &HostLibrary) -> Option<neuroncustomop_machine::symbolize::Symbolizer> {
+    neuroncustomop_machine::symbolize::Symbolizer::new(&library.cores[..1]).ok()
+}
+
 /// Where `pc` is, for a fault report: `function (file:line)` from the library's DWARF,
 /// else the library and the offset.
 pub fn place(pc: usize) -> String {
@@ -384,6 +417,17 @@ pub fn place(pc: usize) -> String {
 
 /// The loaded object `pc` is in, and its offset there.
 fn object_of(pc: usize) -> Option<(String, usize)> {
+    let (info, base) = object_base(pc)?;
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr filled a NUL-terminated path.
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    Some((path, pc - base))
+}
+
+/// What `dladdr` says of `pc`, and the load address of its object.
+fn object_base(pc: usize) -> Option<(libc::Dl_info, usize)> {
     let mut info: libc::Dl_info = libc::Dl_info {
         dli_fname: std::ptr::null(),
         dli_fbase: std::ptr::null_mut(),
@@ -391,12 +435,16 @@ fn object_of(pc: usize) -> Option<(String, usize)> {
         dli_saddr: std::ptr::null_mut(),
     };
     // SAFETY: dladdr only reads the loader's tables and fills `info`.
-    if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+    if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } == 0 || info.dli_fbase.is_null() {
         return None;
     }
-    // SAFETY: dladdr filled a NUL-terminated path.
-    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
-    Some((path, pc - info.dli_fbase as usize))
+    let base = info.dli_fbase as usize;
+    Some((info, base))
+}
+
+/// The load address of the object `pc` is in.
+pub(crate) fn base_of(pc: usize) -> Option<usize> {
+    object_base(pc).map(|(_, base)| base)
 }
 
 /// `(function, file, line)` of `pc`, from the DWARF of the object it is in.
@@ -498,7 +546,8 @@ end
 /// sets a one-time one at its second, the kernel, in `rsi`: the x86-64 calling
 /// convention), then `debugger.commands`. The loader
 /// reads the job from a file and writes its report to one, so gdb keeps the terminal;
-/// the report is read once gdb has exited.
+/// the report is returned as soon as it says the job is done, gdb still running
+/// ([`wait_for_debugger`] waits for it), or, under `--batch`, once gdb has exited.
 ///
 /// # Errors
 /// [`HostError`] when the loader does not build, gdb cannot start, or the files
@@ -552,16 +601,53 @@ pub fn debug(
     }
     gdb.arg("--args").arg(&program);
     gdb.arg("--job").arg(&job_file).arg("--report").arg(&report_file).args(&copies);
-    let status = gdb.status().map_err(|e| {
+    let mut child = gdb.spawn().map_err(|e| {
         HostError::Unsupported(format!("cannot start {GDB}: {e}; install Debian's gdb (qemu/setup.sh does)"))
     })?;
-    let report = fs::read(&report_file).unwrap_or_default();
+    // A person at gdb gets the result as soon as the kernel has finished (the loader's
+    // report says the job is done), gdb still theirs; a script's gdb (`--batch`) ends.
+    let finished = loop {
+        if let Some(status) = child.try_wait()? {
+            break Err(status);
+        }
+        let report = fs::read(&report_file).unwrap_or_default();
+        if !debugger.batch && !report.is_empty() {
+            let report = neuroncustomop_machine::device::report_from(report, Vec::new());
+            if report.done {
+                *RUNNING_DEBUGGER.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(child);
+                break Ok(report);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let report = match finished {
+        Ok(report) => report,
+        Err(status) => {
+            let report = fs::read(&report_file).unwrap_or_default();
+            if report.is_empty() {
+                let _ = fs::remove_dir_all(&work);
+                return Err(HostError::Unsupported(format!(
+                    "{GDB} exited ({status}) before the kernel finished: the call has no result (let it run to the \
+                     end: `continue`)"
+                )));
+            }
+            neuroncustomop_machine::device::report_from(report, Vec::new())
+        }
+    };
     let _ = fs::remove_dir_all(&work);
-    if report.is_empty() {
-        return Err(HostError::Unsupported(format!(
-            "{GDB} exited ({status}) before the kernel finished: the call has no result (let it run to the end: \
-             `continue`)"
-        )));
+    Ok(report)
+}
+
+/// The gdb of a [`debug`] call that returned its result while gdb still ran (a person
+/// at it): [`wait_for_debugger`] waits for it.
+static RUNNING_DEBUGGER: Mutex<Option<std::process::Child>> = Mutex::new(None);
+
+/// Waits until the gdb of the last [`debug`] call (if it still runs: its result was
+/// returned when the kernel finished) exits: a front end that printed the result calls
+/// it before it exits itself, so gdb keeps the terminal until the person quits it.
+pub fn wait_for_debugger() {
+    let running = RUNNING_DEBUGGER.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+    if let Some(mut gdb) = running {
+        let _ = gdb.wait();
     }
-    Ok(neuroncustomop_machine::device::report_from(report, Vec::new()))
 }

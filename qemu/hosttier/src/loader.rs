@@ -15,6 +15,7 @@
 //! source; only the CPU differs.
 
 use crate::callbacks::{self, Loader};
+use crate::checks;
 use crate::cores::{self, core};
 use crate::dispatch::{ConfigureFn, Dispatch, MethodFn, OpArgs, SetInvocationFn};
 use crate::sanitize::{self, Direction};
@@ -80,6 +81,7 @@ fn serve(libraries: Vec<PathBuf>, mut stdin: Box<dyn Read>, to_file: bool) -> i3
         return 1;
     }
     sanitize::install_asan_report();
+    checks::allocate_input_key(debugging());
     let mut cores = Vec::new();
     for (core, path) in libraries.iter().enumerate() {
         match Core::spawn(core as u32, path) {
@@ -157,12 +159,14 @@ fn run_ops(job: &JobHeader, cores: &[Core]) -> bool {
         };
         at += used;
         let function = name_of(op.function_id()).unwrap_or_else(|| "?".into());
+        checks::protect_inputs(job, &op, debugging(), mapped);
         for core in cores {
             core.send(Work::Op(Box::new(OpWork { job: *job, index, function: function.clone(), op: op.clone() })));
         }
         for core in cores {
             stopped |= core.answer();
         }
+        checks::unprotect_inputs();
         dump_output(job, index);
         index += 1;
     }
@@ -348,6 +352,8 @@ impl Core {
 /// A library copy's entry points.
 #[derive(Clone, Copy)]
 struct Library {
+    /// Where the copy is loaded (its places are offsets from here).
+    base: usize,
     entry_func: EntryFn,
     register_funcs: RegisterFuncsFn,
     dispatch: Dispatch,
@@ -382,6 +388,7 @@ impl Library {
             return Err(format!("cannot load it: {text}"));
         }
         sanitize::watch_heaps(handle);
+        checks::watch_journal(handle);
         let symbol = |name: &str| -> Result<*mut c_void, String> {
             let c_name = CString::new(name).expect("no NUL");
             // SAFETY: a loaded handle and a NUL-terminated name.
@@ -391,11 +398,14 @@ impl Library {
         let set_core = symbol("neuron_host_set_core")?;
         // SAFETY: the runtime's `extern "C" fn(u32)` (runtime/arch/host.rs).
         unsafe { std::mem::transmute::<*mut c_void, extern "C" fn(u32)>(set_core)(core) };
+        let entry = symbol("entry_func")?;
+        let base = crate::base_of(entry as usize).ok_or("the loaded library has no load address")?;
         // SAFETY: each symbol is the runtime's export of that signature (the C ABI the
         // device loader calls by the same names, docs/abi/entry.md and dispatch.md).
         unsafe {
             Ok(Self {
-                entry_func: std::mem::transmute::<*mut c_void, EntryFn>(symbol("entry_func")?),
+                base,
+                entry_func: std::mem::transmute::<*mut c_void, EntryFn>(entry),
                 register_funcs: std::mem::transmute::<*mut c_void, RegisterFuncsFn>(symbol("register_funcs")?),
                 dispatch: Dispatch {
                     set_invocation: std::mem::transmute::<*mut c_void, SetInvocationFn>(symbol(
@@ -443,6 +453,8 @@ fn take_lines() -> Vec<String> {
 /// A core's thread: work after work until the loader goes.
 fn core_thread(core: u32, library: Library, inbox: Receiver<Work>, outbox: Sender<Answer>) {
     cores::set_core(core);
+    checks::start_core(library.base);
+    checks::deny_input_writes();
     install_fault_handlers();
     let mut entered = false;
     for work in inbox {
@@ -463,9 +475,12 @@ fn core_thread(core: u32, library: Library, inbox: Receiver<Work>, outbox: Sende
                             library.invocation_status,
                         ))
                     });
+                    checks::start_op();
                     let status = invoke(&library, &job, kernel, &op);
                     STOP.with(|stop| *stop.borrow_mut() = None);
                     drain_stdout(library.stdout_ring, core, index);
+                    let found = checks::end_op(core, index);
+                    LINES.with(|lines| lines.borrow_mut().extend(found));
                     OpStatus::Returned(status)
                 } else {
                     OpStatus::UnknownKernel
@@ -505,6 +520,17 @@ fn invoke(library: &Library, job: &JobHeader, kernel: extern "C" fn(), op: &Deco
 /// waits before its first kernel until it is at its kernel's entry.
 const HOLD: &str = "NCOP_HOSTRUN_HOLD";
 
+/// The core `ncop debug` shows first, when the loader runs under it ([`HOLD`]).
+fn held_for() -> Option<u32> {
+    static FIRST: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *FIRST.get_or_init(|| std::env::var(HOLD).ok().and_then(|core| core.parse().ok()))
+}
+
+/// Whether the loader runs under `ncop debug` (gdb).
+fn debugging() -> bool {
+    held_for().is_some()
+}
+
 /// Cores held before their first kernel so far ([`hold`]).
 static HELD: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -519,8 +545,7 @@ pub static NCOP_HOSTRUN_RELEASE: std::sync::atomic::AtomicU32 = std::sync::atomi
 /// core's kernel, finds every core at its kernel's entry (gdb stops all threads), and a
 /// breakpoint set there is hit on whichever core reaches it. Does nothing otherwise.
 fn hold(cores: u32) {
-    static FIRST: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    let Some(first) = *FIRST.get_or_init(|| std::env::var(HOLD).ok().and_then(|core| core.parse().ok())) else {
+    let Some(first) = held_for() else {
         return;
     };
     if first >= cores {
@@ -683,11 +708,29 @@ fn install_fault_handlers() {
         for signal in [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE, libc::SIGILL] {
             libc::sigaction(signal, &action, std::ptr::null_mut());
         }
+        if !debugging() {
+            // The end of a store's single step into a protected input (`checks`).
+            action.sa_sigaction = on_step as *const () as usize;
+            libc::sigaction(libc::SIGTRAP, &action, std::ptr::null_mut());
+        }
     }
 }
 
-/// A kernel's fault: reported as the device reports an exception, with the place.
+/// A single step of [`checks`] ended; any other SIGTRAP ends the process as it would.
+extern "C" fn on_step(signal: c_int, _info: *mut libc::siginfo_t, context: *mut c_void) {
+    if !checks::after_step(context) {
+        // SAFETY: restoring the default disposition; the signal is raised again on return.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
+}
+
+/// A kernel's fault: reported as the device reports an exception, with the place; a
+/// store into a protected input is a finding, and the kernel goes on ([`checks`]).
 extern "C" fn on_fault(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    // SAFETY: the kernel passes SA_SIGINFO handlers a valid siginfo.
+    if signal == libc::SIGSEGV && checks::on_protected_store(unsafe { (*info).si_addr() } as usize, context) {
+        return;
+    }
     let in_kernel = STOP.with(|stop| stop.borrow().is_some());
     if !in_kernel {
         // The loader's own fault: let the default action end the process.

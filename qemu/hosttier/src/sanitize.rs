@@ -8,7 +8,10 @@
 //!   block taken and given back (`watch_heaps`), so a report can name the heap block
 //!   a bad address is in or past, and where it was allocated and freed
 //!   (`on_asan_report`).
-//! - **ThreadSanitizer.** The loader is not instrumented: it tells TSan where its cores'
+//! - **ThreadSanitizer.** The runtime, built with its feature `host-tsan`, tells TSan
+//!   what each of its copies reads and writes (runtime/data_transfer/mod.rs), so a race
+//!   made through `neuron_memcpy` or the TCM and stream accessors is seen. The loader is
+//!   not instrumented: it tells TSan where its cores'
 //!   threads hand work over (`handed_over`, `taken_over`), so the only races TSan
 //!   sees are the kernels' own.
 //! - **Rust libraries** build with rustc's `-Zsanitizer` (address or thread), enabled on
@@ -59,9 +62,14 @@ impl Sanitizer {
         vec![format!("-fsanitize={}", self.name()), "-fno-omit-frame-pointer".into()]
     }
 
-    /// The runtime's cargo feature for it, beside `host-tier`: the heaps' poisoning.
+    /// The runtime's cargo feature for it, beside `host-tier`: the heaps' poisoning
+    /// (address), the copies' annotations (thread).
     pub(crate) fn runtime_feature(self) -> Option<&'static str> {
-        (self == Self::Address).then_some("host-asan")
+        match self {
+            Self::Address => Some("host-asan"),
+            Self::Thread => Some("host-tsan"),
+            Self::Undefined => None,
+        }
     }
 
     /// rustc's flags for the author's crate, or `None` when rustc has no such
@@ -99,28 +107,33 @@ impl Sanitizer {
 /// What a host-tier run with `sanitizer` (or none) checks, and what it cannot see, in
 /// one sentence: the `checks` line every `--host` run prints, so a clean result is not
 /// read as more than it is. The device checks all of it (a call without `--host`).
+/// Every run has the host tier's own checks (`crate::checks`).
 pub fn coverage(sanitizer: Option<Sanitizer>) -> &'static str {
     match sanitizer {
         None => {
-            "none on the host tier: the device checks every access (without --host), or --sanitize address or \
-             thread some; unseen here: out-of-bounds accesses, stores into inputs, double and invalid frees, \
-             leaks, use after free, races, reads of never-written memory"
+            "the host tier's own: stores into inputs, double and invalid frees, leaks; --sanitize address or \
+             thread checks more; unseen here: out-of-bounds accesses, use after free, races, stores into another \
+             core's stack or dataram, reads of never-written memory (the device checks every access: run without \
+             --host)"
         }
         Some(Sanitizer::Address) => {
-            "AddressSanitizer: out-of-bounds accesses around tensors and heap and TCM blocks, use after free; \
-             unseen on the host tier: stores into inputs, double and invalid frees, leaks, stores into another \
-             core's stack or dataram, races, reads of never-written memory (the device checks them: run \
-             without --host)"
-        }
-        Some(Sanitizer::Thread) => {
-            "ThreadSanitizer: races between cores on memory the kernels' own code touches; unseen on the host \
-             tier: races through the runtime's copies (neuron_memcpy, the TCM and stream accessors), \
-             out-of-bounds accesses, stores into inputs, heap misuse, reads of never-written memory (the device \
+            "AddressSanitizer: out-of-bounds accesses around tensors and heap and TCM blocks, use after free; the \
+             host tier's own: stores into inputs, double and invalid frees, leaks; unseen on the host tier: \
+             stores into another core's stack or dataram, races, reads of never-written memory (the device \
              checks them: run without --host)"
         }
+        Some(Sanitizer::Thread) => {
+            "ThreadSanitizer: races between cores on memory the kernels' own code and the runtime's copies \
+             (neuron_memcpy, the TCM and stream accessors) touch; the host tier's own: stores into inputs, double \
+             and invalid frees, leaks; unseen on the host tier: out-of-bounds accesses, use after free, stores into \
+             another core's stack or dataram, reads of never-written memory (the device checks them: run without \
+             --host)"
+        }
         Some(Sanitizer::Undefined) => {
-            "UndefinedBehaviorSanitizer: signed overflow, bad shifts, misaligned pointers; unseen on the host \
-             tier: every memory check and races (the device checks them: run without --host)"
+            "UndefinedBehaviorSanitizer: signed overflow, bad shifts, misaligned pointers; the host tier's own: \
+             stores into inputs, double and invalid frees, leaks; unseen on the host tier: out-of-bounds \
+             accesses, use after free, races, stores into another core's stack or dataram, reads of \
+             never-written memory (the device checks them: run without --host)"
         }
     }
 }
@@ -628,12 +641,16 @@ WARNING: ThreadSanitizer: data race (pid=4242)
     #[test]
     fn every_host_run_says_what_it_cannot_see() {
         let address = super::coverage(Some(super::Sanitizer::Address));
-        for unseen in ["stores into inputs", "double and invalid frees", "leaks", "another core's stack"] {
-            assert!(address.split_once("unseen").unwrap().1.contains(unseen), "{unseen}: {address}");
+        let (seen, unseen) = address.split_once("unseen").unwrap();
+        for checked in ["stores into inputs", "double and invalid frees", "leaks", "use after free"] {
+            assert!(seen.contains(checked) && !unseen.contains(checked), "{checked}: {address}");
         }
-        assert!(super::coverage(None).starts_with("none on the host tier: the device checks every access"));
+        assert!(unseen.contains("another core's stack"), "{address}");
+        let plain = super::coverage(None);
+        assert!(plain.starts_with("the host tier's own: stores into inputs, double and invalid frees, leaks"));
+        assert!(plain.split_once("unseen").unwrap().1.contains("out-of-bounds accesses"), "{plain}");
         let thread = super::coverage(Some(super::Sanitizer::Thread));
-        assert!(thread.contains("races through the runtime's copies"), "{thread}");
+        assert!(thread.split_once("unseen").unwrap().0.contains("the runtime's copies"), "{thread}");
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::machine::{Boot, Outcome};
 use crate::plugin::{OpLines, PluginError, PluginFile};
 use neuroncustomop::allocators::HeapsGivenBack;
 use neuroncustomop_wire::job::JobHeader;
-use neuroncustomop_wire::plugin::Argument;
+use neuroncustomop_wire::plugin::{Argument, Line as PluginLine};
 pub use neuroncustomop_wire::report::OpStatus;
 use neuroncustomop_wire::report::{Count, Line};
 use neuroncustomop_wire::session::{FRAME_MAGIC, FrameHeader, STDERR_JOB_END, SegmentHeader};
@@ -906,11 +906,18 @@ pub fn report_from(stdout: Vec<u8>, stderr: Vec<u8>) -> Report {
 }
 
 /// Parses the loader's lines (the typed `neuroncustomop_wire::report::Line`); lines
-/// of any other form are left in `outcome.stdout` only.
+/// of any other form are left in `outcome.stdout` only. The host tier's loader
+/// reports its own checks' findings as the plugin's lines (`FINDING`, `CHECKED`)
+/// before a core's `OP` line: they become that op's [`OpReport::plugin`] lines.
 pub fn parse(outcome: Outcome) -> Report {
     let mut cores: BTreeMap<u32, CoreReport> = BTreeMap::new();
     let mut done = false;
+    let mut checked: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for text in outcome.stdout.lines() {
+        if let Ok(line @ (PluginLine::Finding { .. } | PluginLine::Checked { .. })) = PluginLine::parse(text) {
+            checked.entry(line.core()).or_default().push(text.to_string());
+            continue;
+        }
         let Ok(line) = Line::parse(text) else { continue };
         let Some(c) = line_core(&line) else {
             done |= matches!(line, Line::Done { .. });
@@ -941,7 +948,7 @@ pub fn parse(outcome: Outcome) -> Report {
                 instructions: count.map(|Count { instructions, .. }| instructions),
                 exact: count.is_some_and(|count| count.exact),
                 icount: count.map(|Count { instructions, .. }| instructions),
-                plugin: OpLines::default(),
+                plugin: OpLines { lines: checked.remove(&c).unwrap_or_default() },
             }),
             _ => {}
         }

@@ -1,4 +1,5 @@
-//! The little of ELF32 the checks need: the loadable segments and the symbol table.
+//! The little of ELF32 the checks need: the loadable segments and the symbol table
+//! (and the segments of an ELF64 file, the host tier's build).
 
 use std::fmt;
 
@@ -44,8 +45,18 @@ fn check_header(bytes: &[u8]) -> Result<(), ElfError> {
     Ok(())
 }
 
-/// Every `PT_LOAD` segment with a non-zero size.
+fn u64_at(bytes: &[u8], at: usize) -> Result<u64, ElfError> {
+    let b = bytes.get(at..at + 8).ok_or(ElfError("truncated"))?;
+    Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+}
+
+/// Every `PT_LOAD` segment with a non-zero size. Also of a little-endian ELF64 file
+/// (the host tier's x86-64 build of a library, whose places are offsets into it) whose
+/// segments lie in its first 4 GiB.
 pub fn load_segments(bytes: &[u8]) -> Result<Vec<LoadSegment>, ElfError> {
+    if bytes.get(..6) == Some(&[0x7F, b'E', b'L', b'F', 2, 1][..]) {
+        return load_segments_64(bytes);
+    }
     check_header(bytes)?;
     let phoff = u32_at(bytes, 0x1C)? as usize;
     let phentsize = u16_at(bytes, 0x2A)? as usize;
@@ -57,6 +68,27 @@ pub fn load_segments(bytes: &[u8]) -> Result<Vec<LoadSegment>, ElfError> {
             continue;
         }
         let segment = LoadSegment { vaddr: u32_at(bytes, header + 8)?, memsz: u32_at(bytes, header + 20)? };
+        if segment.memsz != 0 {
+            segments.push(segment);
+        }
+    }
+    Ok(segments)
+}
+
+/// [`load_segments`] of an ELF64 file.
+fn load_segments_64(bytes: &[u8]) -> Result<Vec<LoadSegment>, ElfError> {
+    let phoff = usize::try_from(u64_at(bytes, 0x20)?).map_err(|_| ElfError("program headers out of reach"))?;
+    let phentsize = u16_at(bytes, 0x36)? as usize;
+    let phnum = u16_at(bytes, 0x38)? as usize;
+    let mut segments = Vec::new();
+    for i in 0..phnum {
+        let header = phoff + i * phentsize;
+        if u32_at(bytes, header)? != PT_LOAD {
+            continue;
+        }
+        let narrow = |value: u64| u32::try_from(value).map_err(|_| ElfError("a segment past 4 GiB"));
+        let segment =
+            LoadSegment { vaddr: narrow(u64_at(bytes, header + 16)?)?, memsz: narrow(u64_at(bytes, header + 40)?)? };
         if segment.memsz != 0 {
             segments.push(segment);
         }

@@ -334,7 +334,7 @@ pub fn exec(args: RunArgs) -> super::Outcome {
 const DEBUG_HELP: &str = "\
 Example: ncop debug scale --arg gen:float32:4x8 --arg float:0.5 --gdb-ex 'break scale.c:41'
   then, in gdb: continue, bt, info locals, print src[3], info threads, thread 2, next, finish;
-  `continue` to the kernel's end, and ncop checks and prints the result.
+  `continue` to the kernel's end, and ncop checks and prints the result (gdb stays until `quit`).
 For scripts: --gdb-batch with --gdb-ex commands (the last a `continue`).";
 
 /// Build the library for the host tier and call KERNEL once under Debian's gdb,
@@ -370,7 +370,10 @@ pub fn exec_debug(mut args: DebugArgs) -> super::Outcome {
 pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     let request = Request::resolve(lib, kernel, args)?;
     let report = request.run()?;
-    Ok(report.print())
+    let printed = report.print();
+    // Printed when the kernel finished: gdb keeps the terminal until it is quit.
+    neuroncustomop_hosttier::wait_for_debugger();
+    Ok(printed)
 }
 
 /// One `ncop run`, resolved from its command line and checked: what to call, with

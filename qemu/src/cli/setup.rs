@@ -5,7 +5,8 @@ use clap::Args;
 use neuroncustomop_machine::home::Home;
 use std::process::{Command, ExitCode};
 
-/// Install the Debian packages the simulation needs, if missing (qemu/setup.sh).
+/// Install the Debian packages the simulation needs, if missing (qemu/setup.sh), then
+/// build the host tier's runtime (the first `--host` run then takes seconds).
 #[derive(Debug, Args)]
 pub struct SetupArgs {}
 
@@ -21,6 +22,9 @@ pub enum SetupError {
     /// The script failed.
     #[error("qemu/setup.sh failed ({0})")]
     Failed(std::process::ExitStatus),
+    /// The host tier's runtime did not build.
+    #[error(transparent)]
+    HostTier(#[from] neuroncustomop_hosttier::HostError),
 }
 
 /// Install, with apt-get (through sudo when not root), the Debian packages C and C++
@@ -45,12 +49,16 @@ pub fn exec_ncop(args: NcopSetupArgs) -> super::Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs `qemu/setup.sh`: everything a checkout's build needs.
+/// Runs `qemu/setup.sh`: everything a checkout's build needs; then builds the host
+/// tier's runtime, so the first `--host` run takes seconds (its loader, `ncop-hostrun`,
+/// is built with the tools).
 ///
 /// # Errors
 /// [`SetupError`].
 pub fn setup() -> Result<(), SetupError> {
-    run_script(false)
+    run_script(false)?;
+    neuroncustomop_hosttier::prebuild()?;
+    Ok(())
 }
 
 /// Runs the home's `qemu/setup.sh`, `--without-rust` when asked.

@@ -64,3 +64,21 @@ torch::Tensor past_empty(const torch::Tensor& t_in) {
     }
     return t_out;
 }
+
+// out = in, then a store into element 5 of the (read-only) input, through its data pointer.
+torch::Tensor into_input(const torch::Tensor& t_in) {
+    torch::Tensor t_out = copy(t_in);
+    t_in.data_ptr<float>()[5] = 0.0f;  // into the input
+    return t_out;
+}
+
+// Every core copies the input's first 16 floats through a TCM block into the output's
+// first 16: the same elements from every core, with nothing ordering them (a race).
+torch::Tensor tcm_race(const torch::Tensor& t_in) {
+    torch::Tensor t_out = get_dst_tensor();
+    float* buf = static_cast<float*>(torch::neuron::tcm_malloc(16 * sizeof(float)));
+    t_in.tcm_accessor().tensor_to_tcm<float>(buf, 0, 16);
+    t_out.tcm_accessor().tcm_to_tensor<float>(buf, 0, 16);  // every core
+    torch::neuron::tcm_free(buf);
+    return t_out;
+}

@@ -13,4 +13,6 @@ NEURON_LIBRARY(checks_ops, m) {
     m.def("keeps_new", &like_input, "keeps_new");
     m.def("tcm_copy_past", &like_input, "tcm_copy_past");
     m.def("past_empty", &like_input, "past_empty");
+    m.def("into_input", &like_input, "into_input");
+    m.def("tcm_race", &like_input, "tcm_race");
 }

@@ -83,8 +83,10 @@ impl Library {
 
     /// Calls `kernel` once on the host tier under Debian's gdb ([`Debugger`]): stopped
     /// at the kernel's entry on the chosen core, then the debugger's commands (a person
-    /// at the terminal, or `--batch` commands). The call's result is read after gdb
-    /// exits; `options.target` is taken to be [`Target::Host`].
+    /// at the terminal, or `--batch` commands). The call's result is read when the
+    /// kernel has finished, gdb still running for a person at it
+    /// ([`neuroncustomop_hosttier::wait_for_debugger`] waits for it), or once a
+    /// `--batch` gdb has exited; `options.target` is taken to be [`Target::Host`].
     ///
     /// # Errors
     /// [`CallError`], as [`Library::call_with`].
@@ -145,10 +147,17 @@ impl Library {
             })?;
         let status = cores.statuses.iter().copied().find(|s| !s.is_ok()).unwrap_or(KernelStatus(0));
         let mut findings = report.findings(0);
-        if !findings.is_empty()
-            && let Some(symbols) = self.symbolizer()
-        {
-            findings.shown.iter_mut().for_each(|finding| symbols.symbolize_finding(finding));
+        if !findings.is_empty() {
+            // The host tier's findings are places in its x86-64 build of the library.
+            let symbols = match options.target {
+                Target::Device => self.symbolizer(),
+                Target::Host => {
+                    self.host_library(options.sanitize).ok().and_then(|h| neuroncustomop_hosttier::symbolizer(&h))
+                }
+            };
+            if let Some(symbols) = symbols {
+                findings.shown.iter_mut().for_each(|finding| symbols.symbolize_finding(finding));
+            }
         }
         let profile = options.profile.then(|| self.profile(kernel, &report, options.cores, &staged)).transpose()?;
         let CoreResults { statuses, arg_failures, stdout, instructions, exact } = cores;
