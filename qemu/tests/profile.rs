@@ -416,10 +416,12 @@ fn range_markers_cost_no_instruction_and_a_profile_diff_shows_what_an_edit_bough
     use neuroncustomop_machine::elf;
     let dir = std::env::temp_dir().join(format!("neuroncustomop-divide-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let elements = 4096;
+    // More turns of the loop than the plugin keeps events ([`MAX_EVENTS`] in the plugin): a
+    // marker reached each turn is written once, so the range still closes.
+    let elements = 1 << 17;
     let x = generate(
         neuroncustomop::wrapper_api::Dtype::Float32,
-        vec![elements],
+        vec![4, elements / 4],
         Distribution::Uniform { low: -100.0, high: 100.0 },
         7,
     );
@@ -516,7 +518,62 @@ fn range_markers_cost_no_instruction_and_a_profile_diff_shows_what_an_edit_bough
         )
     };
     assert_eq!(paths(";__divsf3"), (divsf3.before, divsf3.after), "{folded}");
+    // The graph draws the after profile's paths (the one division left is too thin
+    // to be drawn), coloured by their change.
     let svg = std::fs::read_to_string(out.join("diff.svg")).unwrap();
-    assert!(svg.contains("<svg") && svg.contains("__divsf3"), "{}", &svg[..svg.len().min(300)]);
+    assert!(svg.contains("<svg") && svg.contains("<title>divide ("), "{}", &svg[..svg.len().min(300)]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_c_and_cpp_markers_write_the_records_the_profile_reads() {
+    use neuroncustomop_machine::elf;
+    use neuroncustomop_machine::ranges::{Kind, records};
+    use neuroncustomop_machine::toolchain::Llvm;
+    // The header's macros in C and in C++ (a block of a member function), compiled for
+    // the device as the builds do, and the object's records read by the profile's reader.
+    let source = "#include <neuroncustomop.h>\n\
+                  struct S { float f(const float *x, int n); };\n\
+                  float S::f(const float *x, int n) {\n\
+                      NCOP_RANGE_BEGIN(\"sum\");\n\
+                      float s = 0;\n\
+                      for (int i = 0; i < n; i++) s += x[i];\n\
+                      NCOP_RANGE_END(\"sum\");\n\
+                      return s;\n\
+                  }\n";
+    let dir = std::env::temp_dir().join(format!("neuroncustomop-markers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let include = crate::common::checkout().join("runtime/include");
+    for (compiler, file, standard) in [(Llvm::CLANG, "k.c", "-std=c11"), (Llvm::CLANGXX, "k.cpp", "-std=c++17")] {
+        // C has no member functions: the same body as a plain function, on the same lines.
+        let text = if file == "k.c" {
+            source.replace("struct S { float f(const float *x, int n); };", "").replace("S::f", "f")
+        } else {
+            source.to_string()
+        };
+        std::fs::write(dir.join(file), text).unwrap();
+        let object = dir.join(format!("{file}.o"));
+        let output = std::process::Command::new(compiler)
+            .args(["--target=xtensa-none-elf", "-Os", "-ffreestanding", "-nostdlibinc", "-c", standard])
+            .args(["-Wall", "-Wextra", "-Werror", "-I"])
+            .arg(include.join("libc"))
+            .arg("-I")
+            .arg(&include)
+            .arg(dir.join(file))
+            .arg("-o")
+            .arg(&object)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{file}: {}", String::from_utf8_lossy(&output.stderr));
+        let bytes = std::fs::read(&object).unwrap();
+        let section = elf::section(&bytes, ".ncop_ranges").unwrap().expect("the records' section");
+        let found = records(section);
+        let file_name = dir.join(file).display().to_string();
+        assert_eq!(
+            found,
+            [("sum".to_string(), Kind::Begin, file_name.clone(), 4), ("sum".to_string(), Kind::End, file_name, 7)],
+            "{file}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -49,8 +49,9 @@
 //! - `Line::Frame`: each call, its entry and length in the core's instructions; at
 //!   most [`MAX_FRAMES`]: past it the deepest level kept is dropped whole, so the top
 //!   frames stay complete (`Line::Frames` says the depth kept and the calls dropped);
-//! - `Line::Mark`: each range marker the core passed, in order (at most
-//!   [`MAX_EVENTS`], counted with the events past it).
+//! - `Line::Mark`: each range marker the core passed, in order, a marker reached again
+//!   with no other between written once (at most [`MAX_EVENTS`], counted with the
+//!   events past it).
 
 use crate::calls::{CallStack, Step, is_call};
 use crate::count::Entry;
@@ -468,6 +469,12 @@ impl Profiler {
                     let executed = me.executed.get(vcpu);
                     if let Some(mut core) = me.active(vcpu) {
                         let at = executed - core.started;
+                        // The same marker again, with no other between (a marker on a
+                        // loop's line, reached each turn): it changes nothing the first
+                        // did not (a range already open, or already closed).
+                        if core.marks.last().is_some_and(|&(last, _)| last == pc as u32) {
+                            return;
+                        }
                         if core.marks.len() < MAX_EVENTS {
                             core.marks.push((pc as u32, at));
                         } else {

@@ -55,6 +55,21 @@ pub fn summarize(profile: &Profile, model: &CostModel, dir: &Path) {
             line.function
         );
     }
+    // What the trace could not keep: the plugin's limits (events, markers, calls).
+    let (dropped, calls_dropped) =
+        profile.cores.iter().fold((0, 0), |(e, c), core| (e + core.dropped_events, c + core.calls_dropped));
+    if dropped > 0 {
+        println!(
+            "  dropped     {dropped} timeline events and range markers past the plugin's limit for one core: \
+             the trace ends early for them, and a range open then runs to the op's end"
+        );
+    }
+    if calls_dropped > 0 {
+        let depth = profile.cores.iter().map(|c| c.calls_depth).min().unwrap_or(0);
+        println!(
+            "  calls       {calls_dropped} calls deeper than {depth} frames left out of the trace (too many to keep)"
+        );
+    }
     let ranges = model.ranges(&profile);
     if !ranges.is_empty() {
         println!(
