@@ -71,10 +71,11 @@ use neuroncustomop_wire::plugin::{self as wire, Argument, Line, List};
 use qemu_plugin::{
     CallbackFlags, MemRW, MemValue, MemoryInfo, TranslationBlock, VCPUIndex, qemu_plugin_read_memory_vaddr,
 };
+use std::cell::{RefCell, RefMut};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 /// Findings of one op on one core written out in full; the rest are counted.
 pub const SHOWN: u32 = 10;
@@ -228,6 +229,9 @@ struct Core {
     carrying: Option<usize>,
     /// Its heaps' blocks: they outlive the op.
     heap: Heaps,
+    /// The race shadow of the op's output, as the op began ([`State::follow`]): read
+    /// without a lock on every output access.
+    shadow: Arc<Shadow>,
     /// The kernel stopped (its loader carries on after it): the op's blocks are given
     /// back, so none is a leak.
     stopped: bool,
@@ -315,6 +319,21 @@ struct Shadow {
     bytes: Vec<AtomicU64>,
 }
 
+/// One vCPU's [`Core`], reached only by that vCPU's own callbacks ([`State::core`]).
+///
+/// QEMU runs every callback of a vCPU on the thread that runs that vCPU, one at a time
+/// (a host thread per vCPU under MTTCG; otherwise one thread runs every vCPU in turn),
+/// and the checks' callbacks reach only the `Core` of the vCPU they are called for. So a
+/// `Core` is never touched by two threads at once and needs no lock: a `Mutex` cost two
+/// atomics on every checked memory access, a quarter of a checked call's time (perf).
+/// The `RefCell` turns a callback that reached its core twice into a panic, not aliasing.
+#[derive(Default)]
+struct VcpuCell(RefCell<Core>);
+
+// SAFETY: each cell is borrowed only on its vCPU's thread, one callback at a time (the
+// type's documentation): never from two threads at once.
+unsafe impl Sync for VcpuCell {}
+
 /// The checks' state, shared by the module and its memory callbacks.
 struct State {
     /// Per vCPU: its loader's region table address.
@@ -327,10 +346,11 @@ struct State {
     loaders: Vec<Option<(u32, u32)>>,
     /// The runtime's `memcpy` and `memmove` in every library image (module docs).
     word_loads: Vec<Range<u32>>,
-    cores: Vec<Mutex<Core>>,
+    cores: Vec<VcpuCell>,
     /// Per vCPU: its region table as last read, to name another core's stack or scratch.
     known: RwLock<Vec<Option<RegionTable>>>,
-    shadow: RwLock<Shadow>,
+    /// The shadow of the latest output: each op's cores take it at the op's start.
+    shadow: RwLock<Arc<Shadow>>,
     /// The first output byte whose last writer the host asked for (`watch=`).
     watch: Option<u32>,
 }
@@ -406,7 +426,7 @@ impl Checks {
         let lo = images.iter().map(|i| i.window.0).min().unwrap_or(0);
         let hi = images.iter().map(|i| i.window.1).max().unwrap_or(0);
         let count = tables.len().max(images.len());
-        let cores = (0..count).map(|_| Mutex::default()).collect();
+        let cores = (0..count).map(|_| VcpuCell::default()).collect();
         let known = RwLock::new(vec![None; count]);
         let shadow = RwLock::default();
         let state = Arc::new(State { tables, images, journals, loaders, word_loads, cores, known, shadow, watch });
@@ -475,8 +495,9 @@ impl Module for Checks {
 }
 
 impl State {
-    fn core(&self, vcpu: VCPUIndex) -> Option<std::sync::MutexGuard<'_, Core>> {
-        Some(self.cores.get(vcpu as usize)?.lock().unwrap_or_else(PoisonError::into_inner))
+    /// `vcpu`'s core: called only from `vcpu`'s own callbacks ([`VcpuCell`]).
+    fn core(&self, vcpu: VCPUIndex) -> Option<RefMut<'_, Core>> {
+        Some(self.cores.get(vcpu as usize)?.0.borrow_mut())
     }
 
     fn op_begin(&self, vcpu: VCPUIndex) {
@@ -488,33 +509,34 @@ impl State {
         if let Some(slot) = self.known.write().unwrap_or_else(PoisonError::into_inner).get_mut(vcpu as usize) {
             *slot = table;
         }
+        let output =
+            table.as_ref().and_then(|t| t.regions().iter().find(|r| r.kind() == Some(RegionKind::Output)).copied());
+        let shadow = match output {
+            Some(output) => self.follow(&output),
+            None => Arc::clone(&self.shadow.read().unwrap_or_else(PoisonError::into_inner)),
+        };
         let Some(mut core) = self.core(vcpu) else { return };
         let ops = core.ops + 1;
         let mut heap = std::mem::take(&mut core.heap);
         heap.op_begin();
-        *core = Core { running: true, ops, table, heap, ..Core::default() };
-        drop(core);
-        let output =
-            table.as_ref().and_then(|t| t.regions().iter().find(|r| r.kind() == Some(RegionKind::Output)).copied());
-        if let Some(output) = output {
-            self.follow(&output);
-        }
+        *core = Core { running: true, ops, table, heap, shadow, ..Core::default() };
     }
 
-    /// Makes the shadow cover `output` (every core of the op asks; the first grows it).
-    fn follow(&self, output: &Region) {
+    /// The shadow covering `output` (every core of the op asks; the first grows it).
+    fn follow(&self, output: &Region) -> Arc<Shadow> {
         let len = output.len.min(RACE_LIMIT) as usize;
         {
             let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
             if shadow.start == output.start && shadow.bytes.len() >= len {
-                return;
+                return Arc::clone(&shadow);
             }
         }
         let mut shadow = self.shadow.write().unwrap_or_else(PoisonError::into_inner);
         if shadow.start != output.start || shadow.bytes.len() < len {
             // Entries of earlier ops carry their op's number: a new output starts clean.
-            *shadow = Shadow { start: output.start, bytes: (0..len).map(|_| AtomicU64::new(0)).collect() };
+            *shadow = Arc::new(Shadow { start: output.start, bytes: (0..len).map(|_| AtomicU64::new(0)).collect() });
         }
+        Arc::clone(&shadow)
     }
 
     fn op_end(&self, vcpu: VCPUIndex, lines: &mut Lines) {
@@ -545,7 +567,7 @@ impl State {
     /// op was the last to write the first of them.
     fn wrote(&self, core: &Core, vcpu: VCPUIndex, lines: &mut Lines) {
         let Some(address) = self.watch else { return };
-        let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
+        let shadow = &core.shadow;
         let Some(slot) = address.checked_sub(shadow.start).and_then(|at| shadow.bytes.get(at as usize)) else { return };
         let entry = slot.load(Ordering::Relaxed);
         if entry >> 40 == u64::from(core.ops) && (entry >> 32 & 0xFF) == u64::from(vcpu) + 1 {
@@ -634,7 +656,7 @@ impl State {
     /// the shadow does not follow (past [`RACE_LIMIT`]) count as written: the check
     /// says nothing it does not know.
     fn written(&self, core: &Core, address: u32, size: u32, output: &Region, any: bool) -> bool {
-        let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
+        let shadow = &core.shadow;
         let op = u64::from(core.ops);
         let written = |byte: u32| {
             byte.checked_sub(shadow.start).and_then(|at| shadow.bytes.get(at as usize)).is_none_or(|slot| {
@@ -820,7 +842,7 @@ impl State {
         if output.kind() != Some(RegionKind::Output) {
             return None;
         }
-        let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
+        let shadow = &core.shadow;
         let op = u64::from(core.ops);
         let mine = op << 40 | (u64::from(vcpu) + 1) << 32 | u64::from(pc);
         let mut raced = None;

@@ -2,11 +2,14 @@
 run of it (generation, the reference, comparison and bookkeeping added), checked and
 unchecked; and how long shrinking a failure of the off-by-one partition kernel
 (tests/partition/partition.c) takes on 8 cores, as docs/simulator-speed.md records them ("Property checks").
+Raw calls and property runs alternate in rounds: their ratio is the figure to trust on a
+shared machine.
 
     target/python-venv/bin/python qemu/python/benches/property_calls.py [--calls 200] [--kernel relu] [--host]
 """
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -19,42 +22,50 @@ from neuroncustomop import testing
 REPO = Path(__file__).resolve().parents[3]
 
 
-def rates(kernel, cores: int, calls: int, checked: bool) -> tuple:
-    """(raw calls/s, property calls/s) of ``kernel`` on float32 [4, 1024]."""
+def rates(kernel, cores: int, calls: int, checked: bool, rounds: int = 4) -> tuple:
+    """(raw calls/s, property calls/s) of ``kernel`` on float32 [4, 1024]: ``rounds``
+    rounds, each of raw calls then a property run of as many, the times summed, so that
+    the machine's load (shared by other builds) weighs on both alike."""
     rng = np.random.default_rng(1)
-    inputs = [rng.uniform(-100, 100, (4, 1024)).astype(np.float32) for _ in range(calls)]
+    inputs = [rng.uniform(-100, 100, (4, 1024)).astype(np.float32) for _ in range(calls // rounds)]
     kernel.run(inputs[0], cores=cores, checked=checked)  # boots the device
-    started = time.perf_counter()
-    for x in inputs:
-        kernel.run(x, cores=cores, checked=checked)
-    raw = calls / (time.perf_counter() - started)
     # A property run of the same shape: Hypothesis draws the values, the reference and
     # the comparison run on every call.
     strategy = st.tuples(testing.arrays("float32", (4, 1024)))
     relu = lambda x: np.fmax(x, np.float32(0))  # noqa: E731
     # Hypothesis' first run in a process sets itself up (about 2 s): not a call's cost.
     testing.check(kernel, relu, calls=strategy, cores=cores, max_examples=5, seed=0)
-    if checked:
-        report = testing.check(kernel, relu, calls=strategy, cores=cores, max_examples=calls, seed=1)
-        property_rate = report.calls_per_second
-    else:
-        # check() always runs checked: the unchecked rate is measured with check_call's work
-        # done here by hand, through the same generation.
-        from hypothesis import given, settings
-
-        made = []
-
-        @settings(max_examples=calls, deadline=None, database=None)
-        @given(strategy)
-        def run(inputs):
-            made.append(1)
-            out = kernel.run(*inputs, cores=cores, checked=False).output
-            assert not testing.Tolerance().differing(out, relu(*inputs)).any()
-
+    raw_seconds = property_seconds = 0.0
+    raw_calls = property_calls = 0
+    for round_ in range(rounds):
         started = time.perf_counter()
-        run()
-        property_rate = len(made) / (time.perf_counter() - started)
-    return raw, property_rate
+        for x in inputs:
+            kernel.run(x, cores=cores, checked=checked)
+        raw_seconds += time.perf_counter() - started
+        raw_calls += len(inputs)
+        if checked:
+            report = testing.check(kernel, relu, calls=strategy, cores=cores, max_examples=len(inputs), seed=1 + round_)
+            property_seconds += report.seconds
+            property_calls += report.calls
+        else:
+            # check() always runs checked: the unchecked rate is measured with check_call's
+            # work done here by hand, through the same generation.
+            from hypothesis import given, settings
+
+            made = []
+
+            @settings(max_examples=len(inputs), deadline=None, database=None)
+            @given(strategy)
+            def run(inputs):
+                made.append(1)
+                out = kernel.run(*inputs, cores=cores, checked=False).output
+                assert not testing.Tolerance().differing(out, relu(*inputs)).any()
+
+            started = time.perf_counter()
+            run()
+            property_seconds += time.perf_counter() - started
+            property_calls += len(made)
+    return raw_calls / raw_seconds, property_calls / property_seconds
 
 
 def shrink(host: bool) -> None:
@@ -109,6 +120,7 @@ def main() -> None:
     parser.add_argument("--kernel", default="relu")
     parser.add_argument("--host", action="store_true", help="the host tier")
     options = parser.parse_args()
+    print("load average {:.2f} {:.2f} {:.2f}, {} CPUs".format(*os.getloadavg(), os.cpu_count()))
     target = "host" if options.host else "device"
     library = neuroncustomop.load(REPO / "examples" / "relu", target=target)
     for kernel_name, cores in ((options.kernel, 1), ("relu_multicore", 8)):

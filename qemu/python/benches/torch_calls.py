@@ -1,7 +1,8 @@
 """torch.ops benchmark: the training sample's relu_forward (examples/cxx_mlp_training)
 built once, then warm calls on a [64, 4096] float32 tensor through torch.ops and through
 the NumPy path, checked and unchecked, one core; where a warm torch.ops call's time
-goes; and a second load() of the unchanged sources. docs/PERFORMANCE.md records it.
+goes; and a second load() of the unchanged sources. docs/simulator-speed.md records it
+("Through `torch.ops`").
 
     target/python-venv/bin/python qemu/python/benches/torch_calls.py [--calls N]
 """
@@ -24,14 +25,25 @@ REPO = Path(__file__).resolve().parents[3]
 SHAPE = (64, 4096)
 
 
-def median_seconds(call, calls: int) -> float:
-    call()  # the device of this mode boots on its first call
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+def interleaved_medians(calls: dict, rounds: int) -> dict:
+    """The median seconds of each of ``calls`` (name -> call), each round calling every
+    one once in turn, so that the machine's load (shared by other builds) weighs on each
+    alike: the ratios between them are the figures to trust, not the times."""
+    for call in calls.values():
+        call()  # the device of each mode boots on its first call
+    times: dict = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            started = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(seconds) for name, seconds in times.items()}
+
+
+def through_torch(x, checked: bool):
+    """``relu_forward`` through ``torch.ops``, in an :func:`neuroncustomop.options` block."""
+    with neuroncustomop.options(checked=checked):
+        return torch.ops.my_ops.relu_forward(x)
 
 
 def main() -> None:
@@ -60,15 +72,25 @@ def main() -> None:
     x = torch.randn(SHAPE, generator=torch.Generator().manual_seed(1))
     array = x.numpy()
     assert torch.equal(torch.ops.my_ops.relu_forward(x), torch.relu(x))
+    medians = interleaved_medians(
+        {
+            # (Each lambda binds its own `checked`.)
+            (path, checked): (lambda checked=checked: through_torch(x, checked)) if path == "torch.ops"
+            else (lambda checked=checked: library.relu_forward(array, checked=checked))
+            for checked in (False, True)
+            for path in ("torch.ops", "NumPy path")
+        },
+        options.calls,
+    )
     for checked in (False, True):
-        with neuroncustomop.options(checked=checked):
-            through_torch = median_seconds(lambda: torch.ops.my_ops.relu_forward(x), options.calls)
-        through_numpy = median_seconds(lambda: library.relu_forward(array, checked=checked), options.calls)
         mode = "checked  " if checked else "unchecked"
+        torch_ops, numpy_path = medians[("torch.ops", checked)], medians[("NumPy path", checked)]
         print(
-            f"{mode}: torch.ops {through_torch * 1e3:6.1f} ms, NumPy path {through_numpy * 1e3:6.1f} ms "
-            f"(ratio {through_torch / through_numpy:.2f}), median of {options.calls}"
+            f"{mode}: torch.ops {torch_ops * 1e3:6.1f} ms, NumPy path {numpy_path * 1e3:6.1f} ms "
+            f"(ratio {torch_ops / numpy_path:.2f}), median of {options.calls} interleaved"
         )
+    for path in ("torch.ops", "NumPy path"):
+        print(f"{path}: checked / unchecked {medians[(path, True)] / medians[(path, False)]:.2f}")
 
     # Where a warm unchecked torch.ops call's time goes, step by step as _torch.py takes it.
     kernel = library.relu_forward

@@ -48,6 +48,7 @@ pub enum RegionKind {
 
 impl RegionKind {
     /// The kind of a raw byte, if it is one.
+    #[inline] // called on every memory access the plugin checks
     pub const fn from_u8(value: u8) -> Option<RegionKind> {
         Some(match value {
             1 => Self::Output,
@@ -137,11 +138,13 @@ impl Region {
     }
 
     /// Its kind, if the byte is one.
+    #[inline] // called on every memory access the plugin checks
     pub const fn kind(&self) -> Option<RegionKind> {
         RegionKind::from_u8(self.kind)
     }
 
     /// Whether `address` lies in it.
+    #[inline] // called on every memory access the plugin checks
     pub const fn contains(&self, address: u32) -> bool {
         address.wrapping_sub(self.start) < self.len
     }
@@ -197,6 +200,7 @@ impl RegionTable {
     }
 
     /// The regions in use.
+    #[inline] // called on every memory access the plugin checks
     pub fn regions(&self) -> &[Region] {
         &self.regions[..(self.count as usize).min(MAX_REGIONS)]
     }

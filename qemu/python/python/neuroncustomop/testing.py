@@ -137,10 +137,15 @@ def arrays(
 ) -> st.SearchStrategy[np.ndarray]:
     """Arrays of a device ``dtype`` and ``shape`` (a tuple, or a strategy of them)
     whose values include, for the float dtypes, ±0, subnormals, ±inf and NaN (unless
-    refused here), and for the integers their extremes: one fill value and up to 16
-    elements drawn apart, so a large array costs no more to make than a small one
-    (Hypothesis' own ``arrays`` draws far more, about 0.1 s for 4,096 float32). They
-    shrink towards a fill of zeros and no element apart."""
+    refused here), and for the integers their extremes: one fill value (Hypothesis'
+    ``from_dtype``, which favours those) and up to 16 elements apart, each at any index
+    with any bit pattern of the dtype (NaN payloads and subnormals included, unless
+    refused here), so a large array costs no more to make than a small
+    one (Hypothesis' own ``arrays`` draws far more, about 0.1 s for 4,096 float32).
+    The elements apart are one draw of bytes (each an index, then a quarter of the time
+    one of the dtype's edge values, else any bit pattern): a property run's generation
+    costs a few draws a call, not dozens. They shrink towards a fill of zeros and no
+    element apart."""
     name = _args.dtype_name(dtype, "the dtype")
     if name == "bfloat16":
         # Hypothesis knows no bfloat16: float32 values, rounded to it.
@@ -155,19 +160,57 @@ def arrays(
     else:
         elements = hnp.from_dtype(numpy_dtype)
 
+    def refused(values: np.ndarray) -> np.ndarray:
+        """Where ``values`` (elements apart) are of a kind refused here."""
+        if numpy_dtype.kind != "f":
+            return np.zeros(values.shape, bool)
+        with np.errstate(invalid="ignore"):
+            subnormal = (values != 0) & (np.abs(values) < np.finfo(numpy_dtype).tiny)
+        return (np.isnan(values) & (not allow_nan)) | (np.isinf(values) & (not allow_infinity)) | (
+            subnormal & (not allow_subnormal)
+        )
+
+    # One element apart: where (taken modulo the element count), whether it is an edge
+    # value (`edge` a multiple of 4: the one at `bits` modulo their count; all-zero
+    # bytes are the first, 0) and its bits.
+    record = np.dtype([("at", "<u4"), ("edge", "u1"), ("bits", f"<u{numpy_dtype.itemsize}")])
+    apart = st.binary(max_size=_APART * record.itemsize)
+    edges = _edge_values(numpy_dtype)
+
     @st.composite
     def draw(data: Any) -> np.ndarray:
         dims = tuple(data(shape) if isinstance(shape, st.SearchStrategy) else shape)
         count = int(np.prod(dims, dtype=np.int64))
         array = np.full(dims, data(elements), dtype=numpy_dtype)
-        if count:
-            flat = array.reshape(-1)
-            apart = st.lists(st.tuples(st.integers(0, count - 1), elements), max_size=min(16, count))
-            for index, value in data(apart):
-                flat[index] = value
+        raw = data(apart)
+        records = np.frombuffer(raw, dtype=record, count=len(raw) // record.itemsize)
+        if count and records.size:
+            values = records["bits"].copy().view(numpy_dtype)
+            edge = records["edge"] % 4 == 0
+            values[edge] = edges[records["bits"][edge] % edges.size]
+            kept = ~refused(values)
+            array.reshape(-1)[records["at"][kept] % count] = values[kept]
         return array
 
     return draw()
+
+
+_APART = 16
+"""Elements of a generated array drawn apart from its fill, at most."""
+
+
+def _edge_values(dtype: np.dtype) -> np.ndarray:
+    """The values of ``dtype`` kernels get wrong, 0 first: for floats ±0, ±1, ±inf,
+    NaN, the smallest subnormal and normal, the largest; for integers 0, ±1 and the
+    extremes."""
+    if dtype.kind == "f":
+        info = np.finfo(dtype)
+        smallest = np.array(1, f"<u{dtype.itemsize}").view(dtype)
+        values = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, smallest, -smallest, info.tiny, info.max, info.min]
+        with np.errstate(over="ignore"):
+            return np.array(values, dtype=dtype)
+    info = np.iinfo(dtype)
+    return np.array(sorted({0, 1, info.max, info.min} | ({-1} if info.min < 0 else set()), key=abs), dtype=dtype)
 
 
 def scalars_of(
@@ -687,6 +730,23 @@ def check(
             first.setdefault("at", time.monotonic())
             raise
 
+    # The Hypothesis test of a batch of `examples` calls, made once per size and run for
+    # every batch with that batch's seed: making one costs Hypothesis milliseconds (it
+    # reads and compiles the test's source), as much as a few calls.
+    runs: dict = {}
+
+    def batch_run(examples: int) -> Callable[[], None]:
+        if examples not in runs:
+            runs[examples] = settings(
+                max_examples=examples,
+                deadline=None,
+                database=None,
+                derandomize=False,
+                suppress_health_check=list(HealthCheck),
+                print_blob=False,
+            )(given(strategy)(property_of))
+        return runs[examples]
+
     batch = shard[0]
     while True:
         if max_examples is not None and report.calls >= max_examples:
@@ -694,14 +754,7 @@ def check(
         if budget is not None and time.monotonic() - started >= budget:
             break
         examples = BATCH if max_examples is None else min(BATCH, max_examples - report.calls)
-        run = settings(
-            max_examples=examples,
-            deadline=None,
-            database=None,
-            derandomize=False,
-            suppress_health_check=list(HealthCheck),
-            print_blob=False,
-        )(hypothesis_seed(batch_seed(seed, batch))(given(strategy)(property_of)))
+        run = hypothesis_seed(batch_seed(seed, batch))(batch_run(examples))
         report.batches.append(batch)
         try:
             run()
