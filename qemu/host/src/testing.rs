@@ -39,7 +39,7 @@ pub use neuroncustomop::wrapper_api::{MAX_DIM, MAX_RANK};
 pub use proptest;
 use proptest::prelude::*;
 pub use proptest::strategy::Strategy;
-use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
+use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -218,7 +218,19 @@ pub struct Check<'a> {
     /// Where a failing call's inputs and the reference's output are saved. Default: a
     /// folder per library and kernel under the system's temporary folder.
     pub directory: Option<PathBuf>,
+    /// The seed of [`Check::run`]'s generator: the same seed makes the same calls on
+    /// every run and machine (a test in CI is deterministic). Default 0; another seed
+    /// tries other calls.
+    pub seed: u64,
+    /// The output's dtype and shape for a call, said by the test as a Python
+    /// `shape_fns` entry says it (before the library's own shape function): for a Rust
+    /// or C kernel whose output is not its first tensor's form. Default: the library's
+    /// shape function (a C++ library's), else the first tensor's form.
+    pub output: Option<OutputOf>,
 }
+
+/// What [`Check::output`] holds: a call's output dtype and shape, from its arguments.
+pub type OutputOf = fn(&[Arg]) -> (Dtype, Vec<usize>);
 
 /// A call that failed the property.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -240,10 +252,20 @@ pub struct CheckFailed {
 
 impl<'a> Check<'a> {
     /// A check of `kernel` of `library`: checked, on the library's declared cores,
-    /// compared by value.
+    /// compared by value, from seed 0.
     pub fn new(library: &'a Library, kernel: &str) -> Self {
         let options = Options { cores: library.default_cores(), ..Options::default() };
-        Self { library, kernel: kernel.into(), options, tolerance: Tolerance::VALUE, source: None, directory: None }
+        let tolerance = Tolerance::VALUE;
+        Self {
+            library,
+            kernel: kernel.into(),
+            options,
+            tolerance,
+            source: None,
+            directory: None,
+            seed: 0,
+            output: None,
+        }
     }
 
     /// Calls the kernel with `args` and compares its output with `reference(args)`.
@@ -257,7 +279,7 @@ impl<'a> Check<'a> {
         let failed = |reason: String, output: Option<&Output>| self.failed(args, &want, reason, output);
         let (dtype, shape) = self
             .library
-            .resolve_output(&self.kernel, args, PartialOutput::default(), None)
+            .resolve_output(&self.kernel, args, PartialOutput::default(), self.output.map(|output| output(args)))
             .map_err(|error| failed(describe(&error), None))?;
         let output = Output::Shape { dtype, shape };
         let called = self.library.call_with(&self.kernel, args, output.clone(), &self.options);
@@ -275,8 +297,8 @@ impl<'a> Check<'a> {
         }
     }
 
-    /// Runs `cases` calls from `strategy`, each through [`Check::call`]; the first
-    /// failure is shrunk to the smallest call that still fails.
+    /// Runs `cases` calls from `strategy`, generated from [`Check::seed`], each through
+    /// [`Check::call`]; the first failure is shrunk to the smallest call that still fails.
     ///
     /// # Errors
     /// [`CheckFailed`] of the smallest failing call.
@@ -286,7 +308,8 @@ impl<'a> Check<'a> {
         cases: u32,
         reference: impl Fn(&[Arg]) -> Array,
     ) -> Result<(), CheckFailed> {
-        let config = Config { cases, failure_persistence: None, ..Config::default() };
+        let config =
+            Config { cases, failure_persistence: None, rng_seed: RngSeed::Fixed(self.seed), ..Config::default() };
         let mut runner = TestRunner::new(config);
         let result = runner.run(&strategy, |args| {
             self.call(&args, &reference).map(drop).map_err(|failure| TestCaseError::fail(failure.to_string()))

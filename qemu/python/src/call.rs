@@ -79,7 +79,9 @@ pub struct RawCall {
     /// Its name (`OK`, `DTYPE_MISMATCH`, `Op(1)`: the host API's `KernelStatus::name`).
     pub status_name: String,
     /// When the runtime named the argument behind that status, which and why
-    /// (`argument 3: pulled as float, passed as int`: the host API's `ArgFailure`).
+    /// (`argument 3: pulled as float, passed as int`: the host API's `ArgFailure`);
+    /// for a C++ library's failure, the line the runtime printed as it ended the op,
+    /// with the kernel's `file:line` where the check has one (`Call::cxx_failure_line`).
     pub status_detail: Option<String>,
     /// Per core: the invocation status.
     pub statuses: Vec<u32>,
@@ -122,7 +124,10 @@ pub struct RawCall {
 }
 
 impl RawCall {
-    pub fn new(py: Python<'_>, call: Call) -> Self {
+    /// The raw result of `call`; `cxx` says the library is a C++ one (its failures'
+    /// detail is the line the runtime printed).
+    pub fn new(py: Python<'_>, call: Call, cxx: bool) -> Self {
+        let cxx_failure = cxx.then(|| call.cxx_failure_line().map(str::to_owned)).flatten();
         let work = call.work();
         let status_detail = call.arg_failure().map(|failure| failure.to_string());
         Self {
@@ -133,7 +138,7 @@ impl RawCall {
             output: PyArray1::from_vec(py, call.output.into_bytes()).unbind(),
             status: call.status.0,
             status_name: call.status.name(),
-            status_detail,
+            status_detail: status_detail.or(cxx_failure),
             statuses: call.statuses.iter().map(|status| status.0).collect(),
             instructions: call.instructions,
             exact: call.exact,

@@ -294,7 +294,11 @@ impl Library {
             return Err(error);
         }
         match done {
-            Ok(done) => Ok(RawCall::new(py, done)),
+            Ok(done) => {
+                // A C++ library's failures carry the runtime's line as their detail.
+                let cxx = py.detach(|| library.registration().is_some());
+                Ok(RawCall::new(py, done, cxx))
+            }
             Err(error) => RawCall::stopped(py, &error).ok_or_else(|| call_error(error)),
         }
     }

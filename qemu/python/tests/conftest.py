@@ -16,6 +16,20 @@ def repo():
 
 
 @pytest.fixture(scope="session")
+def example():
+    """``example(name)``: examples/<name>, loaded once for the session (loading a C++
+    example's folder builds it: seconds each)."""
+    loaded = {}
+
+    def load(name):
+        if name not in loaded:
+            loaded[name] = neuroncustomop.load(REPO / "examples" / name)
+        return loaded[name]
+
+    return load
+
+
+@pytest.fixture(scope="session")
 def relu():
     """examples/relu: relu, relu_tcm, relu_multicore over float32."""
     return neuroncustomop.load(REPO / "examples" / "relu")

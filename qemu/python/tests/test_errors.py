@@ -115,3 +115,41 @@ def test_max_instructions_stops_a_call_and_the_next_call_works(relu):
     result = relu.relu.run(x)
     np.testing.assert_array_equal(result.output, x)
     assert result.exact == [True], "the device counted exactly"
+
+
+def test_a_cxx_failure_s_detail_is_the_runtime_s_line_with_the_kernel_s_file_and_line(repo, example):
+    """A C++ library's misuse ends the op with the runtime's line (examples/cxx_misuse):
+    it is the status' detail, naming the tensor, both dtypes and misuse.cpp's line, and
+    the message says it once."""
+    misuse = example("cxx_misuse")
+    source = (repo / "examples" / "cxx_misuse" / "misuse.cpp").read_text().splitlines()
+    line = {name: 1 + next(i for i, text in enumerate(source) if marker in text) for name, marker in LINES.items()}
+    x = np.ones(4, np.float32)
+    with pytest.raises(KernelError) as caught:
+        misuse.wrong_dtype(x)
+    error = caught.value
+    assert error.status_name == "DTYPE_MISMATCH"
+    detail = error.status_detail
+    assert detail.startswith("torch: accessor<T, N> at ") and detail.endswith(
+        f"misuse.cpp:{line['wrong_dtype']} (wrong_dtype): argument 0 holds float32, but T is int32"
+    ), detail
+    assert error.result.status_detail == detail
+    assert str(error).count(detail) == 1 and f"0x40 DTYPE_MISMATCH: {detail}" in str(error), str(error)
+    with pytest.raises(KernelError) as caught:
+        misuse.failed_assert(x)
+    assert caught.value.status_detail.startswith("assertion failed: t_in.numel() == 0 at ")
+    assert caught.value.status_detail.endswith(f"misuse.cpp:{line['failed_assert']} (failed_assert)")
+    # A rank, not a dtype: the same line names what is wrong.
+    with pytest.raises(KernelError) as caught:
+        misuse.wrong_rank(x)
+    assert caught.value.status_detail.endswith(
+        f"misuse.cpp:{line['wrong_rank']} (wrong_rank): argument 0 has rank 1, but N is 2"
+    ), caught.value.status_detail
+
+
+# The misuses of examples/cxx_misuse/misuse.cpp, by a text of their line.
+LINES = {
+    "wrong_dtype": "t_in.accessor<int32_t, 1>();",
+    "wrong_rank": "t_in.accessor<float, 2>();",
+    "failed_assert": "assert(t_in.numel() == 0);",
+}

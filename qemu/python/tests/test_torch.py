@@ -230,6 +230,9 @@ def test_an_int64_or_1_d_tensor_into_a_float_2_d_accessor_names_what_is_wrong(sa
             rf"accessor<T, N> at \S*relu\.cpp:{forward} \(relu_forward\): argument 0 holds int64, but T is float32",
             str(caught.value),
         ), caught.value
+        assert caught.value.status_detail.endswith(
+            f"relu.cpp:{forward} (relu_forward): argument 0 holds int64, but T is float32"
+        ), caught.value.status_detail
         with pytest.raises(KernelError) as caught:
             torch.ops.my_ops.relu_backward(torch.ones(3), torch.ones(3))
         assert caught.value.status_name == "RANK_MISMATCH"

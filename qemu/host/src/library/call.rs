@@ -211,6 +211,19 @@ impl Call {
         self.arg_failures.get(core).copied().flatten()
     }
 
+    /// The line the runtime's C++ support printed when it ended the first failing
+    /// core's op on a misuse: `torch: accessor<T, N> at relu.cpp:12 (relu_forward):
+    /// argument 0 holds int64, but T is float32`, `assertion failed: ... at add.cpp:9
+    /// (tensor_add)`. It is the last line that core printed: the runtime prints it as the
+    /// op ends (`neuron_cxx_fail`, `neuron_cxx_record`, `__assert_func`). Only a C++
+    /// library's failures end that way, so only a caller that knows the library is one
+    /// ([`Library::registration`](super::Library::registration) is `Some`) asks;
+    /// `None` when the call succeeded or the core printed nothing.
+    pub fn cxx_failure_line(&self) -> Option<&str> {
+        let core = self.statuses.iter().position(|status| !status.is_ok())?;
+        self.stdout.get(core)?.text.lines().next_back().filter(|line| !line.trim().is_empty())
+    }
+
     /// The call's status as the front ends show it ([`status_text`]).
     pub fn status_text(&self) -> String {
         status_text(self.status, self.arg_failure())
@@ -277,6 +290,23 @@ mod tests {
             findings: OpFindings::default(),
             profile: None,
         }
+    }
+
+    #[test]
+    fn the_cxx_failure_line_is_the_failing_cores_last() {
+        let line = "torch: accessor<T, N> at relu.cpp:12 (relu_forward): argument 0 holds int64, but T is float32";
+        let printed = |text: &str| CoreStdout { text: text.into(), lost: 0 };
+        let status = KernelStatus(Status::DTYPE_MISMATCH.0);
+        let call = Call {
+            status,
+            statuses: vec![KernelStatus(0), status],
+            stdout: vec![printed("core 0's\n"), printed(&format!("the kernel's own\n{line}\n"))],
+            ..ok_call(2)
+        };
+        assert_eq!(call.cxx_failure_line(), Some(line));
+        assert_eq!(ok_call(2).cxx_failure_line(), None, "a call that succeeded");
+        let silent = Call { stdout: vec![printed(""), printed("\n")], ..call };
+        assert_eq!(silent.cxx_failure_line(), None, "nothing printed");
     }
 
     #[test]

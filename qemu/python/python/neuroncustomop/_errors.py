@@ -30,7 +30,10 @@ class KernelError(RuntimeError):
         (``UnwrittenOutputError``).
     status_detail : str or None
         When the runtime knows the argument behind the status, which and why:
-        ``argument 3: pulled as float, passed as int`` (arguments count from 0); the
+        ``argument 3: pulled as float, passed as int`` (arguments count from 0); for a
+        C++ library's failure, the line the runtime printed as it ended the op, with the
+        kernel's ``file:line`` where the check has one (``torch: accessor<T, N> at
+        relu.cpp:12 (relu_forward): argument 0 holds int64, but T is float32``). The
         message shows it after the status. None otherwise.
     stopped : bool
         Whether the kernel stopped without returning.
@@ -75,6 +78,9 @@ class KernelError(RuntimeError):
             self.stdout = list(result.stdout)
             self.output = result.output
             printed = "".join(result.stdout).strip()
+            if self.status_detail and printed.endswith(self.status_detail):
+                # A C++ failure's detail is the line the runtime printed last: said once.
+                printed = printed[: -len(self.status_detail)].strip()
             tail = f"; it printed:\n{printed}" if printed else ""
             detail = f": {self.status_detail}" if self.status_detail else ""
             self.report = f"kernel {kernel} failed with status {self.status:#x} {self.status_name}{detail}{tail}"

@@ -30,7 +30,9 @@ class CallResult:
         ``OK``, or the failing status' name.
     status_detail : str or None
         When the runtime knows the argument behind the failing status, which and why:
-        ``argument 3: pulled as float, passed as int`` (arguments count from 0); else None.
+        ``argument 3: pulled as float, passed as int`` (arguments count from 0); for a
+        C++ library's failure, the line the runtime printed as it ended the op (with the
+        kernel's ``file:line`` where the check has one); else None.
     statuses : list of int
         Each core's invocation status, in core order.
     stdout : list of str
