@@ -114,6 +114,32 @@ fn a_rust_library_outside_the_checkout() {
     new_project_runs_and_checks("rust");
 }
 
+/// Rust projects made with one home share one device build of `core`, `alloc` and the
+/// runtime (the home's Xtensa target folder: `neuroncustomop_machine::images::xtensa_target_dir`):
+/// a second project, in a folder of another depth, compiles only its own crate once the
+/// first has been built.
+#[test]
+fn a_second_rust_library_compiles_no_core_alloc_or_runtime_of_its_own() {
+    let root = scratch("shared-core");
+    std::fs::create_dir_all(root.join("deeper/still")).unwrap();
+    let first = root.join("first_op");
+    let second = root.join("deeper/still/second_op");
+    for dir in [&first, &second] {
+        assert!(ncop(&root, &["new", dir.to_str().unwrap(), "--lang", "rust"]).status.success());
+    }
+    assert!(ncop(&first, &["package"]).status.success());
+    let packaged = ncop(&second, &["package"]);
+    assert!(packaged.status.success());
+    let cargo = String::from_utf8_lossy(&packaged.stderr);
+    let compiled: Vec<&str> = cargo.lines().filter_map(|line| line.trim().strip_prefix("Compiling ")).collect();
+    assert!(
+        compiled.iter().all(|crate_| crate_.starts_with("second-op ")),
+        "the second project compiled more than its own crate: {compiled:?}"
+    );
+    assert!(!compiled.is_empty(), "the second project was not compiled at all:\n{cargo}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 #[test]
 fn a_c_library_outside_the_checkout() {
     new_project_runs_and_checks("c");
