@@ -91,9 +91,16 @@ pub fn exec(args: NewArgs) -> super::Outcome {
         None => args.dir.file_name().map(|n| n.to_string_lossy().replace('-', "_")).unwrap_or_default(),
     };
     let checkout = match args.checkout {
-        Some(checkout) => Some(Home::at(&checkout)?.checkout().map(Path::to_path_buf).ok_or_else(|| {
-            format!("--checkout {}: an installed data folder, not a source checkout", checkout.display())
-        })?),
+        Some(checkout) => match Home::at(&checkout) {
+            Ok(home) if home.checkout().is_some() => Some(home.root().to_path_buf()),
+            _ => {
+                return Err(format!(
+                    "--checkout {}: not a source checkout of neuroncustomop; name the root folder of a clone",
+                    checkout.display()
+                )
+                .into());
+            }
+        },
         None => Home::locate().ok().as_ref().and_then(Home::checkout).map(Path::to_path_buf),
     };
     create(&args.dir, args.lang, &name, checkout.as_deref())?;
