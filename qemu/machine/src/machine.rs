@@ -240,7 +240,8 @@ pub const READABLE: [&str; 6] = ["/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.c
 /// threads keep their rights. Files already open (the pipes) are not affected.
 /// The rules for `readable` name the files it holds open, and QEMU inherits their
 /// descriptors (their close-on-exec flag cleared in the child alone), so a command that
-/// names them by [`BootFiles::name`] reads exactly those files.
+/// names them by their descriptors (`/proc/self/fd/<n>`, as [`Boot`] does) reads exactly
+/// those files.
 ///
 /// # Errors
 /// The spawn's error, or Landlock's when it refuses the restriction; on a kernel
