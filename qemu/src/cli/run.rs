@@ -933,14 +933,23 @@ mod tests {
     /// `{ kind: ... }`, `ParseIntError`).
     fn assert_sentence(message: &str, input: &str) {
         assert!(!message.trim().is_empty() && !message.contains('\n'), "{input:?}: {message:?}");
-        // The message quotes the input and its parts: only the rest is the parser's.
-        // Longest first: taking "3" out of a quoted "3{" first left a "{" that read as
-        // a Debug print's (`float:3:3{`).
-        let mut quoted: Vec<&str> = std::iter::once(input).chain(input.split([':', 'x'])).collect();
+        // The message quotes the input and its parts (a field, or all that follows a
+        // `:`, as `longlong:` quotes the rest): only the rest is the parser's. Every
+        // stretch of the input from a field's start to a field's end, longest first:
+        // taking "3" out of a quoted "3{" first left a "{" that read as a Debug
+        // print's (`float:3:3{`). Each also as Rust escapes it (`"z\\.^s"` for z\.^s).
+        let separators = input.match_indices([':', 'x']).map(|(at, _)| at);
+        let starts: Vec<usize> = std::iter::once(0).chain(separators.clone().map(|at| at + 1)).collect();
+        let ends: Vec<usize> = separators.chain(std::iter::once(input.len())).collect();
+        let mut quoted: Vec<String> = starts
+            .iter()
+            .flat_map(|&start| ends.iter().filter(move |&&end| end > start).map(move |&end| &input[start..end]))
+            .flat_map(|part| [format!("{part:?}"), part.to_owned()])
+            .collect();
         quoted.sort_by_key(|part| std::cmp::Reverse(part.len()));
         let mut own = message.to_string();
-        for part in quoted.into_iter().filter(|part| !part.is_empty()) {
-            own = own.replace(part, "");
+        for part in quoted.iter().filter(|part| !part.is_empty()) {
+            own = own.replace(part.as_str(), "");
         }
         let message = own;
         for debug in ["(9)", "Some(", "None", "{ ", "Error {", "ParseIntError", "ParseFloatError", "kind:"] {
