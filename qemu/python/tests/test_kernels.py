@@ -63,6 +63,13 @@ def test_a_profile_accounts_for_every_instruction_and_defines_per_element(relu):
     # instruction a window exception interrupted counts once, as in the count.
     assert [core.instructions for core in profile.cores] == [n + 8 for n in result.instructions]
     assert sum(core.elements_written for core in profile.cores) == 4096
+    # Each core's calls as they ran: the kernel's entry holds nearly all of the op.
+    for core in profile.cores:
+        entry = max((c for c in core.calls if c.depth == 1), key=lambda c: c.instructions)
+        assert entry.name.endswith("rust_kernel_entry"), core.calls[:3]
+        assert entry.instructions > 0.99 * core.instructions
+        assert any(c.name == "relu::relu_through_tcm" and c.depth == 2 for c in core.calls)
+        assert core.ranges == []
     assert result.total_instructions == sum(result.instructions)
     slowest = max(result.instructions)
     # Balance leaves out the waits for the DMA engine, whose count varies from run to run.

@@ -77,6 +77,33 @@ class Line:
 
 
 @dataclass(frozen=True)
+class Call:
+    """One call of a function on one core, as it ran: a function span of the
+    profile's ``trace.json``. ``depth`` 1 is a function the loader called (the
+    kernel's entry); ``start`` is the core's instructions before the call,
+    ``instructions`` its own and its callees'."""
+
+    name: str
+    depth: int
+    start: int
+    instructions: int
+
+
+@dataclass(frozen=True)
+class RangePass:
+    """One pass through an author's range on one core (``NCOP_RANGE_BEGIN`` to
+    ``NCOP_RANGE_END``, ``neuroncustomop::range_begin!`` to ``range_end!``):
+    ``start`` is the core's instructions before it, ``instructions`` its own and
+    those of the functions it called; ``unclosed`` means the op ended before its
+    end marker."""
+
+    name: str
+    start: int
+    instructions: int
+    unclosed: bool
+
+
+@dataclass(frozen=True)
 class CoreProfile:
     """One core's profile of the call.
 
@@ -90,7 +117,10 @@ class CoreProfile:
     cost model); ``elements_written`` is how many
     output elements this core stored to (None when it could not be told);
     ``inclusive`` lists :class:`Inclusive` figures, most first, without the
-    functions every call path starts with (the kernel's entry: all of the op).
+    functions every call path starts with (the kernel's entry: all of the op);
+    ``calls`` lists a :class:`Call` per call, in the order they began, down to
+    ``calls_depth`` (``calls_dropped`` deeper ones were too many to keep);
+    ``ranges`` a :class:`RangePass` per pass through an author's range.
     """
 
     core: int
@@ -110,6 +140,10 @@ class CoreProfile:
     events: list
     dropped_events: int
     elements_written: Optional[int] = None
+    calls: list = field(default_factory=list)
+    calls_depth: int = 0
+    calls_dropped: int = 0
+    ranges: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -131,6 +165,8 @@ class Profile:
             core["inclusive"] = [Inclusive(**f) for f in core["inclusive"]]
             core["pcs"] = [Instruction.from_dict(i) for i in core["pcs"]]
             core["lines"] = [Line(**line) for line in core["lines"]]
+            core["calls"] = [Call(**c) for c in core.get("calls", [])]
+            core["ranges"] = [RangePass(**r) for r in core.get("ranges", [])]
             cores.append(CoreProfile(**core))
         return Profile(kernel=data["kernel"], cores=cores)
 
