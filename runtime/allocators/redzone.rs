@@ -5,10 +5,10 @@
 //! simulated device's memory checks, in its QEMU plugin) cannot tell an overrun of one
 //! block from an access to the block after it. So every `malloc`-family,
 //! `neuron_*_malloc`, `tcm_malloc` and Rust global-allocator block asks its heap for
-//! [`bytes`] more than it needs:
+//! `bytes()` more than it needs:
 //! - under the host tier's ASan build (feature `host-asan`): one granule, always
 //!   (`sanitize.rs` poisons it);
-//! - on the device: the word [`NEURON_CHECKED_REDZONE`], which is 0 in the image as
+//! - on the device: the word `NEURON_CHECKED_REDZONE`, which is 0 in the image as
 //!   linked (no red zone: the real device and unchecked calls) and which the host sets
 //!   to one granule in its copy of the image for a checked session;
 //! - on the plain host (unit tests, the host tier without ASan): none.

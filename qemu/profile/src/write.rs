@@ -220,7 +220,7 @@ pub enum ReadError {
     },
 }
 
-/// The profile [`write`] wrote into `dir` (its profile.json).
+/// The profile [`write()`] wrote into `dir` (its profile.json).
 ///
 /// # Errors
 /// [`ReadError`].

@@ -1,7 +1,7 @@
 //! `sim dist`: the wheel an op author installs, `target/dist/neuroncustomop-<version>-<tags>.whl`.
 //!
 //! maturin builds the Python package and its extension (qemu/python); then the wheel
-//! gets its data ([`stage`]): `ncop` as a script (on `PATH` once installed), and the
+//! gets its data (`stage_home`): `ncop` as a script (on `PATH` once installed), and the
 //! tools' installed home, `share/neuroncustomop/` under the installation's prefix
 //! (qemu/machine/src/home.rs): the runtime's headers, its per-core linker driver and
 //! target specification, the Xtensa cargo settings, and prebuilt, the runtime's

@@ -364,8 +364,8 @@ pub fn exec_debug(mut args: DebugArgs) -> super::Outcome {
 }
 
 /// Loads the library at `lib` and calls `kernel` as `args` say, in three steps: the
-/// command line resolved into a checked [`Request`] (every file read, the library
-/// loaded, before any device time is spent), the call made and saved ([`Report`]),
+/// command line resolved into a checked `Request` (every file read, the library
+/// loaded, before any device time is spent), the call made and saved (`Report`),
 /// and its report printed.
 pub fn call(lib: &Path, kernel: &str, args: &CallArgs) -> super::Outcome {
     let request = Request::resolve(lib, kernel, args)?;
