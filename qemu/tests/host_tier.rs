@@ -489,7 +489,7 @@ fn host_tier_c_double_and_invalid_frees_and_a_leak_are_findings_with_their_lines
 }
 
 #[test]
-fn host_tier_cxx_store_into_an_input_and_a_kept_array_are_findings_and_the_next_op_runs() {
+fn host_tier_cxx_store_into_an_input_a_kept_array_and_a_double_delete_are_findings_and_the_next_op_runs() {
     let library = crate::checks::cxx_library();
     let (found, whole) = on_host(library, "into_input", 1, None);
     let finding = only_finding(&found, FindingKind::InputStore, 0, MISUSE_CXX, "// into the input");
@@ -497,6 +497,9 @@ fn host_tier_cxx_store_into_an_input_and_a_kept_array_are_findings_and_the_next_
     assert!(whole);
     let (found, _) = on_host(library, "keeps_new", 1, None);
     only_finding(&found, FindingKind::Leak, 0, MISUSE_CXX, "new float[16];  // kept");
+    let (found, _) = on_host(library, "deletes_twice", 1, None);
+    let finding = only_finding(&found, FindingKind::DoubleFree, 0, MISUSE_CXX, "delete[] p;  // twice");
+    assert!(finding.place().starts_with("a heap block of 64 bytes allocated at deletes_twice("), "{}", finding.place());
     let (found, whole) = on_host(library, "copy", 1, None);
     assert!(found.is_empty() && whole, "{found}");
 }
