@@ -342,7 +342,10 @@ pub fn loader_program() -> Result<PathBuf, HostError> {
 /// # Errors
 /// [`HostError`]: the home is not a checkout, or the build failed.
 pub fn prebuild() -> Result<(), HostError> {
-    runtime_archive(&checkout()?, None).map(drop)
+    let repo = checkout()?;
+    // Its turn, as every build of the archive: another process may be linking with it.
+    let _turn = build_turn(&repo)?;
+    runtime_archive(&repo, None).map(drop)
 }
 
 /// A session whose jobs the host tier's loader runs on `cores` copies of `library`.
