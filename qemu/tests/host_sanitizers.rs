@@ -205,7 +205,8 @@ fn a_rust_kernels_store_into_its_input_and_kept_vector_are_the_host_tiers_findin
         }\n\
         neuroncustomop::kernels! { fn into_input, fn keeps, fn copy }\n";
     let project = Project::rust("rust_misuse", kernels);
-    let library = Library::load(&project.0).unwrap();
+    // Built for the host tier only: no device package.
+    let library = Library::load_for(&project.0, Target::Host).unwrap();
     let x = floats(vec![10], 5);
     let call = |kernel: &str| {
         let options = Options { target: Target::Host, ..Options::default() };

@@ -19,6 +19,12 @@
 //!   to every thread for one instruction: a store of another core into that page in
 //!   that moment is missed. Under `ncop debug` nothing is protected (gdb would stop at
 //!   each step).
+//! - **Stores into another core's data or HBM scratch** (its dataram, its heaps, its
+//!   TCM pool), where there are protection keys: each core's scratch carries a key of
+//!   its own that only that core's thread may write ([`allocate_keys`]); another core's
+//!   store there is a `cross-core-store` finding naming the owner, let through the
+//!   same way. Each core's stack is its thread's, which the host tier does not keep
+//!   from the others.
 //! - **Double and invalid frees, leaks.** Each library copy's runtime hands the loader
 //!   every heap journal record it stores (`neuron_host_journal_observer`,
 //!   runtime/allocators/journal.rs): a free the runtime refused is a `double-free` (no
@@ -37,7 +43,7 @@ use neuroncustomop_machine::findings::SHOWN;
 use neuroncustomop_wire::DecodedOp;
 use neuroncustomop_wire::checks::{Region, RegionKind};
 use neuroncustomop_wire::finding::FindingKind;
-use neuroncustomop_wire::job::JobHeader;
+use neuroncustomop_wire::job::{CORES, JobHeader};
 use neuroncustomop_wire::list::List;
 use neuroncustomop_wire::plugin::{Block as BlockLine, Finding, Line, Place};
 use std::cell::{Cell, RefCell};
@@ -77,32 +83,97 @@ fn write_disable(key: i32) -> u32 {
     2 << (2 * key)
 }
 
-/// Allocates the inputs' protection key, if the machine has them: called by the loader
-/// before it starts the cores' threads (which inherit its access to the key).
-pub(crate) fn allocate_input_key(debugging: bool) {
+/// Each core's protection key, for its data and HBM scratch (-1: none).
+static CORE_KEYS: [AtomicI32; CORES] = [const { AtomicI32::new(-1) }; CORES];
+
+/// A new protection key this thread may read and write, if the machine has them.
+fn new_key() -> Option<i32> {
+    // SAFETY: pkey_alloc(flags 0, access rights 0: this thread may read and write).
+    let key = unsafe { libc::syscall(libc::SYS_pkey_alloc, 0, 0) };
+    (1..16).contains(&key).then_some(key as i32)
+}
+
+/// Whether this machine gives the host tier protection keys (x86-64 PKU, and a kernel
+/// that saves PKRU in signal frames): then stores into another core's data or HBM
+/// scratch are seen, and a store into an input is never missed.
+pub fn protection_keys() -> bool {
+    pkru_offset().is_some()
+        && new_key().is_some_and(|key| {
+            // SAFETY: frees the key just allocated, which no memory carries.
+            unsafe { libc::syscall(libc::SYS_pkey_free, key) };
+            true
+        })
+}
+
+/// Allocates the protection keys, if the machine has them: the inputs' and each of the
+/// `cores` cores' own, which its data and HBM scratch then carry. Called by the loader
+/// once the device memory is mapped and before it starts the cores' threads (which
+/// inherit its access to every key).
+pub(crate) fn allocate_keys(debugging: bool, cores: usize) {
     if debugging || pkru_offset().is_none() {
         return;
     }
-    // SAFETY: pkey_alloc(flags 0, access rights 0: this thread may read and write).
-    let key = unsafe { libc::syscall(libc::SYS_pkey_alloc, 0, 0) };
-    if (1..16).contains(&key) {
-        INPUT_KEY.store(key as i32, Ordering::Relaxed);
+    let Some(input) = new_key() else { return };
+    INPUT_KEY.store(input, Ordering::Relaxed);
+    for (core, slot) in CORE_KEYS.iter().enumerate().take(cores) {
+        let Some(key) = new_key() else { return };
+        for (start, len) in scratch(core as u32) {
+            // SAFETY: the core's own region of the loader's device memory mapping, not
+            // yet used: only its protection key changes.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pkey_mprotect,
+                    start as usize,
+                    len as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    key,
+                )
+            };
+        }
+        slot.store(key, Ordering::Relaxed);
     }
 }
 
-/// A core's thread starts: it may not write memory of the inputs' key.
-pub(crate) fn deny_input_writes() {
-    let key = INPUT_KEY.load(Ordering::Relaxed);
-    if key > 0 {
+/// Core `core`'s thread starts: it may not write memory of the inputs' key, nor of the
+/// other cores' keys.
+pub(crate) fn deny_foreign_writes(core: u32) {
+    let mut denied = 0;
+    let input = INPUT_KEY.load(Ordering::Relaxed);
+    if input > 0 {
+        denied |= write_disable(input);
+    }
+    for (other, key) in CORE_KEYS.iter().enumerate() {
+        let key = key.load(Ordering::Relaxed);
+        if key > 0 && other != core as usize {
+            denied |= write_disable(key);
+        }
+    }
+    if denied != 0 {
         // SAFETY: RDPKRU and WRPKRU with ECX (and EDX) zero, as the instructions ask;
-        // only this thread's rights to memory of the key change.
+        // only this thread's rights to memory of those keys change.
         unsafe {
             let rights: u32;
             core::arch::asm!("rdpkru", out("eax") rights, in("ecx") 0, out("edx") _, options(nomem, nostack));
-            let rights = rights | write_disable(key);
-            core::arch::asm!("wrpkru", in("eax") rights, in("ecx") 0, in("edx") 0, options(nostack));
+            core::arch::asm!("wrpkru", in("eax") rights | denied, in("ecx") 0, in("edx") 0, options(nostack));
         }
     }
+}
+
+/// Another core's data or HBM scratch holding `address`, with its owner and key.
+fn foreign_scratch(address: usize) -> Option<(u32, i32, Region)> {
+    let me = crate::cores::core();
+    CORE_KEYS.iter().enumerate().find_map(|(core, key)| {
+        let (core, key) = (core as u32, key.load(Ordering::Relaxed));
+        if key <= 0 || core == me {
+            return None;
+        }
+        let [data, hbm] = scratch(core);
+        let kinds = [(RegionKind::DataScratch, data), (RegionKind::HbmScratch, hbm)];
+        kinds.into_iter().find_map(|(kind, (start, len))| {
+            (address >= start as usize && address < start as usize + len as usize)
+                .then(|| (core, key, Region::new(kind, 0, start, len)))
+        })
+    })
 }
 
 /// The PKRU the signal frame of `context` saved (restored at the handler's return), when
@@ -194,38 +265,49 @@ const TRAP_FLAG: i64 = 0x100;
 thread_local! {
     /// Pages this thread's current instruction made writable ([`on_protected_store`]).
     static STEPPING: Cell<[usize; STEP_PAGES]> = const { Cell::new([0; STEP_PAGES]) };
-    /// This thread's current instruction may write the inputs' key.
-    static STEPPING_KEY: Cell<bool> = const { Cell::new(false) };
+    /// The PKRU write-disable bits this thread's current instruction was let past.
+    static STEPPING_KEYS: Cell<u32> = const { Cell::new(0) };
     /// This core's checks.
     static CORE: RefCell<CoreChecks> = const { RefCell::new(CoreChecks::EMPTY) };
 }
 
+/// Each core's data and HBM scratch: their starts and sizes.
+fn scratch(core: u32) -> [(u32, u32); 2] {
+    [neuroncustomop_wire::job::data_scratch(core), neuroncustomop_wire::job::hbm_scratch(core)]
+}
+
 /// A fault at `address` (SIGSEGV; `context` the signal's `ucontext_t`): when it is a
-/// store into a page [`protect_inputs`] protected, records it if it hit an input, lets
-/// the instruction go through (the page writable for one step) and returns true; false
-/// for any other fault.
+/// store into a page [`protect_inputs`] protected, or into another core's data or HBM
+/// scratch (its protection key), records it if it hit an input or, while a kernel runs,
+/// the other core's memory, lets the instruction go through (writable for this one
+/// step) and returns true; false for any other fault.
 pub(crate) fn on_protected_store(address: usize, context: *mut c_void) -> bool {
     let Ok(protected) = PROTECTED.try_read() else { return false };
     let page = page_size();
-    if !protected.pages.iter().any(|&(start, end)| (start..end).contains(&address)) {
+    let input_page = protected.pages.iter().any(|&(start, end)| (start..end).contains(&address));
+    let foreign = if input_page { None } else { foreign_scratch(address) };
+    if !input_page && foreign.is_none() {
         return false;
     }
     // SAFETY: the kernel passes SA_SIGINFO handlers a valid ucontext.
     let context = unsafe { &mut *context.cast::<libc::ucontext_t>() };
     let pc = context.uc_mcontext.gregs[libc::REG_RIP as usize] as usize;
-    if let Some(input) = protected.inputs.iter().find(|input| input.contains(address as u32)) {
-        let input = *input;
-        with_core(|checks| {
-            let pc = checks.offset(pc);
-            checks.found(FindingKind::InputStore, pc, address as u32, 1, Some(input), None, &[]);
-        });
-    }
-    let key = INPUT_KEY.load(Ordering::Relaxed);
+    let input = protected.inputs.iter().find(|input| input.contains(address as u32)).copied();
+    with_core(|checks| {
+        let pc = checks.offset(pc);
+        if let Some(input) = input.filter(|_| input_page) {
+            checks.found(FindingKind::InputStore, pc, address as u32, None, Some(input), None, &[]);
+        }
+        if let Some((owner, _, region)) = foreign.filter(|_| checks.op.is_some()) {
+            checks.found(FindingKind::CrossCoreStore, pc, address as u32, Some(owner), Some(region), None, &[]);
+        }
+    });
+    let key = foreign.map_or(INPUT_KEY.load(Ordering::Relaxed), |(_, key, _)| key);
     if key > 0 {
         let Some(pkru) = saved_pkru(context) else { return false };
         // SAFETY: the saved PKRU word of this thread's signal frame (`saved_pkru`).
         unsafe { pkru.write_unaligned(pkru.read_unaligned() & !write_disable(key)) };
-        STEPPING_KEY.set(true);
+        STEPPING_KEYS.set(STEPPING_KEYS.get() | write_disable(key));
     } else {
         let at = address / page * page;
         let mut stepping = STEPPING.get();
@@ -242,14 +324,14 @@ pub(crate) fn on_protected_store(address: usize, context: *mut c_void) -> bool {
 }
 
 /// The single step [`on_protected_store`] asked for is over (SIGTRAP; `context` its
-/// `ucontext_t`): the pages are protected again and the trap flag cleared. False when
-/// this thread was not stepping (another SIGTRAP).
+/// `ucontext_t`): the pages or keys are protected again and the trap flag cleared.
+/// False when this thread was not stepping (another SIGTRAP).
 pub(crate) fn after_step(context: *mut c_void) -> bool {
     // SAFETY: the kernel passes SA_SIGINFO handlers a valid ucontext.
     let context = unsafe { &mut *context.cast::<libc::ucontext_t>() };
     let stepping = STEPPING.replace([0; STEP_PAGES]);
-    let keyed = STEPPING_KEY.replace(false);
-    if stepping == [0; STEP_PAGES] && !keyed {
+    let keys = STEPPING_KEYS.replace(0);
+    if stepping == [0; STEP_PAGES] && keys == 0 {
         return false;
     }
     let page = page_size();
@@ -257,9 +339,11 @@ pub(crate) fn after_step(context: *mut c_void) -> bool {
         // SAFETY: as in `on_protected_store`: the page's protection as the op set it.
         unsafe { libc::mprotect(at as *mut c_void, page, libc::PROT_READ) };
     }
-    if keyed && let Some(pkru) = saved_pkru(context) {
+    if keys != 0
+        && let Some(pkru) = saved_pkru(context)
+    {
         // SAFETY: as in `on_protected_store`.
-        unsafe { pkru.write_unaligned(pkru.read_unaligned() | write_disable(INPUT_KEY.load(Ordering::Relaxed))) };
+        unsafe { pkru.write_unaligned(pkru.read_unaligned() | keys) };
     }
     context.uc_mcontext.gregs[libc::REG_EFL as usize] &= !TRAP_FLAG;
     true
@@ -287,6 +371,8 @@ struct Found {
     address: u32,
     end: u32,
     accesses: u64,
+    /// The core whose memory `region` is, when not this core's.
+    owner: Option<u32>,
     region: Option<Region>,
     block: Option<(u32, Block)>,
     backtrace: Vec<u32>,
@@ -320,22 +406,22 @@ impl CoreChecks {
         kind: FindingKind,
         pc: u32,
         address: u32,
-        bytes: u32,
+        owner: Option<u32>,
         region: Option<Region>,
         block: Option<(u32, Block)>,
         backtrace: &[u32],
     ) {
-        let end = address.saturating_add(bytes.max(1));
-        let same = |f: &Found| {
-            f.kind == kind && f.pc == pc && f.region.map(|r| (r.kind, r.index)) == region.map(|r| (r.kind, r.index))
-        };
+        let end = address.saturating_add(1);
+        let place = |r: Region| (r.kind, r.index, r.start);
+        let same =
+            |f: &Found| f.kind == kind && f.pc == pc && f.owner == owner && f.region.map(place) == region.map(place);
         if let Some(found) = self.found.iter_mut().find(|f| same(f)) {
             found.address = found.address.min(address);
             found.end = found.end.max(end);
             found.accesses += 1;
         } else if self.found.len() < SHOWN {
             let backtrace = backtrace.to_vec();
-            self.found.push(Found { kind, pc, address, end, accesses: 1, region, block, backtrace });
+            self.found.push(Found { kind, pc, address, end, accesses: 1, owner, region, block, backtrace });
         } else {
             self.more += 1;
         }
@@ -402,6 +488,7 @@ pub(crate) fn end_op(core: u32, op: u32) -> Vec<String> {
                 address: start as u32,
                 end: start as u32 + block.size,
                 accesses: 1,
+                owner: None,
                 region: None,
                 backtrace: backtrace.to_vec(),
                 block: Some((start as u32, block)),
@@ -455,7 +542,7 @@ fn line(core: u32, op: u32, found: &Found) -> String {
         backtrace: List::Raw(&found.backtrace),
         block,
         reached: None,
-        owner: None,
+        owner: found.owner,
         region,
     };
     Line::Finding { core, finding }.to_string()
@@ -547,5 +634,5 @@ fn refused_or_freed(checks: &mut CoreChecks, start: usize, status: u32, tcm: boo
     };
     let block = checks.block_at(start).map(|(at, block)| (at as u32, Block { tcm: block.tcm || tcm, ..block.clone() }));
     let backtrace = backtrace.to_vec();
-    checks.found(kind, pc, start as u32, 1, None, block, &backtrace);
+    checks.found(kind, pc, start as u32, None, None, block, &backtrace);
 }

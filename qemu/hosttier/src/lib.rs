@@ -19,6 +19,7 @@ pub mod dispatch;
 pub mod loader;
 pub mod sanitize;
 
+pub use checks::protection_keys;
 pub use sanitize::{Sanitizer, coverage, explain as explain_sanitizer, involved_cores, stopped_core as sanitized_core};
 
 use neuroncustomop_machine::device::{Session, SessionOptions};
@@ -341,7 +342,10 @@ pub fn loader_program() -> Result<PathBuf, HostError> {
 /// # Errors
 /// [`HostError`]: the home is not a checkout, or the build failed.
 pub fn prebuild() -> Result<(), HostError> {
-    runtime_archive(&checkout()?, None).map(drop)
+    let repo = checkout()?;
+    // Its turn, as every build of the archive: another process may be linking with it.
+    let _turn = build_turn(&repo)?;
+    runtime_archive(&repo, None).map(drop)
 }
 
 /// A session whose jobs the host tier's loader runs on `cores` copies of `library`.
@@ -476,9 +480,27 @@ pub struct Debugger {
 }
 
 /// gdb's pretty-printers for the torch C++ API (`torch::Tensor` and its accessors: dtype,
-/// shape, first elements), sourced by [`debug`]; kept in the binary, so an installed
-/// tool has them.
+/// shape, first elements) and for argument descriptors, sourced by [`debug`]; kept in the
+/// binary, so an installed tool has them.
 const PRINTERS: &str = include_str!("../gdb/printers.py");
+
+/// The call's translate windows for the descriptor printer (`_WINDOWS` of
+/// `gdb/printers.py`), as a line of Python.
+fn printer_windows(job: &neuroncustomop_wire::job::JobHeader) -> String {
+    use neuroncustomop::translate::{TRANSLATE_PER_CORE, TranslateRecord};
+    let count = (job.translate_count as usize).min(job.translate.len());
+    let windows: Vec<String> = job.translate[..count]
+        .iter()
+        .map(|bytes| {
+            // SAFETY: 32 bytes read as the runtime's 32-byte little-endian record, which
+            // has no invalid bit patterns.
+            let record = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<TranslateRecord>()) };
+            let per_core = if record.flags & TRANSLATE_PER_CORE != 0 { "True" } else { "False" };
+            format!("({}, {}, {}, {per_core}, {})", record.ptr, record.mask, record.device_base, record.core_stride)
+        })
+        .collect();
+    format!("_WINDOWS.extend([{}])\n", windows.join(", "))
+}
 
 /// The gdb the host tier starts: Debian's (`gdb`, installed by qemu/setup.sh).
 pub const GDB: &str = "gdb";
@@ -564,7 +586,7 @@ pub fn debug(
     fs::create_dir_all(&work)?;
     let (job_file, report_file, script) = (work.join("job"), work.join("report"), work.join("stop.gdb"));
     let printers = work.join("printers.py");
-    fs::write(&printers, PRINTERS)?;
+    fs::write(&printers, format!("{PRINTERS}\n{}", printer_windows(&job.header)))?;
     let frame = neuroncustomop_machine::device::frame(job)
         .map_err(|e| HostError::Build { name: library.name.clone(), what: format!("the job: {e}") })?;
     fs::write(&job_file, frame)?;

@@ -81,7 +81,7 @@ fn serve(libraries: Vec<PathBuf>, mut stdin: Box<dyn Read>, to_file: bool) -> i3
         return 1;
     }
     sanitize::install_asan_report();
-    checks::allocate_input_key(debugging());
+    checks::allocate_keys(debugging(), libraries.len());
     let mut cores = Vec::new();
     for (core, path) in libraries.iter().enumerate() {
         match Core::spawn(core as u32, path) {
@@ -454,7 +454,7 @@ fn take_lines() -> Vec<String> {
 fn core_thread(core: u32, library: Library, inbox: Receiver<Work>, outbox: Sender<Answer>) {
     cores::set_core(core);
     checks::start_core(library.base);
-    checks::deny_input_writes();
+    checks::deny_foreign_writes(core);
     install_fault_handlers();
     let mut entered = false;
     for work in inbox {

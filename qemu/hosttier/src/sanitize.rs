@@ -107,34 +107,47 @@ impl Sanitizer {
 /// What a host-tier run with `sanitizer` (or none) checks, and what it cannot see, in
 /// one sentence: the `checks` line every `--host` run prints, so a clean result is not
 /// read as more than it is. The device checks all of it (a call without `--host`).
-/// Every run has the host tier's own checks (`crate::checks`).
-pub fn coverage(sanitizer: Option<Sanitizer>) -> &'static str {
+/// Every run has the host tier's own checks (`crate::checks`); stores into another
+/// core's data and HBM scratch only where this machine has protection keys.
+pub fn coverage(sanitizer: Option<Sanitizer>) -> String {
+    coverage_with(sanitizer, crate::checks::protection_keys())
+}
+
+/// [`coverage`], on a machine with protection keys (`keyed`) or without.
+fn coverage_with(sanitizer: Option<Sanitizer>, keyed: bool) -> String {
+    let own = if keyed {
+        "the host tier's own: stores into inputs and into another core's data or HBM scratch, double and invalid \
+         frees, leaks"
+    } else {
+        "the host tier's own: stores into inputs, double and invalid frees, leaks"
+    };
+    let other_cores = if keyed {
+        "stores into another core's stack"
+    } else {
+        "stores into another core's stack, data or HBM scratch (this machine has no protection keys)"
+    };
     match sanitizer {
-        None => {
-            "the host tier's own: stores into inputs, double and invalid frees, leaks; --sanitize address or \
-             thread checks more; unseen here: out-of-bounds accesses, use after free, races, stores into another \
-             core's stack or dataram, reads of never-written memory (the device checks every access: run without \
+        None => format!(
+            "{own}; --sanitize address or thread checks more; unseen here: out-of-bounds accesses, use after free, \
+             races, {other_cores}, reads of never-written memory (the device checks every access: run without \
              --host)"
-        }
-        Some(Sanitizer::Address) => {
-            "AddressSanitizer: out-of-bounds accesses around tensors and heap and TCM blocks, use after free; the \
-             host tier's own: stores into inputs, double and invalid frees, leaks; unseen on the host tier: \
-             stores into another core's stack or dataram, races, reads of never-written memory (the device \
+        ),
+        Some(Sanitizer::Address) => format!(
+            "AddressSanitizer: out-of-bounds accesses around tensors and heap and TCM blocks, use after free; \
+             {own}; unseen on the host tier: {other_cores}, races, reads of never-written memory (the device \
              checks them: run without --host)"
-        }
-        Some(Sanitizer::Thread) => {
+        ),
+        Some(Sanitizer::Thread) => format!(
             "ThreadSanitizer: races between cores on memory the kernels' own code and the runtime's copies \
-             (neuron_memcpy, the TCM and stream accessors) touch; the host tier's own: stores into inputs, double \
-             and invalid frees, leaks; unseen on the host tier: out-of-bounds accesses, use after free, stores into \
-             another core's stack or dataram, reads of never-written memory (the device checks them: run without \
-             --host)"
-        }
-        Some(Sanitizer::Undefined) => {
-            "UndefinedBehaviorSanitizer: signed overflow, bad shifts, misaligned pointers; the host tier's own: \
-             stores into inputs, double and invalid frees, leaks; unseen on the host tier: out-of-bounds \
-             accesses, use after free, races, stores into another core's stack or dataram, reads of \
-             never-written memory (the device checks them: run without --host)"
-        }
+             (neuron_memcpy, the TCM and stream accessors) touch; {own}; unseen on the host tier: out-of-bounds \
+             accesses, use after free, {other_cores}, reads of never-written memory (the device checks them: run \
+             without --host)"
+        ),
+        Some(Sanitizer::Undefined) => format!(
+            "UndefinedBehaviorSanitizer: signed overflow, bad shifts, misaligned pointers; {own}; unseen on the \
+             host tier: out-of-bounds accesses, use after free, races, {other_cores}, reads of never-written \
+             memory (the device checks them: run without --host)"
+        ),
     }
 }
 
@@ -640,17 +653,22 @@ WARNING: ThreadSanitizer: data race (pid=4242)
 
     #[test]
     fn every_host_run_says_what_it_cannot_see() {
-        let address = super::coverage(Some(super::Sanitizer::Address));
-        let (seen, unseen) = address.split_once("unseen").unwrap();
-        for checked in ["stores into inputs", "double and invalid frees", "leaks", "use after free"] {
-            assert!(seen.contains(checked) && !unseen.contains(checked), "{checked}: {address}");
+        for keyed in [true, false] {
+            let address = super::coverage_with(Some(super::Sanitizer::Address), keyed);
+            let (seen, unseen) = address.split_once("unseen").unwrap();
+            for checked in ["stores into inputs", "double and invalid frees", "leaks", "use after free"] {
+                assert!(seen.contains(checked) && !unseen.contains(checked), "{checked}: {address}");
+            }
+            assert!(unseen.contains("another core's stack"), "{address}");
+            // Another core's scratch is checked only with protection keys.
+            assert_eq!(seen.contains("another core's data or HBM scratch"), keyed, "{address}");
+            assert_eq!(unseen.contains("data or HBM scratch"), !keyed, "{address}");
+            let plain = super::coverage_with(None, keyed);
+            assert!(plain.starts_with("the host tier's own: stores into inputs"), "{plain}");
+            assert!(plain.split_once("unseen").unwrap().1.contains("out-of-bounds accesses"), "{plain}");
+            let thread = super::coverage_with(Some(super::Sanitizer::Thread), keyed);
+            assert!(thread.split_once("unseen").unwrap().0.contains("the runtime's copies"), "{thread}");
         }
-        assert!(unseen.contains("another core's stack"), "{address}");
-        let plain = super::coverage(None);
-        assert!(plain.starts_with("the host tier's own: stores into inputs, double and invalid frees, leaks"));
-        assert!(plain.split_once("unseen").unwrap().1.contains("out-of-bounds accesses"), "{plain}");
-        let thread = super::coverage(Some(super::Sanitizer::Thread));
-        assert!(thread.split_once("unseen").unwrap().0.contains("the runtime's copies"), "{thread}");
     }
 
     #[test]

@@ -631,7 +631,7 @@ struct Report {
     heading: String,
     /// On the host tier: what this run checks and cannot see
     /// (`neuroncustomop_hosttier::coverage`).
-    checks: Option<&'static str>,
+    checks: Option<String>,
     ran: Ran,
 }
 

@@ -82,3 +82,13 @@ torch::Tensor tcm_race(const torch::Tensor& t_in) {
     torch::neuron::tcm_free(buf);
     return t_out;
 }
+
+// out = in, then an array deleted twice.
+torch::Tensor deletes_twice(const torch::Tensor& t_in) {
+    torch::Tensor t_out = copy(t_in);
+    float* p = new float[16];
+    p[0] = 1.0f;
+    delete[] p;
+    delete[] p;  // twice
+    return t_out;
+}

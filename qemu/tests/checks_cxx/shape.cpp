@@ -15,4 +15,5 @@ NEURON_LIBRARY(checks_ops, m) {
     m.def("past_empty", &like_input, "past_empty");
     m.def("into_input", &like_input, "into_input");
     m.def("tcm_race", &like_input, "tcm_race");
+    m.def("deletes_twice", &like_input, "deletes_twice");
 }
