@@ -114,7 +114,7 @@ def shrink(host: bool) -> None:
     else:
         print("double_rows: no failure (unexpected)")
     finally:
-        # The build folder, with the failing calls' .npy files under it: the bench's own.
+        # The bench's own build folder.
         shutil.rmtree(build, ignore_errors=True)
 
 
