@@ -203,6 +203,7 @@ def test_cxx_misuse_ends_each_misuse_with_its_status_for_every_input(example, x)
         with pytest.raises(KernelError) as caught:
             library[kernel](x)
         assert caught.value.status_name == status, (kernel, caught.value)
+        assert caught.value.status_detail, f"{kernel}: the runtime's line is the status' detail"
     # wrong_return_shape returns 3 elements: wrong unless the input has 3.
     if x.size == 3:
         np.testing.assert_array_equal(library.wrong_return_shape(x), np.zeros(3, np.float32))
