@@ -64,10 +64,12 @@ def ncop(*args, cwd, env=None):
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
 
 
-def test_ncop_check_shrinks_an_off_by_one_partition_to_a_command_that_fails(partition, references, repo):
+def test_ncop_check_shrinks_an_off_by_one_partition_to_a_command_that_fails(partition, references, repo, tmp_path):
+    # The failing call's inputs go to this test's folder, not the system's temporary one.
+    saved = dict(os.environ, NCOP_CHECK_DIR=str(tmp_path))
     found = ncop(
         "check", "double_rows", "--lib", str(partition), "--ref", f"{references}:double", "--rank", "2",
-        "--max-elements", "32768", "--max-examples", "100", "--seed", "3", cwd=repo,
+        "--max-elements", "32768", "--max-examples", "100", "--seed", "3", cwd=repo, env=saved,
     )
     assert found.returncode == 1, found.stdout + found.stderr
     assert "partition / double_rows on the device: FAILED" in found.stdout, found.stdout
@@ -79,6 +81,7 @@ def test_ncop_check_shrinks_an_off_by_one_partition_to_a_command_that_fails(part
     command = next(line for line in found.stdout.splitlines() if line.startswith("reproduce: "))
     words = shlex.split(command[len("reproduce: ") :])
     assert words[:3] == ["ncop", "run", "double_rows"] and "--cores" in words, words
+    assert (tmp_path / "arg0.npy").is_file() and (tmp_path / "want.npy").is_file()
     reproduced = ncop(*words[1:], cwd=repo)
     assert reproduced.returncode == 1, reproduced.stdout + reproduced.stderr
     assert "never written" in reproduced.stdout, reproduced.stdout
