@@ -8,9 +8,9 @@ import neuroncustomop
 
 
 @pytest.fixture(scope="module")
-def ops(repo):
+def ops(example):
     """examples/cxx_ops: float_ops(x, y) -> [20, n] float32, int_ops(k, m) -> [11, n] int32."""
-    return neuroncustomop.load(repo / "examples" / "cxx_ops")
+    return example("cxx_ops")
 
 
 def test_the_output_shape_and_dtype_come_from_the_cxx_shape_function(ops):
@@ -39,11 +39,11 @@ def test_an_explicit_output_shape_still_wins(ops):
     assert result.output.shape == (20, 8)
 
 
-def test_a_multicore_library_runs_on_8_cores_and_on_1_fails_naming_the_idle_cores(repo):
+def test_a_multicore_library_runs_on_8_cores_and_on_1_fails_naming_the_idle_cores(example):
     """examples/cxx_relu_multicore (the AWS sample): its customop.json says
     "multicore": true, so calls run on 8 cores, as `ncop run` does; on 1 core it writes
     1/8 of its output, which is an error, not a result with NaN canaries in it."""
-    relu = neuroncustomop.load(repo / "examples" / "cxx_relu_multicore")
+    relu = example("cxx_relu_multicore")
     assert relu.cores == 8
     x = np.linspace(-4, 4, 1000, dtype=np.float32)
     np.testing.assert_array_equal(relu.relu_forward(x), np.maximum(x, np.float32(0)))
