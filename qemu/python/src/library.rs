@@ -137,8 +137,7 @@ impl Library {
     /// The package folder (the 8 images and `ucode_lib.json`).
     #[getter]
     fn package_dir(&self, py: Python<'_>) -> PyResult<PathBuf> {
-        let package = py.detach(|| self.library()?.package().map(|package| package.dir.clone()).map_err(call_error));
-        package
+        py.detach(|| self.library()?.package().map(|package| package.dir.clone()).map_err(call_error))
     }
 
     /// The cores a call runs on unless it says otherwise: 8 for a library declared
@@ -189,7 +188,7 @@ impl Library {
         let shape_fn = shape_fn.map(|(dtype, shape)| Ok::<_, PyErr>((call::dtype(&dtype)?, shape))).transpose()?;
         let library = py.detach(|| self.library())?;
         let (dtype, shape) =
-            py.detach(|| library.resolve_output(kernel, &args, given, shape_fn)).map_err(call_error)?;
+            py.detach(|| library.resolve_output(kernel, &args, given, shape_fn).map_err(call_error))?;
         Ok((dtype_name(dtype), shape))
     }
 
@@ -212,9 +211,9 @@ impl Library {
         let output = Output::Shape { dtype: call::dtype(output_dtype)?, shape: output_shape };
         let options = Options { cores, ..Options::default() };
         let library = self.library()?;
-        let diff = py
-            .detach(|| neuroncustomop_host::tiers::diff_tiers(&library, kernel, &args, output, &options))
-            .map_err(call_error)?;
+        let diff = py.detach(|| {
+            neuroncustomop_host::tiers::diff_tiers(&library, kernel, &args, output, &options).map_err(call_error)
+        })?;
         Ok((
             diff.differing,
             diff.total,
@@ -289,6 +288,8 @@ impl Library {
                 true
             }
         };
+        // The error whole, not yet a Python exception: a stopped kernel's is a result.
+        #[allow(clippy::result_large_err, reason = "moved once per call, out of the detached closure")]
         let done = py.detach(|| library.call_cancellable(kernel, &args, output, &options, &cancelled));
         if let Some(error) = interrupted.into_inner().unwrap_or_else(PoisonError::into_inner) {
             return Err(error);
