@@ -39,7 +39,8 @@ status=0
 echo "run-tests.sh: pytest" >&2
 # Two workers (pytest-xdist), as an author's suite runs under `pytest -n auto`: builds,
 # devices and lib<name>.so folders shared between processes are part of what is tested.
-time (cd "$repo/qemu/python" && "$venv/bin/python" -m pytest -q -n 2 "$@") || status=$?
+# The 20 slowest tests are listed, so a CI log says where the minutes went (docs/ci-time.md).
+time (cd "$repo/qemu/python" && "$venv/bin/python" -m pytest -q -n 2 --durations=20 "$@") || status=$?
 if ((status == 5)); then
     echo "qemu/python/run-tests.sh: pytest collected no test" >&2
 fi
