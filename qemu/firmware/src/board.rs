@@ -2,7 +2,7 @@
 //! starting the other cores.
 
 use core::fmt::{self, Write};
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 const SYS_EXIT: u32 = 1;
 const SYS_READ: u32 = 3;
@@ -62,11 +62,51 @@ pub fn wake_all_cores() {
 }
 
 /// Platform hook: write to the host's stdout/stderr.
+///
+/// QEMU's Xtensa semihosting `write` copies guest memory one target page (4 KiB) at a
+/// time, with a host `write()` per page, so a line whose bytes cross a page boundary
+/// reaches the host in two writes, and another core's line can come between them
+/// (seen: a `STDOUT` report line cut in two by another core's, and the op's end lost).
+/// A write of at most [`PAGE_SAFE_LEN`] bytes that crosses a page is made from this
+/// core's page-safe buffer instead, in one host `write()`.
 #[unsafe(no_mangle)]
 extern "C" fn __neuron_platform_write(fd: i32, buf: *const u8, len: usize) -> isize {
+    let start = buf as usize;
+    let crosses = len > 0 && start / PAGE != (start + len - 1) / PAGE;
+    if crosses && len <= PAGE_SAFE_LEN && !PAGE_SAFE_BUSY.swap(true, Ordering::Acquire) {
+        let line = PAGE_SAFE.0.get().cast::<u8>();
+        // SAFETY: the caller guarantees `len` bytes at `buf`; the buffer is this core's
+        // (each core's image has its own statics) and PAGE_SAFE_BUSY keeps a nested
+        // write on this core (a fault report inside a write) out of it.
+        let written = unsafe {
+            core::ptr::copy_nonoverlapping(buf, line, len);
+            semihosting_call(SYS_WRITE, fd as u32, line as u32, len as u32) as isize
+        };
+        PAGE_SAFE_BUSY.store(false, Ordering::Release);
+        return written;
+    }
     // SAFETY: QEMU reads `len` bytes at `buf`, which the caller guarantees are valid.
     unsafe { semihosting_call(SYS_WRITE, fd as u32, buf as u32, len as u32) as isize }
 }
+
+/// QEMU's target page for Xtensa: its semihosting copies a write one page at a time.
+const PAGE: usize = 4096;
+
+/// The longest write [`__neuron_platform_write`] keeps whole across a page boundary.
+pub const PAGE_SAFE_LEN: usize = 2048;
+
+/// A buffer that lies within one page: 2 KiB, aligned to 2 KiB.
+#[repr(C, align(2048))]
+struct PageSafe(core::cell::UnsafeCell<[u8; PAGE_SAFE_LEN]>);
+
+// SAFETY: only this core's code reaches its image's PageSafe, one write at a time
+// (PAGE_SAFE_BUSY).
+unsafe impl Sync for PageSafe {}
+
+static PAGE_SAFE: PageSafe = PageSafe(core::cell::UnsafeCell::new([0; PAGE_SAFE_LEN]));
+
+/// Whether a write is using [`PAGE_SAFE`] on this core.
+static PAGE_SAFE_BUSY: AtomicBool = AtomicBool::new(false);
 
 /// Reads up to `buf.len()` bytes of the host's stdin (QEMU's own, binary) into `buf`:
 /// the count read, 0 at end of file, or `None` on an error. Blocks until the host has
@@ -121,9 +161,10 @@ pub fn exit(code: i32) -> ! {
 
 /// The longest line [`print_line`] writes whole; longer ones are cut.
 pub const LINE_CAPACITY: usize = 1200;
+const _: () = assert!(LINE_CAPACITY <= PAGE_SAFE_LEN, "a whole line fits the page-safe buffer");
 
-/// Writes one line to the host's stdout in a single semihosting call, so lines of
-/// several cores never interleave.
+/// Writes one line to the host's stdout in a single semihosting call from memory within
+/// one page ([`__neuron_platform_write`]), so lines of several cores never interleave.
 pub fn print_line(args: fmt::Arguments<'_>) {
     let mut line = heapless::String::<LINE_CAPACITY>::new();
     let _ = line.write_fmt(args);
