@@ -138,11 +138,23 @@ pub fn core(model: &CostModel, profile: &CoreProfile, busy: f64, cores: usize) -
     }
     let wait_per_batch = if batches.is_empty() { 0.0 } else { profile.waiting as f64 / batches.len() as f64 };
     let (mut idle, mut lane_free) = (0.0, 0.0);
+    // Each batch's wait takes the mean waiting instructions, but never reaches the next
+    // batch's first transfer: a batch that waited less than the mean, with little work
+    // before the next, would otherwise put the next wait inside its own (two waits, and
+    // the calls around them, across each other on one thread).
+    let windows: Vec<f64> = batches
+        .iter()
+        .enumerate()
+        .map(|(k, batch)| {
+            let last = batch.last().map_or(0, |t| t.0);
+            batches.get(k + 1).map_or(wait_per_batch, |next| wait_per_batch.min((next[0].0 - last) as f64))
+        })
+        .collect();
+    let mut removed = 0.0;
     let (mut waits, mut spans, mut clock_waits) = (Vec::new(), Vec::new(), Vec::new());
-    for (done_before, batch) in batches.iter().enumerate() {
-        // Busy instructions before `at`: the waits after the batches before it are not.
-        let busy_at =
-            |at: u64| ((at as f64) - wait_per_batch * done_before as f64).clamp(0.0, busy_instructions as f64);
+    for (batch, &window) in batches.iter().zip(&windows) {
+        // Busy instructions before `at`: the waits of the batches before it are not.
+        let busy_at = |at: u64| ((at as f64) - removed).clamp(0.0, busy_instructions as f64);
         let mut done: f64 = 0.0;
         for &(at, bytes) in *batch {
             let queued = busy_at(at) * per_instruction + idle;
@@ -156,11 +168,12 @@ pub fn core(model: &CostModel, profile: &CoreProfile, busy: f64, cores: usize) -
         let last = batch.last().map_or(0, |t| t.0);
         let waiting_from = busy_at(last) * per_instruction + idle;
         let cycles = (done - waiting_from).max(0.0);
-        clock_waits.push(Wait { from: last as f64, instructions: wait_per_batch, start: waiting_from, cycles });
+        clock_waits.push(Wait { from: last as f64, instructions: window, start: waiting_from, cycles });
         if cycles > 0.0 {
             waits.push(Span { start: waiting_from, cycles, bytes: 0 });
             idle += cycles;
         }
+        removed += window;
     }
     let clock = Clock { per_instruction, busy_instructions: busy_instructions as f64, waits: clock_waits };
     let op = Span { start: 0.0, cycles: busy + idle, bytes: 0 };
