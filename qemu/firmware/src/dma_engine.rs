@@ -12,7 +12,7 @@
 use crate::loader::job;
 use core::ptr::{read_volatile, write_volatile};
 use crate::board;
-use neuroncustomop::arch::{memw, wait_for_interrupt};
+use neuroncustomop::arch::{get_cycle_count, memw, wait_for_interrupt};
 use neuroncustomop::data_transfer::dma::{DESCRIPTOR_DONE, DMA_QUEUE_WINDOW, DmaDescriptor, DmaQueueHeader, QUEUE_SLOTS};
 use neuroncustomop_wire::job::{CORES, DmaMode, dma_queue_offsets};
 
@@ -51,25 +51,38 @@ unsafe fn serve_one(m2s: *mut DmaQueueHeader, s2m: *mut DmaQueueHeader, sequence
 /// The engine's sleep between passes that found nothing: from [`FIRST_NAP`] CCOUNT
 /// ticks (1 µs) after work, doubling up to [`LONGEST_NAP`] (10 µs) while the cores may
 /// still be copying, then [`IDLE_NAP`] (1 ms) once nothing came for [`IDLE_AFTER`]
-/// passes (about 10 ms: between ops, or between jobs, where a session on host threads
-/// would otherwise wake it 100,000 times a second). Nothing wakes it when a core
-/// queues a transfer (the runtime does not know the board), so this is its latency;
-/// the sleeping costs no instructions of the library's cores.
+/// passes (about 10 ms: a compute phase, or between ops), then [`DEEP_NAP`] (100 ms)
+/// once nothing came for [`DEEP_AFTER`] more (about 1 s: a session between jobs, whose
+/// QEMU would otherwise take a few percent of a host CPU doing nothing). A wake before
+/// the nap's end is a core's pulse (a job or an op starting or ending: the loader
+/// pulses at each): it starts the naps again from [`FIRST_NAP`]. Nothing wakes the
+/// engine when a core queues a transfer (the runtime does not know the board), so the
+/// nap is its latency: wall time only, as the sleeping costs no instructions of the
+/// library's cores.
 const FIRST_NAP: u32 = 40;
 const LONGEST_NAP: u32 = 400;
 const IDLE_NAP: u32 = 40_000;
 const IDLE_AFTER: u32 = 1_000;
+const DEEP_NAP: u32 = 4_000_000;
+const DEEP_AFTER: u32 = IDLE_AFTER + 1_000;
+
+/// Sleeps for up to `ticks` of CCOUNT; whether a pulse ended the sleep early.
+fn nap(ticks: u32) -> bool {
+    let start = get_cycle_count();
+    wait_for_interrupt(ticks);
+    get_cycle_count().wrapping_sub(start) < ticks
+}
 
 /// Serves the cores of whatever job is in the job block, forever; after serving it
 /// wakes the cores (a core waiting for its transfer sleeps until then).
 pub fn run() -> ! {
     let mut served = [0u32; CORES];
-    let mut nap = FIRST_NAP;
+    let mut next_nap = FIRST_NAP;
     let mut empty_passes = 0u32;
     loop {
         // Re-read every pass: the session replaces the job between jobs.
         let Some(job) = job() else {
-            wait_for_interrupt(IDLE_NAP);
+            nap(DEEP_NAP);
             continue;
         };
         let mut worked = false;
@@ -112,11 +125,19 @@ pub fn run() -> ! {
         }
         if worked {
             board::wake_all_cores();
-            (nap, empty_passes) = (FIRST_NAP, 0);
+            (next_nap, empty_passes) = (FIRST_NAP, 0);
         } else {
             empty_passes = empty_passes.saturating_add(1);
-            wait_for_interrupt(if empty_passes > IDLE_AFTER { IDLE_NAP } else { nap });
-            nap = (nap * 2).min(LONGEST_NAP);
+            let ticks = match empty_passes {
+                passes if passes > DEEP_AFTER => DEEP_NAP,
+                passes if passes > IDLE_AFTER => IDLE_NAP,
+                _ => next_nap,
+            };
+            if nap(ticks) {
+                (next_nap, empty_passes) = (FIRST_NAP, 0);
+            } else {
+                next_nap = (next_nap * 2).min(LONGEST_NAP);
+            }
         }
     }
 }

@@ -172,9 +172,12 @@ fn set_progress(core: u32, ops_done: u32) {
     board::wake_all_cores();
 }
 
-/// The longest a waiting loader sleeps between two looks: 1 ms of the 40 MHz CCOUNT
-/// (the pulse of `board::wake_all_cores` usually ends the sleep long before).
-const IDLE_TICKS: u32 = 40_000;
+/// The longest a waiting loader sleeps between two looks: 100 ms of the 40 MHz CCOUNT.
+/// What it waits for comes with a pulse of `board::wake_all_cores` (the job's number,
+/// a core's progress), which each core latches, so the sleep ends when it comes; the
+/// timer only bounds a lost pulse. Shorter, the cores of a session waiting for its next
+/// job would wake thousands of times a second (1 ms: 4% of a host CPU per idle core).
+const IDLE_TICKS: u32 = 4_000_000;
 
 /// Waits, asleep between looks, until each of `cores` has entered the library and
 /// finished `ops_done` ops of the session. No bound: a core that never arrives is the host's to catch (its
