@@ -6,6 +6,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -55,6 +57,27 @@ def test_load_library_loads_what_load_built(sample):
     assert again.kernels == ["relu_forward", "relu_backward"]
     x = torch.linspace(-3, 3, 40).reshape(4, 10)
     assert torch.equal(torch.ops.my_ops.relu_forward(x), torch.relu(x))
+
+
+def test_a_load_imports_no_torch_and_a_later_import_finds_the_ops(sample):
+    # A NumPy-only process does not pay PyTorch's import (seconds); one that imports it
+    # after the load still finds the ops, in a process of its own (this one has torch).
+    folder, _ = sample
+    script = f"""
+import sys
+import numpy as np
+import neuroncustomop
+library = neuroncustomop.load_library({str(folder / "librelu.so")!r})
+np.testing.assert_array_equal(library.relu_forward(np.array([[-1.0, 2.0]], np.float32)), [[0.0, 2.0]])
+assert "torch" not in sys.modules, "the load imported torch"
+import torch
+x = torch.tensor([[-1.5, 0.5], [2.0, -0.0]])
+assert torch.equal(torch.ops.my_ops.relu_forward(x), torch.relu(x))
+print("registered after the import")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "registered after the import"
 
 
 def test_meta_tensors_get_the_shape_function_s_output(sample):

@@ -4,8 +4,14 @@ and ``_torch`` (the registration), so neither imports the other back."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
+import sys
+import threading
+import types
+import warnings
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from . import _build, _native
@@ -166,7 +172,9 @@ def load_library(
     a shape function in ``shape_fns``, under the library's name. The op's CPU kernel
     runs the simulated device and returns a tensor; its fake (meta) kernel is the shape
     function, so ``torch.compile``, ``torch.export`` and meta tensors get the output's
-    shape and dtype. Loading a library again rebinds its ops to the new one.
+    shape and dtype. Loading a library again rebinds its ops to the new one. PyTorch
+    is not imported for this: the ops are registered when the process imports it,
+    before or after the load (a NumPy-only process never pays its import).
 
     Parameters
     ----------
@@ -224,12 +232,81 @@ def _loaded(
     source: str,
 ) -> Library:
     """The :class:`Library` of ``native`` (loaded from ``source``), its ops registered
-    with PyTorch when it is installed."""
+    with PyTorch: now when the process has imported it (or ``backward`` asks for its
+    autograd), else when it is first imported (:class:`_RegisterOnTorchImport`)."""
     library = Library(native, cores, shape_fns or {}, checked, os.fspath(source))
-    if importlib.util.find_spec("torch") is not None:
+    if "torch" in sys.modules or backward:
+        if importlib.util.find_spec("torch") is None:
+            raise ValueError("backward= registers torch.ops autograd: it needs PyTorch (pip install torch)")
         from . import _torch
 
         _torch.register(library, backward or {})
-    elif backward:
-        raise ValueError("backward= registers torch.ops autograd: it needs PyTorch (pip install torch)")
+    elif importlib.util.find_spec("torch") is not None:
+        _RegisterOnTorchImport.later(library)
     return library
+
+
+class _RegisterOnTorchImport(importlib.abc.MetaPathFinder):
+    """Registers loaded libraries' ops once ``torch`` is imported, so that a process
+    that never uses PyTorch never pays its import (seconds), and one that imports it
+    after ``load`` still finds ``torch.ops.<namespace>.<op>``.
+
+    It sits first on ``sys.meta_path`` while libraries wait; on the import of ``torch``
+    it hands the import to the other finders and wraps the loader, so the libraries
+    are registered, in the order they were loaded, once ``torch`` has run its
+    ``__init__``. Then it leaves ``sys.meta_path``."""
+
+    _waiting: "list[Library]" = []
+    _lock = threading.Lock()
+
+    @classmethod
+    def later(cls, library: Library) -> None:
+        with cls._lock:
+            if not cls._waiting:
+                sys.meta_path.insert(0, _FINDER)
+            cls._waiting.append(library)
+
+    @classmethod
+    def _register_waiting(cls) -> None:
+        with cls._lock:
+            waiting, cls._waiting = cls._waiting, []
+            if _FINDER in sys.meta_path:
+                sys.meta_path.remove(_FINDER)
+        from . import _torch
+
+        for library in waiting:
+            # Raised here, the error would undo the import of torch itself (importlib
+            # removes a module whose loader fails): it is said, and the rest registered.
+            try:
+                _torch.register(library, {})
+            except Exception as error:  # noqa: BLE001: any failure is reported, none is lost
+                warnings.warn(f"{library.name}'s ops are not in torch.ops: {error}", RuntimeWarning, stacklevel=2)
+
+    def find_spec(self, fullname: str, path: Optional[Sequence[str]] = None, target: object = None) -> Any:
+        if fullname != "torch":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _ThenRegister(spec.loader)
+                return spec
+        return None
+
+
+class _ThenRegister(importlib.abc.Loader):
+    """``torch``'s own loader, then the waiting libraries' registration."""
+
+    def __init__(self, loader: importlib.abc.Loader):
+        self.loader = loader
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        self.loader.exec_module(module)
+        _RegisterOnTorchImport._register_waiting()
+
+
+_FINDER = _RegisterOnTorchImport()
