@@ -75,6 +75,34 @@ impl Outcome {
     pub fn code(&self) -> Option<i32> {
         if self.timed_out { None } else { self.status?.code() }
     }
+
+    /// How QEMU ended, when it ended before the job did, in words for an error
+    /// message: stopped at the wall limit, killed by a signal (the simulator crashed,
+    /// not the kernel), or exited with a status; `None` while it still runs.
+    pub fn ending(&self) -> Option<String> {
+        use std::os::unix::process::ExitStatusExt;
+        if self.timed_out {
+            return Some("the device passed the call's wall-time limit and was stopped".into());
+        }
+        let status = self.status?;
+        if let Some(signal) = status.signal() {
+            let name = match signal {
+                libc::SIGILL => " (SIGILL)",
+                libc::SIGABRT => " (SIGABRT)",
+                libc::SIGBUS => " (SIGBUS)",
+                libc::SIGFPE => " (SIGFPE)",
+                libc::SIGKILL => " (SIGKILL: killed from outside, or by the kernel's out-of-memory killer)",
+                libc::SIGSEGV => " (SIGSEGV)",
+                libc::SIGTERM => " (SIGTERM)",
+                _ => "",
+            };
+            return Some(format!(
+                "QEMU died of signal {signal}{name}: the simulator stopped, not the kernel; run the call again, \
+                 and report it with this message if it repeats"
+            ));
+        }
+        status.code().filter(|&code| code != 0).map(|code| format!("the device stopped with exit status {code}"))
+    }
 }
 
 impl Boot {
@@ -314,4 +342,35 @@ fn drain(mut stream: impl Read + Send + 'static) -> thread::JoinHandle<String> {
         let _ = stream.read_to_end(&mut bytes);
         String::from_utf8_lossy(&bytes).into_owned()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Outcome;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    fn ended(status: Option<ExitStatus>, timed_out: bool) -> Option<String> {
+        Outcome { status, stdout: String::new(), stderr: String::new(), timed_out }.ending()
+    }
+
+    #[test]
+    fn an_error_says_how_qemu_ended_before_the_job() {
+        // A wait status of 11 is death by signal 11; 3 << 8 is exit status 3.
+        let crashed = ended(Some(ExitStatus::from_raw(11)), false).expect("a crash is said");
+        assert!(
+            crashed.starts_with("QEMU died of signal 11 (SIGSEGV): the simulator stopped, not the kernel"),
+            "{crashed}"
+        );
+        assert_eq!(
+            ended(Some(ExitStatus::from_raw(3 << 8)), false).as_deref(),
+            Some("the device stopped with exit status 3")
+        );
+        assert_eq!(
+            ended(Some(ExitStatus::from_raw(9)), true).as_deref(),
+            Some("the device passed the call's wall-time limit and was stopped")
+        );
+        assert_eq!(ended(Some(ExitStatus::from_raw(0)), false), None, "a clean exit needs no word");
+        assert_eq!(ended(None, false), None, "a device still running ended nothing");
+    }
 }

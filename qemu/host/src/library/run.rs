@@ -252,7 +252,13 @@ fn unfinished(
     options: &Options,
     tensors: &[(String, u32, u32)],
 ) -> CallError {
-    let output = format!("{}{}", report.outcome.stdout, report.outcome.stderr);
+    let ending = report.outcome.ending().filter(|_| options.target == Target::Device);
+    let output = format!(
+        "{}{}{}",
+        ending.map_or_else(String::new, |ending| ending + "\n"),
+        report.outcome.stdout,
+        report.outcome.stderr
+    );
     // The core that stopped the device: the one a sanitizer caught (it ends
     // the host tier's loader there, whichever cores reported before), else
     // the first without its op's report.
