@@ -1,5 +1,6 @@
 """Libraries shared by the tests: each is packaged once per session."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,17 @@ REPO = Path(__file__).resolve().parents[3]
 def repo():
     """This repository's root."""
     return REPO
+
+
+@pytest.fixture(scope="session")
+def ncop():
+    """The command that runs the checkout's ``ncop``: ``$NCOP_PROGRAM`` when set (``cargo
+    sim test`` gives the one its build made: a ``cargo run`` would wait for the cargo
+    tests that run beside, which hold the build folder's lock), else ``cargo run``."""
+    program = os.environ.get("NCOP_PROGRAM")
+    if program:
+        return [program]
+    return [os.environ.get("CARGO", "cargo"), "run", "--quiet", "-p", "neuroncustomop-sim", "--bin", "ncop", "--"]
 
 
 @pytest.fixture(scope="session")

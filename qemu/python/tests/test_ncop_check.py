@@ -4,6 +4,7 @@ kernel's off-by-one partition, shrinks it and prints a reproducer that fails whe
 passes a correct kernel; and its shards split one seeded sweep into disjoint,
 reproducible parts."""
 
+import functools
 import os
 import re
 import shlex
@@ -55,19 +56,24 @@ def partition(tmp_path_factory):
     return build / "libpartition.so"
 
 
-def ncop(*args, cwd, env=None):
-    """The checkout's ``ncop`` with ``args``; ``check`` runs in this test's Python."""
-    cargo = os.environ.get("CARGO", "cargo")
-    command = [cargo, "run", "--quiet", "-p", "neuroncustomop-sim", "--bin", "ncop", "--", *args]
+@pytest.fixture
+def run_ncop(ncop):
+    """``run_ncop(*args, cwd=, env=)``: the checkout's ``ncop`` with ``args``; ``check``
+    runs in this test's Python."""
+    return functools.partial(_run_ncop, ncop)
+
+
+def _run_ncop(ncop, *args, cwd, env=None):
+    command = [*ncop, *args]
     if args[0] == "check":
         command += ["--python", sys.executable]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
 
 
-def test_ncop_check_shrinks_an_off_by_one_partition_to_a_command_that_fails(partition, references, repo, tmp_path):
+def test_ncop_check_shrinks_an_off_by_one_partition_to_a_command_that_fails(partition, references, repo, tmp_path, run_ncop):
     # The failing call's inputs go to this test's folder, not the system's temporary one.
     saved = dict(os.environ, NCOP_CHECK_DIR=str(tmp_path))
-    found = ncop(
+    found = run_ncop(
         "check", "double_rows", "--lib", str(partition), "--ref", f"{references}:double", "--rank", "2",
         "--max-elements", "32768", "--max-examples", "100", "--seed", "3", cwd=repo, env=saved,
     )
@@ -82,13 +88,13 @@ def test_ncop_check_shrinks_an_off_by_one_partition_to_a_command_that_fails(part
     words = shlex.split(command[len("reproduce: ") :])
     assert words[:3] == ["ncop", "run", "double_rows"] and "--cores" in words, words
     assert (tmp_path / "arg0.npy").is_file() and (tmp_path / "want.npy").is_file()
-    reproduced = ncop(*words[1:], cwd=repo)
+    reproduced = run_ncop(*words[1:], cwd=repo)
     assert reproduced.returncode == 1, reproduced.stdout + reproduced.stderr
     assert "never written" in reproduced.stdout, reproduced.stdout
 
 
-def test_ncop_check_passes_a_correct_kernel(relu, references, repo):
-    passed = ncop(
+def test_ncop_check_passes_a_correct_kernel(relu, references, repo, run_ncop):
+    passed = run_ncop(
         "check", "relu_tcm", "--lib", relu.package_dir, "--ref", f"{references}:relu", "--max-examples", "10",
         "--max-elements", "4096", "--seed", "1", cwd=repo,
     )
@@ -96,11 +102,11 @@ def test_ncop_check_passes_a_correct_kernel(relu, references, repo):
     assert "relu / relu_tcm on the device: OK, 10 calls passed" in passed.stdout, passed.stdout
 
 
-def test_ncop_check_shards_are_disjoint_parts_of_one_reproducible_sweep(relu, references, repo, tmp_path):
+def test_ncop_check_shards_are_disjoint_parts_of_one_reproducible_sweep(relu, references, repo, tmp_path, run_ncop):
     def sweep(name, *options):
         log = tmp_path / f"{name}.calls"
         env = dict(os.environ, CALLS_LOG=str(log))
-        run = ncop(
+        run = run_ncop(
             "check", "relu", "--lib", relu.package_dir, "--ref", f"{references}:relu", "--max-elements", "256",
             "--dtype", "float32", "--seed", "5", *options, cwd=repo, env=env,
         )

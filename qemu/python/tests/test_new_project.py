@@ -2,7 +2,6 @@
 folder outside the checkout, the author adds a kernel, and the library is loaded and
 checked against NumPy."""
 
-import os
 import subprocess
 
 import numpy as np
@@ -13,10 +12,8 @@ from neuroncustomop import KernelError
 
 
 @pytest.fixture(scope="module")
-def my_op(repo, tmp_path_factory):
+def my_op(repo, ncop, tmp_path_factory):
     project = tmp_path_factory.mktemp("ops") / "my_op"
-    cargo = os.environ.get("CARGO", "cargo")
-    ncop = [cargo, "run", "--quiet", "-p", "neuroncustomop-sim", "--bin", "ncop", "--"]
     subprocess.run([*ncop, "new", str(project), "--lang", "rust"], cwd=repo, check=True)
     kernels = project / "src" / "kernels.rs"
     source = kernels.read_text()

@@ -91,7 +91,7 @@ def test_the_signature_comes_from_the_shape_function(repo):
     assert testing.accepted_dtypes(scale_lib.scale) == ("float32",)
 
 
-def test_an_off_by_one_partition_passes_its_fixed_test_and_the_property_check_shrinks_it(partition, repo):
+def test_an_off_by_one_partition_passes_its_fixed_test_and_the_property_check_shrinks_it(partition, repo, ncop):
     kernel = partition.double_rows
     # The fixed-shape test its author wrote passes: 64 rows divide by 8 cores.
     x = np.random.default_rng(1).uniform(-10, 10, (64, 37)).astype(np.float32)
@@ -110,8 +110,6 @@ def test_an_off_by_one_partition_passes_its_fixed_test_and_the_property_check_sh
     command = shlex.split(failure.command)
     assert command[:3] == ["ncop", "run", "double_rows"]
     assert os.path.isfile(os.path.join(failure.directory, "arg0.npy"))
-    cargo = os.environ.get("CARGO", "cargo")
-    ncop = [cargo, "run", "--quiet", "-p", "neuroncustomop-sim", "--bin", "ncop", "--"]
     run = subprocess.run([*ncop, *command[1:]], cwd=repo, capture_output=True, text=True)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "never written" in run.stdout, run.stdout
@@ -150,7 +148,7 @@ def test_a_mismatch_names_the_first_element_and_the_command_compares(relu, tmp_p
     np.testing.assert_array_equal(np.load(tmp_path / "arg0.npy"), x)
 
 
-def test_diff_tiers_names_a_long_accumulator_down_to_its_store(tmp_path_factory, repo):
+def test_diff_tiers_names_a_long_accumulator_down_to_its_store(tmp_path_factory, repo, ncop):
     """sum_long sums in an `unsigned long`: 32 bits on the device, 64 on the host tier.
     The first element past 2^32 differs; each tier's store is named by its line."""
     build = tmp_path_factory.mktemp("tiers")
@@ -170,9 +168,7 @@ def test_diff_tiers_names_a_long_accumulator_down_to_its_store(tmp_path_factory,
     assert "a `long` is 32 bits on the device" in report
     # The same from the command line: ncop run --diff-tiers, exit 1.
     np.save(build / "x.npy", x)
-    cargo = os.environ.get("CARGO", "cargo")
-    ncop = [cargo, "run", "--quiet", "-p", "neuroncustomop-sim", "--bin", "ncop", "--", "run", "sum_long"]
-    options = ["--lib", str(build / "partition"), "--arg", str(build / "x.npy"), "--output", "int64:8", "--cores", "1"]
+    options = ["run", "sum_long", "--lib", str(build / "partition"), "--arg", str(build / "x.npy"), "--output", "int64:8", "--cores", "1"]
     options.append("--diff-tiers")
     run = subprocess.run([*ncop, *options], cwd=repo, capture_output=True, text=True)
     assert run.returncode == 1, run.stdout + run.stderr

@@ -48,25 +48,53 @@ pub fn exec(_: TestArgs) -> super::Outcome {
         .stderr(File::create(&fuzz_build_log_path)?)
         .spawn()?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    // --workspace: the examples are members, so their tests run with the rest.
-    let tests = timed("cargo test --workspace", Command::new(cargo).current_dir(&root).args(["test", "--workspace"]))?;
+    // --workspace: the examples are members, so their tests run with the rest. Built
+    // first, alone: the Python tests use what it builds (`ncop`, the host tier's loader).
+    let built = timed(
+        "cargo test --workspace --no-run",
+        Command::new(&cargo).current_dir(&root).args(["test", "--workspace", "--no-run"]),
+    )?;
     // Waited for on every path, so that no half-finished installation outlives the run.
     let waiting = Instant::now();
     let torch = torch.wait()?;
-    eprintln!("sim test: PyTorch ready {:.0} s after the cargo tests", waiting.elapsed().as_secs_f64());
-    if !tests.success() {
+    eprintln!("sim test: PyTorch ready {:.0} s after the tests' build", waiting.elapsed().as_secs_f64());
+    if !built.success() || !torch.success() {
         fuzz_build.wait()?;
+        if !torch.success() {
+            eprintln!("sim test: installing PyTorch failed ({torch}); its log, {}:", torch_log_path.display());
+            eprint!("{}", std::fs::read_to_string(&torch_log_path).unwrap_or_default());
+        }
         return Ok(ExitCode::FAILURE);
     }
-    if !torch.success() {
-        fuzz_build.wait()?;
-        eprintln!("sim test: installing PyTorch failed ({torch}); its log, {}:", torch_log_path.display());
-        eprint!("{}", std::fs::read_to_string(&torch_log_path).unwrap_or_default());
-        return Ok(ExitCode::FAILURE);
+    // The cargo tests and the Python package's (qemu/python: built into
+    // target/python-venv, then pytest) run at once: each leaves much of the two cores
+    // idle while it waits on QEMU, a build or a subprocess (the cargo tests used about
+    // 1.25 cores, pytest 0.8, run one after the other). The Python tests' output goes to
+    // a log, printed when they end, so the two never interleave.
+    let python_log_path = root.join("target/python-tests.log");
+    let python_start = Instant::now();
+    let mut python = Command::new("bash");
+    python
+        .arg(root.join("qemu/python/run-tests.sh"))
+        .stdout(File::create(&python_log_path)?)
+        .stderr(File::create(root.join("target/python-tests.stderr.log"))?);
+    // The `ncop` the build above made: a `cargo run` of it would wait for the cargo
+    // tests, which hold the build folder's lock while they run.
+    let ncop = root.join("target/debug/ncop");
+    if ncop.is_file() {
+        python.env("NCOP_PROGRAM", ncop);
     }
-    // The Python package (qemu/python): built into target/python-venv, then pytest.
-    let python = timed("qemu/python/run-tests.sh", Command::new("bash").arg(root.join("qemu/python/run-tests.sh")))?;
-    if !python.success() {
+    let mut python = python.spawn()?;
+    let tests = timed("cargo test --workspace", Command::new(&cargo).current_dir(&root).args(["test", "--workspace"]))?;
+    let python = python.wait()?;
+    eprintln!(
+        "sim test: qemu/python/run-tests.sh (beside the cargo tests) took {:.0} s ({python}); its output:",
+        python_start.elapsed().as_secs_f64()
+    );
+    for log in ["target/python-tests.log", "target/python-tests.stderr.log"] {
+        eprint!("{}", std::fs::read_to_string(root.join(log)).unwrap_or_default());
+    }
+    if !tests.success() || !python.success() {
         fuzz_build.wait()?;
         return Ok(ExitCode::FAILURE);
     }
