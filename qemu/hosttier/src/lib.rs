@@ -5,6 +5,12 @@
 //! each core a thread. The QEMU device stays the reference; the host tier is for
 //! debuggers and sanitizers, and for seconds instead of minutes.
 //!
+//! What it builds with is the home's ([`neuroncustomop_machine::home`]): the runtime's
+//! headers in both layouts; a checkout builds the runtime for x86-64 from its sources
+//! and has its tools build the loader, an installed home has both prebuilt
+//! (`prebuilt/host/`, which `sim dist` writes with [`stage_installed`]), so C and C++
+//! libraries need no Rust there.
+//!
 //! Layer: above the package crate (it builds an author's [`Project`]), below the host
 //! API, which runs its jobs through a machine [`Session`] over [`loader_program`].
 
@@ -61,12 +67,6 @@ pub enum HostError {
     Missing(String),
 }
 
-/// The home the host tier builds with: its headers (both layouts), and its runtime
-/// and loader, built from a checkout's sources or an installed home's prebuilt ones.
-fn home() -> Result<Home, HostError> {
-    Ok(Home::locate()?)
-}
-
 /// A library built for the host: one copy per core (each its own statics, as each
 /// device core has its own image).
 #[derive(Debug, Clone)]
@@ -89,7 +89,7 @@ pub struct HostLibrary {
 /// # Errors
 /// [`HostError`]: the build failed, or a sanitizer was asked of a Rust library.
 pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibrary, HostError> {
-    let home = home()?;
+    let home = Home::locate()?;
     let dir = host_dir(project, &home);
     let _turn = build_turn(&home, &dir)?;
     let out = dir.join(sanitizer.map_or("plain", Sanitizer::name));
@@ -415,7 +415,7 @@ pub fn loader_program() -> Result<PathBuf, HostError> {
     if let Some(path) = &*found {
         return Ok(path.clone());
     }
-    let home = home()?;
+    let home = Home::locate()?;
     let path = match home.prebuilt() {
         Some(prebuilt) => {
             let path = installed_loader(&prebuilt);
@@ -472,7 +472,7 @@ fn checkout_loader(repo: &Path) -> Result<PathBuf, HostError> {
 /// # Errors
 /// [`HostError`]: no home, or the build failed.
 pub fn prebuild() -> Result<(), HostError> {
-    let home = home()?;
+    let home = Home::locate()?;
     let Some(repo) = home.checkout() else { return Ok(()) };
     // Its turn, as every build of the archive: another process may be linking with it.
     let _turn = build_turn(&home, &cargo_target(repo))?;
