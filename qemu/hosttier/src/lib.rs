@@ -291,15 +291,16 @@ pub fn installed_loader(prebuilt: &Path) -> PathBuf {
     prebuilt.join("host").join(LOADER_FILE)
 }
 
-/// The C source every C and C++ library's host build links ([`link`]), at the same
-/// path in a checkout and an installed home.
+/// The C source every C and C++ library's host build links (its variadic `printf`
+/// family), at the same path in a checkout and an installed home.
 pub const VARIADIC_SOURCE: &str = "runtime/arch/host_tier/variadic.c";
 
 /// Writes into the installed home `home` (a folder laid out as `sim dist` stages it)
 /// what the host tier reads there for a C or C++ library, built in the checkout
 /// `repo`: [`VARIADIC_SOURCE`], and the runtime's archive without a sanitizer and for
-/// each of `sanitizers` ([`installed_archive`]). The loader, [`installed_loader`], is
-/// the caller's to put there (a release build, stripped, for the wheel).
+/// each of `sanitizers` (`prebuilt/host/<feature>/libneuroncustomop.a`, by the runtime
+/// feature it was built with). The loader, [`installed_loader`], is the caller's to
+/// put there (a release build, stripped, for the wheel).
 ///
 /// # Errors
 /// [`HostError`]: the home is not `repo`'s checkout, an archive does not build, or
