@@ -545,3 +545,54 @@ fn host_tier_c_store_into_another_cores_dataram_is_named_by_its_owner_where_ther
     let (found, whole) = on_host(library, "copy", 8, None);
     assert!(found.is_empty() && whole, "{found}");
 }
+
+/// The host tier from an installed home, as the wheel lays it out (`sim dist`: the
+/// headers, the C source every C and C++ host build links, and `prebuilt/host/`: the
+/// loader and the runtime built for x86-64, staged by the same function): a new C
+/// project and the AWS C++ sample run on it with no Rust build (`RUSTC` names no
+/// compiler, so any cargo build would fail), with the device's results; a sanitizer
+/// whose runtime the home lacks is refused in words that say what to do.
+#[test]
+fn an_installed_home_runs_c_and_cxx_libraries_on_the_host_tier_with_no_rust_build() {
+    use neuroncustomop_machine::home::{INSTALLED_DIR, VERSION_FILE};
+    let checkout = crate::common::checkout();
+    let root = std::env::temp_dir().join(format!("host-tier-installed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let home = root.join(INSTALLED_DIR);
+    std::fs::create_dir_all(home.join("runtime")).unwrap();
+    std::fs::write(home.join(VERSION_FILE), format!("{}\n", neuroncustomop::VERSION)).unwrap();
+    std::os::unix::fs::symlink(checkout.join("runtime/include"), home.join("runtime/include")).unwrap();
+    // Without a sanitizer's runtime: a wheel built without one.
+    neuroncustomop_hosttier::stage_installed(&checkout, &home, &[]).unwrap();
+    let loader = neuroncustomop_hosttier::installed_loader(&home.join("prebuilt"));
+    std::fs::copy(env!("CARGO_BIN_EXE_ncop-hostrun"), &loader).unwrap();
+    let ncop = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_ncop"))
+            .current_dir(&root)
+            .env("NEURONCUSTOMOP_HOME", &home)
+            .env("RUSTC", root.join("no-rustc"))
+            .args(args)
+            .output()
+            .unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        (output.status.success(), text)
+    };
+    let project = root.join("my_op");
+    assert!(ncop(&["new", project.to_str().unwrap(), "--lang", "c"]).0);
+    let scale = ["run", "scale", "--lib", project.to_str().unwrap(), "--arg", "gen:float32:4x128", "--arg", "float:2"];
+    let (ok, text) = ncop(&[&scale[..], &["--host"]].concat());
+    assert!(ok && text.contains("result      OK"), "{text}");
+    let sample = root.join("relu_sample");
+    std::fs::create_dir_all(&sample).unwrap();
+    for file in ["customop.json", "relu.cpp", "shape.cpp"] {
+        std::fs::copy(checkout.join("examples/cxx_relu_multicore").join(file), sample.join(file)).unwrap();
+    }
+    let relu = ["run", "relu_forward", "--lib", sample.to_str().unwrap(), "--arg", "gen:float32:1000", "--host"];
+    let (ok, text) = ncop(&relu);
+    assert!(ok && text.contains("on 8 core(s)") && text.contains("result      OK"), "{text}");
+    let (ok, text) = ncop(&[&scale[..], &["--host", "--sanitize", "address"]].concat());
+    std::fs::remove_dir_all(&root).unwrap();
+    assert!(!ok, "{text}");
+    assert!(text.contains("has no host-tier runtime built for --sanitize address"), "{text}");
+    assert!(text.contains("run without --sanitize"), "{text}");
+}

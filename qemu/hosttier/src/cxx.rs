@@ -26,14 +26,13 @@ pub(crate) struct Compiled {
 /// the generated unit and its object.
 pub(crate) fn compile(
     project: &Project,
-    repo: &Path,
+    home: &Home,
     out: &Path,
     sanitizer: Option<Sanitizer>,
 ) -> Result<Compiled, HostError> {
     let error = |what: String| HostError::Build { name: project.name.clone(), what };
     let library = cxx::Library::open(&project.dir).map_err(|e| error(e.to_string()))?;
-    let home = Home::at(repo).map_err(|e| error(e.to_string()))?;
-    let tools = Toolchain { home };
+    let tools = Toolchain { home: home.clone() };
     // The host build's own driver, beside its objects: a device build of the same
     // library at the same time writes its own.
     let shape_driver = out.join(neuroncustomop_package::package::SHAPE_DRIVER);
@@ -51,9 +50,9 @@ pub(crate) fn compile(
             .args(EXACT_FLOAT)
             .args(sanitizer.map(crate::Sanitizer::clang_flags).unwrap_or_default())
             .arg("-I")
-            .arg(repo.join("runtime/include/libc"))
+            .arg(home.include_dir().join("libc"))
             .arg("-I")
-            .arg(repo.join("runtime/include"))
+            .arg(home.include_dir())
             .arg("-I")
             .arg(&library.dir)
             .args(&library.manifest.extra_cflags)

@@ -5,6 +5,12 @@
 //! each core a thread. The QEMU device stays the reference; the host tier is for
 //! debuggers and sanitizers, and for seconds instead of minutes.
 //!
+//! What it builds with is the home's ([`neuroncustomop_machine::home`]): the runtime's
+//! headers in both layouts; a checkout builds the runtime for x86-64 from its sources
+//! and has its tools build the loader, an installed home has both prebuilt
+//! (`prebuilt/host/`, which `sim dist` writes with [`stage_installed`]), so C and C++
+//! libraries need no Rust there.
+//!
 //! Layer: above the package crate (it builds an author's [`Project`]), below the host
 //! API, which runs its jobs through a machine [`Session`] over [`loader_program`].
 
@@ -23,7 +29,7 @@ pub use checks::protection_keys;
 pub use sanitize::{Sanitizer, coverage, explain as explain_sanitizer, involved_cores, stopped_core as sanitized_core};
 
 use neuroncustomop_machine::device::{Session, SessionOptions};
-use neuroncustomop_machine::home::Home;
+use neuroncustomop_machine::home::{Home, NoHome};
 use neuroncustomop_machine::lock::Lock;
 use neuroncustomop_machine::process;
 use neuroncustomop_machine::toolchain::{self, Llvm};
@@ -51,28 +57,14 @@ pub enum HostError {
     /// A file could not be written.
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    /// The host tier builds its runtime and loader from a checkout's sources, and the
-    /// home is not one.
-    #[error(
-        "the host tier builds its runtime and loader from a source checkout of neuroncustomop: {0}; point \
-         NEURONCUSTOMOP_HOME at a checkout to use it (the installed package runs kernels on the simulated device)"
-    )]
-    NeedsCheckout(String),
-}
-
-/// The checkout the host tier builds its runtime and loader from: the home, when it is
-/// one ([`neuroncustomop_machine::home`]).
-///
-/// # Errors
-/// [`HostError::NeedsCheckout`] saying what the home is instead.
-fn checkout() -> Result<PathBuf, HostError> {
-    match Home::locate() {
-        Ok(home) => match home.checkout() {
-            Some(checkout) => Ok(checkout.to_path_buf()),
-            None => Err(HostError::NeedsCheckout(format!("the home {} is installed", home.root().display()))),
-        },
-        Err(no_home) => Err(HostError::NeedsCheckout(no_home.to_string())),
-    }
+    /// No home was found: the host tier takes the runtime's headers from it, and its
+    /// runtime and loader (built in a checkout, prebuilt in an installed home).
+    #[error(transparent)]
+    NoHome(#[from] NoHome),
+    /// A program or archive the host tier runs with is not there: an installed home's
+    /// wheel was built without it, or a checkout's tools have not built the loader yet.
+    #[error("{0}")]
+    Missing(String),
 }
 
 /// A library built for the host: one copy per core (each its own statics, as each
@@ -89,16 +81,18 @@ pub struct HostLibrary {
     pub shape_driver: Option<PathBuf>,
 }
 
-/// Builds `project` for the host: `target/hosttier/<name>/core<i>.so` in this
-/// repository for a built-in example, `target/neuroncustomop/host/` in an author's
-/// project. Needs no Xtensa tool.
+/// Builds `project` for the host: `target/hosttier/libraries/<name>/` in a checkout for
+/// a built-in example, `target/neuroncustomop/host/` in an author's project. Needs no
+/// Xtensa tool, and for a C or C++ library with an installed home no Rust either (its
+/// runtime is prebuilt: [`stage_installed`]).
 ///
 /// # Errors
 /// [`HostError`]: the build failed, or a sanitizer was asked of a Rust library.
 pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibrary, HostError> {
-    let repo = checkout()?;
-    let _turn = build_turn(&repo)?;
-    let out = host_dir(project, &repo).join(sanitizer.map_or("plain", Sanitizer::name));
+    let home = Home::locate()?;
+    let dir = host_dir(project, &home);
+    let _turn = build_turn(&home, &dir)?;
+    let out = dir.join(sanitizer.map_or("plain", Sanitizer::name));
     fs::create_dir_all(&out)?;
     let mut shape_driver = None;
     let built = match &project.language {
@@ -109,15 +103,17 @@ pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibr
                 project.name
             )));
         }
-        Language::Rust { bin, device_feature } => build_rust(project, bin, *device_feature, &repo, sanitizer)?,
+        Language::Rust { bin, device_feature } => {
+            build_rust(project, bin, *device_feature, &rust_target(&home, &dir), sanitizer)?
+        }
         Language::C(sources) => {
-            let objects = compile_c(project, sources, &repo, &out, sanitizer)?;
-            link(project, objects, &repo, &out, sanitizer)?
+            let objects = compile_c(project, sources, &home, &out, sanitizer)?;
+            link(project, objects, &home, &out, sanitizer)?
         }
         Language::Cxx => {
-            let compiled = cxx::compile(project, &repo, &out, sanitizer)?;
+            let compiled = cxx::compile(project, &home, &out, sanitizer)?;
             shape_driver = Some(compiled.shape_driver);
-            link(project, vec![compiled.object], &repo, &out, sanitizer)?
+            link(project, vec![compiled.object], &home, &out, sanitizer)?
         }
     };
     let mut cores = Vec::new();
@@ -134,26 +130,38 @@ pub fn build(project: &Project, sanitizer: Option<Sanitizer>) -> Result<HostLibr
     Ok(HostLibrary { name: project.name.clone(), cores, sanitizer, shape_driver })
 }
 
-/// Where a project's host build goes.
-fn host_dir(project: &Project, repo: &Path) -> PathBuf {
-    if project.dir.starts_with(repo.join("examples")) {
-        repo.join("target/hosttier/libraries").join(&project.name)
-    } else {
-        project.dir.join("target/neuroncustomop/host")
+/// Where a project's host build goes: a checkout's built-in example's in the checkout,
+/// any other in the project.
+fn host_dir(project: &Project, home: &Home) -> PathBuf {
+    match (home.checkout(), home.examples_dir()) {
+        (Some(repo), Some(examples)) if project.dir.starts_with(&examples) => {
+            cargo_target(repo).join("libraries").join(&project.name)
+        }
+        _ => project.dir.join("target/neuroncustomop/host"),
     }
 }
 
-/// The cargo target folder of every host-tier build: its own, so the feature
-/// `host-tier` never invalidates the runtime's host tests' build.
+/// The cargo target folder of every host-tier build in a checkout: its own, so the
+/// feature `host-tier` never invalidates the runtime's host tests' build.
 fn cargo_target(repo: &Path) -> PathBuf {
     repo.join("target/hosttier")
 }
 
-/// The host tier's builds take turns, across processes as across threads: they share
-/// [`cargo_target`], whose runtime archive a build with another sanitizer rebuilds
-/// under a link, and a project's objects and per-core copies. Held until dropped.
-fn build_turn(repo: &Path) -> Result<Lock, HostError> {
-    Ok(Lock::exclusive(&cargo_target(repo).join("neuroncustomop-hosttier-build.lock"))?)
+/// The cargo target folder of a Rust library's host build: a checkout's
+/// [`cargo_target`]; with an installed home, the project's own (`dir`, its host build's
+/// folder), as nothing may be written into the home.
+fn rust_target(home: &Home, dir: &Path) -> PathBuf {
+    home.checkout().map_or_else(|| dir.join("cargo"), cargo_target)
+}
+
+/// The host tier's builds take turns, across processes as across threads. In a
+/// checkout they share [`cargo_target`], whose runtime archive a build with another
+/// sanitizer rebuilds under a link; with an installed home, whose runtime is prebuilt
+/// and read only, what they share is a project's objects, per-core copies and cargo
+/// folder, all in `dir`, the project's host build's folder. Held until dropped.
+fn build_turn(home: &Home, dir: &Path) -> Result<Lock, HostError> {
+    let shared = home.checkout().map_or_else(|| dir.to_path_buf(), cargo_target);
+    Ok(Lock::exclusive(&shared.join("neuroncustomop-hosttier-build.lock"))?)
 }
 
 /// Compiler flags that keep results those of the device: no fast-math, no
@@ -161,16 +169,24 @@ fn build_turn(repo: &Path) -> Result<Lock, HostError> {
 const EXACT_FLOAT: [&str; 2] = ["-ffp-contract=off", "-fno-fast-math"];
 
 /// A Rust library: its device binary, linked as a shared object against the runtime
-/// built with `host-tier` (which exports the C ABI the loader calls). With a
-/// sanitizer, the author's crate is instrumented by rustc ([`sanitize`]).
+/// built with `host-tier` (which exports the C ABI the loader calls), in the cargo
+/// folder `target`. With a sanitizer, the author's crate is instrumented by rustc
+/// ([`sanitize`]). Needs Rust's cargo and rustc, with an installed home too.
 fn build_rust(
     project: &Project,
     bin: &str,
     device_feature: bool,
-    repo: &Path,
+    target: &Path,
     sanitizer: Option<Sanitizer>,
 ) -> Result<PathBuf, HostError> {
     let error = |what: String| HostError::Build { name: project.name.clone(), what };
+    if !Path::new(toolchain::CARGO).is_file() {
+        return Err(error(format!(
+            "a Rust library's host build compiles it, and the runtime with it, with Rust's cargo and rustc, and \
+             {} is not installed: `ncop setup --rust` installs them (C and C++ libraries need no Rust)",
+            toolchain::CARGO
+        )));
+    }
     let mut features = String::from("neuroncustomop/host-tier");
     if let Some(feature) = sanitizer.and_then(Sanitizer::runtime_feature) {
         features.push_str(&format!(",neuroncustomop/{feature}"));
@@ -185,7 +201,7 @@ fn build_rust(
         cargo.env("RUSTC_BOOTSTRAP", "1");
     }
     cargo
-        .env("CARGO_TARGET_DIR", cargo_target(repo))
+        .env("CARGO_TARGET_DIR", target)
         .env_remove("RUSTC_WRAPPER")
         .args(["rustc", "--release", "--manifest-path"])
         .arg(project.dir.join("Cargo.toml"))
@@ -199,35 +215,123 @@ fn build_rust(
         .args(["-C", "opt-level=0", "-C", "debuginfo=2"])
         .args(&sanitize);
     process::status(&mut cargo).map_err(|failed| error(failed.to_string()))?;
-    Ok(cargo_target(repo).join("release").join(bin))
+    Ok(target.join("release").join(bin))
 }
 
-/// The runtime as a static library for the host tier (C and C++ libraries link it), with the
-/// sanitizer's feature if it has one.
-fn runtime_archive(repo: &Path, sanitizer: Option<Sanitizer>) -> Result<PathBuf, HostError> {
-    let features = sanitizer.and_then(Sanitizer::runtime_feature).unwrap_or("host-tier");
+/// The runtime's cargo feature a C or C++ library's runtime archive is built with for
+/// `sanitizer` (none: `host-tier`; each sanitizer's feature implies it).
+fn runtime_feature(sanitizer: Option<Sanitizer>) -> &'static str {
+    sanitizer.and_then(Sanitizer::runtime_feature).unwrap_or("host-tier")
+}
+
+/// The runtime as a static library for the host tier (C and C++ libraries link it),
+/// with the sanitizer's feature if it has one: built in a checkout, an installed
+/// home's prebuilt one ([`stage_installed`]) else.
+///
+/// # Errors
+/// [`HostError::Build`] when it does not build; [`HostError::Missing`] when the
+/// installed home has none for `sanitizer`.
+fn runtime_archive(home: &Home, sanitizer: Option<Sanitizer>) -> Result<PathBuf, HostError> {
+    let Some(repo) = home.checkout() else {
+        let prebuilt = home.prebuilt().expect("a home that is not a checkout is installed");
+        let archive = installed_archive(&prebuilt, sanitizer);
+        if archive.is_file() {
+            return Ok(archive);
+        }
+        let installation = home.root().display();
+        let Some(asked) = sanitizer else {
+            return Err(HostError::Missing(format!(
+                "this installation of neuroncustomop ({installation}) has no host-tier runtime ({}): its wheel was \
+                 built without the host tier; install a wheel `cargo sim dist` builds now",
+                archive.display()
+            )));
+        };
+        // UndefinedBehaviorSanitizer's is the plain runtime.
+        let shipped: Vec<&str> = [Sanitizer::Address, Sanitizer::Undefined, Sanitizer::Thread]
+            .into_iter()
+            .filter(|other| installed_archive(&prebuilt, Some(*other)).is_file())
+            .map(Sanitizer::name)
+            .collect();
+        return Err(HostError::Missing(format!(
+            "this installation of neuroncustomop ({installation}) has no host-tier runtime built for --sanitize {} \
+             ({}: its wheel was built without it; it has those for --sanitize {}): run without --sanitize or with \
+             one of those, or point NEURONCUSTOMOP_HOME at a source checkout of neuroncustomop, which builds that \
+             runtime at its first use",
+            asked.name(),
+            archive.display(),
+            shipped.join(", ")
+        )));
+    };
     process::status(
         Command::new(toolchain::CARGO)
             .env("CARGO_TARGET_DIR", cargo_target(repo))
             .env_remove("RUSTC_WRAPPER")
-            .args(["build", "--release", "--lib", "--features", features, "--manifest-path"])
+            .args(["build", "--release", "--lib", "--features", runtime_feature(sanitizer), "--manifest-path"])
             .arg(repo.join("Cargo.toml")),
     )
     .map_err(|failed| HostError::Build { name: "neuroncustomop".into(), what: failed.to_string() })?;
-    Ok(cargo_target(repo).join("release/libneuroncustomop.a"))
+    Ok(cargo_target(repo).join("release").join(RUNTIME_ARCHIVE))
 }
 
-/// Compiles one C source for x86-64 with the runtime's headers into `object`.
-fn compile_c_source(source: &Path, object: &Path, repo: &Path, sanitizer: Option<Sanitizer>) -> Result<(), String> {
+/// The runtime archive's file name.
+const RUNTIME_ARCHIVE: &str = "libneuroncustomop.a";
+
+/// The sanitizers whose runtime archive `sim dist` ships, beside the one without
+/// (UndefinedBehaviorSanitizer links that one: the runtime has no feature for it).
+pub const INSTALLED_SANITIZERS: [Sanitizer; 2] = [Sanitizer::Address, Sanitizer::Thread];
+
+/// An installed home's host-tier runtime archive for `sanitizer`:
+/// `prebuilt/host/<feature>/libneuroncustomop.a`, by the runtime feature it was built with.
+fn installed_archive(prebuilt: &Path, sanitizer: Option<Sanitizer>) -> PathBuf {
+    prebuilt.join("host").join(runtime_feature(sanitizer)).join(RUNTIME_ARCHIVE)
+}
+
+/// An installed home's host-tier loader program: `prebuilt/host/ncop-hostrun`.
+pub fn installed_loader(prebuilt: &Path) -> PathBuf {
+    prebuilt.join("host").join(LOADER_FILE)
+}
+
+/// The C source every C and C++ library's host build links (its variadic `printf`
+/// family), at the same path in a checkout and an installed home.
+pub const VARIADIC_SOURCE: &str = "runtime/arch/host_tier/variadic.c";
+
+/// Writes into the installed home `home` (a folder laid out as `sim dist` stages it)
+/// what the host tier reads there for a C or C++ library, built in the checkout
+/// `repo`: [`VARIADIC_SOURCE`], and the runtime's archive without a sanitizer and for
+/// each of `sanitizers` (`prebuilt/host/<feature>/libneuroncustomop.a`, by the runtime
+/// feature it was built with). The loader, [`installed_loader`], is the caller's to
+/// put there (a release build, stripped, for the wheel).
+///
+/// # Errors
+/// [`HostError`]: the home is not `repo`'s checkout, an archive does not build, or
+/// copying failed.
+pub fn stage_installed(repo: &Path, home: &Path, sanitizers: &[Sanitizer]) -> Result<(), HostError> {
+    let checkout = Home::at(repo)?;
+    let prebuilt = home.join("prebuilt");
+    let variadic = home.join(VARIADIC_SOURCE);
+    fs::create_dir_all(variadic.parent().expect("a file is in a folder"))?;
+    fs::copy(repo.join(VARIADIC_SOURCE), &variadic)?;
+    // Its turn: every variant is built into the one cargo folder, in turn.
+    let _turn = build_turn(&checkout, &cargo_target(repo))?;
+    for sanitizer in std::iter::once(None).chain(sanitizers.iter().copied().map(Some)) {
+        let archive = installed_archive(&prebuilt, sanitizer);
+        fs::create_dir_all(archive.parent().expect("a file is in a folder"))?;
+        fs::copy(runtime_archive(&checkout, sanitizer)?, &archive)?;
+    }
+    Ok(())
+}
+
+/// Compiles one C source for x86-64 with the home's runtime headers into `object`.
+fn compile_c_source(source: &Path, object: &Path, home: &Home, sanitizer: Option<Sanitizer>) -> Result<(), String> {
     run(Command::new(Llvm::CLANG)
         // -O0: every local is there for gdb; no optimisation changes a float's bits.
         .args(["-std=c11", "-g", "-O0", "-fPIC", "-ffreestanding", "-nostdlibinc", "-Wall", "-Wextra", "-Werror"])
         .args(EXACT_FLOAT)
         .args(sanitizer.map(Sanitizer::clang_flags).unwrap_or_default())
         .arg("-I")
-        .arg(repo.join("runtime/include/libc"))
+        .arg(home.include_dir().join("libc"))
         .arg("-I")
-        .arg(repo.join("runtime/include"))
+        .arg(home.include_dir())
         .arg("-c")
         .arg(source)
         .arg("-o")
@@ -238,7 +342,7 @@ fn compile_c_source(source: &Path, object: &Path, repo: &Path, sanitizer: Option
 fn compile_c(
     project: &Project,
     sources: &[PathBuf],
-    repo: &Path,
+    home: &Home,
     out: &Path,
     sanitizer: Option<Sanitizer>,
 ) -> Result<Vec<PathBuf>, HostError> {
@@ -246,7 +350,7 @@ fn compile_c(
     for source in sources {
         let stem = source.file_stem().expect("a .c file has a stem").to_string_lossy();
         let object = out.join(format!("{stem}.o"));
-        compile_c_source(source, &object, repo, sanitizer)
+        compile_c_source(source, &object, home, sanitizer)
             .map_err(|what| HostError::Build { name: project.name.clone(), what })?;
         objects.push(object);
     }
@@ -254,19 +358,19 @@ fn compile_c(
 }
 
 /// Links a C or C++ library's `objects` with the runtime, and with the host tier's C
-/// variadic `printf` family (`runtime/arch/host_tier/variadic.c`, which hands its
-/// arguments to the runtime's formatter), into one shared object.
+/// variadic `printf` family ([`VARIADIC_SOURCE`], which hands its arguments to the
+/// runtime's formatter), into one shared object.
 fn link(
     project: &Project,
     mut objects: Vec<PathBuf>,
-    repo: &Path,
+    home: &Home,
     out: &Path,
     sanitizer: Option<Sanitizer>,
 ) -> Result<PathBuf, HostError> {
     let error = |what: String| HostError::Build { name: project.name.clone(), what };
-    let archive = runtime_archive(repo, sanitizer)?;
+    let archive = runtime_archive(home, sanitizer)?;
     let variadic = out.join("neuroncustomop_variadic.o");
-    compile_c_source(&repo.join("runtime/arch/host_tier/variadic.c"), &variadic, repo, None).map_err(error)?;
+    compile_c_source(&home.root().join(VARIADIC_SOURCE), &variadic, home, None).map_err(error)?;
     objects.push(variadic);
     let sanitize = sanitizer.map(Sanitizer::clang_flags).unwrap_or_default();
     let library = out.join(format!("lib{}.so", project.name));
@@ -297,55 +401,83 @@ fn run(command: &mut Command) -> Result<(), String> {
 /// The host tier's loader program's file name.
 pub const LOADER_FILE: &str = "ncop-hostrun";
 
-/// The host tier's loader program (`ncop-hostrun`, `qemu/src/bin/ncop-hostrun.rs`): the
-/// one built with the tools, beside the running executable (`ncop`, `sim`, or one folder
-/// up from a test binary in `deps/`); else (a program of another package, the Python
-/// extension) a checkout's, built on first use.
+/// The host tier's loader program (`ncop-hostrun`, `qemu/src/bin/ncop-hostrun.rs`):
+/// an installed home's prebuilt one ([`installed_loader`]); in a checkout, the one
+/// beside the running executable (`ncop`, `sim`, or one folder up from a test binary
+/// in `deps/`), else (a program of another package: the Python extension) the newest
+/// the checkout's tools built, `target/release/` (`cargo sim setup`) or `target/debug/`
+/// (`cargo test`, `cargo build`). Nothing is built here.
 ///
 /// # Errors
-/// [`HostError::Build`] when it does not build.
+/// [`HostError`] when there is none, saying what builds or installs it.
 pub fn loader_program() -> Result<PathBuf, HostError> {
-    static BUILT: Mutex<Option<PathBuf>> = Mutex::new(None);
-    let mut built = BUILT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(path) = &*built {
+    static FOUND: Mutex<Option<PathBuf>> = Mutex::new(None);
+    let mut found = FOUND.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(path) = &*found {
         return Ok(path.clone());
     }
+    let home = Home::locate()?;
+    let path = match home.prebuilt() {
+        Some(prebuilt) => {
+            let path = installed_loader(&prebuilt);
+            if !path.is_file() {
+                return Err(HostError::Missing(format!(
+                    "this installation of neuroncustomop ({}) has no host-tier loader ({}): its wheel was built \
+                     without it; install a wheel `cargo sim dist` builds now",
+                    home.root().display(),
+                    path.display()
+                )));
+            }
+            path
+        }
+        None => checkout_loader(home.root())?,
+    };
+    *found = Some(path.clone());
+    Ok(path)
+}
+
+/// A checkout's loader program ([`loader_program`]).
+fn checkout_loader(repo: &Path) -> Result<PathBuf, HostError> {
     let beside = std::env::current_exe().ok().and_then(|exe| {
         let folder = exe.parent()?.to_path_buf();
         let up = (folder.file_name()? == "deps").then(|| folder.parent().map(Path::to_path_buf)).flatten();
         [Some(folder), up].into_iter().flatten().map(|dir| dir.join(LOADER_FILE)).find(|path| path.is_file())
     });
     if let Some(path) = beside {
-        *built = Some(path.clone());
         return Ok(path);
     }
-    let repo = checkout()?;
-    let _turn = build_turn(&repo)?;
-    process::status(
-        Command::new(toolchain::CARGO)
-            .env("CARGO_TARGET_DIR", cargo_target(&repo))
-            .env_remove("RUSTC_WRAPPER")
-            .args(["build", "--release", "-p", "neuroncustomop-sim", "--bin", LOADER_FILE, "--manifest-path"])
-            .arg(repo.join("Cargo.toml")),
-    )
-    .map_err(|failed| HostError::Build { name: LOADER_FILE.into(), what: failed.to_string() })?;
-    let path = cargo_target(&repo).join("release").join(LOADER_FILE);
-    *built = Some(path.clone());
-    Ok(path)
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo.join("target"), PathBuf::from);
+    let modified = |path: &PathBuf| fs::metadata(path).and_then(|meta| meta.modified()).ok();
+    ["release", "debug"]
+        .map(|profile| target.join(profile).join(LOADER_FILE))
+        .into_iter()
+        .filter(|path| path.is_file())
+        .max_by_key(modified)
+        .ok_or_else(|| {
+            HostError::Missing(format!(
+                "the host tier's loader, {LOADER_FILE}, is not built in the checkout {} (neither in {}/release nor \
+                 in debug): `cargo sim setup` builds it (`cargo build --release -p neuroncustomop-sim --bin \
+                 {LOADER_FILE}`)",
+                repo.display(),
+                target.display()
+            ))
+        })
 }
 
 /// Builds, in a checkout, what the first `--host` run of a C or C++ library would
 /// otherwise build: the runtime for the host tier without a sanitizer (a sanitizer's
 /// is built at its first use). `sim setup` (and so `cargo sim run` and `cargo sim test`)
-/// calls it; cargo finds nothing to do when it is up to date.
+/// calls it, beside building the loader; cargo finds nothing to do when it is up to
+/// date. An installed home has it prebuilt: nothing to do.
 ///
 /// # Errors
-/// [`HostError`]: the home is not a checkout, or the build failed.
+/// [`HostError`]: no home, or the build failed.
 pub fn prebuild() -> Result<(), HostError> {
-    let repo = checkout()?;
+    let home = Home::locate()?;
+    let Some(repo) = home.checkout() else { return Ok(()) };
     // Its turn, as every build of the archive: another process may be linking with it.
-    let _turn = build_turn(&repo)?;
-    runtime_archive(&repo, None).map(drop)
+    let _turn = build_turn(&home, &cargo_target(repo))?;
+    runtime_archive(&home, None).map(drop)
 }
 
 /// A session whose jobs the host tier's loader runs on `cores` copies of `library`.

@@ -6,7 +6,11 @@
 //! (qemu/machine/src/home.rs): the runtime's headers, its per-core linker driver and
 //! target specification, the Xtensa cargo settings, and prebuilt, the runtime's
 //! `libneuroncustomop.a` with its linker scripts, the firmware (loader, DMA engine) and
-//! the QEMU plugin. With it installed, nothing refers to this checkout.
+//! the QEMU plugin, and the host tier's (`prebuilt/host/`: its loader `ncop-hostrun`, the
+//! runtime built for x86-64 without a sanitizer and for AddressSanitizer and
+//! ThreadSanitizer, and the C source every C and C++ host build links), so C and C++
+//! authors run `--host` with no Rust toolchain. With it installed, nothing refers to
+//! this checkout.
 
 use clap::Args;
 use neuroncustomop_machine::home::{INSTALLED_DIR, SOURCE_ROOT_FILE, VERSION_FILE};
@@ -26,7 +30,8 @@ pub const SIZE_GOAL: u64 = 60 << 20;
 
 /// Build the wheel an op author installs (`pip install target/dist/neuroncustomop-*.whl`):
 /// the Python package, `ncop`, the prebuilt device runtime and its headers, the
-/// firmware and the QEMU plugin. Needs maturin (installed into target/dist/venv).
+/// firmware and the QEMU plugin, and the host tier's loader and runtime. Needs maturin
+/// (installed into target/dist/venv).
 #[derive(Debug, Args)]
 pub struct DistArgs {}
 
@@ -47,12 +52,14 @@ pub fn exec(_: DistArgs) -> super::Outcome {
         fs::remove_dir_all(&stage)?;
     }
     let home = stage.join("data").join(INSTALLED_DIR);
-    eprintln!("sim dist: ncop, the runtime, the firmware and the plugin (release builds)");
-    let ncop = build_ncop(&checkout)?;
+    eprintln!("sim dist: ncop, the runtime, the firmware, the plugin and the host tier (release builds)");
+    let release = build_programs(&checkout)?;
     let scripts = stage.join("scripts");
     fs::create_dir_all(&scripts)?;
-    strip_into(&ncop, &scripts.join("ncop"))?;
+    strip_into(&release.join("ncop"), &scripts.join("ncop"))?;
     stage_home(&checkout, &home)?;
+    let loader = neuroncustomop_hosttier::installed_loader(&home.join("prebuilt"));
+    strip_into(&release.join(neuroncustomop_hosttier::LOADER_FILE), &loader)?;
     eprintln!("sim dist: the Python package (maturin)");
     let built = maturin_wheel(&checkout, &dist)?;
     let wheel = dist.join(built.file_name().ok_or("maturin named no wheel")?);
@@ -82,17 +89,19 @@ fn python_crate_version(checkout: &Path) -> Result<String, Box<dyn std::error::E
         .ok_or_else(|| format!("{} has no version line", manifest.display()).into())
 }
 
-/// `ncop`, built in the release profile in the checkout's `target/release`.
-fn build_ncop(checkout: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
+/// `ncop` and the host tier's loader, built in the release profile in the checkout's
+/// `target/release`, which is returned.
+fn build_programs(checkout: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(checkout)
-        .args(["build", "--quiet", "--release", "-p", "neuroncustomop-sim", "--bin", "ncop"])
+        .args(["build", "--quiet", "--release", "-p", "neuroncustomop-sim", "--bin", "ncop", "--bin"])
+        .arg(neuroncustomop_hosttier::LOADER_FILE)
         .status()?;
     if !status.success() {
-        return Err(format!("building ncop failed ({status})").into());
+        return Err(format!("building ncop and {} failed ({status})", neuroncustomop_hosttier::LOADER_FILE).into());
     }
-    Ok(checkout.join("target/release/ncop"))
+    Ok(checkout.join("target/release"))
 }
 
 /// Copies `program` to `to` without its debug information (the wheel's size), with
@@ -132,6 +141,7 @@ fn stage_home(checkout: &Path, home: &Path) -> Result<(), Box<dyn std::error::Er
     }
     let plugin = plugin::library()?;
     copy_tree(&plugin, &prebuilt.join("plugin").join(plugin::LIBRARY_FILE))?;
+    neuroncustomop_hosttier::stage_installed(checkout, home, &neuroncustomop_hosttier::INSTALLED_SANITIZERS)?;
     Ok(())
 }
 

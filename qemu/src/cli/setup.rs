@@ -2,11 +2,12 @@
 //! qemu/setup.sh; idempotent). Only these commands install system packages.
 
 use clap::Args;
+use neuroncustomop_hosttier::LOADER_FILE;
 use neuroncustomop_machine::home::Home;
 use std::process::{Command, ExitCode};
 
 /// Install the Debian packages the simulation needs, if missing (qemu/setup.sh), then
-/// build the host tier's runtime (the first `--host` run then takes seconds).
+/// build the host tier's runtime and loader (the first `--host` run then takes seconds).
 #[derive(Debug, Args)]
 pub struct SetupArgs {}
 
@@ -25,6 +26,9 @@ pub enum SetupError {
     /// The host tier's runtime did not build.
     #[error(transparent)]
     HostTier(#[from] neuroncustomop_hosttier::HostError),
+    /// The host tier's loader did not build.
+    #[error("building the host tier's loader, {LOADER_FILE}: {0}")]
+    Loader(#[source] neuroncustomop_machine::process::Failed),
 }
 
 /// Install, with apt-get (through sudo when not root), the Debian packages C and C++
@@ -50,15 +54,38 @@ pub fn exec_ncop(args: NcopSetupArgs) -> super::Outcome {
 }
 
 /// Runs `qemu/setup.sh`: everything a checkout's build needs; then builds the host
-/// tier's runtime, so the first `--host` run takes seconds (its loader, `ncop-hostrun`,
-/// is built with the tools).
+/// tier's runtime and its loader, so the first `--host` run takes seconds, from `ncop`,
+/// the tests and the Python package alike.
 ///
 /// # Errors
 /// [`SetupError`].
 pub fn setup() -> Result<(), SetupError> {
     run_script(false)?;
     neuroncustomop_hosttier::prebuild()?;
+    build_loader()?;
     Ok(())
+}
+
+/// Builds the host tier's loader, `ncop-hostrun`, beside this program: with the cargo
+/// that runs it (`cargo sim`, in the release profile) and so with its compiler, its
+/// features and its target folder, where every crate the loader links is already
+/// built for `sim` (a few seconds; nothing to do when it is up to date). A program of
+/// another package (the Python extension) finds it there
+/// (`neuroncustomop_hosttier::loader_program`).
+fn build_loader() -> Result<(), SetupError> {
+    let checkout = Home::locate()?.checkout().map(std::path::Path::to_path_buf);
+    let Some(checkout) = checkout else { return Ok(()) };
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    neuroncustomop_machine::process::status(Command::new(cargo).current_dir(checkout).args([
+        "build",
+        "--quiet",
+        "--release",
+        "-p",
+        "neuroncustomop-sim",
+        "--bin",
+        LOADER_FILE,
+    ]))
+    .map_err(SetupError::Loader)
 }
 
 /// Runs the home's `qemu/setup.sh`, `--without-rust` when asked.
