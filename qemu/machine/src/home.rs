@@ -3,7 +3,8 @@
 //! The data is the runtime's headers, its per-core linker driver and target
 //! specification, the Xtensa cargo settings, and, in an installed home, the runtime
 //! prebuilt for the device (`libneuroncustomop.a` and its linker scripts), the firmware
-//! (loader, DMA engine) and the QEMU plugin. A home is one of two layouts, with the
+//! (loader, DMA engine), the QEMU plugin, and the host tier's loader and x86-64
+//! runtimes (`prebuilt/host/`). A home is one of two layouts, with the
 //! same relative paths for what both hold:
 //!
 //! - an **installed** data folder, `<prefix>/share/neuroncustomop/` (the wheel's data,
@@ -55,7 +56,8 @@ pub enum Layout {
     /// A source checkout of this repository, named explicitly: everything is built
     /// from its sources.
     Checkout,
-    /// An installed data folder: the runtime, the firmware and the plugin prebuilt.
+    /// An installed data folder: the runtime, the firmware, the plugin and the host
+    /// tier prebuilt.
     Installed,
 }
 
@@ -155,7 +157,8 @@ impl Home {
     }
 
     /// The installed home's prebuilt files (`prebuilt/`: the runtime's archive and
-    /// linker scripts, the firmware's images, the plugin), when the home is installed.
+    /// linker scripts, the firmware's images, the plugin; `host/`, the host tier's
+    /// loader and runtimes), when the home is installed.
     pub fn prebuilt(&self) -> Option<PathBuf> {
         (self.layout == Layout::Installed).then(|| self.root.join("prebuilt"))
     }
