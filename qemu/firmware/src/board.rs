@@ -53,9 +53,18 @@ pub fn start_all_cores() {
 /// Wakes every core sleeping in `arch::wait_for_interrupt` (and makes the next sleep
 /// of a core that is not asleep return at once): a pulse on the wake input, which
 /// every core latches as an edge.
+///
+/// The pulse starts by de-asserting the input: pulses of two cores at once would
+/// otherwise make one edge, the first core's assert, possibly before the second core's
+/// write that its pulse announces, and a core that woke at that edge, looked, and slept
+/// again would sleep on to its timer (seen: 8-core calls of 100 ms, the loaders'
+/// timer, in 12 of 180). De-asserted first, the line rises again after this core's
+/// write, by this assert or another core's.
 pub fn wake_all_cores() {
-    // SAFETY: asserts and de-asserts an input routed only to the wake interrupt.
+    // SAFETY: de-asserts, asserts and de-asserts an input routed only to the wake
+    // interrupt.
     unsafe {
+        board_write_eri(MIASG, 1 << WAKE_INPUT);
         board_write_eri(MIASGSET, 1 << WAKE_INPUT);
         board_write_eri(MIASG, 1 << WAKE_INPUT);
     }
