@@ -41,7 +41,9 @@
 //! - Memory: per block, 16 bytes and two sites of up to 17 PCs (150 bytes); per
 //!   followed `malloc` block one bit per byte (1 MiB for a full 8 MiB HBM heap).
 //!   Freed blocks are kept until a new block overlaps them or the heaps are reset.
-//! - Time: a `BTreeMap` lookup per access into heap memory.
+//! - Time: a `BTreeMap` lookup per access into heap memory outside the block the core's
+//!   previous access of its kind found live (`checks.rs`, `Quiet`); inside it, one
+//!   lookup by its start for a `malloc` block's "written" map, none for the others.
 //! - An overrun into the *next live* block is seen only through its red zone: in a
 //!   checked session the runtime follows each block with one (`runtime/allocators/
 //!   redzone.rs`), where no block is, so an access there is past the block's end. A
@@ -162,14 +164,42 @@ impl Block {
     }
 
     fn is_written(&self, from: u32, to: u32) -> bool {
-        self.written.is_empty() || (from..to.min(self.size)).all(|at| bit(&self.written, at))
+        self.written.is_empty()
+            || words(from, to.min(self.size)).all(|(at, mask)| bits(&self.written, at) & mask == mask)
+    }
+
+    /// Whether any byte of `from..to` was written (a copy's word load: `checks.rs`).
+    fn any_written(&self, from: u32, to: u32) -> bool {
+        self.written.is_empty() || words(from, to.min(self.size)).any(|(at, mask)| bits(&self.written, at) & mask != 0)
     }
 
     fn write(&mut self, from: u32, to: u32) {
         if !self.written.is_empty() {
-            (from..to.min(self.size)).for_each(|at| set(&mut self.written, at));
+            for (at, mask) in words(from, to.min(self.size)) {
+                if let Some(word) = self.written.get_mut(at) {
+                    *word |= mask;
+                }
+            }
         }
     }
+}
+
+/// The bits of bytes `from..to` in a map of one bit per byte: each word of the map they
+/// touch, with the mask of theirs in it (an access takes one word, a transfer many).
+fn words(from: u32, to: u32) -> impl Iterator<Item = (usize, u64)> {
+    let word = |at: u32| at as usize / 64;
+    (word(from)..word(to.max(from).saturating_add(63))).map(move |at| {
+        let first = (at * 64) as u32;
+        let lo = from.max(first) - first;
+        let hi = to.min(first + 64).max(first + lo) - first;
+        let mask = if hi - lo == 64 { u64::MAX } else { ((1u64 << (hi - lo)) - 1) << lo };
+        (at, mask)
+    })
+}
+
+/// Word `at` of a map (none: 0).
+fn bits(map: &[u64], at: usize) -> u64 {
+    map.get(at).copied().unwrap_or(0)
 }
 
 fn bit(map: &[u64], at: u32) -> bool {
@@ -359,12 +389,39 @@ impl Heaps {
             return self.access(address, size, false);
         };
         let end = address.wrapping_add(size).min(block.end(start));
-        let written = block.written.is_empty() || (address - start..end - start).any(|at| bit(&block.written, at));
-        (!written).then(|| Found {
+        (!block.any_written(address - start, end - start)).then(|| Found {
             misuse: Misuse::Uninit,
             bytes: (address, end),
             block: Some(block.named(start)),
             site: None,
+        })
+    }
+
+    /// The live block holding `address`: its start, its end, and whether its bytes'
+    /// "written" map is kept (a `malloc` block). An access wholly inside it is allowed;
+    /// `checks.rs` keeps it for the accesses that follow ([`Heaps::mark`],
+    /// [`Heaps::written`]) until the next journal event.
+    pub(crate) fn live(&self, address: u32) -> Option<(u32, u32, bool)> {
+        let (start, block) = self.block_at(address).filter(|(_, block)| block.free.is_none())?;
+        Some((start, block.end(start), !block.written.is_empty()))
+    }
+
+    /// A store of `size` bytes at `address`, wholly inside the live block at `start`
+    /// ([`Heaps::live`]): its bytes are written.
+    pub(crate) fn mark(&mut self, start: u32, address: u32, size: u32) {
+        if let Some(block) = self.blocks.get_mut(&start) {
+            block.write(address - start, address - start + size);
+        }
+    }
+
+    /// Whether a load of `size` bytes at `address`, wholly inside the live block at
+    /// `start` ([`Heaps::live`]), reads written bytes: all of them, or for a copy's word
+    /// load (`any`) at least one. False sends it to [`Heaps::access`] or
+    /// [`Heaps::word_load`], which name what it read.
+    pub(crate) fn written(&self, start: u32, address: u32, size: u32, any: bool) -> bool {
+        self.blocks.get(&start).is_some_and(|block| {
+            let (from, to) = (address - start, address - start + size);
+            if any { block.any_written(from, to) } else { block.is_written(from, to) }
         })
     }
 
