@@ -73,7 +73,7 @@
 use crate::calls::{CallStack, DEPTH, is_call};
 use crate::count::Entry;
 use crate::dma::{Descriptors, Side};
-use crate::heap::{Found, Heaps, Misuse, Named, Site};
+use crate::heap::{Found, Heaps, Misuse, Named, Site, Written};
 use crate::{Arguments, Firmware, Lines, Module};
 use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
 use neuroncustomop_wire::finding::FindingKind;
@@ -86,14 +86,14 @@ use qemu_plugin::{
 use std::cell::{RefCell, RefMut};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 /// Findings of one op on one core written out in full; the rest are counted.
 pub const SHOWN: u32 = 10;
 
 /// Largest output whose bytes the race check and the uninitialized-output check
-/// follow (10 bytes of shadow per byte: [`Shadow`]).
+/// follow (10.25 bytes of shadow per byte: [`Shadow`]).
 const RACE_LIMIT: u32 = 64 << 20;
 
 /// One core's library image, as the host describes it.
@@ -336,29 +336,42 @@ impl Core {
 /// `bytes` entry when that entry is of the current op (a word store clears the current
 /// entries of its bytes as it takes them over), else its word's entry.
 ///
-/// Both sides swap their own entry, then read the other's (sequentially consistent):
-/// of two cores storing to one byte at once, at least one sees the other, as with one
-/// entry per byte.
+/// A word none of whose bytes was ever stored to alone is not `split`: a word store
+/// there reads no byte entry (a tensor's word stores touch 9 bytes of shadow, not 40).
+///
+/// Both sides swap their own entry, then read the other's (sequentially consistent; a
+/// byte store marks its word split first): of two cores storing to one byte at once, at
+/// least one sees the other, as with one entry per byte.
 #[derive(Default)]
 struct Shadow {
     start: u32,
     /// Bytes followed, from `start`.
     len: u32,
     words: Vec<AtomicU64>,
+    /// Per word: 1 once a store of part of it was recorded in `bytes`.
+    split: Vec<AtomicU8>,
     bytes: Vec<AtomicU64>,
 }
 
 impl Shadow {
     /// The shadow of `len` bytes from `start`, nobody's.
     fn new(start: u32, len: u32) -> Shadow {
-        let zeroed = |n: u32| (0..n).map(|_| AtomicU64::new(0)).collect();
-        Shadow { start, len, words: zeroed(len.div_ceil(4)), bytes: zeroed(len) }
+        let words = len.div_ceil(4) as usize;
+        Shadow {
+            start,
+            len,
+            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            split: (0..words).map(|_| AtomicU8::new(0)).collect(),
+            bytes: (0..len).map(|_| AtomicU64::new(0)).collect(),
+        }
     }
 
     /// The entry of the last store to byte `at` (from `start`, below `len`) in op `op`.
     fn last(&self, at: u32, op: u64) -> Option<u64> {
         let current = |slot: &AtomicU64| Some(slot.load(Ordering::SeqCst)).filter(|&entry| of_op(entry, op));
-        current(&self.bytes[at as usize]).or_else(|| current(&self.words[at as usize / 4]))
+        let word = at as usize / 4;
+        let byte = if self.split[word].load(Ordering::SeqCst) == 0 { None } else { current(&self.bytes[at as usize]) };
+        byte.or_else(|| current(&self.words[word]))
     }
 
     /// Records the store `mine` (core `vcpu`'s, in op `op`) of bytes `from..to` (from
@@ -370,8 +383,14 @@ impl Shadow {
         let mut at = from;
         while at < to {
             let word = &self.words[at as usize / 4];
+            let split = &self.split[at as usize / 4];
             if at.is_multiple_of(4) && to - at >= 4 {
                 let before = word.swap(mine, Ordering::SeqCst);
+                if split.load(Ordering::SeqCst) == 0 {
+                    raced = other(before, op, vcpu).or(raced);
+                    at += 4;
+                    continue;
+                }
                 for slot in &self.bytes[at as usize..at as usize + 4] {
                     let entry = slot.load(Ordering::SeqCst);
                     let last = if of_op(entry, op) {
@@ -386,6 +405,7 @@ impl Shadow {
                 }
                 at += 4;
             } else {
+                split.store(1, Ordering::SeqCst);
                 let before = self.bytes[at as usize].swap(mine, Ordering::SeqCst);
                 let last = if of_op(before, op) { before } else { word.load(Ordering::SeqCst) };
                 raced = other(last, op, vcpu).or(raced);
@@ -413,7 +433,7 @@ fn other(entry: u64, op: u64, vcpu: u32) -> Option<(u32, u32)> {
 /// and, in the heaps' memory while they are watched, in one live block. An access wholly
 /// inside it needs no region scan and no block lookup, only what `then` says. Kept until
 /// the op ends or a store into the heap journal changes the blocks.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Quiet {
     lo: u32,
     /// One past its last byte (`lo`: empty).
@@ -424,16 +444,16 @@ struct Quiet {
 }
 
 /// What an access inside a [`Quiet`] stretch still does.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 enum Then {
     /// Nothing: it is allowed.
     #[default]
     Nothing,
     /// A store into the op's output: the race shadow records it.
     Output(Region),
-    /// In the live `malloc` block starting there: a store marks its bytes written, a
-    /// load of bytes never written goes to the full checks, which name it.
-    Block(u32),
+    /// In the live `malloc` block starting at `start`: a store marks its bytes written,
+    /// a load of bytes never written goes to the full checks, which name it.
+    Block { start: u32, written: Written },
 }
 
 impl Quiet {
@@ -775,23 +795,39 @@ impl State {
             return;
         }
         let word_load = copy && !store;
-        let quiet = core.quiet[usize::from(store)];
+        let quiet = &core.quiet[usize::from(store)];
         if quiet.holds(address, size) {
+            let output = match &quiet.then {
+                Then::Nothing => None,
+                Then::Block { start, written } => {
+                    let (from, to) = (address - start, address - start + size);
+                    if store {
+                        written.set(from, to);
+                    } else if !(if word_load { written.any(from, to) } else { written.all(from, to) }) {
+                        // Bytes never written: the full checks below name them.
+                        return self.checked(&mut core, vcpu, access, info);
+                    }
+                    None
+                }
+                Then::Output(region) => Some(*region),
+            };
             if !copy || (word_load && quiet.heap) {
                 core.carrying = None;
             }
-            match quiet.then {
-                Then::Nothing => return,
-                Then::Block(start) if store => return core.heap.mark(start, address, size),
-                // Bytes never written: the full checks below name them.
-                Then::Block(start) if !core.heap.written(start, address, size, word_load) => {}
-                Then::Block(_) => return,
-                Then::Output(region) => {
-                    return self.output_store(&mut core, vcpu, pc, info, address, size, &region, copy);
-                }
+            if let Some(region) = output {
+                self.output_store(&mut core, vcpu, pc, info, address, size, &region, copy);
             }
+            return;
         }
-        let heap = in_heap(&core, address);
+        self.checked(&mut core, vcpu, access, info);
+    }
+
+    /// The full checks of one access of a kernel (`access` has found it outside the
+    /// core's quiet stretches).
+    fn checked(&self, core: &mut Core, vcpu: VCPUIndex, access: Access, info: &MemoryInfo) {
+        let Access { pc, address, size, store, copy } = access;
+        let word_load = copy && !store;
+        let heap = in_heap(core, address);
         if !copy || (word_load && heap) {
             // Outside a copy, or a copy's load of bytes it may have written: carries nothing.
             core.carrying = None;
@@ -812,16 +848,16 @@ impl State {
             block = core.heap.live(address);
         }
         let bytes = (address, address.wrapping_add(size));
-        let found = match self.classify(&core, vcpu, address, store).0 {
-            Verdict::Allowed => return self.settle(&mut core, vcpu, address, store, heap, block, Then::Nothing),
+        let found = match self.classify(core, vcpu, address, store).0 {
+            Verdict::Allowed => return self.settle(core, vcpu, address, store, heap, block, Then::Nothing),
             Verdict::Output(region) => {
                 if region.kind() == Some(RegionKind::Output) {
-                    self.settle(&mut core, vcpu, address, store, heap, block, Then::Output(region));
+                    self.settle(core, vcpu, address, store, heap, block, Then::Output(region));
                 }
-                return self.output_store(&mut core, vcpu, pc, info, address, size, &region, copy);
+                return self.output_store(core, vcpu, pc, info, address, size, &region, copy);
             }
             Verdict::OutputRead(region) => {
-                if self.written(&core, address, size, &region, word_load) {
+                if self.written(core, address, size, &region, word_load) {
                     return;
                 }
                 core.finding(Kind::Heap(Misuse::Uninit), pc, bytes, None, None)
@@ -871,7 +907,7 @@ impl State {
         address: u32,
         store: bool,
         heap: bool,
-        block: Option<(u32, u32, bool)>,
+        block: Option<(u32, u32, Option<Written>)>,
         then: Then,
     ) {
         // Between two neighbouring edges of the regions and of the image's parts, the
@@ -895,9 +931,9 @@ impl State {
         }
         let then = match (block, then) {
             (None, then) => then,
-            (Some((start, end, followed)), Then::Nothing) => {
+            (Some((start, end, written)), Then::Nothing) => {
                 (lo, hi) = (lo.max(start), hi.min(end));
-                if followed { Then::Block(start) } else { Then::Nothing }
+                written.map_or(Then::Nothing, |written| Then::Block { start, written })
             }
             // An output in the heaps' memory: each store takes the full checks.
             (Some(_), _) => return,
@@ -927,7 +963,7 @@ impl State {
             return;
         }
         // The blocks may change: every stretch found quiet is checked again.
-        core.quiet = [Quiet::default(); 2];
+        core.quiet = Default::default();
         let MemValue::U32(value) = info.value() else { return };
         let site = core.site(pc);
         let op = core.running.then_some(core.ops);
