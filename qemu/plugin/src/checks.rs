@@ -89,6 +89,9 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
+/// The heap journal's size in bytes (`heap.rs`).
+const JOURNAL_BYTES: u32 = crate::heap::WORDS * 4;
+
 /// Findings of one op on one core written out in full; the rest are counted.
 pub const SHOWN: u32 = 10;
 
@@ -788,7 +791,10 @@ impl State {
     fn access(&self, vcpu: VCPUIndex, access: Access, info: &MemoryInfo) {
         let Access { pc, address, size, store, copy } = access;
         let Some(mut core) = self.core(vcpu) else { return };
-        if store && let Some(journal) = self.journals.get(vcpu as usize).copied().flatten() {
+        if store
+            && let Some(journal) = self.journals.get(vcpu as usize).copied().flatten()
+            && address.wrapping_sub(journal) < JOURNAL_BYTES
+        {
             self.journal(&mut core, pc, info, address.wrapping_sub(journal));
         }
         if !core.running {
@@ -823,7 +829,9 @@ impl State {
     }
 
     /// The full checks of one access of a kernel (`access` has found it outside the
-    /// core's quiet stretches).
+    /// core's quiet stretches). Not inlined: `access`, called for every load and store,
+    /// stays a short function with a small frame.
+    #[inline(never)]
     fn checked(&self, core: &mut Core, vcpu: VCPUIndex, access: Access, info: &MemoryInfo) {
         let Access { pc, address, size, store, copy } = access;
         let word_load = copy && !store;
@@ -958,8 +966,10 @@ impl State {
 
     /// A store at `pc` into the core's heap journal, `offset` bytes into it (any
     /// other store when `offset` is past it): the heap checks follow the allocators.
+    /// Not inlined, as [`State::checked`].
+    #[inline(never)]
     fn journal(&self, core: &mut Core, pc: u32, info: &MemoryInfo, offset: u32) {
-        if offset >= 20 || !offset.is_multiple_of(4) {
+        if offset >= JOURNAL_BYTES || !offset.is_multiple_of(4) {
             return;
         }
         // The blocks may change: every stretch found quiet is checked again.

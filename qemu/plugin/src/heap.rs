@@ -59,7 +59,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// `HeapJournal::event` while an allocator call runs.
 const BUSY: u32 = 0xFFFF_FFFF;
 /// The journal's words (`block`, `size`, `old`, `status`, `event`), by offset / 4.
-const WORDS: u32 = 5;
+pub(crate) const WORDS: u32 = 5;
 /// The word stored last.
 const EVENT: usize = 4;
 /// `HeapError::code`s of a refused free.
