@@ -3,7 +3,8 @@
 //!
 //! Only the real calls (`call0`/`call4`/`call8`/`call12` and their `callx` forms) make
 //! frames, and only two events move the stack, so a module needs a callback on call
-//! instructions and one per block, nothing per instruction:
+//! instructions and one per block, nothing per instruction (the checks run the block's
+//! only after a call, a return or an indirect jump: `checks.rs`, `State::moved`):
 //! - a call instruction's callback notes the call's PC and return address
 //!   ([`CallStack::call`]);
 //! - the next block to start pushes a frame with the callee's entry
@@ -46,6 +47,14 @@ pub(crate) struct CallStack {
     frames: Vec<Frame>,
     /// A call's PC and return address, until the callee's first block runs.
     pending: Option<(u64, u64)>,
+    /// The frames' return addresses as bits ([`ret_bit`]): a block whose bit is clear
+    /// returns from no frame, and most blocks are told so without a scan of the frames.
+    rets: u64,
+}
+
+/// The bit of [`CallStack::rets`] that stands for return address `ret`.
+fn ret_bit(ret: u64) -> u64 {
+    1 << ((ret ^ ret >> 6) & 63)
 }
 
 impl CallStack {
@@ -62,13 +71,16 @@ impl CallStack {
             && pc != ret
         {
             self.frames.push(Frame { site, ret });
+            self.rets |= ret_bit(ret);
             Step::Entered
-        } else if pending.is_some() {
+        } else if pending.is_some() || self.rets & ret_bit(pc) == 0 {
             // Back at the return address before any block of the callee: it ran where
             // the module puts no block callback (the loader's services, for the checks).
+            // Or no frame returns here.
             Step::Within
         } else if let Some(depth) = self.frames.iter().rposition(|frame| frame.ret == pc) {
             self.frames.truncate(depth);
+            self.rets = self.frames.iter().fold(0, |bits, frame| bits | ret_bit(frame.ret));
             Step::Returned
         } else {
             Step::Within

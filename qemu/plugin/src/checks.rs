@@ -60,28 +60,43 @@
 //! The loader's own code and the DMA engine's are not checked: the loader is the
 //! device's firmware, and the engine moves only what the kernels queued, which is
 //! checked when they queue it.
+//!
+//! # Cost
+//!
+//! Every load and store of library code calls [`State::access`], so its common case is
+//! kept short: an allowed access leaves the stretch of memory around it in which every
+//! access of its kind is decided alike (`Quiet`: one piece of the region map, in one
+//! live heap block), and the core's next access of that kind inside it skips the region
+//! scan and the block lookup. A loop walking a tensor or a block pays the full checks
+//! once per stretch; a journal store (the blocks change) and the op's end drop them.
 
 use crate::calls::{CallStack, DEPTH, is_call};
+use crate::count::Entry;
 use crate::dma::{Descriptors, Side};
-use crate::heap::{Found, Heaps, Misuse, Named, Site};
+use crate::heap::{Found, Heaps, Misuse, Named, Site, Written};
 use crate::{Arguments, Firmware, Lines, Module};
 use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
 use neuroncustomop_wire::finding::FindingKind;
 use neuroncustomop_wire::plugin::{self as wire, Argument, Line, List};
+use qemu_plugin::sys::qemu_plugin_scoreboard_new;
 use qemu_plugin::{
-    CallbackFlags, MemRW, MemValue, MemoryInfo, TranslationBlock, VCPUIndex, qemu_plugin_read_memory_vaddr,
+    CallbackFlags, MemRW, MemValue, MemoryInfo, PluginCondition, PluginOp, PluginU64, TranslationBlock, VCPUIndex,
+    qemu_plugin_read_memory_vaddr, qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu,
 };
 use std::cell::{RefCell, RefMut};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
+
+/// The heap journal's size in bytes (`heap.rs`).
+const JOURNAL_BYTES: u32 = crate::heap::WORDS * 4;
 
 /// Findings of one op on one core written out in full; the rest are counted.
 pub const SHOWN: u32 = 10;
 
 /// Largest output whose bytes the race check and the uninitialized-output check
-/// follow (8 bytes of shadow per byte).
+/// follow (10.25 bytes of shadow per byte: [`Shadow`]).
 const RACE_LIMIT: u32 = 64 << 20;
 
 /// One core's library image, as the host describes it.
@@ -235,6 +250,9 @@ struct Core {
     /// The kernel stopped (its loader carries on after it): the op's blocks are given
     /// back, so none is a leak.
     stopped: bool,
+    /// Where the op's latest allowed load and store landed (`[load, store]`): the next
+    /// access of that kind inside it is decided there (module docs, "Cost").
+    quiet: [Quiet; 2],
 }
 
 impl Core {
@@ -311,12 +329,141 @@ impl Core {
     }
 }
 
-/// The bytes of the current output, each with who last stored to it:
+/// Who last stored to each byte of the current output, as an entry
 /// `op << 40 | (core + 1) << 32 | pc` (0: nobody yet).
+///
+/// A store that covers one of the output's 4-byte words whole (a tensor's element
+/// stores, a copy's word stores) is recorded once, in `words`: one atomic swap, where
+/// one per byte was a tenth of a checked call's time. Any other store (a byte, a half, a
+/// word across two) is recorded byte by byte, in `bytes`. A byte's last writer is its
+/// `bytes` entry when that entry is of the current op (a word store clears the current
+/// entries of its bytes as it takes them over), else its word's entry.
+///
+/// A word none of whose bytes was ever stored to alone is not `split`: a word store
+/// there reads no byte entry (a tensor's word stores touch 9 bytes of shadow, not 40).
+///
+/// Both sides swap their own entry, then read the other's (sequentially consistent; a
+/// byte store marks its word split first): of two cores storing to one byte at once, at
+/// least one sees the other, as with one entry per byte.
 #[derive(Default)]
 struct Shadow {
     start: u32,
+    /// Bytes followed, from `start`.
+    len: u32,
+    words: Vec<AtomicU64>,
+    /// Per word: 1 once a store of part of it was recorded in `bytes`.
+    split: Vec<AtomicU8>,
     bytes: Vec<AtomicU64>,
+}
+
+impl Shadow {
+    /// The shadow of `len` bytes from `start`, nobody's.
+    fn new(start: u32, len: u32) -> Shadow {
+        let words = len.div_ceil(4) as usize;
+        Shadow {
+            start,
+            len,
+            words: (0..words).map(|_| AtomicU64::new(0)).collect(),
+            split: (0..words).map(|_| AtomicU8::new(0)).collect(),
+            bytes: (0..len).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The entry of the last store to byte `at` (from `start`, below `len`) in op `op`.
+    fn last(&self, at: u32, op: u64) -> Option<u64> {
+        let current = |slot: &AtomicU64| Some(slot.load(Ordering::SeqCst)).filter(|&entry| of_op(entry, op));
+        let word = at as usize / 4;
+        let byte = if self.split[word].load(Ordering::SeqCst) == 0 { None } else { current(&self.bytes[at as usize]) };
+        byte.or_else(|| current(&self.words[word]))
+    }
+
+    /// Records the store `mine` (core `vcpu`'s, in op `op`) of bytes `from..to` (from
+    /// `start`, the followed ones); another core's store to one of them in this op, if
+    /// any: its core and PC.
+    fn store(&self, from: u32, to: u32, mine: u64, op: u64, vcpu: u32) -> Option<(u32, u32)> {
+        let to = to.min(self.len);
+        let mut raced = None;
+        let mut at = from;
+        while at < to {
+            let word = &self.words[at as usize / 4];
+            let split = &self.split[at as usize / 4];
+            if at.is_multiple_of(4) && to - at >= 4 {
+                let before = word.swap(mine, Ordering::SeqCst);
+                if split.load(Ordering::SeqCst) == 0 {
+                    raced = other(before, op, vcpu).or(raced);
+                    at += 4;
+                    continue;
+                }
+                for slot in &self.bytes[at as usize..at as usize + 4] {
+                    let entry = slot.load(Ordering::SeqCst);
+                    let last = if of_op(entry, op) {
+                        // The word's entry is this byte's last writer from now on. (A core
+                        // that stored to it since wrote the byte after this store: kept.)
+                        let _ = slot.compare_exchange(entry, 0, Ordering::SeqCst, Ordering::Relaxed);
+                        entry
+                    } else {
+                        before
+                    };
+                    raced = other(last, op, vcpu).or(raced);
+                }
+                at += 4;
+            } else {
+                split.store(1, Ordering::SeqCst);
+                let before = self.bytes[at as usize].swap(mine, Ordering::SeqCst);
+                let last = if of_op(before, op) { before } else { word.load(Ordering::SeqCst) };
+                raced = other(last, op, vcpu).or(raced);
+                at += 1;
+            }
+        }
+        raced
+    }
+}
+
+/// Whether the shadow `entry` is a store of op `op`.
+fn of_op(entry: u64, op: u64) -> bool {
+    entry >> 40 == op && entry >> 32 & 0xFF != 0
+}
+
+/// The core and PC of the store `entry` when it is another core's than `vcpu`, in op `op`.
+fn other(entry: u64, op: u64, vcpu: u32) -> Option<(u32, u32)> {
+    let owner = (entry >> 32 & 0xFF) as u32;
+    (of_op(entry, op) && owner - 1 != vcpu).then_some((owner - 1, entry as u32))
+}
+
+/// A stretch of memory in which every load (or every store) of the core's kernel is
+/// decided alike, found by the full checks of an allowed access: the same regions hold
+/// each of its bytes, it lies in one place of the core's own image (code or writable)
+/// and, in the heaps' memory while they are watched, in one live block. An access wholly
+/// inside it needs no region scan and no block lookup, only what `then` says. Kept until
+/// the op ends or a store into the heap journal changes the blocks.
+#[derive(Clone, Debug, Default)]
+struct Quiet {
+    lo: u32,
+    /// One past its last byte (`lo`: empty).
+    hi: u32,
+    /// It lies in the core's heap memory (a copy's word load there carries nothing).
+    heap: bool,
+    then: Then,
+}
+
+/// What an access inside a [`Quiet`] stretch still does.
+#[derive(Clone, Debug, Default)]
+enum Then {
+    /// Nothing: it is allowed.
+    #[default]
+    Nothing,
+    /// A store into the op's output: the race shadow records it.
+    Output(Region),
+    /// In the live `malloc` block starting at `start`: a store marks its bytes written,
+    /// a load of bytes never written goes to the full checks, which name it.
+    Block { start: u32, written: Written },
+}
+
+impl Quiet {
+    /// Whether the `size` bytes at `address` lie wholly inside it.
+    fn holds(&self, address: u32, size: u32) -> bool {
+        address >= self.lo && u64::from(address) + u64::from(size) <= u64::from(self.hi)
+    }
 }
 
 /// One vCPU's [`Core`], reached only by that vCPU's own callbacks ([`State::core`]).
@@ -353,7 +500,15 @@ struct State {
     shadow: RwLock<Arc<Shadow>>,
     /// The first output byte whose last writer the host asked for (`watch=`).
     watch: Option<u32>,
+    /// Per vCPU (QEMU's scoreboard): 1 when the next block of library code may move
+    /// its call stack, as it follows a call, a return or an indirect jump. Only then
+    /// does the block's callback run (a condition in the generated code).
+    moved: Entry,
 }
+
+/// The instructions that leave a function (the windowed and the call0 returns) or may
+/// (`jx`, an indirect jump): the block after one may be a return address.
+const LEAVES: [&str; 5] = ["retw", "retw.n", "ret", "ret.n", "jx"];
 
 /// The memory checks module.
 pub(crate) struct Checks {
@@ -429,20 +584,31 @@ impl Checks {
         let cores = (0..count).map(|_| VcpuCell::default()).collect();
         let known = RwLock::new(vec![None; count]);
         let shadow = RwLock::default();
-        let state = Arc::new(State { tables, images, journals, loaders, word_loads, cores, known, shadow, watch });
+        // SAFETY: allocates QEMU's zeroed per-vCPU u64; never freed, as `Entry` relies on.
+        let moved = Entry(PluginU64 { score: unsafe { qemu_plugin_scoreboard_new(size_of::<u64>()) }, offset: 0 });
+        let state =
+            Arc::new(State { tables, images, journals, loaders, word_loads, cores, known, shadow, watch, moved });
         Ok(Box::new(Checks { state, code: u64::from(lo)..u64::from(hi), stopped: stopped.into_iter().collect() }))
     }
 }
 
 impl Module for Checks {
-    /// A memory callback on every instruction of the library images; a callback on
-    /// each of their blocks and calls (the backtraces) and on each `simcall`.
+    /// A memory callback on every instruction of the library images; for the
+    /// backtraces, a callback on each of their calls and on each of their blocks that
+    /// follows a call, a return or an indirect jump (`State::moved`); one on each
+    /// `simcall`.
     fn translate(&self, tb: &TranslationBlock<'_>, _: &Firmware) {
         if self.code.contains(&tb.vaddr()) {
             let (state, pc) = (Arc::clone(&self.state), tb.vaddr());
-            tb.register_execute_callback_flags(
-                move |vcpu| state.calls(vcpu, |calls| _ = calls.block(pc)),
+            tb.register_conditional_execute_callback_flags(
+                move |vcpu| {
+                    state.moved.set(vcpu, 0);
+                    state.calls(vcpu, |calls| _ = calls.block(pc));
+                },
                 CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                PluginCondition::QEMU_PLUGIN_COND_NE,
+                self.state.moved.0,
+                0,
             );
         }
         for insn in tb.instructions() {
@@ -462,8 +628,19 @@ impl Module for Checks {
             if is_call(mnemonic) {
                 let (state, ret) = (Arc::clone(&self.state), pc + insn.size() as u64);
                 insn.register_execute_callback_flags(
-                    move |vcpu| state.calls(vcpu, |calls| calls.call(pc, ret)),
+                    move |vcpu| {
+                        state.moved.set(vcpu, 1);
+                        state.calls(vcpu, |calls| calls.call(pc, ret));
+                    },
                     CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                );
+            }
+            if LEAVES.contains(&mnemonic) {
+                qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
+                    insn.clone(),
+                    PluginOp::QEMU_PLUGIN_INLINE_STORE_U64,
+                    self.state.moved.0,
+                    1,
                 );
             }
             if mnemonic == "simcall" {
@@ -473,13 +650,26 @@ impl Module for Checks {
                     CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
                 );
             }
-            let state = Arc::clone(&self.state);
             let copy = self.state.word_loads.iter().any(|range| range.contains(&(pc as u32)));
-            insn.register_memory_access_callback_flags(
-                move |vcpu, info: MemoryInfo, vaddr| state.access(vcpu, pc as u32, &info, vaddr as u32, copy),
-                MemRW::QEMU_PLUGIN_MEM_RW,
-                CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
-            );
+            // One callback for its loads and one for its stores: QEMU calls only the one
+            // that matches, so the callback knows which without asking. Each of the
+            // cores' load and store instructions moves one width, asked of QEMU once.
+            for (rw, store) in [(MemRW::QEMU_PLUGIN_MEM_R, false), (MemRW::QEMU_PLUGIN_MEM_W, true)] {
+                let state = Arc::clone(&self.state);
+                let width = AtomicU32::new(0);
+                insn.register_memory_access_callback_flags(
+                    move |vcpu, info: MemoryInfo, vaddr| {
+                        let mut size = width.load(Ordering::Relaxed);
+                        if size == 0 {
+                            size = 1 << info.size_shift();
+                            width.store(size, Ordering::Relaxed);
+                        }
+                        state.access(vcpu, Access { pc: pc as u32, address: vaddr as u32, size, store, copy }, &info);
+                    },
+                    rw,
+                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                );
+            }
         }
     }
 
@@ -524,17 +714,17 @@ impl State {
 
     /// The shadow covering `output` (every core of the op asks; the first grows it).
     fn follow(&self, output: &Region) -> Arc<Shadow> {
-        let len = output.len.min(RACE_LIMIT) as usize;
+        let len = output.len.min(RACE_LIMIT);
         {
             let shadow = self.shadow.read().unwrap_or_else(PoisonError::into_inner);
-            if shadow.start == output.start && shadow.bytes.len() >= len {
+            if shadow.start == output.start && shadow.len >= len {
                 return Arc::clone(&shadow);
             }
         }
         let mut shadow = self.shadow.write().unwrap_or_else(PoisonError::into_inner);
-        if shadow.start != output.start || shadow.bytes.len() < len {
+        if shadow.start != output.start || shadow.len < len {
             // Entries of earlier ops carry their op's number: a new output starts clean.
-            *shadow = Arc::new(Shadow { start: output.start, bytes: (0..len).map(|_| AtomicU64::new(0)).collect() });
+            *shadow = Arc::new(Shadow::new(output.start, len));
         }
         Arc::clone(&shadow)
     }
@@ -568,9 +758,10 @@ impl State {
     fn wrote(&self, core: &Core, vcpu: VCPUIndex, lines: &mut Lines) {
         let Some(address) = self.watch else { return };
         let shadow = &core.shadow;
-        let Some(slot) = address.checked_sub(shadow.start).and_then(|at| shadow.bytes.get(at as usize)) else { return };
-        let entry = slot.load(Ordering::Relaxed);
-        if entry >> 40 == u64::from(core.ops) && (entry >> 32 & 0xFF) == u64::from(vcpu) + 1 {
+        let Some(at) = address.checked_sub(shadow.start).filter(|&at| at < shadow.len) else { return };
+        if let Some(entry) = shadow.last(at, u64::from(core.ops))
+            && (entry >> 32 & 0xFF) == u64::from(vcpu) + 1
+        {
             lines.push(Line::Writer { core: vcpu, op: core.ops - 1, address, pc: entry as u32 });
         }
     }
@@ -596,51 +787,85 @@ impl State {
         core.found(found);
     }
 
-    /// One access of the instruction at `pc` on `vcpu`; `copy`: `pc` is in the
-    /// runtime's `memcpy` or `memmove` (module docs).
-    fn access(&self, vcpu: VCPUIndex, pc: u32, info: &MemoryInfo, address: u32, copy: bool) {
+    /// One access on `vcpu` (`info`: QEMU's, for a store's value).
+    fn access(&self, vcpu: VCPUIndex, access: Access, info: &MemoryInfo) {
+        let Access { pc, address, size, store, copy } = access;
         let Some(mut core) = self.core(vcpu) else { return };
-        let store = info.is_store();
-        if store && let Some(journal) = self.journals.get(vcpu as usize).copied().flatten() {
+        if store
+            && let Some(journal) = self.journals.get(vcpu as usize).copied().flatten()
+            && address.wrapping_sub(journal) < JOURNAL_BYTES
+        {
             self.journal(&mut core, pc, info, address.wrapping_sub(journal));
         }
         if !core.running {
             return;
         }
-        let size = 1u32 << info.size_shift();
-        let bytes = (address, address.wrapping_add(size));
         let word_load = copy && !store;
-        if !copy || (word_load && in_heap(&core, address)) {
-            // Outside a copy, or a copy's load of bytes it may have written: carries nothing.
-            core.carrying = None;
-        }
-        if core.heap.watching()
-            && in_heap(&core, address)
-            && let Some(found) =
-                if word_load { core.heap.word_load(address, size) } else { core.heap.access(address, size, store) }
-        {
-            let uninit = found.misuse == Misuse::Uninit;
-            let found = in_copy(core.heap_finding(found, pc), copy);
-            let at = core.found(found);
-            if word_load && uninit {
-                core.carrying = at;
+        let quiet = &core.quiet[usize::from(store)];
+        if quiet.holds(address, size) {
+            let output = match &quiet.then {
+                Then::Nothing => None,
+                Then::Block { start, written } => {
+                    let (from, to) = (address - start, address - start + size);
+                    if store {
+                        written.set(from, to);
+                    } else if !(if word_load { written.any(from, to) } else { written.all(from, to) }) {
+                        // Bytes never written: the full checks below name them.
+                        return self.checked(&mut core, vcpu, access, info);
+                    }
+                    None
+                }
+                Then::Output(region) => Some(*region),
+            };
+            if !copy || (word_load && quiet.heap) {
+                core.carrying = None;
+            }
+            if let Some(region) = output {
+                self.output_store(&mut core, vcpu, pc, info, address, size, &region, copy);
             }
             return;
         }
-        let found = match self.classify(&core, vcpu, address, store).0 {
-            Verdict::Allowed => return,
-            Verdict::Output(region) => {
-                if let Some((other, other_pc)) = self.race(&core, vcpu, pc, address, size, &region) {
-                    core.finding(Kind::Race, pc, bytes, Some(other), Some(other_pc))
-                } else {
-                    if let Some(at) = core.carrying.filter(|_| region.kind() == Some(RegionKind::Output)) {
-                        core.kept[at].reach(bytes);
-                    }
-                    return self.queued(&mut core, vcpu, pc, info, address, &region);
+        self.checked(&mut core, vcpu, access, info);
+    }
+
+    /// The full checks of one access of a kernel (`access` has found it outside the
+    /// core's quiet stretches). Not inlined: `access`, called for every load and store,
+    /// stays a short function with a small frame.
+    #[inline(never)]
+    fn checked(&self, core: &mut Core, vcpu: VCPUIndex, access: Access, info: &MemoryInfo) {
+        let Access { pc, address, size, store, copy } = access;
+        let word_load = copy && !store;
+        let heap = in_heap(core, address);
+        if !copy || (word_load && heap) {
+            // Outside a copy, or a copy's load of bytes it may have written: carries nothing.
+            core.carrying = None;
+        }
+        let mut block = None;
+        if core.heap.watching() && heap {
+            let found =
+                if word_load { core.heap.word_load(address, size) } else { core.heap.access(address, size, store) };
+            if let Some(found) = found {
+                let uninit = found.misuse == Misuse::Uninit;
+                let found = in_copy(core.heap_finding(found, pc), copy);
+                let at = core.found(found);
+                if word_load && uninit {
+                    core.carrying = at;
                 }
+                return;
+            }
+            block = core.heap.live(address);
+        }
+        let bytes = (address, address.wrapping_add(size));
+        let found = match self.classify(core, vcpu, address, store).0 {
+            Verdict::Allowed => return self.settle(core, vcpu, address, store, heap, block, Then::Nothing),
+            Verdict::Output(region) => {
+                if region.kind() == Some(RegionKind::Output) {
+                    self.settle(core, vcpu, address, store, heap, block, Then::Output(region));
+                }
+                return self.output_store(core, vcpu, pc, info, address, size, &region, copy);
             }
             Verdict::OutputRead(region) => {
-                if self.written(&core, address, size, &region, word_load) {
+                if self.written(core, address, size, &region, word_load) {
                     return;
                 }
                 core.finding(Kind::Heap(Misuse::Uninit), pc, bytes, None, None)
@@ -648,6 +873,80 @@ impl State {
             Verdict::Wrong(kind, other, hit) => Finding { hit, ..core.finding(kind, pc, bytes, other, None) },
         };
         core.found(in_copy(found, copy));
+    }
+
+    /// A store of `size` bytes at `address` into the op's output `region` (or its DMA
+    /// queues): the race shadow records it, a race is a finding, the bytes a copy
+    /// carries from a block's never-written bytes join that finding, and a DMA transfer
+    /// it completes is checked.
+    #[allow(clippy::too_many_arguments)] // the access, as `access` has it
+    fn output_store(
+        &self,
+        core: &mut Core,
+        vcpu: VCPUIndex,
+        pc: u32,
+        info: &MemoryInfo,
+        address: u32,
+        size: u32,
+        region: &Region,
+        copy: bool,
+    ) {
+        let bytes = (address, address.wrapping_add(size));
+        if let Some((other, other_pc)) = self.race(core, vcpu, pc, address, size, region) {
+            let found = core.finding(Kind::Race, pc, bytes, Some(other), Some(other_pc));
+            core.found(in_copy(found, copy));
+            return;
+        }
+        if let Some(at) = core.carrying.filter(|_| region.kind() == Some(RegionKind::Output)) {
+            core.kept[at].reach(bytes);
+        }
+        self.queued(core, vcpu, pc, info, address, region);
+    }
+
+    /// An allowed access at `address` (`heap`: in the core's heap memory; `block`: the
+    /// live block the heap checks found it in, with its end and whether its "written"
+    /// map is kept): keeps the [`Quiet`] stretch around it, where every access of its
+    /// kind is decided alike, for the accesses that follow.
+    #[allow(clippy::too_many_arguments)] // the access and what its checks found
+    fn settle(
+        &self,
+        core: &mut Core,
+        vcpu: VCPUIndex,
+        address: u32,
+        store: bool,
+        heap: bool,
+        block: Option<(u32, u32, Option<Written>)>,
+        then: Then,
+    ) {
+        // Between two neighbouring edges of the regions and of the image's parts, the
+        // same regions hold every byte and `classify` decides alike.
+        let (mut lo, mut hi) = (0, u32::MAX);
+        let mut cut = |edge: u32| {
+            if edge <= address {
+                lo = lo.max(edge);
+            } else {
+                hi = hi.min(edge);
+            }
+        };
+        for region in core.table.as_ref().map_or(&[][..], RegionTable::regions) {
+            cut(region.start);
+            cut(region.start.saturating_add(region.len));
+        }
+        if let Some(image) = self.images.get(vcpu as usize) {
+            cut(image.window.0);
+            cut(image.writable);
+            cut(image.window.1);
+        }
+        let then = match (block, then) {
+            (None, then) => then,
+            (Some((start, end, written)), Then::Nothing) => {
+                (lo, hi) = (lo.max(start), hi.min(end));
+                written.map_or(Then::Nothing, |written| Then::Block { start, written })
+            }
+            // An output in the heaps' memory: each store takes the full checks.
+            (Some(_), _) => return,
+        };
+        core.quiet[usize::from(store)] = Quiet { lo, hi, heap, then };
     }
 
     /// Whether every byte of a load of `size` bytes at `address` in `output` (for a
@@ -659,10 +958,7 @@ impl State {
         let shadow = &core.shadow;
         let op = u64::from(core.ops);
         let written = |byte: u32| {
-            byte.checked_sub(shadow.start).and_then(|at| shadow.bytes.get(at as usize)).is_none_or(|slot| {
-                let entry = slot.load(Ordering::Relaxed);
-                entry >> 40 == op && entry >> 32 & 0xFF != 0
-            })
+            byte.checked_sub(shadow.start).filter(|&at| at < shadow.len).is_none_or(|at| shadow.last(at, op).is_some())
         };
         let mut bytes = address..address.saturating_add(size).min(output.start.saturating_add(output.len));
         if any { bytes.any(written) } else { bytes.all(written) }
@@ -670,10 +966,14 @@ impl State {
 
     /// A store at `pc` into the core's heap journal, `offset` bytes into it (any
     /// other store when `offset` is past it): the heap checks follow the allocators.
+    /// Not inlined, as [`State::checked`].
+    #[inline(never)]
     fn journal(&self, core: &mut Core, pc: u32, info: &MemoryInfo, offset: u32) {
-        if offset >= 20 || !offset.is_multiple_of(4) {
+        if offset >= JOURNAL_BYTES || !offset.is_multiple_of(4) {
             return;
         }
+        // The blocks may change: every stretch found quiet is checked again.
+        core.quiet = Default::default();
         let MemValue::U32(value) = info.value() else { return };
         let site = core.site(pc);
         let op = core.running.then_some(core.ops);
@@ -845,16 +1145,9 @@ impl State {
         let shadow = &core.shadow;
         let op = u64::from(core.ops);
         let mine = op << 40 | (u64::from(vcpu) + 1) << 32 | u64::from(pc);
-        let mut raced = None;
-        for byte in address..address.saturating_add(size).min(output.start.saturating_add(output.len)) {
-            let Some(slot) = byte.checked_sub(shadow.start).and_then(|at| shadow.bytes.get(at as usize)) else { break };
-            let before = slot.swap(mine, Ordering::Relaxed);
-            let owner = (before >> 32 & 0xFF) as u32;
-            if before >> 40 == op && owner != 0 && owner - 1 != vcpu {
-                raced = Some((owner - 1, before as u32));
-            }
-        }
-        raced
+        let from = address.checked_sub(shadow.start)?;
+        let to = address.saturating_add(size).min(output.start.saturating_add(output.len)).saturating_sub(shadow.start);
+        shadow.store(from, to, mine, op, vcpu)
     }
 }
 
@@ -935,6 +1228,19 @@ fn in_heap(core: &Core, address: u32) -> bool {
             .iter()
             .any(|r| matches!(r.kind(), Some(RegionKind::HbmScratch | RegionKind::DataScratch)) && r.contains(address))
     })
+}
+
+/// One load or store of library code.
+#[derive(Clone, Copy, Debug)]
+struct Access {
+    /// The instruction's.
+    pc: u32,
+    address: u32,
+    /// Bytes.
+    size: u32,
+    store: bool,
+    /// `pc` is in the runtime's `memcpy` or `memmove` (module docs).
+    copy: bool,
 }
 
 /// What an access is.

@@ -41,7 +41,9 @@
 //! - Memory: per block, 16 bytes and two sites of up to 17 PCs (150 bytes); per
 //!   followed `malloc` block one bit per byte (1 MiB for a full 8 MiB HBM heap).
 //!   Freed blocks are kept until a new block overlaps them or the heaps are reset.
-//! - Time: a `BTreeMap` lookup per access into heap memory.
+//! - Time: a `BTreeMap` lookup per access into heap memory outside the block the core's
+//!   previous access of its kind found live (`checks.rs`, `Quiet`); inside it, none (a
+//!   `malloc` block's "written" map is shared with it).
 //! - An overrun into the *next live* block is seen only through its red zone: in a
 //!   checked session the runtime follows each block with one (`runtime/allocators/
 //!   redzone.rs`), where no block is, so an access there is past the block's end. A
@@ -51,11 +53,13 @@
 
 use crate::calls::DEPTH;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `HeapJournal::event` while an allocator call runs.
 const BUSY: u32 = 0xFFFF_FFFF;
 /// The journal's words (`block`, `size`, `old`, `status`, `event`), by offset / 4.
-const WORDS: u32 = 5;
+pub(crate) const WORDS: u32 = 5;
 /// The word stored last.
 const EVENT: usize = 4;
 /// `HeapError::code`s of a refused free.
@@ -148,8 +152,8 @@ struct Block {
     runtime: bool,
     alloc: Site,
     free: Option<Site>,
-    /// One bit per byte, set once written; empty: not followed (every byte written).
-    written: Vec<u64>,
+    /// Which of its bytes were written; not followed: every byte.
+    written: Written,
 }
 
 impl Block {
@@ -162,29 +166,97 @@ impl Block {
     }
 
     fn is_written(&self, from: u32, to: u32) -> bool {
-        self.written.is_empty() || (from..to.min(self.size)).all(|at| bit(&self.written, at))
+        self.written.all(from, to.min(self.size))
     }
 
-    fn write(&mut self, from: u32, to: u32) {
-        if !self.written.is_empty() {
-            (from..to.min(self.size)).for_each(|at| set(&mut self.written, at));
+    /// Whether any byte of `from..to` was written (a copy's word load: `checks.rs`).
+    fn any_written(&self, from: u32, to: u32) -> bool {
+        self.written.any(from, to.min(self.size))
+    }
+
+    fn write(&self, from: u32, to: u32) {
+        self.written.set(from, to.min(self.size));
+    }
+}
+
+/// A block's "written" map: one bit per byte, set once written; empty: not followed
+/// (every byte counts as written). Shared with `checks.rs`, which keeps the map of the
+/// block its core's accesses are in (`Quiet`) and reaches it with no lookup: only the
+/// core's own callbacks touch it, one at a time, so its words need no atomic operation
+/// (a relaxed load and store each).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Written(Arc<[AtomicU64]>);
+
+impl Written {
+    /// The map of a `malloc` block of `size` bytes, none of them written (not followed
+    /// past [`WRITTEN_LIMIT`]).
+    fn unwritten(size: u32) -> Written {
+        let words = if size > WRITTEN_LIMIT { 0 } else { size.div_ceil(64).max(1) };
+        Written((0..words).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    /// Whether the block's bytes are followed.
+    fn followed(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    /// Word `at` of the map (past it: 0).
+    fn word(&self, at: usize) -> u64 {
+        self.0.get(at).map_or(0, |word| word.load(Ordering::Relaxed))
+    }
+
+    /// Whether byte `at` was written (followed blocks only).
+    fn bit(&self, at: u32) -> bool {
+        self.word(at as usize / 64) >> (at % 64) & 1 != 0
+    }
+
+    /// Whether every byte of `from..to` was written.
+    pub(crate) fn all(&self, from: u32, to: u32) -> bool {
+        if let Some((at, mask)) = one_word(from, to) {
+            return !self.followed() || self.word(at) & mask == mask;
+        }
+        !self.followed() || words(from, to).all(|(at, mask)| self.word(at) & mask == mask)
+    }
+
+    /// Whether any byte of `from..to` was written.
+    pub(crate) fn any(&self, from: u32, to: u32) -> bool {
+        if let Some((at, mask)) = one_word(from, to) {
+            return !self.followed() || self.word(at) & mask != 0;
+        }
+        !self.followed() || words(from, to).any(|(at, mask)| self.word(at) & mask != 0)
+    }
+
+    /// Bytes `from..to` are written.
+    pub(crate) fn set(&self, from: u32, to: u32) {
+        let set = |(at, mask): (usize, u64)| {
+            if let Some(word) = self.0.get(at) {
+                word.store(word.load(Ordering::Relaxed) | mask, Ordering::Relaxed);
+            }
+        };
+        match one_word(from, to) {
+            Some(one) => set(one),
+            None => words(from, to).for_each(set),
         }
     }
 }
 
-fn bit(map: &[u64], at: u32) -> bool {
-    map.get(at as usize / 64).is_some_and(|word| word >> (at % 64) & 1 != 0)
+/// [`words`] of an access inside one word of the map (most are): that word and mask.
+fn one_word(from: u32, to: u32) -> Option<(usize, u64)> {
+    let (lo, len) = (from % 64, to.checked_sub(from)?);
+    (len > 0 && lo + len <= 64 && len < 64).then(|| (from as usize / 64, ((1u64 << len) - 1) << lo))
 }
 
-fn set(map: &mut [u64], at: u32) {
-    if let Some(word) = map.get_mut(at as usize / 64) {
-        *word |= 1 << (at % 64);
-    }
-}
-
-/// A map of `size` bytes none of which is written.
-fn unwritten(size: u32) -> Vec<u64> {
-    if size > WRITTEN_LIMIT { Vec::new() } else { vec![0; size.div_ceil(64).max(1) as usize] }
+/// The bits of bytes `from..to` in a map of one bit per byte: each word of the map they
+/// touch, with the mask of theirs in it (an access takes one word, a transfer many).
+fn words(from: u32, to: u32) -> impl Iterator<Item = (usize, u64)> {
+    let word = |at: u32| at as usize / 64;
+    (word(from)..word(to.max(from).saturating_add(63))).map(move |at| {
+        let first = (at * 64) as u32;
+        let lo = from.max(first) - first;
+        let hi = to.min(first + 64).max(first + lo) - first;
+        let mask = if hi - lo == 64 { u64::MAX } else { ((1u64 << (hi - lo)) - 1) << lo };
+        (at, mask)
+    })
 }
 
 /// One core's heaps as the journal told them.
@@ -234,7 +306,7 @@ impl Heaps {
         let [block, size, old, status, _] = self.record;
         match kind {
             event::ALLOC | event::ALLOC_ZEROED | event::TCM_ALLOC | event::RUNTIME_ALLOC if block != 0 => {
-                let written = if kind == event::ALLOC { unwritten(size) } else { Vec::new() };
+                let written = if kind == event::ALLOC { Written::unwritten(size) } else { Written::default() };
                 let (tcm, runtime) = (kind == event::TCM_ALLOC, kind == event::RUNTIME_ALLOC);
                 self.take(block, Block { size, op, tcm, runtime, alloc: site, free: None, written });
             }
@@ -287,7 +359,7 @@ impl Heaps {
             Some(block) if block.free.is_some() => Some(found(Misuse::DoubleFree, Some(block.named(pointer)))),
             Some(block) if status == 0 => {
                 block.free = Some(site);
-                block.written = Vec::new();
+                block.written = Written::default();
                 None
             }
             _ if status == 0 => None,
@@ -302,19 +374,20 @@ impl Heaps {
     fn resize(&mut self, old: u32, new: u32, size: u32, site: Site, op: Option<u32>) {
         let Some(previous) = self.blocks.get(&old).cloned() else {
             // A block the table never saw (taken before the heaps were known).
-            let block = Block { size, op, tcm: false, runtime: false, alloc: site, free: None, written: Vec::new() };
+            let block =
+                Block { size, op, tcm: false, runtime: false, alloc: site, free: None, written: Written::default() };
             self.take(new, block);
             return;
         };
-        let mut written = if previous.written.is_empty() { Vec::new() } else { unwritten(size) };
-        if !written.is_empty() {
-            (0..previous.size.min(size)).filter(|&at| bit(&previous.written, at)).for_each(|at| set(&mut written, at));
+        let written = if previous.written.followed() { Written::unwritten(size) } else { Written::default() };
+        if written.followed() {
+            (0..previous.size.min(size)).filter(|&at| previous.written.bit(at)).for_each(|at| written.set(at, at + 1));
         }
         if new != old
             && let Some(block) = self.blocks.get_mut(&old)
         {
             block.free = Some(site);
-            block.written = Vec::new();
+            block.written = Written::default();
         }
         let alloc = if new == old { previous.alloc } else { site };
         let op = if new == old { previous.op } else { op };
@@ -342,9 +415,7 @@ impl Heaps {
             return Some(found(Misuse::Outside, Some(block.named(start))));
         }
         if store {
-            if let Some(block) = self.blocks.get_mut(&start) {
-                block.write(address - start, end - start);
-            }
+            block.write(address - start, end - start);
             return None;
         }
         (!block.is_written(address - start, end - start)).then(|| found(Misuse::Uninit, Some(block.named(start))))
@@ -359,13 +430,22 @@ impl Heaps {
             return self.access(address, size, false);
         };
         let end = address.wrapping_add(size).min(block.end(start));
-        let written = block.written.is_empty() || (address - start..end - start).any(|at| bit(&block.written, at));
-        (!written).then(|| Found {
+        (!block.any_written(address - start, end - start)).then(|| Found {
             misuse: Misuse::Uninit,
             bytes: (address, end),
             block: Some(block.named(start)),
             site: None,
         })
+    }
+
+    /// The live block holding `address`: its start, its end, and its "written" map if
+    /// it is followed (a `malloc` block). An access wholly inside it is allowed;
+    /// `checks.rs` keeps it for the accesses that follow until the next journal event
+    /// (its map then tells a load of never-written bytes, which goes to
+    /// [`Heaps::access`] or [`Heaps::word_load`] to be named).
+    pub(crate) fn live(&self, address: u32) -> Option<(u32, u32, Option<Written>)> {
+        let (start, block) = self.block_at(address).filter(|(_, block)| block.free.is_none())?;
+        Some((start, block.end(start), Some(block.written.clone()).filter(Written::followed)))
     }
 
     /// A DMA transfer of `lo..hi`, checked over its whole range as one access: it must
@@ -380,10 +460,7 @@ impl Heaps {
             && let Some((start, block)) = self.block_at(lo)
             && block.free.is_none()
         {
-            let end = hi.min(block.end(start));
-            if let Some(block) = self.blocks.get_mut(&start) {
-                block.write(lo - start, end - start);
-            }
+            block.write(lo - start, hi.min(block.end(start)) - start);
         }
         Some(found).filter(|found| found.misuse != Misuse::Uninit)
     }
@@ -392,10 +469,9 @@ impl Heaps {
     /// (first to last plus one), with the block: a DMA transfer's source that moves
     /// them carries nothing the kernel wrote.
     pub(crate) fn unwritten(&self, lo: u32, hi: u32) -> Option<(u32, u32, Named)> {
-        let (start, block) =
-            self.block_at(lo).filter(|(_, block)| block.free.is_none() && !block.written.is_empty())?;
+        let (start, block) = self.block_at(lo).filter(|(_, block)| block.free.is_none() && block.written.followed())?;
         let end = hi.min(block.end(start));
-        let mut never = (lo - start..end - start).filter(|&at| !bit(&block.written, at));
+        let mut never = (lo - start..end - start).filter(|&at| !block.written.bit(at));
         let first = never.next()?;
         let last = never.next_back().unwrap_or(first);
         Some((start + first, start + last + 1, block.named(start)))
