@@ -123,6 +123,29 @@ def test_a_correct_kernel_passes_and_says_how_many_calls(relu):
     assert report.calls == 15 and report.batches == [0, 1]
 
 
+def test_calls_the_shape_function_refuses_are_left_out_and_the_count_stays_exact(repo):
+    # A property run's examples hold several calls: one the op's shape function refuses
+    # is left out of its example (not run, not counted), and the run still makes
+    # exactly the calls it was asked for.
+    def even_sizes(x):
+        if x.size % 2:
+            raise ValueError("relu_even takes an even count of elements")
+        return np.empty_like(x)
+
+    library = neuroncustomop.load(repo / "examples" / "relu", shape_fns={"relu": even_sizes})
+    sizes = []
+
+    def reference(x):
+        sizes.append(x.size)
+        return np.fmax(x, np.float32(0))
+
+    calls = testing.calls_of(library.relu, shapes=testing.array_shapes(max_elements=256), dtypes=["float32"])
+    report = testing.check(library.relu, reference, calls=calls, max_examples=25, seed=4)
+    assert report.calls == len(sizes) == 25 and report.batches == [0, 1, 2]
+    assert all(size % 2 == 0 for size in sizes), sizes
+    assert len(set(sizes)) > 3, f"the calls try many shapes: {sizes}"
+
+
 def test_shards_split_the_sweep_into_disjoint_batches(relu):
     calls = testing.calls_of(relu.relu, shapes=testing.array_shapes(max_elements=256))
     reference = lambda x: np.fmax(x, np.float32(0))  # noqa: E731
