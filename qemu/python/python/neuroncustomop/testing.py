@@ -684,10 +684,12 @@ def _shard_of(text: Optional[str]) -> Optional[tuple]:
     return shard
 
 
-def batch_seed(seed: int, batch: int) -> int:
+def batch_seed(seed: int, batch: int, run: int = 0) -> int:
     """The Hypothesis seed of batch ``batch`` of a sweep seeded ``seed``: the same on
-    every machine, whichever shard runs it."""
-    return int.from_bytes(hashlib.sha256(f"{seed}:{batch}".encode()).digest()[:8], "little")
+    every machine, whichever shard runs it. ``run``: of the batch's further Hypothesis
+    runs, when its first ends before the batch's last call (:func:`check`)."""
+    text = f"{seed}:{batch}" if run == 0 else f"{seed}:{batch}:{run}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
 
 
 def check(
@@ -710,8 +712,9 @@ def check(
 
     The sweep is numbered batches of ``BATCH`` calls, each a Hypothesis run from a
     seed made of ``seed`` and its number, whose examples are lists of 1 to
-    ``CALLS_PER_EXAMPLE`` calls (the run ends at the batch's last call; a call the op's
-    shape function refuses is left out); a shard ``(i, n)`` runs the batches whose
+    ``CALLS_PER_EXAMPLE`` calls (the run ends at the batch's last call, and if its
+    examples end first, another run from a seed of its own makes the rest; a call the
+    op's shape function refuses is left out); a shard ``(i, n)`` runs the batches whose
     number is ``i`` modulo ``n``. It stops after ``max_examples`` calls (default 100,
     when there is no ``budget``) or when ``budget`` seconds have passed, whichever
     first; the batch that fails is shrunk to its smallest failing call (a list of that
@@ -796,10 +799,12 @@ def check(
     def batch_run(calls: int) -> Callable[[], None]:
         if calls not in runs:
             runs[calls] = settings(
-                # Every example makes a call at least: the run ends at its `calls`-th
-                # call (_BatchMade) before Hypothesis' count of examples. A bigger count
-                # would not do: Hypothesis keeps the first tenth of a run's examples small.
-                max_examples=calls,
+                # Fewer examples than calls, as an example makes 1 to CALLS_PER_EXAMPLE
+                # (the run ends at the batch's last call, _BatchMade): from 10 examples
+                # on, Hypothesis starts a run with small ones (for 10, after its simplest
+                # example, the simplest extension of a random start and one cut short,
+                # a call or two each, of the 4 or 5 examples of a batch).
+                max_examples=max(1, calls - 1),
                 deadline=None,
                 database=None,
                 derandomize=False,
@@ -827,17 +832,23 @@ def check(
             break
         batch.left = BATCH if max_examples is None else min(BATCH, max_examples - report.calls)
         batch.failed = False
-        run = hypothesis_seed(batch_seed(seed, number))(batch_run(batch.left))
         report.batches.append(number)
-        try:
-            run()
-        except _BatchMade:
-            pass
-        except CheckFailed as failure:
-            failure.first_failure = first.get("case")
-            failure.shrink_seconds = time.monotonic() - first.get("at", time.monotonic())
-            failure.args = (str(failure),)
-            raise
+        # A run ends at the batch's last call; one that ends first (its examples made
+        # fewer calls than the batch has left, or were refused) is followed by another,
+        # from a seed of its own: every run makes a call at least, or Hypothesis raises.
+        runs_of_batch = 0
+        while batch.left:
+            run = hypothesis_seed(batch_seed(seed, number, runs_of_batch))(batch_run(batch.left))
+            runs_of_batch += 1
+            try:
+                run()
+            except _BatchMade:
+                break
+            except CheckFailed as failure:
+                failure.first_failure = first.get("case")
+                failure.shrink_seconds = time.monotonic() - first.get("at", time.monotonic())
+                failure.args = (str(failure),)
+                raise
         number += shard[1]
     report.seconds = time.monotonic() - started
     return report
