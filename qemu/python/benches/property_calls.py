@@ -34,8 +34,10 @@ def rates(kernel, cores: int, calls: int, checked: bool, rounds: int = 4) -> tup
     # the comparison run on every call.
     strategy = st.tuples(testing.arrays("float32", (4, 1024)))
     relu = lambda x: np.fmax(x, np.float32(0))  # noqa: E731
-    # Hypothesis' first run in a process sets itself up (about 2 s): not a call's cost.
-    testing.check(kernel, relu, calls=strategy, cores=cores, max_examples=5, seed=0)
+    # Hypothesis' first runs in a process set it up, not a call's cost: about 2 s, and
+    # at the first draw that may take a constant of the code under test, its scan of
+    # the modules it takes for local code (outside site-packages) for them.
+    testing.check(kernel, relu, calls=strategy, cores=cores, max_examples=50, seed=0)
     raw_seconds = property_seconds = 0.0
     raw_calls = property_calls = 0
     for round_ in range(rounds):
@@ -50,20 +52,24 @@ def rates(kernel, cores: int, calls: int, checked: bool, rounds: int = 4) -> tup
             property_calls += report.calls
         else:
             # check() always runs checked: the unchecked rate is measured with check_call's
-            # work done here by hand, through the same generation.
+            # work done here by hand, through the same generation (examples of 1 to
+            # CALLS_PER_EXAMPLE calls, Hypothesis runs of BATCH examples until as many
+            # calls are made).
             from hypothesis import given, settings
 
             made = []
 
-            @settings(max_examples=len(inputs), deadline=None, database=None)
-            @given(strategy)
-            def run(inputs):
-                made.append(1)
-                out = kernel.run(*inputs, cores=cores, checked=False).output
-                assert not testing.Tolerance().differing(out, relu(*inputs)).any()
+            @settings(max_examples=testing.BATCH, deadline=None, database=None)
+            @given(st.lists(strategy, min_size=1, max_size=testing.CALLS_PER_EXAMPLE))
+            def run(example):
+                for call in example:
+                    made.append(1)
+                    out = kernel.run(*call, cores=cores, checked=False).output
+                    assert not testing.Tolerance().differing(out, relu(*call)).any()
 
             started = time.perf_counter()
-            run()
+            while len(made) < len(inputs):
+                run()
             property_seconds += time.perf_counter() - started
             property_calls += len(made)
     return raw_calls / raw_seconds, property_calls / property_seconds

@@ -123,6 +123,30 @@ def test_a_correct_kernel_passes_and_says_how_many_calls(relu):
     assert report.calls == 15 and report.batches == [0, 1]
 
 
+def test_calls_the_shape_function_refuses_are_left_out_and_a_batch_is_still_its_calls(repo):
+    # A property run's examples hold several calls: one the op's shape function refuses
+    # is left out of its example (not run, not counted). Here it refuses 15 sizes in 16,
+    # so a batch's first Hypothesis run can end before its 10th call (seed 4's third
+    # batch does): another run makes the rest, and the 25 calls are batches 0 to 2.
+    def multiples_of_16(x):
+        if x.size % 16:
+            raise ValueError("relu takes a multiple of 16 elements here")
+        return np.empty_like(x)
+
+    library = neuroncustomop.load(repo / "examples" / "relu", shape_fns={"relu": multiples_of_16})
+    sizes = []
+
+    def reference(x):
+        sizes.append(x.size)
+        return np.fmax(x, np.float32(0))
+
+    calls = testing.calls_of(library.relu, shapes=testing.array_shapes(max_elements=256), dtypes=["float32"])
+    report = testing.check(library.relu, reference, calls=calls, max_examples=25, seed=4)
+    assert report.calls == len(sizes) == 25 and report.batches == [0, 1, 2], (report, sizes)
+    assert all(size % 16 == 0 for size in sizes), sizes
+    assert len(set(sizes)) > 3, f"the calls try many shapes: {sizes}"
+
+
 def test_shards_split_the_sweep_into_disjoint_batches(relu):
     calls = testing.calls_of(relu.relu, shapes=testing.array_shapes(max_elements=256))
     reference = lambda x: np.fmax(x, np.float32(0))  # noqa: E731

@@ -49,7 +49,9 @@ import shlex
 import sys
 import tempfile
 import time
+import unittest
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
@@ -326,7 +328,7 @@ def calls_of(
     values = dict(allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal)
 
     @st.composite
-    def draw(data: Any) -> tuple:
+    def draw(data: Any, refused: Callable[[], Any]) -> Any:
         dtype = data(st.sampled_from(chosen))
         shape = data(shape_strategy)
         inputs = []
@@ -340,10 +342,18 @@ def calls_of(
             arguments = [_args.argument(value, i) for i, value in enumerate(inputs)]
             kernel.library._output_of(kernel.name, inputs, arguments, None, None)
         except (TypeError, ValueError, OverflowError):
-            reject()
+            return refused()
         return tuple(inputs)
 
-    return draw()
+    calls = draw(reject)
+    # check() draws several calls an example: there a refused call is left out of its
+    # example, not the whole example rejected with it.
+    _refused_as_none[calls] = draw(lambda: None)
+    return calls
+
+
+_refused_as_none: "weakref.WeakKeyDictionary[st.SearchStrategy, st.SearchStrategy]" = weakref.WeakKeyDictionary()
+"""Per strategy of :func:`calls_of`: the same draws, a call its op refuses drawn as None."""
 
 
 class CheckFailed(AssertionError):
@@ -623,7 +633,7 @@ class CheckReport:
         Wall time of the run.
     batches : list of int
         The batches this shard ran (each a Hypothesis run of ``BATCH`` calls from its
-        own seed).
+        own seed, 1 to ``CALLS_PER_EXAMPLE`` calls an example).
     """
 
     calls: int = 0
@@ -637,6 +647,28 @@ class CheckReport:
 
 BATCH = 10
 """Calls of one batch: the unit a budget and a shard count in."""
+
+CALLS_PER_EXAMPLE = 8
+"""Calls of one Hypothesis example in :func:`check`, at most: Hypothesis' own work per
+example (seeding the global random generators, NumPy's included, and its choice tree)
+is shared by the calls of one example, and a failing example shrinks to its one
+failing call."""
+
+
+class _BatchMade(unittest.SkipTest):
+    """Ends a batch's Hypothesis run at its last call: Hypothesis stops a run at a skip
+    exception at once (no shrinking, nothing reported), and :func:`check` catches it.
+    A run cannot be told to stop after a number of calls when an example makes
+    several."""
+
+
+@dataclass
+class _Batch:
+    """The batch a property run is making: its calls still to make, and whether one of
+    them failed (then Hypothesis is shrinking it: its calls are not counted down)."""
+
+    left: int = 0
+    failed: bool = False
 
 
 def _shard_of(text: Optional[str]) -> Optional[tuple]:
@@ -652,10 +684,12 @@ def _shard_of(text: Optional[str]) -> Optional[tuple]:
     return shard
 
 
-def batch_seed(seed: int, batch: int) -> int:
+def batch_seed(seed: int, batch: int, run: int = 0) -> int:
     """The Hypothesis seed of batch ``batch`` of a sweep seeded ``seed``: the same on
-    every machine, whichever shard runs it."""
-    return int.from_bytes(hashlib.sha256(f"{seed}:{batch}".encode()).digest()[:8], "little")
+    every machine, whichever shard runs it. ``run``: of the batch's further Hypothesis
+    runs, when its first ends before the batch's last call (:func:`check`)."""
+    text = f"{seed}:{batch}" if run == 0 else f"{seed}:{batch}:{run}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
 
 
 def check(
@@ -677,10 +711,14 @@ def check(
     """Checks ``kernel`` against ``reference`` on generated calls: the property run.
 
     The sweep is numbered batches of ``BATCH`` calls, each a Hypothesis run from a
-    seed made of ``seed`` and its number; a shard ``(i, n)`` runs the batches whose
+    seed made of ``seed`` and its number, whose examples are lists of 1 to
+    ``CALLS_PER_EXAMPLE`` calls (the run ends at the batch's last call, and if its
+    examples end first, another run from a seed of its own makes the rest; a call the
+    op's shape function refuses is left out); a shard ``(i, n)`` runs the batches whose
     number is ``i`` modulo ``n``. It stops after ``max_examples`` calls (default 100,
     when there is no ``budget``) or when ``budget`` seconds have passed, whichever
-    first; the batch that fails is shrunk to its smallest failing call.
+    first; the batch that fails is shrunk to its smallest failing call (a list of that
+    one call).
 
     Parameters
     ----------
@@ -718,60 +756,100 @@ def check(
     if max_examples is None and budget is None:
         max_examples = 100
     strategy = calls if calls is not None else calls_of(kernel, cores=cores)
+    # An example's calls are drawn before the first is made: what an example draws
+    # never depends on the batch's count (Hypothesis fails a run whose examples draw
+    # differently after the same choices), and the run may end in the middle of one.
+    examples = st.lists(_refused_as_none.get(strategy, strategy), min_size=1, max_size=CALLS_PER_EXAMPLE)
     report = CheckReport()
+    batch = _Batch()
     first: dict = {}
     started = time.monotonic()
 
-    def property_of(inputs: tuple) -> None:
+    def property_of(example: list) -> None:
+        made = [inputs for inputs in example if inputs is not None]
+        if not made:
+            reject()  # every call of it refused by the op's shape function: not an example
+        for inputs in made:
+            make(inputs)
+
+    def make(inputs: tuple) -> None:
+        """One call of the property, counted down in its batch."""
         report.calls += 1
         try:
             check_call(
                 kernel, reference, *inputs, rtol=rtol, atol=atol, equal_nan=equal_nan, cores=cores,
                 directory=directory, **options,
             )
-        except CheckFailed:
-            first.setdefault("case", describe(inputs))
-            first.setdefault("at", time.monotonic())
+        except Exception as error:
+            batch.failed = True
+            if isinstance(error, CheckFailed):
+                first.setdefault("case", describe(inputs))
+                first.setdefault("at", time.monotonic())
             raise
+        if not batch.failed:
+            batch.left -= 1
+            if batch.left == 0:
+                raise _BatchMade()
 
-    # The Hypothesis test of a batch of `examples` calls, made once per size and run for
+    # The Hypothesis test of a batch of `calls` calls, made once per size and run for
     # every batch with that batch's seed: making one costs Hypothesis milliseconds (it
     # reads and compiles the test's source), as much as a few calls.
     runs: dict = {}
 
-    def batch_run(examples: int) -> Callable[[], None]:
-        if examples not in runs:
-            runs[examples] = settings(
-                max_examples=examples,
+    def batch_run(calls: int) -> Callable[[], None]:
+        if calls not in runs:
+            runs[calls] = settings(
+                # Fewer examples than calls, as an example makes 1 to CALLS_PER_EXAMPLE
+                # (the run ends at the batch's last call, _BatchMade): from 10 examples
+                # on, Hypothesis starts a run with small ones (for 10, after its simplest
+                # example, the simplest extension of a random start and one cut short,
+                # a call or two each, of the 4 or 5 examples of a batch).
+                max_examples=max(1, calls - 1),
                 deadline=None,
                 database=None,
                 derandomize=False,
                 suppress_health_check=list(HealthCheck),
                 print_blob=False,
+                # One failure is all a check reports: shrink it at once, not after more
+                # generated examples.
+                report_multiple_bugs=False,
                 # Not the explain phase: it replays the failing calls under a line tracer
                 # (which lines only failing calls ran, in this package), 25 times the
                 # shrinking's time for a failing call on the device.
                 phases=[phase for phase in Phase if phase != Phase.explain],
-            )(given(strategy)(property_of))
-        return runs[examples]
+            )(given(examples)(property_of))
+            # Hypothesis names a test's examples in its database by a digest of the
+            # test's source, made on every run (8 ms of CPU under cProfile at a load of 9:
+            # most of a batch's own cost) unless the test names them; there is no database.
+            runs[calls]._hypothesis_internal_database_key = b"neuroncustomop.testing.check"
+        return runs[calls]
 
-    batch = shard[0]
+    number = shard[0]
     while True:
         if max_examples is not None and report.calls >= max_examples:
             break
         if budget is not None and time.monotonic() - started >= budget:
             break
-        examples = BATCH if max_examples is None else min(BATCH, max_examples - report.calls)
-        run = hypothesis_seed(batch_seed(seed, batch))(batch_run(examples))
-        report.batches.append(batch)
-        try:
-            run()
-        except CheckFailed as failure:
-            failure.first_failure = first.get("case")
-            failure.shrink_seconds = time.monotonic() - first.get("at", time.monotonic())
-            failure.args = (str(failure),)
-            raise
-        batch += shard[1]
+        batch.left = BATCH if max_examples is None else min(BATCH, max_examples - report.calls)
+        batch.failed = False
+        report.batches.append(number)
+        # A run ends at the batch's last call; one that ends first (its examples made
+        # fewer calls than the batch has left, or were refused) is followed by another,
+        # from a seed of its own: every run makes a call at least, or Hypothesis raises.
+        runs_of_batch = 0
+        while batch.left:
+            run = hypothesis_seed(batch_seed(seed, number, runs_of_batch))(batch_run(batch.left))
+            runs_of_batch += 1
+            try:
+                run()
+            except _BatchMade:
+                break
+            except CheckFailed as failure:
+                failure.first_failure = first.get("case")
+                failure.shrink_seconds = time.monotonic() - first.get("at", time.monotonic())
+                failure.args = (str(failure),)
+                raise
+        number += shard[1]
     report.seconds = time.monotonic() - started
     return report
 
