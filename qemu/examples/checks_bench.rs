@@ -3,8 +3,10 @@
 //! thread; the plugin counts either way), on `cxx_relu_multicore` (65,000 floats, 8
 //! cores) and a row softmax of [64, 1024] with its rows split over 8 cores (the checks
 //! test's C kernel `softmax_rows`, qemu/tests/checks_c); and the instruction counts of
-//! both, which must be equal (with the runtime's C memcpy: a wait for the DMA engine
-//! polls for as long as the host takes).
+//! both (with the runtime's C memcpy: a wait for the DMA engine polls for as long as the
+//! host takes), which differ only by the red zones a checked call gives each heap block
+//! in `malloc` and `free` (a few instructions an allocation: the `checks` test
+//! `a_kernel_using_its_heap_counts_within_8_instructions_per_allocation_checked_and_unchecked`).
 //!
 //! ```sh
 //! cargo run --release -p neuroncustomop-sim --example checks_bench
@@ -56,13 +58,15 @@ fn main() {
         let args = [Arg::Tensor(x)];
         let (unchecked, plain) = best(&library, kernel, &args, false);
         let (checked, counted) = best(&library, kernel, &args, true);
-        assert_eq!(plain, counted, "the checks changed the instruction counts");
+        let slowest = |counts: &[u64]| counts.iter().copied().max().unwrap_or(0);
         println!(
-            "{example}/{kernel} {shape:?} on 8 cores: unchecked {:.1} ms, checked {:.1} ms ({:.2}x); {} instructions on the slowest core either way",
+            "{example}/{kernel} {shape:?} on 8 cores: unchecked {:.1} ms, checked {:.1} ms ({:.2}x); {} instructions on the slowest core unchecked, {} checked (the red zones' {:+})",
             unchecked.as_secs_f64() * 1e3,
             checked.as_secs_f64() * 1e3,
             checked.as_secs_f64() / unchecked.as_secs_f64(),
-            plain.iter().max().unwrap_or(&0)
+            slowest(&plain),
+            slowest(&counted),
+            slowest(&counted) as i64 - slowest(&plain) as i64,
         );
     }
 }
