@@ -56,7 +56,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "N")]
     pub max_examples: Option<u64>,
     /// Run on the host tier (the library built for x86-64): faster, without the
-    /// device's memory checks.
+    /// device's memory checks (a `checks` line says what it sees and what it cannot:
+    /// an out-of-bounds access passes unseen).
     #[arg(long)]
     pub host: bool,
     /// Cores to run on. Default: the library's declared cores.
@@ -151,13 +152,21 @@ fn module_arguments(args: &CheckArgs) -> Vec<OsString> {
     out
 }
 
+/// The `checks` line of a sweep on the host tier, printed before its result as `ncop run
+/// --host` prints its own: what each call there checks and what it cannot see, so an
+/// `OK` is not read as the device's. `None` on the device, which checks every access.
+fn host_checks_line(host: bool) -> Option<String> {
+    host.then(|| format!("  checks      on the host tier: {}", neuroncustomop_hosttier::coverage(None)))
+}
+
 /// Why the check could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
     /// The Python could not be run, or lacks the package.
     #[error(
-        "{python} cannot import neuroncustomop.testing{why}: install the package into it (pip install \
-         <checkout>/qemu/python), or give a Python that has it (--python PATH or NCOP_PYTHON)"
+        "{python} cannot import neuroncustomop.testing{why}: give the Python of the environment ncop was \
+         installed into (--python PATH or NCOP_PYTHON), or install the package into this one (pip install \
+         neuroncustomop-*.whl, or pip install <checkout>/qemu/python)"
     )]
     NoPackage {
         /// The Python asked.
@@ -182,6 +191,9 @@ pub fn exec(args: CheckArgs) -> super::Outcome {
             return Err(CheckError::NoPackage { python: shown, why }.into());
         }
         Err(error) => return Err(CheckError::NoPackage { python: shown, why: format!(" ({error})") }.into()),
+    }
+    if let Some(line) = host_checks_line(args.host) {
+        println!("{line}");
     }
     let status = Command::new(&python).args(module_arguments(&args)).status()?;
     Ok(match status.code() {
@@ -212,6 +224,15 @@ mod tests {
         assert_eq!(parse_shard("2/4"), Ok((2, 4)));
         assert!(parse_shard("4/4").unwrap_err().contains("below N"));
         assert!(parse_shard("2-4").unwrap_err().contains("write I/N"));
+    }
+
+    #[test]
+    fn a_host_sweep_says_what_the_host_tier_cannot_see_and_a_device_sweep_adds_nothing() {
+        let line = host_checks_line(true).expect("a host sweep has a checks line");
+        assert!(line.starts_with("  checks      on the host tier: "), "{line}");
+        assert!(line.contains("unseen here: out-of-bounds accesses"), "{line}");
+        assert!(line.contains("run without --host"), "{line}");
+        assert_eq!(host_checks_line(false), None);
     }
 
     #[test]
