@@ -144,3 +144,22 @@ fn a_second_rust_library_compiles_no_core_alloc_or_runtime_of_its_own() {
 fn a_c_library_outside_the_checkout() {
     new_project_runs_and_checks("c");
 }
+
+/// A C++ op called with a scalar of the wrong kind is refused before the device runs,
+/// naming the argument, the parameter's type and the `--arg` that fits.
+#[test]
+fn a_cxx_scalar_of_the_wrong_kind_says_which_arg_to_pass() {
+    let library = crate::common::checkout().join("examples/cxx_scalars");
+    let root = std::env::temp_dir();
+    let args = ["run", "affine", "--lib", library.to_str().unwrap(), "--arg", "gen:float32:8", "--arg", "longlong:1"];
+    let output = ncop(&root, &[&args[..], &["--arg", "int:2"]].concat());
+    assert_eq!(output.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains(
+            "op affine: argument 2 is an int, but its parameter there is a double (tensor, long, double): pass a \
+             float (ncop run: --arg float:V; Python: a float)"
+        ),
+        "{said}"
+    );
+}

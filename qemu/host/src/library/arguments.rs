@@ -77,6 +77,49 @@ impl PartialOutput {
     }
 }
 
+/// What is wrong with `args` for a C++ op whose parameters are `params` (its shape
+/// function's signature), and how to pass each argument instead, in the terms of
+/// both front ends (`ncop run --arg`, a Python call); `None` when they fit.
+fn misfit(kernel: &str, params: &[neuroncustomop_package::cxx::ArgKind], args: &[Arg]) -> Option<String> {
+    use neuroncustomop_package::cxx::ArgKind;
+    let passed = |arg: &Arg| match arg {
+        Arg::Tensor(_) => "a tensor",
+        Arg::Int(_) => "an int",
+        Arg::LongLong(_) => "a long long",
+        Arg::Float(_) => "a float",
+    };
+    let how = |kind: ArgKind| match kind {
+        ArgKind::Tensor => "a tensor (ncop run: --arg x.npy or gen:DTYPE:SHAPE; Python: an array)",
+        ArgKind::Int => "an int (ncop run: --arg int:V; Python: an int)",
+        ArgKind::Long => "a long long (ncop run: --arg longlong:V; Python: np.int64(V))",
+        ArgKind::Float | ArgKind::Double => "a float (ncop run: --arg float:V; Python: a float)",
+    };
+    let signature = params.iter().map(|kind| kind.name()).collect::<Vec<_>>().join(", ");
+    if params.len() != args.len() {
+        return Some(format!(
+            "op {kernel} takes {} argument(s) ({signature}), the call passes {}",
+            params.len(),
+            args.len()
+        ));
+    }
+    let fits = |kind: ArgKind, arg: &Arg| {
+        matches!(
+            (kind, arg),
+            (ArgKind::Tensor, Arg::Tensor(_))
+                | (ArgKind::Int, Arg::Int(_))
+                | (ArgKind::Long, Arg::LongLong(_))
+                | (ArgKind::Float | ArgKind::Double, Arg::Float(_))
+        )
+    };
+    let (index, (kind, arg)) = params.iter().zip(args).enumerate().find(|(_, (kind, arg))| !fits(**kind, arg))?;
+    Some(format!(
+        "op {kernel}: argument {index} is {}, but its parameter there is a {} ({signature}): pass {}",
+        passed(arg),
+        kind.name(),
+        how(*kind)
+    ))
+}
+
 /// The most arguments a kernel takes (the runtime's pull stream).
 pub(super) const MAX_ARGS: usize = 10;
 
@@ -95,6 +138,9 @@ impl Library {
         // A `double` parameter takes the float the kernel ABI carries, widened (as the
         // device entry does), and the shape driver wants it named a double.
         let kinds = self.registration().and_then(Result::ok).and_then(|r| r.ops.iter().find(|op| op.name == kernel));
+        if let Some(message) = kinds.and_then(|op| misfit(kernel, &op.args, args)) {
+            return Err(CallError::ShapeFunction { kernel: kernel.into(), message });
+        }
         let takes_double = |index: usize| kinds.is_some_and(|op| op.args.get(index) == Some(&ArgKind::Double));
         let shape_args: Vec<ShapeArg> = args
             .iter()
@@ -152,5 +198,39 @@ impl Library {
             })
             .ok_or_else(|| CallError::NoOutputForm { kernel: kernel.into() })?;
         Ok((spec.dtype.unwrap_or(dtype), spec.shape.unwrap_or(shape)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use neuroncustomop_package::cxx::ArgKind;
+
+    /// `affine(const Tensor&, int64_t, double)` of `examples/cxx_scalars`.
+    const AFFINE: [ArgKind; 3] = [ArgKind::Tensor, ArgKind::Long, ArgKind::Double];
+
+    fn tensor() -> Arg {
+        Arg::Tensor(Array::from_slice(vec![4], &[0.0f32; 4]).unwrap())
+    }
+
+    #[test]
+    fn a_scalar_of_the_wrong_kind_is_named_with_how_to_pass_it_on_both_front_ends() {
+        let message = misfit("affine", &AFFINE, &[tensor(), Arg::LongLong(1), Arg::Int(2)]).unwrap();
+        assert_eq!(
+            message,
+            "op affine: argument 2 is an int, but its parameter there is a double (tensor, long, double): pass a \
+             float (ncop run: --arg float:V; Python: a float)"
+        );
+        let message = misfit("affine", &AFFINE, &[tensor(), Arg::Int(1), Arg::Float(2.0)]).unwrap();
+        assert!(message.ends_with("pass a long long (ncop run: --arg longlong:V; Python: np.int64(V))"), "{message}");
+    }
+
+    #[test]
+    fn a_call_with_too_few_arguments_says_the_signature_and_a_fitting_call_passes() {
+        assert_eq!(
+            misfit("affine", &AFFINE, &[tensor()]).unwrap(),
+            "op affine takes 3 argument(s) (tensor, long, double), the call passes 1"
+        );
+        assert_eq!(misfit("affine", &AFFINE, &[tensor(), Arg::LongLong(1), Arg::Float(0.5)]), None);
     }
 }
