@@ -145,6 +145,19 @@ fn a_c_library_outside_the_checkout() {
     new_project_runs_and_checks("c");
 }
 
+/// The help an author without a checkout reads names a C library's own manifest for
+/// `multicore` (not a Cargo.toml, which `ncop new --lang c` does not write) and says
+/// where the guide is, since the wheel does not hold it.
+#[test]
+fn the_help_names_a_c_librarys_manifest_and_where_the_guide_is() {
+    let root = std::env::temp_dir();
+    let help = stdout(&ncop(&root, &["--help"]));
+    assert!(help.contains("a C one\n(neuroncustomop.toml with its name, multicore and cflags"), "{help}");
+    assert!(help.contains("in neuroncustomop's source repository (the wheel does not\nhold it)"), "{help}");
+    let run = stdout(&ncop(&root, &["run", "--help"]));
+    assert!(run.contains("a C library's neuroncustomop.toml says multicore = true"), "{run}");
+}
+
 /// A C++ op called with a scalar of the wrong kind is refused before the device runs,
 /// naming the argument, the parameter's type and the `--arg` that fits.
 #[test]

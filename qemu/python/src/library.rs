@@ -141,7 +141,8 @@ impl Library {
     }
 
     /// The cores a call runs on unless it says otherwise: 8 for a library declared
-    /// multicore (a C++ library's `customop.json`, a Rust or C library's `Cargo.toml`),
+    /// multicore (a C++ library's `customop.json`, a C library's `neuroncustomop.toml`,
+    /// a Rust library's `Cargo.toml`),
     /// else 1 (the host API's
     /// `Library::default_cores`, as `ncop run` uses it).
     #[getter]

@@ -35,11 +35,13 @@ struct Cli {
 
 /// What `ncop --help` adds: the three kinds of library, C++ having no `new`.
 const LIBRARIES_HELP: &str = "\
-A library is a folder: `ncop new` makes a Rust or a C one (Cargo.toml, src/, tests/);
+A library is a folder: `ncop new` makes a Rust one (Cargo.toml, src/, tests/) or a C one
+(neuroncustomop.toml with its name, multicore and cflags, src/, tests/);
 a C++ library on the AWS torch API is a folder you write with customop.json
 ({\"compute_srcs\": [\"k.cpp\"], \"shape_srcs\": [\"shape.cpp\"], \"multicore\": true}) beside its sources,
 run as `ncop run OP --lib FOLDER --arg ...`, its output's shape from its shape function.
-The guide: docs/op-author-guide.md in the checkout (section 8 for C++, 9 for Python and torch.ops).";
+The guide: docs/op-author-guide.md in neuroncustomop's source repository (the wheel does not
+hold it): section 3 for C, 8 for C++, 9 for Python and torch.ops.";
 
 #[derive(Debug, Subcommand)]
 enum Command {

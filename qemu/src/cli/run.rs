@@ -76,8 +76,9 @@ pub struct CallArgs {
     pub seed: u64,
     /// Cores that run the kernel (8 for a kernel that splits its work by
     /// get_cpu_count()). Default: 8 for a library declared multicore (a C++ library's
-    /// customop.json says "multicore": true, a Rust or C library's Cargo.toml says
-    /// multicore = true under [package.metadata.neuroncustomop]), else 1.
+    /// customop.json says "multicore": true, a C library's neuroncustomop.toml says
+    /// multicore = true, a Rust library's Cargo.toml says multicore = true under
+    /// [package.metadata.neuroncustomop]), else 1.
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=8))]
     pub cores: Option<u8>,
     /// The kernel writes only part of its output on purpose: elements no core wrote

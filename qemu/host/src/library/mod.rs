@@ -203,8 +203,9 @@ impl Library {
 
     /// The cores its ops run on unless a call says otherwise: 8 for a library declared
     /// multicore ([`Project::multicore`]: a C++ library's `"multicore": true` in its
-    /// `customop.json`, a Rust or C library's `multicore = true` under
-    /// `[package.metadata.neuroncustomop]` in its `Cargo.toml`), else 1.
+    /// `customop.json`, a C library's `multicore = true` in its `neuroncustomop.toml`,
+    /// a Rust library's `multicore = true` under `[package.metadata.neuroncustomop]` in
+    /// its `Cargo.toml`), else 1.
     pub fn default_cores(&self) -> usize {
         if self.multicore { CORES } else { 1 }
     }

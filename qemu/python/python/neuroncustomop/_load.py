@@ -186,9 +186,9 @@ def load_library(
     multicore : bool, optional
         Run calls on all 8 cores unless a call says otherwise. Default: what ``load``
         recorded in ``lib<name>.so``; for a C++ folder, its ``customop.json``'s
-        ``"multicore"``; for a Rust or C folder, ``multicore`` under
-        ``[package.metadata.neuroncustomop]`` in its ``Cargo.toml`` (as ``ncop run``
-        reads them); else False.
+        ``"multicore"``; for a C folder, ``multicore`` in its ``neuroncustomop.toml``;
+        for a Rust folder, ``multicore`` under ``[package.metadata.neuroncustomop]`` in
+        its ``Cargo.toml`` (as ``ncop run`` reads them); else False.
     shape_fns : mapping of str to callable, optional
         As for :func:`load`.
     verbose : bool, default False
