@@ -111,7 +111,22 @@ pub fn exec(args: NewArgs) -> super::Outcome {
         Lang::Rust => println!("  cargo test                                          its test (tests/kernels.rs)"),
         Lang::C => println!("  pytest tests                                        its test (tests/test_kernels.py)"),
     }
+    if let Some(note) = unpublished_crates_note(args.lang, checkout.as_deref()) {
+        eprintln!("{note}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a Rust project made without a checkout needs to know before its first build:
+/// the crates it depends on by version are not on crates.io yet, so cargo would stop
+/// with "no matching package named `neuroncustomop` found". `None` for a C project
+/// (no Rust) or one that takes the crates from a checkout.
+fn unpublished_crates_note(lang: Lang, checkout: Option<&Path>) -> Option<&'static str> {
+    (lang == Lang::Rust && checkout.is_none()).then_some(
+        "note: the runtime's crates (neuroncustomop, neuroncustomop-host) are not on crates.io yet, so this \
+         project builds only with a source checkout's: make it again with --checkout <checkout> (a clone of \
+         neuroncustomop), or write the kernels in C (--lang c), which needs no Rust",
+    )
 }
 
 /// The `[patch]` that takes the crates from the checkout `checkout` instead of the
@@ -159,6 +174,15 @@ pub fn create(dir: &Path, lang: Lang, name: &str, checkout: Option<&Path>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rust_project_without_a_checkout_is_told_the_crates_are_not_published() {
+        let note = unpublished_crates_note(Lang::Rust, None).expect("a note");
+        assert!(note.contains("not on crates.io yet") && note.contains("--checkout <checkout>"), "{note}");
+        assert!(note.contains("--lang c"), "{note}");
+        assert_eq!(unpublished_crates_note(Lang::Rust, Some(Path::new("/src/neuroncustomop"))), None);
+        assert_eq!(unpublished_crates_note(Lang::C, None), None);
+    }
 
     #[test]
     fn a_rust_project_depends_on_versions_and_on_a_checkout_only_when_given_one() {
