@@ -398,6 +398,13 @@ mod tests {
     }
 
     #[test]
+    fn a_core_that_queued_no_transfer_waits_plus_zero_cycles() {
+        let (prediction, _) = CostModel::default().core(&core(1000, 10, 100), 1);
+        assert!(prediction.terms.dma == 0.0 && prediction.terms.dma.is_sign_positive(), "{:?}", prediction.terms);
+        assert_eq!(format!("{:.0}", prediction.terms.dma), "0");
+    }
+
+    #[test]
     fn terms_add_up_and_the_largest_bounds() {
         let model = CostModel::from_toml("[hbm]\nload_cycles = 101.0\n[dma]\nlatency_cycles = 50.0\n", "test").unwrap();
         let mut one = core(1000, 10, 100);

@@ -115,7 +115,8 @@ pub struct Timeline {
 impl Timeline {
     /// Cycles the core waited for the DMA engine.
     pub fn idle(&self) -> f64 {
-        self.waits.iter().map(|w| w.cycles).sum()
+        // A fold from +0.0, not `sum()`, whose empty sum is -0.0 (printed "-0 waiting").
+        self.waits.iter().fold(0.0, |idle, w| idle + w.cycles)
     }
 }
 
