@@ -31,6 +31,21 @@ def test_a_kernels_own_code_is_named(scale):
     assert (caught.value.status, caught.value.status_name) == (0x10001, "Op(1)")
 
 
+def test_a_cxx_ops_scalar_of_the_wrong_kind_says_what_to_pass(example):
+    # examples/cxx_scalars: affine(const Tensor&, int64_t offset, double scale). A Python
+    # int where the op takes a double is refused before the device runs, with the fix.
+    affine = example("cxx_scalars").affine
+    with pytest.raises(ValueError) as caught:
+        affine(np.ones(4, dtype=np.float32), np.int64(1), 2)
+    assert str(caught.value) == (
+        "op affine: argument 2 is an int, but its parameter there is a double (tensor, long, double): "
+        "pass a float (ncop run: --arg float:V; Python: a float)"
+    )
+    np.testing.assert_array_equal(
+        affine(np.ones(4, dtype=np.float32), np.int64(1), 2.0), np.full(4, 3.0, dtype=np.float32)
+    )
+
+
 def test_a_scalar_of_the_wrong_kind_is_the_kernels_error(scale):
     with pytest.raises(KernelError) as caught:
         scale.scale(np.ones(4, dtype=np.float32), np.int64(2))
