@@ -128,7 +128,7 @@ fn coverage_with(sanitizer: Option<Sanitizer>, keyed: bool) -> String {
     };
     match sanitizer {
         None => format!(
-            "{own}; --sanitize address or thread checks more; unseen here: out-of-bounds accesses, use after free, \
+            "{own}; `ncop run --host --sanitize address` (or `thread`) checks more; unseen here: out-of-bounds accesses, use after free, \
              races, {other_cores}, reads of never-written memory (the device checks every access: run without \
              --host)"
         ),
@@ -666,6 +666,8 @@ WARNING: ThreadSanitizer: data race (pid=4242)
             let plain = super::coverage_with(None, keyed);
             assert!(plain.starts_with("the host tier's own: stores into inputs"), "{plain}");
             assert!(plain.split_once("unseen").unwrap().1.contains("out-of-bounds accesses"), "{plain}");
+            // The sanitizers are `ncop run`'s option (not `ncop check`'s, which prints this too).
+            assert!(plain.contains("`ncop run --host --sanitize address` (or `thread`) checks more"), "{plain}");
             let thread = super::coverage_with(Some(super::Sanitizer::Thread), keyed);
             assert!(thread.split_once("unseen").unwrap().0.contains("the runtime's copies"), "{thread}");
         }

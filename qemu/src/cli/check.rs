@@ -236,6 +236,15 @@ mod tests {
     }
 
     #[test]
+    fn a_python_without_the_package_is_told_to_install_the_wheel_or_name_another() {
+        let cli = Cli::parse_from(["ncop", "relu", "--ref", "ref.py:relu", "--python", "/nonexistent/python3"]);
+        let error = exec(cli.check).expect_err("no such Python").to_string();
+        assert!(error.starts_with("/nonexistent/python3 cannot import neuroncustomop.testing ("), "{error}");
+        assert!(error.contains("(--python PATH or NCOP_PYTHON)"), "{error}");
+        assert!(error.contains("pip install neuroncustomop-*.whl"), "{error}");
+    }
+
+    #[test]
     fn the_options_reach_the_python_module_in_its_terms() {
         let cli = Cli::parse_from([
             "ncop",
