@@ -9,10 +9,10 @@
 //! what the cores queue and says so in their queues' `stopped`, so they copy by CPU
 //! with no transfer of the engine's left to overwrite it later).
 
-use crate::loader::job;
+use crate::loader::{job, session_steps};
 use core::ptr::{read_volatile, write_volatile};
 use crate::board;
-use neuroncustomop::arch::{get_cycle_count, memw, wait_for_interrupt};
+use neuroncustomop::arch::{memw, wait_for_interrupt};
 use neuroncustomop::data_transfer::dma::{DESCRIPTOR_DONE, DMA_QUEUE_WINDOW, DmaDescriptor, DmaQueueHeader, QUEUE_SLOTS};
 use neuroncustomop_wire::job::{CORES, DmaMode, dma_queue_offsets};
 
@@ -52,13 +52,14 @@ unsafe fn serve_one(m2s: *mut DmaQueueHeader, s2m: *mut DmaQueueHeader, sequence
 /// ticks (1 µs) after work, doubling up to [`LONGEST_NAP`] (10 µs) while the cores may
 /// still be copying, then [`IDLE_NAP`] (1 ms) once nothing came for [`IDLE_AFTER`]
 /// passes (about 10 ms: a compute phase, or between ops), then [`DEEP_NAP`] (100 ms)
-/// once nothing came for [`DEEP_AFTER`] more (about 1 s: a session between jobs, whose
-/// QEMU would otherwise take a few percent of a host CPU doing nothing). A wake before
-/// the nap's end is a core's pulse (a job or an op starting or ending: the loader
-/// pulses at each): it starts the naps again from [`FIRST_NAP`]. Nothing wakes the
-/// engine when a core queues a transfer (the runtime does not know the board), so the
-/// nap is its latency: wall time only, as the sleeping costs no instructions of the
-/// library's cores.
+/// once nothing came for [`DEEP_AFTER`] passes (about 1 s: a session between jobs,
+/// whose QEMU would otherwise take a few percent of a host CPU doing nothing). When the
+/// session moves (a job published, an op started or ended: [`session_steps`]) a deep
+/// nap ends (the pulse that announces it wakes the engine) and the naps go back to
+/// [`IDLE_NAP`].
+/// Nothing wakes the engine when a core queues a transfer (the runtime does not know
+/// the board), so the nap is its latency: wall time only, as the sleeping costs no
+/// instructions of the library's cores.
 const FIRST_NAP: u32 = 40;
 const LONGEST_NAP: u32 = 400;
 const IDLE_NAP: u32 = 40_000;
@@ -66,23 +67,17 @@ const IDLE_AFTER: u32 = 1_000;
 const DEEP_NAP: u32 = 4_000_000;
 const DEEP_AFTER: u32 = IDLE_AFTER + 1_000;
 
-/// Sleeps for up to `ticks` of CCOUNT; whether a pulse ended the sleep early.
-fn nap(ticks: u32) -> bool {
-    let start = get_cycle_count();
-    wait_for_interrupt(ticks);
-    get_cycle_count().wrapping_sub(start) < ticks
-}
-
 /// Serves the cores of whatever job is in the job block, forever; after serving it
 /// wakes the cores (a core waiting for its transfer sleeps until then).
 pub fn run() -> ! {
     let mut served = [0u32; CORES];
-    let mut next_nap = FIRST_NAP;
+    let mut nap = FIRST_NAP;
     let mut empty_passes = 0u32;
+    let mut steps = session_steps();
     loop {
         // Re-read every pass: the session replaces the job between jobs.
         let Some(job) = job() else {
-            nap(DEEP_NAP);
+            wait_for_interrupt(DEEP_NAP);
             continue;
         };
         let mut worked = false;
@@ -123,21 +118,25 @@ pub fn run() -> ! {
             *served = produced;
             worked = true;
         }
+        let moved = session_steps();
         if worked {
             board::wake_all_cores();
-            (next_nap, empty_passes) = (FIRST_NAP, 0);
+            (nap, empty_passes) = (FIRST_NAP, 0);
         } else {
+            if moved != steps {
+                // Out of the deep naps, back to the 1 ms ones only: the short naps cost
+                // a host CPU for their 10 ms, which an op that makes no transfer (most
+                // of a call's time) would pay in wall time.
+                empty_passes = empty_passes.min(IDLE_AFTER + 1);
+            }
             empty_passes = empty_passes.saturating_add(1);
-            let ticks = match empty_passes {
+            wait_for_interrupt(match empty_passes {
                 passes if passes > DEEP_AFTER => DEEP_NAP,
                 passes if passes > IDLE_AFTER => IDLE_NAP,
-                _ => next_nap,
-            };
-            if nap(ticks) {
-                (next_nap, empty_passes) = (FIRST_NAP, 0);
-            } else {
-                next_nap = (next_nap * 2).min(LONGEST_NAP);
-            }
+                _ => nap,
+            });
+            nap = (nap * 2).min(LONGEST_NAP);
         }
+        steps = moved;
     }
 }

@@ -162,6 +162,17 @@ fn progress(core: u32) -> *mut u32 {
     (PROGRESS + core as usize * 64) as *mut u32
 }
 
+/// A number that changes whenever the session moves: a job published, a core entering
+/// the library or finishing an op (the job number plus every core's progress
+/// counter). The DMA engine reads it to tell a session at work from one between jobs.
+pub fn session_steps() -> u32 {
+    // SAFETY: the job number and the progress counters are RAM words past the job
+    // block, only read here; a torn view of them only moves the sum.
+    (0..CORES as u32).fold(unsafe { read_volatile(JOB_NUMBER as *const u32) }, |sum, core| {
+        sum.wrapping_add(unsafe { read_volatile(progress(core)) })
+    })
+}
+
 /// Records that this core has entered the library and finished `ops_done` ops of the
 /// session.
 fn set_progress(core: u32, ops_done: u32) {
