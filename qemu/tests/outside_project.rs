@@ -89,9 +89,9 @@ fn new_project_runs_and_checks(lang: &str) {
     // Bad input: each a clear error or the kernel's named status.
     let failed = ncop(&dir, &["run", "scale", "--arg", "in/arg0.npy", "--arg", "int:2"]);
     assert_eq!(failed.status.code(), Some(1));
-    // The status names the argument behind it, in the status line and the result's.
+    // The status names the argument behind it, in the `returned` line and the result's.
     let named = "0x9 SCALAR_KIND_MISMATCH: argument 1: pulled as float, passed as int";
-    assert!(stdout(&failed).contains(&format!("status      {named}\n")), "{}", stdout(&failed));
+    assert!(stdout(&failed).contains(&format!("returned    {named}\n")), "{}", stdout(&failed));
     assert!(
         stdout(&failed).contains(&format!("FAILED: kernel scale failed on core 0: {named}")),
         "{}",

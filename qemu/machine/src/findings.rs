@@ -273,7 +273,7 @@ impl Finding {
             format!("{elements}{}–{} bytes past the end of {}", lo - end, hi - end, region.name())
         } else {
             let (far, near) = (region.start - lo, region.start - hi.min(region.start));
-            format!("{far}–{near} bytes before the start of {}", region.name())
+            format!("{near}–{far} bytes before the start of {}", region.name())
         }
     }
 }
@@ -556,6 +556,15 @@ mod tests {
             "out-of-bounds store on core 0: elements [64] to [127], 0–256 bytes past the end of output 0 ([64] float32) \
              (64 accesses)\n  at 0x84000123"
         );
+    }
+
+    #[test]
+    fn an_access_before_a_tensor_counts_its_bytes_up_from_the_start() {
+        // 156 bytes that end at the output's first byte: was "156–0 bytes before".
+        let text = "FINDING core=7 op=0 kind=oob-store pc=0x84000123 address=0x61ffff64 bytes=156 accesses=39 \
+                    region=output index=0 start=0x62000000 len=256 dtype=1 shape=64";
+        let finding = &collect([text]).shown[0];
+        assert_eq!(finding.place(), "0–156 bytes before the start of output 0 ([64] float32)");
     }
 
     #[test]

@@ -700,7 +700,8 @@ impl Report {
         };
         let Finished { call, host, repeat, profile, saved, verdict } = *finished;
         println!("  output      {} {:?}", dtype_name(call.output.dtype()), call.output.shape());
-        println!("  status      {}", call.status_text());
+        // What the kernel returned; the result line below also weighs the checks.
+        println!("  returned    {}", call.status_text());
         let (machine, device) =
             if host { ("on the host tier", "started loader") } else { ("under QEMU", "booted device") };
         let timing = match (repeat, host) {
