@@ -68,7 +68,7 @@ fn new_project_runs_and_checks(lang: &str) {
             "in",
         ],
     );
-    assert!(run.status.success() && stdout(&run).contains("status      0x0 OK"), "{}", stdout(&run));
+    assert!(run.status.success() && stdout(&run).contains("returned    0x0 OK"), "{}", stdout(&run));
     let x = npy::read(&dir.join("in/arg0.npy")).unwrap();
     let got = npy::read(&dir.join("out.npy")).unwrap();
     let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| v * -0.5).collect();
