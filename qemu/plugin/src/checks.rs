@@ -73,6 +73,7 @@
 use crate::calls::{CallStack, DEPTH, is_call};
 use crate::count::Entry;
 use crate::dma::{Descriptors, Side};
+use crate::guest_memory;
 use crate::heap::{Found, Heaps, Misuse, Named, Site, Written};
 use crate::{Arguments, Firmware, Lines, Module};
 use neuroncustomop_wire::checks::{Region, RegionKind, RegionTable};
@@ -81,7 +82,7 @@ use neuroncustomop_wire::plugin::{self as wire, Argument, Line, List};
 use qemu_plugin::sys::qemu_plugin_scoreboard_new;
 use qemu_plugin::{
     CallbackFlags, MemRW, MemValue, MemoryInfo, PluginCondition, PluginOp, PluginU64, TranslationBlock, VCPUIndex,
-    qemu_plugin_read_memory_vaddr, qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu,
+    qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu,
 };
 use std::cell::{RefCell, RefMut};
 use std::collections::{HashMap, HashSet};
@@ -693,9 +694,8 @@ impl State {
     fn op_begin(&self, vcpu: VCPUIndex) {
         let Some(address) = self.tables.get(vcpu as usize).copied().flatten() else { return };
         let mut bytes = vec![0u8; size_of::<RegionTable>()];
-        let table = qemu_plugin_read_memory_vaddr(u64::from(address), &mut bytes)
-            .ok()
-            .and_then(|()| RegionTable::from_bytes(&bytes));
+        let table =
+            guest_memory::read(u64::from(address), &mut bytes).then(|| RegionTable::from_bytes(&bytes)).flatten();
         if let Some(slot) = self.known.write().unwrap_or_else(PoisonError::into_inner).get_mut(vcpu as usize) {
             *slot = table;
         }
@@ -1107,9 +1107,8 @@ impl State {
                 && let Some(table) = self.tables.get(core).copied().flatten()
             {
                 let mut bytes = vec![0u8; size_of::<RegionTable>()];
-                *slot = qemu_plugin_read_memory_vaddr(u64::from(table), &mut bytes)
-                    .ok()
-                    .and_then(|()| RegionTable::from_bytes(&bytes));
+                *slot =
+                    guest_memory::read(u64::from(table), &mut bytes).then(|| RegionTable::from_bytes(&bytes)).flatten();
             }
             let theirs = slot.iter().flat_map(|table| table.regions()).find(|region| {
                 matches!(
