@@ -560,7 +560,7 @@ mod tests {
 
     #[test]
     fn an_access_before_a_tensor_counts_its_bytes_up_from_the_start() {
-        // 156 bytes that end at the output's first byte: was "156–0 bytes before".
+        // 156 bytes that end at the output's first byte, counted nearest first.
         let text = "FINDING core=7 op=0 kind=oob-store pc=0x84000123 address=0x61ffff64 bytes=156 accesses=39 \
                     region=output index=0 start=0x62000000 len=256 dtype=1 shape=64";
         let finding = &collect([text]).shown[0];
