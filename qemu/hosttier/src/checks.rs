@@ -10,8 +10,9 @@
 //!   ([`on_protected_store`]), and the store is let through one instruction at a time
 //!   (made writable for that thread, the instruction single-stepped with the trap flag,
 //!   protected again in [`after_step`]): the kernel runs on, and every store is seen and
-//!   counted. A page an input shares with the output or another tensor traps its other
-//!   stores too; they go through the same way, unreported. Where the CPU has protection
+//!   counted. A page an input shares with another tensor would trap that tensor's
+//!   stores too (they would go through the same way, unreported); the host API starts
+//!   the arguments and the output on pages of their own, so none does. Where the CPU has protection
 //!   keys (x86-64 PKU), the pages get a key of their own that every core's thread may
 //!   read but not write, and a step lets only the faulting thread write (its PKRU, as
 //!   the signal frame saved it): no other core's store slips through meanwhile. Without

@@ -26,8 +26,10 @@ pub struct Staged {
 }
 
 /// Places `args` and the output `output` describes in `job`'s tensor area, after what
-/// is there already (each 64-byte aligned, 256 free bytes after each: a red zone the memory checks watch), and describes them. The output starts as
-/// [`canary`] elements. [`Library::call_with`] stages this way; tests that write their
+/// is there already (each 64-byte aligned, 256 free bytes after each: a red zone the
+/// memory checks watch; the arguments start, and the output starts, on a
+/// [`INPUT_PAGE`] boundary), and describes them. The output starts as [`canary`]
+/// elements. [`Library::call_with`] stages this way; tests that write their
 /// own dispatch words do too.
 ///
 /// # Errors
@@ -62,16 +64,17 @@ pub(super) fn stage_filled(
         .map(|(address, bytes)| u64::from(address - TENSOR_AREA) + bytes.len() as u64)
         .max()
         .unwrap_or(0)
-        .next_multiple_of(64);
+        .next_multiple_of(u64::from(INPUT_PAGE));
     let args_len: u64 =
         args.iter().map(|arg| (arg_bytes(arg).len().max(1) as u64).next_multiple_of(64) + u64::from(RED_ZONE)).sum();
-    let needed = used + args_len + out_len.max(1);
+    let needed = used + args_len.next_multiple_of(u64::from(INPUT_PAGE)) + out_len.max(1);
     if needed > u64::from(TENSOR_AREA_SIZE) {
         return Err(CallError::DoesNotFit { needed, available: u64::from(TENSOR_AREA_SIZE) });
     }
     // Fits: every offset below is under TENSOR_AREA_SIZE, a u32.
     let mut offset = used as u32;
-    let mut place = |mut bytes: Vec<u8>| {
+    let mut place = |mut bytes: Vec<u8>, align: u32| {
+        offset = offset.next_multiple_of(align);
         // The loader places no empty file: an empty tensor still gets one byte.
         if bytes.is_empty() {
             bytes.push(0);
@@ -89,7 +92,7 @@ pub(super) fn stage_filled(
     };
     let mut inputs = Vec::with_capacity(args.len());
     for (index, arg) in args.iter().enumerate() {
-        let (framework, _) = place(arg_bytes(arg));
+        let (framework, _) = place(arg_bytes(arg), 64);
         inputs.push(match arg {
             Arg::Tensor(array) => describe(format!("argument {index}"), array.dtype(), array.shape(), framework)?,
             Arg::Int(_) => ArgTensor::hbm_scalar(ScalarKind::Int, framework).to_bytes(),
@@ -98,7 +101,7 @@ pub(super) fn stage_filled(
         });
     }
     let element = fill.map_or_else(|| canary(dtype), <[u8]>::to_vec);
-    let (framework, device) = place(element.repeat(out_len as usize / dtype.size()));
+    let (framework, device) = place(element.repeat(out_len as usize / dtype.size()), INPUT_PAGE);
     let output = describe("the output".into(), dtype, &shape, framework)?;
     Ok(Staged { output, inputs, dump: OutputDump { address: device, len: out_len as u32 }, dtype, shape })
 }
@@ -106,6 +109,14 @@ pub(super) fn stage_filled(
 /// Bytes left free after each tensor: a small overrun of one lands in no tensor, where
 /// the memory checks see it, rather than in the next one.
 const RED_ZONE: u32 = 256;
+
+/// The arguments' pages hold no other tensor: the host tier makes them read-only while
+/// an op runs (without x86-64 protection keys, for every thread), and a store the
+/// kernel makes into another tensor on such a page would open the page to every core
+/// for one instruction, and a store into an input in that instant would go unseen.
+/// The host's page size (x86-64: 4 KiB); the device's addresses are the same on both
+/// tiers, so both place tensors alike.
+const INPUT_PAGE: u32 = 4096;
 
 /// The bytes an argument occupies in device memory.
 fn arg_bytes(arg: &Arg) -> Vec<u8> {
@@ -179,4 +190,41 @@ pub(super) fn tensor_names(job: &Job, args: usize) -> Vec<(String, u32, u32)> {
             (name, *address, bytes.len() as u32)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array::Array;
+    use neuroncustomop_machine::images::Images;
+
+    /// The device pages `[start, start + len)` spans.
+    fn pages(start: u32, len: usize) -> std::ops::Range<u32> {
+        start / INPUT_PAGE..(start + len.max(1) as u32).div_ceil(INPUT_PAGE)
+    }
+
+    /// The host tier without protection keys opens an input's page to every core while
+    /// one core's store into another tensor on it goes through: a small output after a
+    /// small input must not share its page (a store into the input at that moment was
+    /// missed in 3 of 20 runs of `host_tier_c_store_into_an_input_…` when it did).
+    #[test]
+    fn no_tensor_shares_a_page_with_an_input() {
+        let mut job = Job::with_symbols(library_symbols(&Images { name: "t".into(), cores: Vec::new() }).unwrap(), 8)
+            .unwrap();
+        // What an earlier op of the job left in the tensor area.
+        job.place(0, vec![7; 100]);
+        let x = Array::from_vec(vec![128], vec![0f32; 128]).unwrap();
+        let args = [Arg::Tensor(x.clone()), Arg::Float(0.5), Arg::Tensor(x)];
+        let staged = stage(&mut job, &args, Output::Like(0)).unwrap();
+        let inputs: Vec<(u32, usize)> =
+            job.data.iter().skip(1).take(args.len()).map(|(address, bytes)| (*address, bytes.len())).collect();
+        let output = pages(staged.dump.address, staged.dump.len as usize);
+        let earlier = pages(job.data[0].0, job.data[0].1.len());
+        for (start, len) in inputs {
+            let input = pages(start, len);
+            for other in [&output, &earlier] {
+                assert!(input.end <= other.start || other.end <= input.start, "{input:?} and {other:?}");
+            }
+        }
+    }
 }
