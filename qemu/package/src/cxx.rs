@@ -28,6 +28,7 @@
 //! how the real flow gets them; the simulator needs no output-shape flag for C++ ops.
 
 use crate::package::{self, PackageError};
+use crate::step_cache::{self, Step};
 use neuroncustomop::wrapper_api::Dtype;
 use neuroncustomop_machine::images::Images;
 use neuroncustomop_machine::process;
@@ -259,11 +260,26 @@ impl Library {
     /// [`PackageError::CBuild`] with the compiler's diagnostics.
     pub fn shape_driver_at(&self, tools: &Toolchain, driver: &Path) -> Result<(), PackageError> {
         let include = tools.home.include_dir();
+        let sources: Vec<PathBuf> = self
+            .manifest
+            .shape_srcs
+            .iter()
+            .map(|s| self.dir.join(s))
+            .chain([include.join("torchneuron/shape_driver.cpp")])
+            .collect();
+        let depfile = driver.with_extension("d");
         let mut command = Command::new(HOST_CXX);
         command.args(["-std=c++17", "-O1", "-DTORCHNEURON_HOST", "-I"]).arg(&include);
-        command.args(self.manifest.shape_srcs.iter().map(|s| self.dir.join(s)));
-        command.arg(include.join("torchneuron/shape_driver.cpp")).arg("-o").arg(driver);
-        compile(&mut command, "the shape sources")
+        command.args(&sources).arg("-o").arg(driver).arg("-MD").arg("-MF").arg(&depfile);
+        // With two sources, g++ writes the depfile of the last (the driver's: the torch
+        // headers and the C++ library's); the author's files are inputs by name.
+        let mut inputs = sources;
+        inputs.extend(step_cache::sources_under(&self.dir));
+        inputs.extend(step_cache::sources_under(&include));
+        Step::new(&command, &[], inputs, vec![driver.to_path_buf()], driver.with_extension("stamp"))
+            .with_depfile(depfile)
+            .run(|| compile(&mut command, "the shape sources"))
+            .map(drop)
     }
 }
 

@@ -18,4 +18,5 @@ pub mod package;
 pub mod program;
 pub mod project;
 pub mod publish;
+pub mod step_cache;
 pub mod ucode_lib;

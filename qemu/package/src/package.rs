@@ -28,6 +28,7 @@
 //! compiled by Debian's `clang-22` and linked with the runtime's `libneuroncustomop.a`
 //! ([`compile_and_link_c`]).
 
+use crate::step_cache::Step;
 use crate::ucode_lib::{UcodeLib, UcodeLibError, UcodeLibRegistry};
 use neuroncustomop::start_exit::CUSTOMOP_LIB_VERSION;
 use neuroncustomop_machine::device::{self, RunError};
@@ -385,8 +386,8 @@ pub(crate) fn link_images(
     out: &Path,
 ) -> Result<Images, PackageError> {
     let runtime = runtime_archive(tools)?;
-    run(Command::new(tools.home.link_cores())
-        .args(["--gc-sections", "-z", "noexecstack", "--no-warn-rwx-segments", "-L"])
+    let mut link = Command::new(tools.home.link_cores());
+    link.args(["--gc-sections", "-z", "noexecstack", "--no-warn-rwx-segments", "-L"])
         .arg(&runtime.scripts) // before -T: ld looks the script up in the paths given so far
         .arg("-Tcore0.x")
         .args(extra)
@@ -394,9 +395,30 @@ pub(crate) fn link_images(
         .arg("-o")
         .arg(work.join(format!("{name}.elf")))
         .args(objects)
-        .arg(&runtime.archive))?;
+        .arg(&runtime.archive);
+    // What else changes link-cores' work: its linker and the cores it links for, passed
+    // on as they are, so the step's key holds them.
+    for variable in [LINKER_VARIABLE, CORES_VARIABLE] {
+        if let Some(value) = std::env::var_os(variable) {
+            link.env(variable, value);
+        }
+    }
+    let linker = std::env::var_os(LINKER_VARIABLE).map_or_else(|| PathBuf::from(LINKER), PathBuf::from);
+    let cores = std::env::var(CORES_VARIABLE).ok().and_then(|v| v.parse().ok()).unwrap_or(CORES);
+    let mut inputs = objects.to_vec();
+    inputs.extend([runtime.archive.clone(), runtime.scripts.clone()]);
+    let images = (0..cores).map(|core| out.join(format!("core{core}.elf"))).collect();
+    let stamp = work.join(format!("{name}.link-stamp"));
+    Step::new(&link, &[linker], inputs, images, stamp).run(|| run(&mut link))?;
     images::read_dir(name, out).map_err(PackageError::Build)
 }
+
+/// The variable naming the Xtensa linker `linker/link-cores` runs, and its default.
+const LINKER_VARIABLE: &str = "XTENSA_LD";
+const LINKER: &str = "xtensa-lx106-elf-ld";
+/// The variable limiting how many cores `linker/link-cores` links images for (all 8
+/// unless set).
+const CORES_VARIABLE: &str = "NEURON_CORES";
 
 /// The runtime's static library for the device, and the folder of the linker scripts
 /// its build wrote.
