@@ -145,6 +145,43 @@ fn a_c_library_outside_the_checkout() {
     new_project_runs_and_checks("c");
 }
 
+/// A second packaging of an unchanged C library links nothing (the step cache keeps
+/// the images whose link inputs are unchanged), and one after an edit of its source
+/// links the edit in: its images change, and its kernel computes the edited value.
+#[test]
+fn an_unchanged_c_library_is_not_linked_again_and_an_edited_one_is() {
+    use neuroncustomop_package::project::Project;
+    let root = scratch("relink");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    let source =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/c_kernel/src/scale.c")).unwrap();
+    std::fs::write(root.join("src/scale.c"), &source).unwrap();
+    let project = Project::open(&root).unwrap().expect("a C project");
+    let image = |package: &neuroncustomop_package::package::Package| {
+        let path = package.dir.join(neuroncustomop_package::package::library_file_name(&project.name, 3));
+        std::fs::read(path).unwrap()
+    };
+    let core3 = project.image_dir.join("core3.elf");
+    let first = image(&project.package().unwrap());
+    let linked_at = std::fs::metadata(&core3).unwrap().modified().unwrap();
+    assert_eq!(image(&project.package().unwrap()), first);
+    assert_eq!(std::fs::metadata(&core3).unwrap().modified().unwrap(), linked_at, "linked again");
+    // The edit: a multiply becomes a divide; the image changes.
+    let edited = source.replacen("src[i] * factor", "src[i] / factor", 1);
+    assert_ne!(edited, source, "scale.c multiplies by its factor");
+    std::fs::write(root.join("src/scale.c"), edited).unwrap();
+    assert_ne!(image(&project.package().unwrap()), first, "the edit was not linked in");
+    let saved = root.join("saved");
+    let args = ["run", "scale", "--arg", "gen:float32:4x8:uniform:-8:8", "--arg", "float:4", "--save-inputs"];
+    let output =
+        ncop(&root, &args.iter().copied().chain([saved.to_str().unwrap(), "--save", "out.npy"]).collect::<Vec<_>>());
+    assert!(output.status.success());
+    let x = npy::read(&saved.join("arg0.npy")).unwrap().to_vec::<f32>().unwrap();
+    let out = npy::read(&root.join("out.npy")).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(out, x.iter().map(|v| v / 4.0).collect::<Vec<f32>>());
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 /// The help an author without a checkout reads names a C library's own manifest for
 /// `multicore` (not a Cargo.toml, which `ncop new --lang c` does not write) and says
 /// where the guide is, since the wheel does not hold it.

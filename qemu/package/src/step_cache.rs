@@ -54,7 +54,13 @@ impl Step {
     /// The step `command` makes, reading `inputs` and writing `outputs`; its stamp is
     /// `stamp`. `tools` are programs the command runs besides its own (a driver
     /// script's linker, a compiler driver's `cc1plus` is its package's and needs none).
-    pub fn new(command: &Command, tools: &[PathBuf], inputs: Vec<PathBuf>, outputs: Vec<PathBuf>, stamp: PathBuf) -> Self {
+    pub fn new(
+        command: &Command,
+        tools: &[PathBuf],
+        inputs: Vec<PathBuf>,
+        outputs: Vec<PathBuf>,
+        stamp: PathBuf,
+    ) -> Self {
         let mut described = Vec::new();
         let mut part = |bytes: &[u8]| {
             described.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
@@ -346,9 +352,15 @@ mod tests {
         let dir = scratch("depfile");
         write_old(&dir.join("a.c"), "#include \"a b.h\"");
         write_old(&dir.join("a b.h"), "1");
-        let depfile = format!("{}: {} \\\n  {}\n", dir.join("out").display(), dir.join("a.c").display(), dir.join("a\\ b.h").display());
+        let depfile = format!(
+            "{}: {} \\\n  {}\n",
+            dir.join("out").display(),
+            dir.join("a.c").display(),
+            dir.join("a\\ b.h").display()
+        );
         let mut command = Command::new("sh");
-        command.args(["-c", &format!("cat '{0}/a b.h' > {0}/out && printf '%s' '{depfile}' > {0}/out.d", dir.display())]);
+        command
+            .args(["-c", &format!("cat '{0}/a b.h' > {0}/out && printf '%s' '{depfile}' > {0}/out.d", dir.display())]);
         let step = Step::new(&command, &[], vec![dir.join("a.c")], vec![dir.join("out")], dir.join("out.stamp"))
             .with_depfile(dir.join("out.d"));
         assert!(run(&step, &mut command));

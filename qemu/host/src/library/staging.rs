@@ -209,8 +209,8 @@ mod tests {
     /// missed in 3 of 20 runs of `host_tier_c_store_into_an_input_…` when it did).
     #[test]
     fn no_tensor_shares_a_page_with_an_input() {
-        let mut job = Job::with_symbols(library_symbols(&Images { name: "t".into(), cores: Vec::new() }).unwrap(), 8)
-            .unwrap();
+        let mut job =
+            Job::with_symbols(library_symbols(&Images { name: "t".into(), cores: Vec::new() }).unwrap(), 8).unwrap();
         // What an earlier op of the job left in the tensor area.
         job.place(0, vec![7; 100]);
         let x = Array::from_vec(vec![128], vec![0f32; 128]).unwrap();
