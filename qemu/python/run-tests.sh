@@ -36,6 +36,8 @@ time PATH="$venv/bin:$PATH" CARGO_TARGET_DIR="$repo/target/python" \
     "$venv/bin/python" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps "$repo/qemu/python"
 
 status=0
+# mypy's cache for the stub test (tests/test_typing.py), kept between runs.
+export NEURONCUSTOMOP_MYPY_CACHE="$repo/target/mypy-cache"
 echo "run-tests.sh: pytest" >&2
 # Two workers (pytest-xdist), as an author's suite runs under `pytest -n auto`: builds,
 # devices and lib<name>.so folders shared between processes are part of what is tested.
