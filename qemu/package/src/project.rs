@@ -45,6 +45,7 @@ use neuroncustomop_machine::toolchain::{self, Toolchain};
 use serde::Deserialize;
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// How a project's kernels are written.
@@ -332,6 +333,9 @@ impl Project {
         };
         let _turn = self.lock()?;
         let built = self.build_images()?;
+        if let Some(published) = self.published_as_built(&built) {
+            return Ok(published);
+        }
         let version = publish::new_version(&self.package_dir).map_err(io_error(&self.package_dir))?;
         let package = package::package_into(&self.name, &built, &version).map_err(package_error)?;
         if self.language == Language::Cxx {
@@ -344,6 +348,31 @@ impl Project {
         }
         publish::publish(&self.package_dir, &version).map_err(io_error(&self.package_dir))?;
         Ok(package)
+    }
+}
+
+impl Project {
+    /// The published package's version folder, when it holds the very images of
+    /// `built` (hard links to the same files: a build replaces its images by renaming,
+    /// never rewrites them, so the same file has the same contents) and, for C++, the
+    /// shape driver the build made: packaging again would write the same package,
+    /// after booting the images once more to read their kernels. `None` otherwise,
+    /// or when it cannot tell. Called with the project's lock held.
+    fn published_as_built(&self, built: &Images) -> Option<Package> {
+        let package = Package::open(&fs::canonicalize(&self.package_dir).ok()?).ok()?;
+        let same_file = |a: &Path, b: &Path| {
+            let (a, b) = (fs::metadata(a).ok()?, fs::metadata(b).ok()?);
+            Some(a.dev() == b.dev() && a.ino() == b.ino())
+        };
+        for (packaged, image) in package.images.cores.iter().zip(&built.cores) {
+            same_file(packaged, image)?.then_some(())?;
+        }
+        if self.language == Language::Cxx {
+            let tools = Toolchain::locate().ok()?;
+            let driver = cxx::Library::open(&self.dir).ok()?.shape_driver_path(&tools);
+            (fs::read(driver).ok()? == fs::read(package.dir.join(package::SHAPE_DRIVER)).ok()?).then_some(())?;
+        }
+        Some(package)
     }
 }
 

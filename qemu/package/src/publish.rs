@@ -5,8 +5,9 @@
 //! - A project's build and packaging take turns through a lock file beside its package
 //!   ([`Lock`]: an exclusive `flock`, which also keeps apart two threads of one
 //!   process), so nobody reads a half-linked image or a package being written.
-//! - Each packaging writes a version folder of its own ([`new_version`]), which is
-//!   never changed afterwards, and publishes it by renaming a symbolic link over the
+//! - Each packaging whose images differ from the published package's writes a version
+//!   folder of its own ([`new_version`]; one whose build changed nothing returns the
+//!   published version), which is never changed afterwards, and publishes it by renaming a symbolic link over the
 //!   package's name ([`publish`]: `package/<name>` -> `<name>.versions/<id>/<name>`).
 //!   A reader that resolved the name sees one whole version. The package a packaging
 //!   returns is its version folder, so a run boots the very images its build made, and

@@ -89,8 +89,13 @@ impl Step {
 
     /// Whether the outputs are those of this step with today's inputs (its stamp).
     pub fn is_fresh(&self) -> bool {
+        self.is_fresh_with(&self.digests())
+    }
+
+    /// [`Step::is_fresh`], with the inputs' `digests` taken already.
+    fn is_fresh_with(&self, digests: &[(PathBuf, Option<[u8; 32]>)]) -> bool {
         let Ok(stamp) = fs::read(&self.stamp) else { return false };
-        let (Some(key), Some(outputs)) = (self.key(&self.digests()), self.outputs_digest()) else { return false };
+        let (Some(key), Some(outputs)) = (self.key(digests), self.outputs_digest()) else { return false };
         stamp == [key, outputs].concat()
     }
 
@@ -101,7 +106,7 @@ impl Step {
     /// `run`'s error; an error writing the stamp is none (the step runs next time).
     pub fn run<E>(&self, run: impl FnOnce() -> Result<(), E>) -> Result<bool, E> {
         let before = self.digests();
-        if self.is_fresh() {
+        if self.is_fresh_with(&before) {
             return Ok(false);
         }
         let _ = fs::remove_file(&self.stamp);
