@@ -34,6 +34,7 @@ use neuroncustomop_machine::lock::Lock;
 use neuroncustomop_machine::process;
 use neuroncustomop_machine::toolchain::{self, Llvm};
 use neuroncustomop_package::project::{Language, Project};
+use neuroncustomop_package::step_cache::Step;
 use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -374,7 +375,8 @@ fn link(
     objects.push(variadic);
     let sanitize = sanitizer.map(Sanitizer::clang_flags).unwrap_or_default();
     let library = out.join(format!("lib{}.so", project.name));
-    run(Command::new(Llvm::CLANG)
+    let mut command = Command::new(Llvm::CLANG);
+    command
         // No C start files: the runtime defines `__dso_handle` and `_init` itself.
         .args(["-shared", "-nostartfiles", "-Wl,-Bsymbolic"])
         .args(&sanitize)
@@ -388,8 +390,15 @@ fn link(
         .arg("-Wl,--whole-archive")
         .arg(&archive)
         .arg("-Wl,--no-whole-archive")
-        .args(["-lm", "-lpthread", "-ldl", "-lgcc_s"]))
-    .map_err(error)?;
+        .args(["-lm", "-lpthread", "-ldl", "-lgcc_s"]);
+    // Skipped when the objects, the runtime's archive, the flags and the linkers are
+    // those of the last link (the system's libraries it names are linked dynamically).
+    let mut inputs = objects.clone();
+    inputs.push(archive);
+    let stamp = library.with_extension("so.stamp");
+    Step::new(&command, &[PathBuf::from("ld")], inputs, vec![library.clone()], stamp)
+        .run(|| run(&mut command))
+        .map_err(error)?;
     Ok(library)
 }
 
