@@ -48,14 +48,20 @@ fn save(path: &Path, text: &str) {
 
 #[test]
 fn processes_running_one_library_while_it_is_edited_each_get_a_whole_build_of_a_written_source() {
-    runs_while_edited("device", 4, 10, &[]);
+    runs_while_edited("device", 4, runs(5), &[]);
+}
+
+/// Each process's runs: `default`, or `NEURONCUSTOMOP_STRESS_RUNS` for a longer stress
+/// (a run is a build and a device boot, about a second of CPU).
+fn runs(default: usize) -> usize {
+    std::env::var("NEURONCUSTOMOP_STRESS_RUNS").ok().and_then(|runs| runs.parse().ok()).unwrap_or(default)
 }
 
 /// The host tier's builds (clang's objects, the runtime's host archive, the per-core
 /// copies a running loader has mapped) take turns across processes as they do within one.
 #[test]
 fn processes_running_one_library_on_the_host_tier_while_it_is_edited_each_get_a_whole_build() {
-    runs_while_edited("host", 2, 6, &["--host"]);
+    runs_while_edited("host", 2, runs(6), &["--host"]);
 }
 
 /// `processes` processes each make `runs` calls of `ncop run scale --lib <one library>`
