@@ -442,6 +442,18 @@ fn runtime_archive(tools: &Toolchain) -> Result<RuntimeArchive, PackageError> {
     }
 }
 
+/// Builds, in a checkout, the runtime's archive for the device (with the device's
+/// `core` and `alloc`: about a minute of one core on a fresh checkout), which the
+/// first C, C++ or Rust library's build would otherwise wait for; nothing to do in an
+/// installed home (it is prebuilt) or when it is up to date. `sim setup` runs it
+/// beside the host tier's builds.
+///
+/// # Errors
+/// The runtime's build failed.
+pub fn prebuild_runtime(tools: &Toolchain) -> Result<(), PackageError> {
+    runtime_archive(tools).map(drop)
+}
+
 /// The runtime's static library's file name.
 pub const RUNTIME_ARCHIVE: &str = "libneuroncustomop.a";
 

@@ -4,6 +4,7 @@
 use clap::Args;
 use neuroncustomop_hosttier::LOADER_FILE;
 use neuroncustomop_machine::home::Home;
+use neuroncustomop_machine::toolchain::Toolchain;
 use std::process::{Command, ExitCode};
 
 /// Install the Debian packages the simulation needs, if missing (qemu/setup.sh), then
@@ -29,6 +30,9 @@ pub enum SetupError {
     /// The host tier's loader did not build.
     #[error("building the host tier's loader, {LOADER_FILE}: {0}")]
     Loader(#[source] neuroncustomop_machine::process::Failed),
+    /// The device's runtime did not build (cargo's diagnostics went to stderr).
+    #[error("building the device's runtime: {0}")]
+    Device(String),
 }
 
 /// Install, with apt-get (through sudo when not root), the Debian packages C and C++
@@ -55,15 +59,22 @@ pub fn exec_ncop(args: NcopSetupArgs) -> super::Outcome {
 
 /// Runs `qemu/setup.sh`: everything a checkout's build needs; then builds the host
 /// tier's runtime and its loader, so the first `--host` run takes seconds, from `ncop`,
-/// the tests and the Python package alike.
+/// the tests and the Python package alike, and beside them the device's runtime, so
+/// the first library's build does not wait for it.
 ///
 /// # Errors
 /// [`SetupError`].
 pub fn setup() -> Result<(), SetupError> {
     run_script(false)?;
-    neuroncustomop_hosttier::prebuild()?;
-    build_loader()?;
-    Ok(())
+    // The device's runtime beside the host tier's builds: it compiles the device's
+    // `core` on one core for most of its minute (cold), which they leave to it.
+    let device = std::thread::spawn(|| {
+        let tools = Toolchain::locate().map_err(|e| SetupError::Device(e.to_string()))?;
+        neuroncustomop_package::package::prebuild_runtime(&tools).map_err(|e| SetupError::Device(e.to_string()))
+    });
+    let host = neuroncustomop_hosttier::prebuild().map_err(SetupError::from).and_then(|()| build_loader());
+    let device = device.join().unwrap_or_else(|_| Err(SetupError::Device("its build thread panicked".into())));
+    host.and(device)
 }
 
 /// Builds the host tier's loader, `ncop-hostrun`, beside this program: with the cargo
