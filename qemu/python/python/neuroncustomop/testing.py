@@ -41,6 +41,7 @@ big for one machine. ``ncop check`` runs :func:`main` from the command line.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -144,19 +145,42 @@ def arrays(
     The fill and the elements apart are one draw of bytes: the fill first (half the
     time one of the dtype's edge values, else any bit pattern, a NaN made quiet), then
     each element apart (an index, then a quarter of the time an edge value, else any
-    bit pattern, signalling NaN payloads included). Values of a kind refused here are left out (a fill of one is
-    0). A Hypothesis draw costs tens of microseconds: a call's generation is one draw
-    per array, not one per value. They shrink towards a fill of zeros and no element
-    apart."""
-    name = _args.dtype_name(dtype, "the dtype")
+    bit pattern, signalling NaN payloads included); values of a kind refused here are
+    left out (a fill of one is 0). A Hypothesis draw costs tens of microseconds: a
+    call's generation is one draw per array, not one per value. They shrink towards a
+    fill of zeros and no element apart."""
+    choices, build = _array_maker(
+        _args.dtype_name(dtype, "the dtype"), allow_nan=allow_nan, allow_infinity=allow_infinity,
+        allow_subnormal=allow_subnormal,
+    )
+    if not isinstance(shape, st.SearchStrategy):
+        dims = tuple(shape)
+        return choices.map(lambda raw: build(dims, raw))
+
+    @st.composite
+    def draw(data: Any) -> np.ndarray:
+        dims = tuple(data(shape))
+        return build(dims, data(choices))
+
+    return draw()
+
+
+@functools.lru_cache(maxsize=None)
+def _array_maker(name: str, *, allow_nan: bool, allow_infinity: bool, allow_subnormal: bool) -> tuple:
+    """What :func:`arrays` of the dtype ``name`` draws (a strategy of bytes) and the
+    function that makes an array of a shape from them: made once per dtype, as
+    :func:`calls_of` draws a call's tensors through them (NumPy's dtype and limits
+    looked up, and the strategy made and validated, on every call would cost more
+    than the draw)."""
     if name == "bfloat16":
         # Hypothesis knows no bfloat16: float32 values, rounded to it.
         bfloat16 = _numpy_dtype("bfloat16")
-        values = arrays("float32", shape, allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal)
-        return values.map(lambda array: array.astype(bfloat16))
+        choices, build32 = _array_maker(
+            "float32", allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal
+        )
+        return choices, lambda dims, raw: build32(dims, raw).astype(bfloat16)
     numpy_dtype = np.dtype(name)
     floating = numpy_dtype.kind == "f"
-    # (np.finfo takes a millisecond under load: looked up once, not per array.)
     tiny = np.finfo(numpy_dtype).tiny if floating else None
     # A fill of signalling NaN is made quiet: NumPy's own functions treat a signalling
     # NaN differently by the array's length (its vector loops), so a reference such as
@@ -214,16 +238,7 @@ def arrays(
             array.reshape(-1)[records["at"][kept] % count] = values[kept]
         return array
 
-    if not isinstance(shape, st.SearchStrategy):
-        dims = tuple(shape)
-        return choices.map(lambda raw: build(dims, raw))
-
-    @st.composite
-    def draw(data: Any) -> np.ndarray:
-        dims = tuple(data(shape))
-        return build(dims, data(choices))
-
-    return draw()
+    return choices, build
 
 
 _APART = 16
@@ -351,17 +366,26 @@ def calls_of(
     shape_strategy = array_shapes() if shapes is None else shapes
     given_scalars = dict(scalars or {})
     values = dict(allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal)
+    # Every strategy a call draws from, made once (not per call: see _array_maker).
+    dtype_strategy = st.sampled_from(chosen)
+    makers = {name: _array_maker(name, **values) for name in chosen}
+    scalar_strategies = {
+        index: given_scalars.get(index) or scalars_of(kind, **values)
+        for index, kind in enumerate(kinds)
+        if kind != _args.TENSOR
+    }
 
     @st.composite
     def draw(data: Any, refused: Callable[[], Any]) -> Any:
-        dtype = data(st.sampled_from(chosen))
-        shape = data(shape_strategy)
+        dtype = data(dtype_strategy)
+        shape = tuple(data(shape_strategy))
+        choices, build = makers[dtype]
         inputs = []
         for index, kind in enumerate(kinds):
             if kind == _args.TENSOR:
-                inputs.append(data(arrays(dtype, shape, **values)))
+                inputs.append(build(shape, data(choices)))
             else:
-                inputs.append(data(given_scalars.get(index) or scalars_of(kind, **values)))
+                inputs.append(data(scalar_strategies[index]))
         # The op's shape function bounds what is a call: one it refuses is not one.
         try:
             arguments = [_args.argument(value, i) for i, value in enumerate(inputs)]
@@ -487,12 +511,12 @@ def _reference_output(reference: Reference, inputs: tuple, dtype: np.dtype) -> n
     """The reference's output for ``inputs`` as an array of ``dtype`` (a PyTorch
     tensor made a NumPy array)."""
     copies = [np.array(value, copy=True) if not _args.is_scalar(value) else value for value in inputs]
-    # The inputs hold infinities and NaN on purpose: NumPy's warnings about them are noise.
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        want = reference(*copies)
-    if hasattr(want, "detach"):
-        want = want.detach().cpu().numpy()
+    # The inputs hold infinities and NaN on purpose: NumPy's warnings about them (and
+    # about the cast) are noise.
     with np.errstate(all="ignore"):
+        want = reference(*copies)
+        if hasattr(want, "detach"):
+            want = want.detach().cpu().numpy()
         return np.asarray(want).astype(dtype, copy=False)
 
 
@@ -754,14 +778,16 @@ def check(
 ) -> CheckReport:
     """Checks ``kernel`` against ``reference`` on generated calls: the property run.
 
-    The sweep is numbered batches of ``BATCH`` calls, each a Hypothesis run from a
-    seed made of ``seed`` and its number, whose examples are 1 to
-    ``CALLS_PER_EXAMPLE`` calls (the run ends at the batch's last call, and if its examples end first, another run from a seed of its
-    own makes the rest; a call the op's shape function refuses is left out); a shard
-    ``(i, n)`` runs the batches whose number is ``i`` modulo ``n``. It stops after ``max_examples`` calls (default 100,
-    when there is no ``budget``) or when ``budget`` seconds have passed, whichever
-    first; the batch that fails is shrunk to its smallest failing call (a list of that
-    one call).
+    The sweep is numbered batches of ``BATCH`` (100) calls, each a Hypothesis run from
+    a seed made of ``seed`` and its number, whose examples are 1 to
+    ``CALLS_PER_EXAMPLE`` calls (the run ends at the batch's last call, and if its
+    examples end first, another run from a seed of its own makes the rest; a call the
+    op's shape function refuses is left out); a shard ``(i, n)`` runs the batches
+    whose number is ``i`` modulo ``n`` (the granularity of a shard: one of fewer than
+    ``BATCH`` calls makes the first calls of its first batch). It stops after
+    ``max_examples`` calls (default 100, when there is no ``budget``) or when
+    ``budget`` seconds have passed, whichever first; the batch that fails is shrunk to
+    its smallest failing call (an example of that one call).
 
     Parameters
     ----------
