@@ -44,9 +44,10 @@ import argparse
 import functools
 import hashlib
 import importlib.util
-import inspect
+import math
 import os
 import shlex
+import struct
 import sys
 import tempfile
 import time
@@ -181,68 +182,65 @@ def _array_maker(name: str, *, allow_nan: bool, allow_infinity: bool, allow_subn
         return choices, lambda dims, raw: build32(dims, raw).astype(bfloat16)
     numpy_dtype = np.dtype(name)
     floating = numpy_dtype.kind == "f"
+    size = numpy_dtype.itemsize
+    unsigned = np.dtype(f"<u{size}")
     tiny = np.finfo(numpy_dtype).tiny if floating else None
-    # A fill of signalling NaN is made quiet: NumPy's own functions treat a signalling
-    # NaN differently by the array's length (its vector loops), so a reference such as
-    # `np.fmax(x, 0)` would fail on NumPy's account.
-    quiet = np.array(1 << (np.finfo(numpy_dtype).nmant - 1), f"<u{numpy_dtype.itemsize}") if floating else None
     all_allowed = not floating or (allow_nan and allow_infinity and allow_subnormal)
+    # The bits of a float: a NaN has every exponent bit and a mantissa bit set, and its
+    # mantissa's top bit set makes it quiet. A fill of signalling NaN is made quiet:
+    # NumPy's own functions treat a signalling NaN differently by the array's length
+    # (its vector loops), so a reference such as `np.fmax(x, 0)` would fail on NumPy's
+    # account.
+    mantissa = (1 << np.finfo(numpy_dtype).nmant) - 1 if floating else 0
+    exponent = ((1 << (8 * size - 1)) - 1) & ~mantissa
+    quiet = (mantissa + 1) >> 1
 
-    def refused(values: np.ndarray) -> np.ndarray:
-        """Where ``values`` are of a kind refused here."""
+    def refused(bits: int) -> bool:
+        """Whether the value of ``bits`` is of a kind refused here."""
         if all_allowed:
-            return np.zeros(values.shape, bool)
-        with np.errstate(invalid="ignore"):
-            subnormal = (values != 0) & (np.abs(values) < tiny)
-        return (np.isnan(values) & (not allow_nan)) | (np.isinf(values) & (not allow_infinity)) | (
-            subnormal & (not allow_subnormal)
+            return False
+        value = np.array(bits, unsigned).view(numpy_dtype)
+        return bool(
+            (np.isnan(value) and not allow_nan)
+            or (np.isinf(value) and not allow_infinity)
+            or (value != 0 and abs(value) < tiny and not allow_subnormal)
         )
 
     # A value: whether it is an edge value (the one at `bits` modulo their count;
-    # all-zero bytes are the first, 0) and its bits. The fill is one; an element apart
-    # is one (an edge value when `edge` is a multiple of 4) after where it is (taken
-    # modulo the element count).
-    value = np.dtype([("edge", "u1"), ("bits", f"<u{numpy_dtype.itemsize}")])
-    record = np.dtype([("at", "<u4"), ("edge", "u1"), ("bits", f"<u{numpy_dtype.itemsize}")])
-    choices = st.binary(min_size=value.itemsize, max_size=value.itemsize + _APART * record.itemsize)
-    edges = _edge_values(numpy_dtype)
-
-    def values_of(drawn: np.ndarray) -> np.ndarray:
-        values = drawn["bits"].copy().view(numpy_dtype)
-        edge = drawn["edge"] % 4 == 0
-        values[edge] = edges[drawn["bits"][edge] % edges.size]
-        return values
-
-    def fill_of(raw: bytes) -> np.ndarray:
-        """The fill, a 1-element array: the first value of ``raw``, an edge value half
-        the time (`edge` even). Not made as ``values_of`` makes one, from a record
-        array: a call's generation is tens of microseconds, and NumPy's work on small
-        arrays a good part of them."""
-        if raw[0] % 2 == 0:
-            at = int.from_bytes(raw[1 : value.itemsize], "little") % edges.size
-            fill = edges[at : at + 1]
-        else:
-            fill = np.frombuffer(raw, dtype=numpy_dtype, count=1, offset=1).copy()
-            if floating and np.isnan(fill[0]):
-                fill.view(quiet.dtype)[0] |= quiet
-        return fill if all_allowed or not refused(fill)[0] else edges[:1]
+    # all-zero bytes are the first, 0) and its bits. The fill is one (an edge value
+    # when `edge` is even); an element apart is one (an edge value when `edge` is a
+    # multiple of 4) after where it is (taken modulo the element count).
+    value = struct.Struct(f"<B{_UNSIGNED[size]}")
+    record = struct.Struct(f"<IB{_UNSIGNED[size]}")
+    choices = st.binary(min_size=value.size, max_size=value.size + _APART * record.size)
+    edges = [int(bits) for bits in _edge_values(numpy_dtype).view(unsigned)]
 
     def build(dims: tuple, raw: bytes) -> np.ndarray:
-        array = np.full(dims, fill_of(raw), dtype=numpy_dtype)
-        apart = (len(raw) - value.itemsize) // record.itemsize
-        count = array.size
-        if count and apart:
-            records = np.frombuffer(raw, dtype=record, offset=value.itemsize, count=apart)
-            values = values_of(records)
-            kept = ~refused(values)
-            array.reshape(-1)[records["at"][kept] % count] = values[kept]
-        return array
+        # Made as bits, in Python's integers: NumPy's work on arrays of a few elements
+        # (a record array of the elements apart, masks) cost more than a call's draws.
+        edge, bits = value.unpack_from(raw)
+        if edge % 2 == 0:
+            bits = edges[bits % len(edges)]
+        elif floating and bits & exponent == exponent and bits & mantissa:
+            bits |= quiet  # see above
+        flat = np.full(math.prod(dims), 0 if refused(bits) else bits, unsigned)
+        apart = (len(raw) - value.size) // record.size
+        if flat.size:
+            for at, edge, bits in record.iter_unpack(raw[value.size : value.size + apart * record.size]):
+                if edge % 4 == 0:
+                    bits = edges[bits % len(edges)]
+                if not refused(bits):
+                    flat[at % flat.size] = bits
+        return flat.view(numpy_dtype).reshape(dims)
 
     return choices, build
 
 
 _APART = 16
 """Elements of a generated array drawn apart from its fill, at most."""
+
+_UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}
+"""The ``struct`` format of an unsigned integer of each size."""
 
 
 def _edge_values(dtype: np.dtype) -> np.ndarray:
