@@ -579,7 +579,7 @@ def check_call(
 
     def output_form() -> tuple:
         """The output's shape and dtype name. The call resolves them itself: only a
-        failure's reproducer asks again (a tenth of a property call's own work)."""
+        failure's reproducer asks again (not every property call)."""
         arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
         return kernel.library._output_of(kernel.name, inputs, arguments, None, None)
 
