@@ -3,15 +3,17 @@ run of it (generation, the reference, comparison and bookkeeping added), checked
 unchecked; and how long shrinking a failure of the off-by-one partition kernel
 (tests/partition/partition.c) takes on 8 cores, as docs/simulator-speed.md records them ("Property checks").
 Raw calls and property runs alternate in rounds: their ratio is the figure to trust on a
-shared machine.
+shared machine, with this process's CPU time a call on each side (the device's and the
+host tier's own work runs in their processes), which the machine's load sways less.
 
-    target/python-venv/bin/python qemu/python/benches/property_calls.py [--calls 200] [--kernel relu] [--host]
+    target/python-venv/bin/python qemu/python/benches/property_calls.py [--calls 800] [--kernel relu] [--host]
 """
 
 import argparse
 import os
 import shutil
 import time
+import unittest
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +26,11 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def rates(kernel, cores: int, calls: int, checked: bool, rounds: int = 4) -> tuple:
-    """(raw calls/s, property calls/s) of ``kernel`` on float32 [4, 1024]: ``rounds``
-    rounds, each of raw calls then a property run of as many, the times summed, so that
-    the machine's load (shared by other builds) weighs on both alike."""
+    """(raw calls/s, property calls/s, raw CPU ms a call, property CPU ms a call) of
+    ``kernel`` on float32 [4, 1024]: ``rounds`` rounds, each of raw calls then a property
+    run of as many, the times summed, so that the machine's load (shared by other builds)
+    weighs on both alike. A round is best whole batches (``testing.BATCH``), as a sweep's
+    runs are."""
     rng = np.random.default_rng(1)
     inputs = [rng.uniform(-100, 100, (4, 1024)).astype(np.float32) for _ in range(calls // rounds)]
     kernel.run(inputs[0], cores=cores, checked=checked)  # boots the device
@@ -38,41 +42,59 @@ def rates(kernel, cores: int, calls: int, checked: bool, rounds: int = 4) -> tup
     # at the first draw that may take a constant of the code under test, its scan of
     # the modules it takes for local code (outside site-packages) for them.
     testing.check(kernel, relu, calls=strategy, cores=cores, max_examples=50, seed=0)
-    raw_seconds = property_seconds = 0.0
+    raw_seconds = property_seconds = raw_cpu = property_cpu = 0.0
     raw_calls = property_calls = 0
     for round_ in range(rounds):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         for x in inputs:
             kernel.run(x, cores=cores, checked=checked)
         raw_seconds += time.perf_counter() - started
+        raw_cpu += time.process_time() - cpu
         raw_calls += len(inputs)
+        started, cpu = time.perf_counter(), time.process_time()
         if checked:
             report = testing.check(kernel, relu, calls=strategy, cores=cores, max_examples=len(inputs), seed=1 + round_)
-            property_seconds += report.seconds
             property_calls += report.calls
         else:
             # check() always runs checked: the unchecked rate is measured with check_call's
             # work done here by hand, through the same generation (examples of 1 to
-            # CALLS_PER_EXAMPLE calls, Hypothesis runs of BATCH examples until as many
-            # calls are made).
+            # CALLS_PER_EXAMPLE calls, their count drawn first; Hypothesis runs of 9
+            # examples until as many calls are made).
             from hypothesis import given, settings
+            from hypothesis import seed as hypothesis_seed
 
             made = []
 
-            @settings(max_examples=testing.BATCH, deadline=None, database=None)
-            @given(st.lists(strategy, min_size=1, max_size=testing.CALLS_PER_EXAMPLE))
+            @st.composite
+            def examples(draw):
+                return [draw(strategy) for _ in range(draw(st.integers(1, testing.CALLS_PER_EXAMPLE)))]
+
+            @settings(max_examples=9, deadline=None, database=None)
+            @given(examples())
             def run(example):
                 for call in example:
+                    if len(made) == len(inputs):
+                        raise unittest.SkipTest("a round's calls made")  # Hypothesis stops the run at once
                     made.append(1)
                     out = kernel.run(*call, cores=cores, checked=False).output
                     assert not testing.Tolerance().differing(out, relu(*call)).any()
 
-            started = time.perf_counter()
             while len(made) < len(inputs):
-                run()
-            property_seconds += time.perf_counter() - started
+                try:
+                    # A seed of its own (as check() gives each run): Hypothesis prints one
+                    # it chose at a skip.
+                    hypothesis_seed(round_ * 1000 + len(made))(run)()
+                except unittest.SkipTest:
+                    pass
             property_calls += len(made)
-    return raw_calls / raw_seconds, property_calls / property_seconds
+        property_seconds += time.perf_counter() - started
+        property_cpu += time.process_time() - cpu
+    return (
+        raw_calls / raw_seconds,
+        property_calls / property_seconds,
+        raw_cpu / raw_calls * 1e3,
+        property_cpu / property_calls * 1e3,
+    )
 
 
 def shrink(host: bool) -> None:
@@ -126,7 +148,7 @@ def shrink(host: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=800)
     parser.add_argument("--kernel", default="relu")
     parser.add_argument("--host", action="store_true", help="the host tier")
     options = parser.parse_args()
@@ -136,11 +158,12 @@ def main() -> None:
     for kernel_name, cores in ((options.kernel, 1), ("relu_multicore", 8)):
         kernel = library[kernel_name]
         for checked in ((True,) if options.host else (True, False)):
-            raw, prop = rates(kernel, cores, options.calls, checked)
+            raw, prop, raw_cpu, prop_cpu = rates(kernel, cores, options.calls, checked)
             mode = "checked" if checked else "unchecked"
             print(
                 f"{kernel_name} [4, 1024] on {cores} core(s), {target}, {mode}: raw {raw:.1f} calls/s "
-                f"({raw / cores:.1f} per core), property run {prop:.1f} calls/s ({prop / raw:.0%} of raw)"
+                f"({raw / cores:.1f} per core), property run {prop:.1f} calls/s ({prop / raw:.0%} of raw); "
+                f"this process's CPU a call {raw_cpu:.2f} ms raw, {prop_cpu:.2f} ms property"
             )
     shrink(options.host)
 

@@ -113,13 +113,13 @@ def test_ncop_check_shards_are_disjoint_parts_of_one_reproducible_sweep(relu, re
         assert run.returncode == 0, run.stdout + run.stderr
         return run.stdout, log.read_text().splitlines()
 
-    # A batch is 10 calls: the whole sweep of 20 is batches 0 and 1, each shard of 10
-    # one of them, run by processes of their own.
-    whole, whole_calls = sweep("whole", "--max-examples", "20")
-    first, first_calls = sweep("first", "--shard", "0/2", "--max-examples", "10")
-    second, second_calls = sweep("second", "--shard", "1/2", "--max-examples", "10")
+    # A batch is 100 calls (testing.BATCH): the whole sweep of 200 is batches 0 and 1,
+    # each shard of 100 one of them, run by processes of their own.
+    whole, whole_calls = sweep("whole", "--max-examples", "200")
+    first, first_calls = sweep("first", "--shard", "0/2", "--max-examples", "100")
+    second, second_calls = sweep("second", "--shard", "1/2", "--max-examples", "100")
     assert "batches 0..1 step 1" in whole, whole
     assert "batches 0..0 step 2" in first and "batches 1..1 step 2" in second, first + second
-    assert len(first_calls) == len(second_calls) == 10 and first_calls != second_calls
-    assert whole_calls[:10] == first_calls, "the same seed makes the same calls in another process"
+    assert len(first_calls) == len(second_calls) == 100 and first_calls != second_calls
+    assert whole_calls[:100] == first_calls, "the same seed makes the same calls in another process"
     assert whole_calls == first_calls + second_calls, "the shards split the whole sweep, each batch run once"

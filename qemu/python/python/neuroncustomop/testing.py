@@ -41,11 +41,13 @@ big for one machine. ``ncop check`` runs :func:`main` from the command line.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib.util
-import inspect
+import math
 import os
 import shlex
+import struct
 import sys
 import tempfile
 import time
@@ -59,7 +61,6 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
 from . import _args, _native
 from ._errors import KernelError
@@ -139,70 +140,107 @@ def arrays(
 ) -> st.SearchStrategy[np.ndarray]:
     """Arrays of a device ``dtype`` and ``shape`` (a tuple, or a strategy of them)
     whose values include, for the float dtypes, ±0, subnormals, ±inf and NaN (unless
-    refused here), and for the integers their extremes: one fill value (Hypothesis'
-    ``from_dtype``, which favours those) and up to 16 elements apart, each at any index
-    with any bit pattern of the dtype (NaN payloads and subnormals included, unless
-    refused here), so a large array costs no more to make than a small
-    one (Hypothesis' own ``arrays`` draws far more, about 0.1 s for 4,096 float32).
-    The elements apart are one draw of bytes (each an index, then a quarter of the time
-    one of the dtype's edge values, else any bit pattern): a property run's generation
-    costs a few draws a call, not dozens. They shrink towards a fill of zeros and no
-    element apart."""
-    name = _args.dtype_name(dtype, "the dtype")
-    if name == "bfloat16":
-        # Hypothesis knows no bfloat16: float32 values, rounded to it.
-        bfloat16 = _numpy_dtype("bfloat16")
-        values = arrays("float32", shape, allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal)
-        return values.map(lambda array: array.astype(bfloat16))
-    numpy_dtype = np.dtype(name)
-    if numpy_dtype.kind == "f":
-        elements = hnp.from_dtype(
-            numpy_dtype, allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal
-        )
-    else:
-        elements = hnp.from_dtype(numpy_dtype)
-
-    # (np.finfo takes a millisecond under load: looked up once, not per array.)
-    tiny = np.finfo(numpy_dtype).tiny if numpy_dtype.kind == "f" else None
-    all_allowed = numpy_dtype.kind != "f" or (allow_nan and allow_infinity and allow_subnormal)
-
-    def refused(values: np.ndarray) -> np.ndarray:
-        """Where ``values`` (elements apart) are of a kind refused here."""
-        if all_allowed:
-            return np.zeros(values.shape, bool)
-        with np.errstate(invalid="ignore"):
-            subnormal = (values != 0) & (np.abs(values) < tiny)
-        return (np.isnan(values) & (not allow_nan)) | (np.isinf(values) & (not allow_infinity)) | (
-            subnormal & (not allow_subnormal)
-        )
-
-    # One element apart: where (taken modulo the element count), whether it is an edge
-    # value (`edge` a multiple of 4: the one at `bits` modulo their count; all-zero
-    # bytes are the first, 0) and its bits.
-    record = np.dtype([("at", "<u4"), ("edge", "u1"), ("bits", f"<u{numpy_dtype.itemsize}")])
-    apart = st.binary(max_size=_APART * record.itemsize)
-    edges = _edge_values(numpy_dtype)
+    refused here), and for the integers their extremes: one fill value and up to 16
+    elements apart, each at any index, so a large array costs no more to make than a
+    small one (Hypothesis' own ``arrays`` draws far more, about 0.1 s for 4,096 float32).
+    The fill and the elements apart are one draw of bytes: the fill first (half the
+    time one of the dtype's edge values, else any bit pattern, a NaN made quiet), then
+    each element apart (an index, then a quarter of the time an edge value, else any
+    bit pattern, signalling NaN payloads included); values of a kind refused here are
+    left out (a fill of one is 0). A Hypothesis draw costs tens of microseconds: a
+    call's generation is one draw per array, not one per value. They shrink towards a
+    fill of zeros and no element apart."""
+    choices, build = _array_maker(
+        _args.dtype_name(dtype, "the dtype"), allow_nan=allow_nan, allow_infinity=allow_infinity,
+        allow_subnormal=allow_subnormal,
+    )
+    if not isinstance(shape, st.SearchStrategy):
+        dims = tuple(shape)
+        return choices.map(lambda raw: build(dims, raw))
 
     @st.composite
     def draw(data: Any) -> np.ndarray:
-        dims = tuple(data(shape) if isinstance(shape, st.SearchStrategy) else shape)
-        count = int(np.prod(dims, dtype=np.int64))
-        array = np.full(dims, data(elements), dtype=numpy_dtype)
-        raw = data(apart)
-        records = np.frombuffer(raw, dtype=record, count=len(raw) // record.itemsize)
-        if count and records.size:
-            values = records["bits"].copy().view(numpy_dtype)
-            edge = records["edge"] % 4 == 0
-            values[edge] = edges[records["bits"][edge] % edges.size]
-            kept = ~refused(values)
-            array.reshape(-1)[records["at"][kept] % count] = values[kept]
-        return array
+        dims = tuple(data(shape))
+        return build(dims, data(choices))
 
     return draw()
 
 
+@functools.lru_cache(maxsize=None)
+def _array_maker(name: str, *, allow_nan: bool, allow_infinity: bool, allow_subnormal: bool) -> tuple:
+    """What :func:`arrays` of the dtype ``name`` draws (a strategy of bytes) and the
+    function that makes an array of a shape from them: made once per dtype, as
+    :func:`calls_of` draws a call's tensors through them (NumPy's dtype and limits
+    looked up, and the strategy made and validated, on every call would cost more
+    than the draw)."""
+    if name == "bfloat16":
+        # Hypothesis knows no bfloat16: float32 values, rounded to it.
+        bfloat16 = _numpy_dtype("bfloat16")
+        choices, build32 = _array_maker(
+            "float32", allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal
+        )
+        return choices, lambda dims, raw: build32(dims, raw).astype(bfloat16)
+    numpy_dtype = np.dtype(name)
+    floating = numpy_dtype.kind == "f"
+    size = numpy_dtype.itemsize
+    unsigned = np.dtype(f"<u{size}")
+    tiny = np.finfo(numpy_dtype).tiny if floating else None
+    all_allowed = not floating or (allow_nan and allow_infinity and allow_subnormal)
+    # The bits of a float: a NaN has every exponent bit and a mantissa bit set, and its
+    # mantissa's top bit set makes it quiet. A fill of signalling NaN is made quiet:
+    # NumPy's own functions treat a signalling NaN differently by the array's length
+    # (its vector loops), so a reference such as `np.fmax(x, 0)` would fail on NumPy's
+    # account.
+    mantissa = (1 << np.finfo(numpy_dtype).nmant) - 1 if floating else 0
+    exponent = ((1 << (8 * size - 1)) - 1) & ~mantissa
+    quiet = (mantissa + 1) >> 1
+
+    def refused(bits: int) -> bool:
+        """Whether the value of ``bits`` is of a kind refused here."""
+        if all_allowed:
+            return False
+        value = np.array(bits, unsigned).view(numpy_dtype)
+        return bool(
+            (np.isnan(value) and not allow_nan)
+            or (np.isinf(value) and not allow_infinity)
+            or (value != 0 and abs(value) < tiny and not allow_subnormal)
+        )
+
+    # A value: whether it is an edge value (the one at `bits` modulo their count;
+    # all-zero bytes are the first, 0) and its bits. The fill is one (an edge value
+    # when `edge` is even); an element apart is one (an edge value when `edge` is a
+    # multiple of 4) after where it is (taken modulo the element count).
+    value = struct.Struct(f"<B{_UNSIGNED[size]}")
+    record = struct.Struct(f"<IB{_UNSIGNED[size]}")
+    choices = st.binary(min_size=value.size, max_size=value.size + _APART * record.size)
+    edges = [int(bits) for bits in _edge_values(numpy_dtype).view(unsigned)]
+
+    def build(dims: tuple, raw: bytes) -> np.ndarray:
+        # Made as bits, in Python's integers: NumPy's work on arrays of a few elements
+        # (a record array of the elements apart, masks) cost more than a call's draws.
+        edge, bits = value.unpack_from(raw)
+        if edge % 2 == 0:
+            bits = edges[bits % len(edges)]
+        elif floating and bits & exponent == exponent and bits & mantissa:
+            bits |= quiet  # see above
+        flat = np.full(math.prod(dims), 0 if refused(bits) else bits, unsigned)
+        apart = (len(raw) - value.size) // record.size
+        if flat.size:
+            for at, edge, bits in record.iter_unpack(raw[value.size : value.size + apart * record.size]):
+                if edge % 4 == 0:
+                    bits = edges[bits % len(edges)]
+                if not refused(bits):
+                    flat[at % flat.size] = bits
+        return flat.view(numpy_dtype).reshape(dims)
+
+    return choices, build
+
+
 _APART = 16
 """Elements of a generated array drawn apart from its fill, at most."""
+
+_UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}
+"""The ``struct`` format of an unsigned integer of each size."""
 
 
 def _edge_values(dtype: np.dtype) -> np.ndarray:
@@ -326,17 +364,26 @@ def calls_of(
     shape_strategy = array_shapes() if shapes is None else shapes
     given_scalars = dict(scalars or {})
     values = dict(allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal)
+    # Every strategy a call draws from, made once (not per call: see _array_maker).
+    dtype_strategy = st.sampled_from(chosen)
+    makers = {name: _array_maker(name, **values) for name in chosen}
+    scalar_strategies = {
+        index: given_scalars.get(index) or scalars_of(kind, **values)
+        for index, kind in enumerate(kinds)
+        if kind != _args.TENSOR
+    }
 
     @st.composite
     def draw(data: Any, refused: Callable[[], Any]) -> Any:
-        dtype = data(st.sampled_from(chosen))
-        shape = data(shape_strategy)
+        dtype = data(dtype_strategy)
+        shape = tuple(data(shape_strategy))
+        choices, build = makers[dtype]
         inputs = []
         for index, kind in enumerate(kinds):
             if kind == _args.TENSOR:
-                inputs.append(data(arrays(dtype, shape, **values)))
+                inputs.append(build(shape, data(choices)))
             else:
-                inputs.append(data(given_scalars.get(index) or scalars_of(kind, **values)))
+                inputs.append(data(scalar_strategies[index]))
         # The op's shape function bounds what is a call: one it refuses is not one.
         try:
             arguments = [_args.argument(value, i) for i, value in enumerate(inputs)]
@@ -435,14 +482,18 @@ class Tolerance:
         """A boolean array: True where ``got`` and ``want`` differ."""
         if got.dtype.kind in "iu":
             return got != want
-        g, w = got.astype(np.float64), want.astype(np.float64)
         if self.rtol is None and self.atol is None:
-            same = g == w
-        else:
-            rtol = 1e-5 if self.rtol is None else self.rtol
-            atol = 1e-8 if self.atol is None else self.atol
-            with np.errstate(invalid="ignore", over="ignore"):
-                same = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=False)
+            # In the dtype itself: its values are float64's exactly, and a property call
+            # compares every output, so not two float64 copies first.
+            bad = got != want
+            if self.equal_nan and bad.any():
+                bad &= ~(np.isnan(got) & np.isnan(want))
+            return bad
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        rtol = 1e-5 if self.rtol is None else self.rtol
+        atol = 1e-8 if self.atol is None else self.atol
+        with np.errstate(invalid="ignore", over="ignore"):
+            same = np.isclose(g, w, rtol=rtol, atol=atol, equal_nan=False)
         if self.equal_nan:
             same |= np.isnan(g) & np.isnan(w)
         return ~same
@@ -458,13 +509,13 @@ def _reference_output(reference: Reference, inputs: tuple, dtype: np.dtype) -> n
     """The reference's output for ``inputs`` as an array of ``dtype`` (a PyTorch
     tensor made a NumPy array)."""
     copies = [np.array(value, copy=True) if not _args.is_scalar(value) else value for value in inputs]
-    # The inputs hold infinities and NaN on purpose: NumPy's warnings about them are noise.
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        want = reference(*copies)
-    if hasattr(want, "detach"):
-        want = want.detach().cpu().numpy()
+    # The inputs hold infinities and NaN on purpose: NumPy's warnings about them (and
+    # about the cast) are noise.
     with np.errstate(all="ignore"):
-        return np.asarray(want).astype(dtype)
+        want = reference(*copies)
+        if hasattr(want, "detach"):
+            want = want.detach().cpu().numpy()
+        return np.asarray(want).astype(dtype, copy=False)
 
 
 def check_call(
@@ -520,33 +571,40 @@ def check_call(
     cores = kernel.library.cores if cores is None else cores
     tolerance = Tolerance(rtol, atol, equal_nan)
 
-    def failed(reason: str, want: Optional[np.ndarray], out_dtype: str, out_shape: Sequence[int]) -> CheckFailed:
+    def failed(reason: str, want: Optional[np.ndarray]) -> CheckFailed:
         folder = _save(kernel, inputs, want, directory)
+        out_shape, out_dtype = output_form()
         command = reproducer(kernel, inputs, folder, cores, out_dtype, out_shape, tolerance if want is not None else None)
         return CheckFailed(kernel.name, inputs, cores, reason, command, folder)
 
-    arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
-    out_shape, out_dtype = kernel.library._output_of(kernel.name, inputs, arguments, None, None)
-    numpy_dtype = _numpy_dtype(out_dtype)
-    try:
-        want = _reference_output(reference, inputs, numpy_dtype)
-    except TypeError as error:
-        kinds = ", ".join(type(value).__name__ if _args.is_scalar(value) else "tensor" for value in inputs)
-        raise TypeError(
-            f"the reference could not take {kernel.name}'s generated call ({kinds}): {error}. A C or Rust "
-            f"library's parameters cannot be read, and are taken as one tensor: name them, "
-            f"check(..., calls=calls_of(kernel, kinds=['tensor', 'float', ...]))"
-        ) from error
+    def output_form() -> tuple:
+        """The output's shape and dtype name. The call resolves them itself: only a
+        failure's reproducer asks again (not every property call)."""
+        arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
+        return kernel.library._output_of(kernel.name, inputs, arguments, None, None)
+
+    def reference_output(dtype: np.dtype) -> np.ndarray:
+        try:
+            return _reference_output(reference, inputs, dtype)
+        except TypeError as error:
+            kinds = ", ".join(type(value).__name__ if _args.is_scalar(value) else "tensor" for value in inputs)
+            raise TypeError(
+                f"the reference could not take {kernel.name}'s generated call ({kinds}): {error}. A C or Rust "
+                f"library's parameters cannot be read, and are taken as one tensor: name them, "
+                f"check(..., calls=calls_of(kernel, kinds=['tensor', 'float', ...]))"
+            ) from error
+
     try:
         # Checked whatever the library's own default (``load(..., checked=False)``).
         result = kernel.run(*inputs, cores=cores, **{**options, "checked": True})
     except KernelError as error:
-        raise failed(_first_lines(str(error)), want, out_dtype, out_shape) from error
+        raise failed(_first_lines(str(error)), reference_output(_numpy_dtype(output_form()[1]))) from error
+    want = reference_output(result.output.dtype)
     if result.warnings:
         reason = "the device's checks warned: " + "; ".join(str(finding).splitlines()[0] for finding in result.warnings)
-        raise failed(reason, want, out_dtype, out_shape)
+        raise failed(reason, want)
     if want.shape != result.output.shape:
-        raise failed(f"the reference gives shape {want.shape}, the kernel {result.output.shape}", want, out_dtype, out_shape)
+        raise failed(f"the reference gives shape {want.shape}, the kernel {result.output.shape}", want)
     bad = tolerance.differing(result.output, want)
     if bad.any():
         first = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -554,7 +612,7 @@ def check_call(
             f"{int(bad.sum())} of {bad.size} elements differ from the reference; the first at {list(first)}: "
             f"got {result.output[first]}, want {want[first]}"
         )
-        raise failed(reason, want, out_dtype, out_shape)
+        raise failed(reason, want)
     return result
 
 
@@ -645,14 +703,22 @@ class CheckReport:
         return self.calls / self.seconds if self.seconds > 0 else 0.0
 
 
-BATCH = 10
-"""Calls of one batch: the unit a budget and a shard count in."""
+BATCH = 100
+"""Calls of one batch: the unit a budget and a shard count in. A batch is a Hypothesis
+run, whose own work (a few milliseconds: its setup, its simplest example, ending it)
+is shared by the batch's calls."""
 
-CALLS_PER_EXAMPLE = 8
-"""Calls of one Hypothesis example in :func:`check`, at most: Hypothesis' own work per
+CALLS_PER_EXAMPLE = 32
+"""Calls of one Hypothesis example in :func:`check`, at most: an example draws how many
+(1 to this, uniformly: 16.5 on average), then its calls. Hypothesis' own work per
 example (seeding the global random generators, NumPy's included, and its choice tree)
 is shared by the calls of one example, and a failing example shrinks to its one
-failing call."""
+failing call (Hypothesis deletes the calls around it and lowers the count to 1)."""
+
+_EXAMPLES_PER_RUN = 9
+"""Examples of one Hypothesis run in :func:`check`, at most: from 10 on, Hypothesis caps
+the size of a run's first examples (to a few times its simplest example's, one call
+here), which would cut them to a few calls each."""
 
 
 class _BatchMade(unittest.SkipTest):
@@ -710,15 +776,16 @@ def check(
 ) -> CheckReport:
     """Checks ``kernel`` against ``reference`` on generated calls: the property run.
 
-    The sweep is numbered batches of ``BATCH`` calls, each a Hypothesis run from a
-    seed made of ``seed`` and its number, whose examples are lists of 1 to
+    The sweep is numbered batches of ``BATCH`` (100) calls, each a Hypothesis run from
+    a seed made of ``seed`` and its number, whose examples are 1 to
     ``CALLS_PER_EXAMPLE`` calls (the run ends at the batch's last call, and if its
     examples end first, another run from a seed of its own makes the rest; a call the
-    op's shape function refuses is left out); a shard ``(i, n)`` runs the batches whose
-    number is ``i`` modulo ``n``. It stops after ``max_examples`` calls (default 100,
-    when there is no ``budget``) or when ``budget`` seconds have passed, whichever
-    first; the batch that fails is shrunk to its smallest failing call (a list of that
-    one call).
+    op's shape function refuses is left out); a shard ``(i, n)`` runs the batches
+    whose number is ``i`` modulo ``n`` (the granularity of a shard: one of fewer than
+    ``BATCH`` calls makes the first calls of its first batch). It stops after
+    ``max_examples`` calls (default 100, when there is no ``budget``) or when
+    ``budget`` seconds have passed, whichever first; the batch that fails is shrunk to
+    its smallest failing call (an example of that one call).
 
     Parameters
     ----------
@@ -756,10 +823,19 @@ def check(
     if max_examples is None and budget is None:
         max_examples = 100
     strategy = calls if calls is not None else calls_of(kernel, cores=cores)
+    one_call = _refused_as_none.get(strategy, strategy)
+    example_calls = st.integers(1, CALLS_PER_EXAMPLE)
+
     # An example's calls are drawn before the first is made: what an example draws
     # never depends on the batch's count (Hypothesis fails a run whose examples draw
     # differently after the same choices), and the run may end in the middle of one.
-    examples = st.lists(_refused_as_none.get(strategy, strategy), min_size=1, max_size=CALLS_PER_EXAMPLE)
+    # Their count is drawn once, not st.lists' choice whether to go on before every
+    # call: a Hypothesis draw costs tens of microseconds, and a list's examples average
+    # 6 calls whatever its largest.
+    @st.composite
+    def examples(draw: Any) -> list:
+        return [draw(one_call) for _ in range(draw(example_calls))]
+
     report = CheckReport()
     batch = _Batch()
     first: dict = {}
@@ -791,38 +867,30 @@ def check(
             if batch.left == 0:
                 raise _BatchMade()
 
-    # The Hypothesis test of a batch of `calls` calls, made once per size and run for
-    # every batch with that batch's seed: making one costs Hypothesis milliseconds (it
-    # reads and compiles the test's source), as much as a few calls.
-    runs: dict = {}
-
-    def batch_run(calls: int) -> Callable[[], None]:
-        if calls not in runs:
-            runs[calls] = settings(
-                # Fewer examples than calls, as an example makes 1 to CALLS_PER_EXAMPLE
-                # (the run ends at the batch's last call, _BatchMade): from 10 examples
-                # on, Hypothesis starts a run with small ones (for 10, after its simplest
-                # example, the simplest extension of a random start and one cut short,
-                # a call or two each, of the 4 or 5 examples of a batch).
-                max_examples=max(1, calls - 1),
-                deadline=None,
-                database=None,
-                derandomize=False,
-                suppress_health_check=list(HealthCheck),
-                print_blob=False,
-                # One failure is all a check reports: shrink it at once, not after more
-                # generated examples.
-                report_multiple_bugs=False,
-                # Not the explain phase: it replays the failing calls under a line tracer
-                # (which lines only failing calls ran, in this package), 25 times the
-                # shrinking's time for a failing call on the device.
-                phases=[phase for phase in Phase if phase != Phase.explain],
-            )(given(examples)(property_of))
-            # Hypothesis names a test's examples in its database by a digest of the
-            # test's source, made on every run (8 ms of CPU under cProfile at a load of 9:
-            # most of a batch's own cost) unless the test names them; there is no database.
-            runs[calls]._hypothesis_internal_database_key = b"neuroncustomop.testing.check"
-        return runs[calls]
+    # The Hypothesis test of a batch, made once and run for every batch with that
+    # batch's seed: making one costs Hypothesis milliseconds (it reads and compiles the
+    # test's source), as much as a few calls.
+    batch_run = settings(
+        # The run ends at the batch's last call (_BatchMade), and its first example is
+        # Hypothesis' simplest (one call): the rest of a batch is an example or two.
+        max_examples=_EXAMPLES_PER_RUN,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+        # One failure is all a check reports: shrink it at once, not after more
+        # generated examples.
+        report_multiple_bugs=False,
+        # Not the explain phase: it replays the failing calls under a line tracer
+        # (which lines only failing calls ran, in this package), 25 times the
+        # shrinking's time for a failing call on the device.
+        phases=[phase for phase in Phase if phase != Phase.explain],
+    )(given(examples())(property_of))
+    # Hypothesis names a test's examples in its database by a digest of the test's
+    # source, made on every run (8 ms of CPU under cProfile at a load of 9: most of a
+    # batch's own cost) unless the test names them; there is no database.
+    batch_run._hypothesis_internal_database_key = b"neuroncustomop.testing.check"
 
     number = shard[0]
     while True:
@@ -838,7 +906,7 @@ def check(
         # from a seed of its own: every run makes a call at least, or Hypothesis raises.
         runs_of_batch = 0
         while batch.left:
-            run = hypothesis_seed(batch_seed(seed, number, runs_of_batch))(batch_run(batch.left))
+            run = hypothesis_seed(batch_seed(seed, number, runs_of_batch))(batch_run)
             runs_of_batch += 1
             try:
                 run()
