@@ -529,21 +529,37 @@ fn host_tier_cxx_race_through_the_tcm_accessor_is_named_by_thread_sanitizer() {
 }
 
 #[test]
-fn host_tier_c_store_into_another_cores_dataram_is_named_by_its_owner_where_there_are_protection_keys() {
+fn host_tier_c_stores_into_core_1s_stack_and_core_3s_dataram_name_that_core_and_the_line_and_the_next_op_runs() {
     let library = crate::checks::c_library();
-    let (found, _) = on_host(library, "into_other_dataram", 8, None);
-    if !neuroncustomop_hosttier::protection_keys() {
-        // Unseen on this machine, and its checks line says so.
-        assert!(found.is_empty(), "{found}");
-        let checks = neuroncustomop_hosttier::coverage(None);
-        assert!(checks.contains("data or HBM scratch (this machine has no protection keys)"), "{checks}");
-        return;
+    // Without a sanitizer and with UndefinedBehaviorSanitizer: the builds with store calls.
+    for sanitize in [None, Some(Sanitizer::Undefined)] {
+        let (found, whole) = on_host(library, "into_published_stack", 8, sanitize);
+        let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, "/* into core 1's stack */");
+        assert_eq!(finding.owner, Some(1), "{finding}");
+        assert!(finding.place().starts_with("core 1's stack, byte "), "{}", finding.place());
+        let said = finding.to_string();
+        assert!(said.starts_with("store into another core's memory on core 0: core 1's stack"), "{said}");
+        assert!(whole, "core 1 saw the store and wrote its share again");
+
+        let (found, _) = on_host(library, "into_other_dataram", 8, sanitize);
+        let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, "/* core 3's dataram */");
+        assert_eq!(finding.owner, Some(3), "{finding}");
+        assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
+
+        let (found, whole) = on_host(library, "copy", 8, sanitize);
+        assert!(found.is_empty() && whole, "{found}");
     }
-    let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, "/* core 3's dataram */");
-    assert_eq!(finding.owner, Some(3), "{finding}");
-    assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
-    let (found, whole) = on_host(library, "copy", 8, None);
+}
+
+#[test]
+fn host_tier_address_sanitizer_builds_do_not_keep_the_cores_apart_and_their_checks_line_says_so() {
+    let library = crate::checks::c_library();
+    let (found, whole) = on_host(library, "into_published_stack", 8, Some(Sanitizer::Address));
     assert!(found.is_empty() && whole, "{found}");
+    assert!(!neuroncustomop_hosttier::keeps_cores_apart(Some(Sanitizer::Address)));
+    let checks = neuroncustomop_hosttier::coverage(Some(Sanitizer::Address));
+    let unseen = checks.split_once("unseen").unwrap().1;
+    assert!(unseen.contains("stores into another core's stack"), "{checks}");
 }
 
 /// The host tier from an installed home, as the wheel lays it out (`sim dist`: the

@@ -107,45 +107,56 @@ impl Sanitizer {
 /// What a host-tier run with `sanitizer` (or none) checks, and what it cannot see, in
 /// one sentence: the `checks` line every `--host` run prints, so a clean result is not
 /// read as more than it is. The device checks all of it (a call without `--host`).
-/// Every run has the host tier's own checks (`crate::checks`); stores into another
-/// core's data and HBM scratch only where this machine has protection keys.
+/// Every run has the host tier's own checks (`crate::checks`); a build with store calls
+/// (`crate::apart`: without a sanitizer, or with `undefined`) keeps the cores apart;
+/// where this machine has protection keys, their stores into another core's scratch are
+/// seen in every build.
 pub fn coverage(sanitizer: Option<Sanitizer>) -> String {
     coverage_with(sanitizer, crate::checks::protection_keys())
 }
 
 /// [`coverage`], on a machine with protection keys (`keyed`) or without.
 fn coverage_with(sanitizer: Option<Sanitizer>, keyed: bool) -> String {
-    let own = if keyed {
-        "the host tier's own: stores into inputs and into another core's data or HBM scratch, double and invalid \
-         frees, leaks"
-    } else {
-        "the host tier's own: stores into inputs, double and invalid frees, leaks"
+    let (apart, other_cores) = match (crate::apart::keeps_cores_apart(sanitizer), keyed) {
+        (true, true) => (
+            " and into another core's stack, data or HBM scratch",
+            "stores the runtime or C's memcpy, memset and memmove make for a kernel into another core's stack, ",
+        ),
+        (true, false) => (
+            " and into another core's stack, data or HBM scratch",
+            "stores the runtime or C's memcpy, memset and memmove make for a kernel into another core's memory, ",
+        ),
+        (false, true) => (
+            " and into another core's data or HBM scratch",
+            "stores into another core's stack (this build does not keep the cores apart: run without --sanitize), ",
+        ),
+        (false, false) => (
+            "",
+            "stores into another core's stack, data or HBM scratch (this build does not keep the cores apart: run \
+             without --sanitize), ",
+        ),
     };
-    let other_cores = if keyed {
-        "stores into another core's stack"
-    } else {
-        "stores into another core's stack, data or HBM scratch (this machine has no protection keys)"
-    };
+    let own = format!("the host tier's own: stores into inputs{apart}, double and invalid frees, leaks");
     match sanitizer {
         None => format!(
             "{own}; `ncop run --host --sanitize address` (or `thread`) checks more; unseen here: out-of-bounds accesses, use after free, \
-             races, {other_cores}, reads of never-written memory (the device checks every access: run without \
+             races, {other_cores}reads of never-written memory (the device checks every access: run without \
              --host)"
         ),
         Some(Sanitizer::Address) => format!(
             "AddressSanitizer: out-of-bounds accesses around tensors and heap and TCM blocks, use after free; \
-             {own}; unseen on the host tier: {other_cores}, races, reads of never-written memory (the device \
+             {own}; unseen on the host tier: {other_cores}races, reads of never-written memory (the device \
              checks them: run without --host)"
         ),
         Some(Sanitizer::Thread) => format!(
             "ThreadSanitizer: races between cores on memory the kernels' own code and the runtime's copies \
              (neuron_memcpy, the TCM and stream accessors) touch; {own}; unseen on the host tier: out-of-bounds \
-             accesses, use after free, {other_cores}, reads of never-written memory (the device checks them: run \
+             accesses, use after free, {other_cores}reads of never-written memory (the device checks them: run \
              without --host)"
         ),
         Some(Sanitizer::Undefined) => format!(
             "UndefinedBehaviorSanitizer: signed overflow, bad shifts, misaligned pointers; {own}; unseen on the \
-             host tier: out-of-bounds accesses, use after free, races, {other_cores}, reads of never-written \
+             host tier: out-of-bounds accesses, use after free, races, {other_cores}reads of never-written \
              memory (the device checks them: run without --host)"
         ),
     }
@@ -653,22 +664,32 @@ WARNING: ThreadSanitizer: data race (pid=4242)
 
     #[test]
     fn every_host_run_says_what_it_cannot_see() {
+        use super::Sanitizer::{Address, Thread, Undefined};
         for keyed in [true, false] {
-            let address = super::coverage_with(Some(super::Sanitizer::Address), keyed);
-            let (seen, unseen) = address.split_once("unseen").unwrap();
-            for checked in ["stores into inputs", "double and invalid frees", "leaks", "use after free"] {
-                assert!(seen.contains(checked) && !unseen.contains(checked), "{checked}: {address}");
+            for sanitizer in [None, Some(Address), Some(Thread), Some(Undefined)] {
+                let line = super::coverage_with(sanitizer, keyed);
+                let (seen, unseen) = line.split_once("unseen").unwrap();
+                for checked in ["stores into inputs", "double and invalid frees", "leaks"] {
+                    assert!(seen.contains(checked) && !unseen.contains(checked), "{checked}: {line}");
+                }
+                // Builds with store calls keep every core's stack and scratch from the
+                // others' own stores; the address and thread builds only where there are
+                // protection keys, and only the scratch.
+                let apart = crate::apart::keeps_cores_apart(sanitizer);
+                assert_eq!(seen.contains("into another core's stack, data or HBM scratch"), apart, "{line}");
+                assert_eq!(seen.contains("into another core's data or HBM scratch"), !apart && keyed, "{line}");
+                assert_eq!(unseen.contains("does not keep the cores apart"), !apart, "{line}");
+                assert_eq!(unseen.contains("stores the runtime or C's memcpy"), apart, "{line}");
+                assert!(unseen.contains("another core's stack") || unseen.contains("another core's memory"), "{line}");
             }
-            assert!(unseen.contains("another core's stack"), "{address}");
-            // Another core's scratch is checked only with protection keys.
-            assert_eq!(seen.contains("another core's data or HBM scratch"), keyed, "{address}");
-            assert_eq!(unseen.contains("data or HBM scratch"), !keyed, "{address}");
+            let address = super::coverage_with(Some(Address), keyed);
+            assert!(address.split_once("unseen").unwrap().0.contains("use after free"), "{address}");
             let plain = super::coverage_with(None, keyed);
             assert!(plain.starts_with("the host tier's own: stores into inputs"), "{plain}");
             assert!(plain.split_once("unseen").unwrap().1.contains("out-of-bounds accesses"), "{plain}");
             // The sanitizers are `ncop run`'s option (not `ncop check`'s, which prints this too).
             assert!(plain.contains("`ncop run --host --sanitize address` (or `thread`) checks more"), "{plain}");
-            let thread = super::coverage_with(Some(super::Sanitizer::Thread), keyed);
+            let thread = super::coverage_with(Some(Thread), keyed);
             assert!(thread.split_once("unseen").unwrap().0.contains("the runtime's copies"), "{thread}");
         }
     }

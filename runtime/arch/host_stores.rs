@@ -1,0 +1,215 @@
+//! The host tier's store hooks: how a library copy keeps its core's stores out of the
+//! other cores' memory (qemu/hosttier, `apart.rs`, is the loader's half).
+//!
+//! On the host tier every core is a thread of one process, so nothing in the hardware
+//! keeps core 0 from storing into core 1's stack or dataram. The host tier builds an
+//! author's code with the compiler's AddressSanitizer pass reduced to a call before
+//! every store (no shadow memory, no sanitizer runtime, reads and stack left alone),
+//! its callbacks renamed to `__ncop_host_store{1,2,4,8,16,N}` and
+//! `__ncop_host_mem{cpy,move,set}`: they are defined here, in each library copy.
+//! Each tests the store's address against the [`StoreWatch`] the loader gave this copy
+//! (`neuron_host_watch_stores`): a store inside one of the cores' spans (their stacks,
+//! datarams, HBM scratches) but outside this core's own part of it is handed to the
+//! loader's observer with the return address of the hook's call, which is in the
+//! author's code at the store, and the store then goes ahead (as on the device, whose
+//! checks report and let the kernel run on).
+//!
+//! Invariant: the watch is written before the core's thread runs any of this copy's
+//! code (the loader sets it when it loads the copy), and never again.
+
+/// A span of host addresses, `[start, end)`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    /// The first address.
+    pub start: usize,
+    /// One past the last.
+    pub end: usize,
+}
+
+impl Span {
+    /// Whether `address` is inside.
+    #[inline(always)]
+    pub const fn holds(&self, address: usize) -> bool {
+        address >= self.start && address < self.end
+    }
+}
+
+/// One kind of per-core memory: every core's parts together, and this core's own.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Watched {
+    /// Every core's parts.
+    pub all: Span,
+    /// This core's part, inside [`Watched::all`].
+    pub own: Span,
+}
+
+/// How many kinds of memory a [`StoreWatch`] holds: stacks, datarams, HBM scratches.
+pub const WATCHED_KINDS: usize = 3;
+
+/// C ABI: what a library copy's store hooks test each store against, kinds in the
+/// order the loader chose (the most stored-into first: the stacks).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreWatch {
+    /// Each kind of per-core memory.
+    pub kinds: [Watched; WATCHED_KINDS],
+}
+
+const _: () = assert!(size_of::<Span>() == 2 * size_of::<usize>());
+const _: () = assert!(size_of::<Watched>() == 4 * size_of::<usize>());
+const _: () = assert!(size_of::<StoreWatch>() == WATCHED_KINDS * size_of::<Watched>());
+
+/// `void observer(uintptr_t address, size_t bytes, uintptr_t pc)`: a store into another
+/// core's memory, at `pc` (a return address in the code that stores).
+pub type StoreObserver = unsafe extern "C" fn(usize, usize, usize);
+
+#[cfg(all(feature = "host-tier", target_arch = "x86_64"))]
+pub use hooks::neuron_host_watch_stores;
+
+#[cfg(all(feature = "host-tier", target_arch = "x86_64"))]
+mod hooks {
+    use super::{StoreObserver, StoreWatch, WATCHED_KINDS};
+    use core::ffi::c_void;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The watch's words (`[all.start, all.end, own.start, own.end]` per kind), as
+    /// atomics: written once, read by the core's thread (relaxed: the thread is started
+    /// after they are written).
+    static WATCH: [[AtomicUsize; 4]; WATCHED_KINDS] = [const { [const { AtomicUsize::new(0) }; 4] }; WATCHED_KINDS];
+    /// The loader's observer, or 0.
+    static OBSERVER: AtomicUsize = AtomicUsize::new(0);
+
+    /// C ABI `void neuron_host_watch_stores(const StoreWatch *watch, observer)`, the
+    /// host tier loader's: this copy's hooks report every store inside a kind's
+    /// `all` but outside its `own` to `observer`. Called before the core runs.
+    ///
+    /// # Safety
+    /// `watch` is null or points to a valid [`StoreWatch`].
+    #[unsafe(no_mangle)]
+    pub unsafe extern "C" fn neuron_host_watch_stores(watch: *const StoreWatch, observer: Option<StoreObserver>) {
+        // SAFETY: the caller's contract.
+        let Some(watch) = (unsafe { watch.as_ref() }) else { return };
+        for (words, kind) in WATCH.iter().zip(&watch.kinds) {
+            let values = [kind.all.start, kind.all.end, kind.own.start, kind.own.end];
+            for (word, value) in words.iter().zip(values) {
+                word.store(value, Ordering::Relaxed);
+            }
+        }
+        OBSERVER.store(observer.map_or(0, |f| f as usize), Ordering::Release);
+    }
+
+    /// Whether a store at `address` is another core's: inside a kind's span of every
+    /// core, outside this core's part. The stacks come first: at `-O0` nearly every
+    /// store is into the core's own stack, which this answers in two comparisons.
+    #[inline(always)]
+    fn foreign(address: usize) -> bool {
+        for [all_start, all_end, own_start, own_end] in &WATCH {
+            if address >= all_start.load(Ordering::Relaxed) && address < all_end.load(Ordering::Relaxed) {
+                return address < own_start.load(Ordering::Relaxed) || address >= own_end.load(Ordering::Relaxed);
+            }
+        }
+        false
+    }
+
+    /// A store of `bytes` at `address`, made at `pc`: reported if it is another core's.
+    #[inline(always)]
+    fn check(address: usize, bytes: usize, pc: usize) {
+        let last = address.wrapping_add(bytes.max(1) - 1);
+        if foreign(address) || (bytes > 1 && foreign(last)) {
+            let observer = OBSERVER.load(Ordering::Acquire);
+            if observer != 0 {
+                // SAFETY: only `neuron_host_watch_stores` stores here, a `StoreObserver`.
+                let observer = unsafe { core::mem::transmute::<usize, StoreObserver>(observer) };
+                // SAFETY: the loader's function of that signature; it only records.
+                unsafe { observer(address, bytes, pc) };
+            }
+        }
+    }
+
+    /// The hooks' common half: `address`, the hook's return address, the store's size
+    /// (the System V registers the trampolines below fill).
+    extern "C" fn checked_store(address: usize, pc: usize, bytes: usize) {
+        check(address, bytes, pc);
+    }
+
+    /// `__ncop_host_store<N>(address)`: a store of N bytes is about to be made. A naked
+    /// trampoline: the return address (at the stack pointer on entry) goes to
+    /// [`checked_store`] as its second argument, the size as its third, and it returns
+    /// straight to the store.
+    macro_rules! store_hook {
+        ($name:ident, $bytes:literal) => {
+            #[unsafe(naked)]
+            #[unsafe(no_mangle)]
+            pub extern "C" fn $name(_address: usize) {
+                core::arch::naked_asm!(
+                    "mov rsi, [rsp]",
+                    concat!("mov edx, ", $bytes),
+                    "jmp {check}",
+                    check = sym checked_store,
+                )
+            }
+        };
+    }
+    store_hook!(__ncop_host_store1, 1);
+    store_hook!(__ncop_host_store2, 2);
+    store_hook!(__ncop_host_store4, 4);
+    store_hook!(__ncop_host_store8, 8);
+    store_hook!(__ncop_host_store16, 16);
+
+    /// `__ncop_host_storeN(address, bytes)`: a store of another size.
+    #[unsafe(naked)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn __ncop_host_storeN(_address: usize, _bytes: usize) {
+        core::arch::naked_asm!("mov rdx, rsi", "mov rsi, [rsp]", "jmp {check}", check = sym checked_store)
+    }
+
+    /// [`__ncop_host_memcpy`]'s body, with its return address `pc`.
+    unsafe extern "C" fn checked_memcpy(dst: *mut c_void, src: *const c_void, n: usize, pc: usize) -> *mut c_void {
+        check(dst as usize, n, pc);
+        // SAFETY: the instrumented `memcpy`'s own contract (its caller's).
+        unsafe { core::ptr::copy_nonoverlapping(src.cast::<u8>(), dst.cast::<u8>(), n) };
+        dst
+    }
+
+    /// [`__ncop_host_memmove`]'s body, with its return address `pc`.
+    unsafe extern "C" fn checked_memmove(dst: *mut c_void, src: *const c_void, n: usize, pc: usize) -> *mut c_void {
+        check(dst as usize, n, pc);
+        // SAFETY: the instrumented `memmove`'s own contract (its caller's).
+        unsafe { core::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), n) };
+        dst
+    }
+
+    /// [`__ncop_host_memset`]'s body, with its return address `pc`.
+    unsafe extern "C" fn checked_memset(dst: *mut c_void, value: i32, n: usize, pc: usize) -> *mut c_void {
+        check(dst as usize, n, pc);
+        // SAFETY: the instrumented `memset`'s own contract (its caller's); C stores
+        // `(unsigned char)value`.
+        unsafe { core::ptr::write_bytes(dst.cast::<u8>(), value as u8, n) };
+        dst
+    }
+
+    /// `__ncop_host_mem{cpy,move,set}(dst, src or value, n)`: what the compiler makes
+    /// of a copy or fill of its own (a structure assigned, `__builtin_memset`). A naked
+    /// trampoline: the return address goes to the body as its fourth argument.
+    macro_rules! copy_hook {
+        ($name:ident, $body:ident, $second:ty) => {
+            #[unsafe(naked)]
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn $name(_dst: *mut c_void, _second: $second, _n: usize) -> *mut c_void {
+                core::arch::naked_asm!("mov rcx, [rsp]", "jmp {body}", body = sym $body)
+            }
+        };
+    }
+    copy_hook!(__ncop_host_memcpy, checked_memcpy, *const c_void);
+    copy_hook!(__ncop_host_memmove, checked_memmove, *const c_void);
+    copy_hook!(__ncop_host_memset, checked_memset, i32);
+
+    /// What the AddressSanitizer pass calls before a call that does not return (to
+    /// forget the frames it leaves): with no shadow memory, nothing to do. Not in the
+    /// `--sanitize address` build, whose library calls ASan's own.
+    #[cfg(not(feature = "host-asan"))]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn __asan_handle_no_return() {}
+}
