@@ -552,6 +552,18 @@ fn host_tier_c_stores_into_core_1s_stack_and_core_3s_dataram_name_that_core_and_
 }
 
 #[test]
+fn host_tier_cxx_store_into_core_3s_dataram_is_named_by_its_owner_at_its_line_and_the_next_op_runs() {
+    let library = crate::checks::cxx_library();
+    let (found, whole) = on_host(library, "into_other_dataram", 8, None);
+    let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_CXX, "// core 3's dataram");
+    assert_eq!(finding.owner, Some(3), "{finding}");
+    assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
+    assert!(whole, "the kernel ran on");
+    let (found, whole) = on_host(library, "copy", 1, None);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
+#[test]
 fn host_tier_address_sanitizer_builds_do_not_keep_the_cores_apart_and_their_checks_line_says_so() {
     let library = crate::checks::c_library();
     let (found, whole) = on_host(library, "into_published_stack", 8, Some(Sanitizer::Address));
