@@ -78,6 +78,9 @@ mod hooks {
     /// atomics: written once, read by the core's thread (relaxed: the thread is started
     /// after they are written).
     static WATCH: [[AtomicUsize; 4]; WATCHED_KINDS] = [const { [const { AtomicUsize::new(0) }; 4] }; WATCHED_KINDS];
+    /// The lowest address of every kind's `all` and one past the highest: a store
+    /// outside them (into a tensor, a static) is nobody's in one comparison or two.
+    static BOUNDS: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
     /// The loader's observer, or 0.
     static OBSERVER: AtomicUsize = AtomicUsize::new(0);
 
@@ -97,14 +100,22 @@ mod hooks {
                 word.store(value, Ordering::Relaxed);
             }
         }
+        let lowest = watch.kinds.iter().map(|kind| kind.all.start).min().unwrap_or(0);
+        let highest = watch.kinds.iter().map(|kind| kind.all.end).max().unwrap_or(0);
+        BOUNDS[0].store(lowest, Ordering::Relaxed);
+        BOUNDS[1].store(highest, Ordering::Relaxed);
         OBSERVER.store(observer.map_or(0, |f| f as usize), Ordering::Release);
     }
 
     /// Whether a store at `address` is another core's: inside a kind's span of every
-    /// core, outside this core's part. The stacks come first: at `-O0` nearly every
-    /// store is into the core's own stack, which this answers in two comparisons.
+    /// core, outside this core's part. A store outside every kind (into a tensor) is
+    /// answered first; then the stacks: at `-O0` nearly every other store is into the
+    /// core's own stack.
     #[inline(always)]
     fn foreign(address: usize) -> bool {
+        if address < BOUNDS[0].load(Ordering::Relaxed) || address >= BOUNDS[1].load(Ordering::Relaxed) {
+            return false;
+        }
         for [all_start, all_end, own_start, own_end] in &WATCH {
             if address >= all_start.load(Ordering::Relaxed) && address < all_end.load(Ordering::Relaxed) {
                 return address < own_start.load(Ordering::Relaxed) || address >= own_end.load(Ordering::Relaxed);
