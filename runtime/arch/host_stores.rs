@@ -61,8 +61,9 @@ const _: () = assert!(size_of::<Span>() == 2 * size_of::<usize>());
 const _: () = assert!(size_of::<Watched>() == 4 * size_of::<usize>());
 const _: () = assert!(size_of::<StoreWatch>() == WATCHED_KINDS * size_of::<Watched>());
 
-/// `void observer(uintptr_t address, size_t bytes, uintptr_t pc)`: a store into another
-/// core's memory, at `pc` (a return address in the code that stores).
+/// `void observer(uintptr_t address, size_t bytes, uintptr_t pc)`: a store of `bytes`
+/// into another core's memory, whose byte at `address` is that core's (its first, or
+/// else its last), made at `pc` (a return address in the code that stores).
 pub type StoreObserver = unsafe extern "C" fn(usize, usize, usize);
 
 #[cfg(all(feature = "host-tier", target_arch = "x86_64"))]
@@ -124,18 +125,25 @@ mod hooks {
         false
     }
 
-    /// A store of `bytes` at `address`, made at `pc`: reported if it is another core's.
+    /// A store of `bytes` at `address`, made at `pc`: reported if its first or last
+    /// byte is another core's (that byte's address: a copy that runs on from this core's
+    /// memory into the next core's is named by the next core's).
     #[inline(always)]
     fn check(address: usize, bytes: usize, pc: usize) {
         let last = address.wrapping_add(bytes.max(1) - 1);
-        if foreign(address) || (bytes > 1 && foreign(last)) {
-            let observer = OBSERVER.load(Ordering::Acquire);
-            if observer != 0 {
-                // SAFETY: only `neuron_host_watch_stores` stores here, a `StoreObserver`.
-                let observer = unsafe { core::mem::transmute::<usize, StoreObserver>(observer) };
-                // SAFETY: the loader's function of that signature; it only records.
-                unsafe { observer(address, bytes, pc) };
-            }
+        let hit = if foreign(address) {
+            address
+        } else if bytes > 1 && foreign(last) {
+            last
+        } else {
+            return;
+        };
+        let observer = OBSERVER.load(Ordering::Acquire);
+        if observer != 0 {
+            // SAFETY: only `neuron_host_watch_stores` stores here, a `StoreObserver`.
+            let observer = unsafe { core::mem::transmute::<usize, StoreObserver>(observer) };
+            // SAFETY: the loader's function of that signature; it only records.
+            unsafe { observer(hit, bytes, pc) };
         }
     }
 
