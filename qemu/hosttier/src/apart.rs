@@ -65,9 +65,7 @@ pub(crate) fn rustc_flags(sanitizer: Option<Sanitizer>) -> Vec<String> {
     if sanitizer.is_some() {
         return Vec::new();
     }
-    let mut flags: Vec<String> = ["-Zsanitizer=address", "-Zexternal-clangrt", "-Cunsafe-allow-abi-mismatch=sanitizer"]
-        .map(String::from)
-        .to_vec();
+    let mut flags = crate::sanitize::rustc_sanitizer("address");
     flags.extend(LLVM_ARGS.map(|arg| format!("-Cllvm-args={arg}")));
     flags
 }

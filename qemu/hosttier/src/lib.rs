@@ -197,10 +197,10 @@ fn build_rust(
     if device_feature {
         features.push_str(",device");
     }
-    let mut sanitize = sanitizer.and_then(Sanitizer::rustc_flags).unwrap_or_default();
-    sanitize.extend(apart::rustc_flags(sanitizer));
+    let mut instrument = sanitizer.and_then(Sanitizer::rustc_flags).unwrap_or_default();
+    instrument.extend(apart::rustc_flags(sanitizer));
     let mut cargo = Command::new(toolchain::CARGO);
-    if !sanitize.is_empty() {
+    if !instrument.is_empty() {
         // rustc's -Z flags (a sanitizer's, or the store calls') on the stable
         // toolchain, as qemu/fuzz/run.sh enables them.
         cargo.env("RUSTC_BOOTSTRAP", "1");
@@ -218,7 +218,7 @@ fn build_rust(
         // The author's own crate unoptimised, with full debug information: every local
         // is there for gdb (Rust never fuses float operations, so the bits are the same).
         .args(["-C", "opt-level=0", "-C", "debuginfo=2"])
-        .args(&sanitize);
+        .args(&instrument);
     process::status(&mut cargo).map_err(|failed| error(failed.to_string()))?;
     Ok(target.join("release").join(bin))
 }

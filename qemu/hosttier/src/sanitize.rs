@@ -77,11 +77,7 @@ impl Sanitizer {
     /// `core`) are not instrumented, which is what the C build does too, hence the
     /// allowed mismatch.
     pub(crate) fn rustc_flags(self) -> Option<Vec<String>> {
-        (self != Self::Undefined).then(|| {
-            [&format!("-Zsanitizer={}", self.name()), "-Zexternal-clangrt", "-Cunsafe-allow-abi-mismatch=sanitizer"]
-                .map(String::from)
-                .to_vec()
-        })
+        (self != Self::Undefined).then(|| rustc_sanitizer(self.name()))
     }
 
     /// The loader's environment for it: the runtime preloaded first, reports
@@ -102,6 +98,15 @@ impl Sanitizer {
         });
         variables
     }
+}
+
+/// rustc's flags for the author's crate built with its sanitizer `name`
+/// ([`Sanitizer::rustc_flags`], and `crate::apart`'s store calls), the runtime the
+/// loader preloads (if any) not linked in.
+pub(crate) fn rustc_sanitizer(name: &str) -> Vec<String> {
+    [&format!("-Zsanitizer={name}"), "-Zexternal-clangrt", "-Cunsafe-allow-abi-mismatch=sanitizer"]
+        .map(String::from)
+        .to_vec()
 }
 
 /// What a host-tier run with `sanitizer` (or none) checks, and what it cannot see, in
