@@ -545,6 +545,11 @@ fn host_tier_c_stores_into_core_1s_stack_and_core_3s_dataram_name_that_core_and_
         let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, "/* core 3's dataram */");
         assert_eq!(finding.owner, Some(3), "{finding}");
         assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
+        // C's memcpy called by name: the C library's, renamed to the runtime's checked copy.
+        let (found, _) = on_host(library, "copies_into_other_dataram", 8, sanitize);
+        let text = "/* memcpy into core 3's dataram */";
+        let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, text);
+        assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
 
         let (found, whole) = on_host(library, "copy", 8, sanitize);
         assert!(found.is_empty() && whole, "{found}");

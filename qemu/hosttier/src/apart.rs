@@ -11,18 +11,25 @@
 //! region at the store's line; the store goes ahead and the kernel runs on, as on the
 //! device.
 //!
+//! A C or C++ object's calls to `memcpy`, `memmove` and `memset` (the C library's, in a
+//! freestanding build) are renamed to the runtime's checked copies
+//! ([`redirect_copies`]).
+//!
 //! What it leaves out: stores the runtime makes for the kernel (`neuron_memcpy`, the
-//! TCM and stream accessors; and C's `memcpy`, `memset` and `memmove` called by name,
-//! which are the C library's), not instrumented; and the `--sanitize address` and
+//! TCM and stream accessors), not instrumented; and the `--sanitize address` and
 //! `thread` builds, whose sanitizers' own instrumentation clang and rustc do not
 //! combine with this one ([`keeps_cores_apart`]).
 
 use crate::Sanitizer;
 use crate::cores;
 use neuroncustomop::arch::host_stores::{Span, StoreWatch, Watched};
+use neuroncustomop_machine::process;
+use neuroncustomop_machine::toolchain::Llvm;
 use neuroncustomop_wire::checks::{Region, RegionKind};
 use neuroncustomop_wire::job::{CORES, data_scratch, hbm_scratch};
 use std::ffi::c_void;
+use std::path::Path;
+use std::process::Command;
 
 /// The compiler's AddressSanitizer pass, as the host tier uses it: a call to
 /// `__ncop_host_store<N>` (or `__ncop_host_mem{cpy,move,set}` for the compiler's own
@@ -72,6 +79,28 @@ pub(crate) fn rustc_flags(sanitizer: Option<Sanitizer>) -> Vec<String> {
 
 /// A core's part of one kind of memory: `(start, len)` of core `core`'s.
 type Part = fn(u32) -> (u32, u32);
+
+/// The C library's copies an author's object may call by name, and the runtime's
+/// checked copies of the same signatures (`runtime/arch/host_stores.rs`) its calls are
+/// renamed to ([`redirect_copies`]).
+const COPIES: [(&str, &str); 3] =
+    [("memcpy", "__ncop_host_memcpy"), ("memmove", "__ncop_host_memmove"), ("memset", "__ncop_host_memset")];
+
+/// Renames an author's object's calls to `memcpy`, `memmove` and `memset` to the
+/// runtime's checked copies, when its build with `sanitizer` keeps the cores apart: in
+/// a freestanding build these are calls to the C library's functions, which have no
+/// store calls, and the compiler's pass sees none of them. Only the author's objects:
+/// the runtime's own copies keep calling the C library's.
+pub(crate) fn redirect_copies(object: &Path, sanitizer: Option<Sanitizer>) -> Result<(), String> {
+    if !keeps_cores_apart(sanitizer) {
+        return Ok(());
+    }
+    let mut objcopy = Command::new(Llvm::OBJCOPY);
+    for (name, checked) in COPIES {
+        objcopy.arg(format!("--redefine-sym={name}={checked}"));
+    }
+    process::output(objcopy.arg(object)).map(drop).map_err(|failed| failed.to_string())
+}
 
 /// Each core's part of each kind of memory the store calls watch, the most
 /// stored-into first (a kernel's locals): its stack, dataram, HBM scratch.

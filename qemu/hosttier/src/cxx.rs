@@ -61,6 +61,7 @@ pub(crate) fn compile(
             .arg("-o")
             .arg(&object),
     )
+    .and_then(|()| crate::apart::redirect_copies(&object, sanitizer))
     .map_err(error)?;
     Ok(Compiled { object, shape_driver })
 }

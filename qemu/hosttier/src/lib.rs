@@ -366,6 +366,7 @@ fn compile_c(
         let stem = source.file_stem().expect("a .c file has a stem").to_string_lossy();
         let object = out.join(format!("{stem}.o"));
         compile_c_source(source, &object, home, &author_flags(sanitizer))
+            .and_then(|()| apart::redirect_copies(&object, sanitizer))
             .map_err(|what| HostError::Build { name: project.name.clone(), what })?;
         objects.push(object);
     }

@@ -125,11 +125,13 @@ fn coverage_with(sanitizer: Option<Sanitizer>, keyed: bool) -> String {
     let (apart, other_cores) = match (crate::apart::keeps_cores_apart(sanitizer), keyed) {
         (true, true) => (
             " and into another core's stack, data or HBM scratch",
-            "stores the runtime or C's memcpy, memset and memmove make for a kernel into another core's stack, ",
+            "stores the runtime makes for a kernel (neuron_memcpy, the TCM and stream accessors) into another \
+             core's stack, ",
         ),
         (true, false) => (
             " and into another core's stack, data or HBM scratch",
-            "stores the runtime or C's memcpy, memset and memmove make for a kernel into another core's memory, ",
+            "stores the runtime makes for a kernel (neuron_memcpy, the TCM and stream accessors) into another \
+             core's memory, ",
         ),
         (false, true) => (
             " and into another core's data or HBM scratch",
@@ -684,7 +686,7 @@ WARNING: ThreadSanitizer: data race (pid=4242)
                 assert_eq!(seen.contains("into another core's stack, data or HBM scratch"), apart, "{line}");
                 assert_eq!(seen.contains("into another core's data or HBM scratch"), !apart && keyed, "{line}");
                 assert_eq!(unseen.contains("does not keep the cores apart"), !apart, "{line}");
-                assert_eq!(unseen.contains("stores the runtime or C's memcpy"), apart, "{line}");
+                assert_eq!(unseen.contains("stores the runtime makes for a kernel"), apart, "{line}");
                 assert!(unseen.contains("another core's stack") || unseen.contains("another core's memory"), "{line}");
             }
             let address = super::coverage_with(Some(Address), keyed);

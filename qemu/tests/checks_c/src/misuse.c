@@ -463,6 +463,20 @@ static void into_other_dataram(void) {
     customop_cleanup();
 }
 
+/* Core 0 copies 16 bytes of x into core 3's dataram with C's memcpy, called by name: its
+ * own TCM block's address, 3 dataram scratches on. */
+static void copies_into_other_dataram(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    char *mine = tcm_malloc(64);
+    if (get_cpu_id() == 0 && mine != NULL) {
+        memcpy(mine + 3 * 0x10000, x, 16); /* memcpy into core 3's dataram */
+    }
+    tcm_free(mine);
+    customop_cleanup();
+}
+
 /* Core 0 copies a block it never wrote into the first 16 elements of the output, by DMA
  * (a warning, naming the elements). */
 static void unwritten_to_output(void) {
@@ -517,7 +531,8 @@ static const struct {
     {"double_free", double_free}, {"foreign_free", foreign_free}, {"leaks", leaks},
     {"reads_unwritten", reads_unwritten}, {"reads_output_first", reads_output_first},
     {"tcm_copy_past", tcm_copy_past}, {"into_next_block", into_next_block}, {"into_other_stack", into_other_stack},
-    {"into_published_stack", into_published_stack}, {"into_other_dataram", into_other_dataram}, {"unwritten_to_output", unwritten_to_output},
+    {"into_published_stack", into_published_stack}, {"into_other_dataram", into_other_dataram},
+    {"copies_into_other_dataram", copies_into_other_dataram}, {"unwritten_to_output", unwritten_to_output},
     {"unwritten_memcpy", unwritten_memcpy}, {"reads_one_past", reads_one_past},
 };
 
