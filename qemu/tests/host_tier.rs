@@ -546,10 +546,11 @@ fn host_tier_c_stores_into_core_1s_stack_and_core_3s_dataram_name_that_core_and_
         assert_eq!(finding.owner, Some(3), "{finding}");
         assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
         // C's memcpy called by name: the C library's, renamed to the runtime's checked copy.
-        let (found, _) = on_host(library, "copies_into_other_dataram", 8, sanitize);
+        let (found, _) = on_host(library, "memcpy_into_other_dataram", 8, sanitize);
         let text = "/* memcpy into core 3's dataram */";
         let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, text);
         assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
+        runtime_copy_into_core_3s_dataram_is_found(library, sanitize);
 
         let (found, whole) = on_host(library, "copy", 8, sanitize);
         assert!(found.is_empty() && whole, "{found}");
@@ -568,15 +569,27 @@ fn host_tier_cxx_store_into_core_3s_dataram_is_named_by_its_owner_at_its_line_an
     assert!(found.is_empty() && whole, "{found}");
 }
 
+/// The runtime's own copy (`neuron_memcpy`) into core 3's dataram, checked by the
+/// runtime in every build: a `cross-core-store` named by the kernel's line.
+fn runtime_copy_into_core_3s_dataram_is_found(library: &Library, sanitize: Option<Sanitizer>) {
+    let (found, _) = on_host(library, "neuron_memcpy_into_dataram", 8, sanitize);
+    let text = "/* neuron_memcpy into core 3's dataram */";
+    let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, text);
+    assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
+}
+
 #[test]
 fn host_tier_address_sanitizer_builds_do_not_keep_the_cores_apart_and_their_checks_line_says_so() {
     let library = crate::checks::c_library();
     let (found, whole) = on_host(library, "into_published_stack", 8, Some(Sanitizer::Address));
     assert!(found.is_empty() && whole, "{found}");
+    // The runtime's own copies are checked there too.
+    runtime_copy_into_core_3s_dataram_is_found(library, Some(Sanitizer::Address));
     assert!(!neuroncustomop_hosttier::keeps_cores_apart(Some(Sanitizer::Address)));
     let checks = neuroncustomop_hosttier::coverage(Some(Sanitizer::Address));
-    let unseen = checks.split_once("unseen").unwrap().1;
-    assert!(unseen.contains("stores into another core's stack"), "{checks}");
+    let (seen, unseen) = checks.split_once("unseen").unwrap();
+    assert!(unseen.contains("a kernel's own stores into another core's stack"), "{checks}");
+    assert!(seen.contains("the runtime's copies into another core's stack"), "{checks}");
 }
 
 /// The host tier from an installed home, as the wheel lays it out (`sim dist`: the

@@ -14,6 +14,9 @@
 //! author's code at the store, and the store then goes ahead (as on the device, whose
 //! checks report and let the kernel run on).
 //!
+//! The runtime's own copies for a kernel (`data_transfer::copy`) are checked the same
+//! way (`copying`), in every host-tier build.
+//!
 //! Invariant: the watch is written before the core's thread runs any of this copy's
 //! code (the loader sets it when it loads the copy), and never again.
 
@@ -63,11 +66,12 @@ const _: () = assert!(size_of::<StoreWatch>() == WATCHED_KINDS * size_of::<Watch
 
 /// `void observer(uintptr_t address, size_t bytes, uintptr_t pc)`: a store of `bytes`
 /// into another core's memory, whose byte at `address` is that core's (its first, or
-/// else its last), made at `pc` (a return address in the code that stores).
+/// else its last), made at `pc` (a return address in the code that stores), or by the
+/// runtime's own copy (`pc` 0).
 pub type StoreObserver = unsafe extern "C" fn(usize, usize, usize);
 
 #[cfg(all(feature = "host-tier", target_arch = "x86_64"))]
-pub use hooks::neuron_host_watch_stores;
+pub use hooks::{copying, neuron_host_watch_stores};
 
 #[cfg(all(feature = "host-tier", target_arch = "x86_64"))]
 mod hooks {
@@ -144,6 +148,18 @@ mod hooks {
             let observer = unsafe { core::mem::transmute::<usize, StoreObserver>(observer) };
             // SAFETY: the loader's function of that signature; it only records.
             unsafe { observer(hit, bytes, pc) };
+        }
+    }
+
+    /// The runtime's own copy of `len` bytes to `dst` is about to be made for a kernel
+    /// (`data_transfer::copy`: `neuron_memcpy`, the TCM and stream accessors), whose
+    /// code has no store calls: checked as a store call's copy, at no place (pc 0: the
+    /// loader takes the place from the call stack, the copy's call site in the runtime
+    /// and the kernel's line under it).
+    #[inline(always)]
+    pub fn copying(dst: *mut u8, len: usize) {
+        if len > 0 {
+            check(dst as usize, len, 0);
         }
     }
 

@@ -15,10 +15,13 @@
 //! freestanding build) are renamed to the runtime's checked copies
 //! ([`redirect_copies`]).
 //!
-//! What it leaves out: stores the runtime makes for the kernel (`neuron_memcpy`, the
-//! TCM and stream accessors), not instrumented; and the `--sanitize address` and
-//! `thread` builds, whose sanitizers' own instrumentation clang and rustc do not
-//! combine with this one ([`keeps_cores_apart`]).
+//! The runtime's own copies for a kernel (`neuron_memcpy`, the TCM and stream
+//! accessors) are checked by the runtime, in every build, and found at their call site
+//! in the runtime, the kernel's line in the backtrace under it.
+//!
+//! What it leaves out: the kernel's own stores in the `--sanitize address` and `thread`
+//! builds, whose sanitizers' own instrumentation clang and rustc do not combine with
+//! this one ([`keeps_cores_apart`]).
 
 use crate::Sanitizer;
 use crate::cores;
@@ -153,11 +156,12 @@ pub(crate) fn owner_of(address: usize) -> Option<(u32, Region)> {
 }
 
 /// A library copy's store call found a store of `bytes` at `address`, made at `pc` (the
-/// call's return address), into another core's memory: a `cross-core-store` finding of
-/// the running kernel, at the call's instruction (inside it: its line is the store's).
+/// call's return address; 0 for the runtime's own copy), into another core's memory: a
+/// `cross-core-store` finding of the running kernel, at the call's instruction (inside
+/// it: its line is the store's).
 unsafe extern "C" fn on_foreign_store(address: usize, _bytes: usize, pc: usize) {
     if let Some((owner, region)) = owner_of(address).filter(|(owner, _)| *owner != cores::core()) {
-        crate::checks::cross_core_store(pc - 1, address, owner, region);
+        crate::checks::cross_core_store(pc.checked_sub(1), address, owner, region);
     }
 }
 

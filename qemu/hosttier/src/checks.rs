@@ -23,12 +23,12 @@
 //!   its TCM pool): the author's code calls its runtime before every store, and a
 //!   store into another core's part is a `cross-core-store` finding naming the owner's
 //!   region ([`cross_core_store`], from `crate::apart`, which says what that leaves
-//!   out). Where there are protection keys, besides, each core's scratch carries a key
-//!   of its own that only that core's thread may write ([`allocate_keys`]): another
-//!   core's store there faults, is the same finding (once: a store its call already
-//!   reported is not reported again), and is let through the same way; so stores the
-//!   runtime makes, and those of the `--sanitize address` and `thread` builds, which
-//!   have no store calls, are seen there too.
+//!   out); so is the runtime's own copy there. Where there are protection keys,
+//!   besides, each core's scratch carries a key of its own that only that core's thread
+//!   may write ([`allocate_keys`]): another core's store there faults, is the same
+//!   finding (once: a store its call already reported is not reported again), and is
+//!   let through the same way; so the stores of the `--sanitize address` and `thread`
+//!   builds, which have no store calls, are seen there too.
 //! - **Double and invalid frees, leaks.** Each library copy's runtime hands the loader
 //!   every heap journal record it stores (`neuron_host_journal_observer`,
 //!   runtime/allocators/journal.rs): a free the runtime refused is a `double-free` (no
@@ -357,16 +357,25 @@ pub(crate) fn after_step(context: *mut c_void) -> bool {
     true
 }
 
-/// A store at `address` by the author's code at `pc` (a process address), into core
-/// `owner`'s `region` (`crate::apart`): a `cross-core-store` finding of the running
-/// kernel; none between kernels.
-pub(crate) fn cross_core_store(pc: usize, address: usize, owner: u32, region: Region) {
+/// A store at `address` into core `owner`'s `region` (`crate::apart`), by the author's
+/// code at `pc` (a process address), or by the runtime's own copy (`None`: at the
+/// copy's call site in this core's library copy, the kernel's line in the backtrace
+/// under it): a `cross-core-store` finding of the running kernel; none between kernels.
+pub(crate) fn cross_core_store(pc: Option<usize>, address: usize, owner: u32, region: Region) {
     REPORTED.set(address);
     with_core(|checks| {
-        if checks.op.is_some() {
-            let pc = checks.offset(pc);
-            checks.found(FindingKind::CrossCoreStore, pc, address as u32, Some(owner), Some(region), None, &[]);
+        if checks.op.is_none() {
+            return;
         }
+        let (pc, backtrace) = match pc {
+            Some(pc) => (checks.offset(pc), Vec::new()),
+            None => {
+                let sites = sites(checks.library);
+                sites.split_first().map_or((0, Vec::new()), |(pc, rest)| (*pc, rest.to_vec()))
+            }
+        };
+        let kind = FindingKind::CrossCoreStore;
+        checks.found(kind, pc, address as u32, Some(owner), Some(region), None, &backtrace);
     });
 }
 

@@ -123,24 +123,16 @@ pub fn coverage(sanitizer: Option<Sanitizer>) -> String {
 /// [`coverage`], on a machine with protection keys (`keyed`) or without.
 fn coverage_with(sanitizer: Option<Sanitizer>, keyed: bool) -> String {
     let (apart, other_cores) = match (crate::apart::keeps_cores_apart(sanitizer), keyed) {
-        (true, true) => (
-            " and into another core's stack, data or HBM scratch",
-            "stores the runtime makes for a kernel (neuron_memcpy, the TCM and stream accessors) into another \
-             core's stack, ",
-        ),
-        (true, false) => (
-            " and into another core's stack, data or HBM scratch",
-            "stores the runtime makes for a kernel (neuron_memcpy, the TCM and stream accessors) into another \
-             core's memory, ",
-        ),
+        (true, _) => (" and into another core's stack, data or HBM scratch", ""),
         (false, true) => (
-            " and into another core's data or HBM scratch",
-            "stores into another core's stack (this build does not keep the cores apart: run without --sanitize), ",
+            " and into another core's data or HBM scratch, the runtime's copies into another core's stack",
+            "a kernel's own stores into another core's stack (this build does not keep the cores apart: run \
+             without --sanitize), ",
         ),
         (false, false) => (
-            "",
-            "stores into another core's stack, data or HBM scratch (this build does not keep the cores apart: run \
-             without --sanitize), ",
+            ", the runtime's copies into another core's stack, data or HBM scratch",
+            "a kernel's own stores into another core's stack, data or HBM scratch (this build does not keep the \
+             cores apart: run without --sanitize), ",
         ),
     };
     let own = format!("the host tier's own: stores into inputs{apart}, double and invalid frees, leaks");
@@ -683,11 +675,12 @@ WARNING: ThreadSanitizer: data race (pid=4242)
                 // others' own stores; the address and thread builds only where there are
                 // protection keys, and only the scratch.
                 let apart = crate::apart::keeps_cores_apart(sanitizer);
-                assert_eq!(seen.contains("into another core's stack, data or HBM scratch"), apart, "{line}");
+                assert_eq!(seen.contains("and into another core's stack, data or HBM scratch"), apart, "{line}");
                 assert_eq!(seen.contains("into another core's data or HBM scratch"), !apart && keyed, "{line}");
+                assert_eq!(seen.contains("the runtime's copies into another core's stack"), !apart, "{line}");
                 assert_eq!(unseen.contains("does not keep the cores apart"), !apart, "{line}");
-                assert_eq!(unseen.contains("stores the runtime makes for a kernel"), apart, "{line}");
-                assert!(unseen.contains("another core's stack") || unseen.contains("another core's memory"), "{line}");
+                assert_eq!(unseen.contains("a kernel's own stores into another core's stack"), !apart, "{line}");
+                assert_eq!(unseen.contains("data or HBM scratch"), !apart && !keyed, "{line}");
             }
             let address = super::coverage_with(Some(Address), keyed);
             assert!(address.split_once("unseen").unwrap().0.contains("use after free"), "{address}");

@@ -465,13 +465,27 @@ static void into_other_dataram(void) {
 
 /* Core 0 copies 16 bytes of x into core 3's dataram with C's memcpy, called by name: its
  * own TCM block's address, 3 dataram scratches on. */
-static void copies_into_other_dataram(void) {
+static void memcpy_into_other_dataram(void) {
     const float *x;
     uint32_t n;
     copy_share(&x, &n);
     char *mine = tcm_malloc(64);
     if (get_cpu_id() == 0 && mine != NULL) {
         memcpy(mine + 3 * 0x10000, x, 16); /* memcpy into core 3's dataram */
+    }
+    tcm_free(mine);
+    customop_cleanup();
+}
+
+/* Core 0 copies 16 bytes of x into core 3's dataram with neuron_memcpy, the runtime's
+ * copy: its own TCM block's address, 3 dataram scratches on. */
+static void neuron_memcpy_into_dataram(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    char *mine = tcm_malloc(64);
+    if (get_cpu_id() == 0 && mine != NULL) {
+        neuron_memcpy(mine + 3 * 0x10000, x, 16); /* neuron_memcpy into core 3's dataram */
     }
     tcm_free(mine);
     customop_cleanup();
@@ -532,7 +546,8 @@ static const struct {
     {"reads_unwritten", reads_unwritten}, {"reads_output_first", reads_output_first},
     {"tcm_copy_past", tcm_copy_past}, {"into_next_block", into_next_block}, {"into_other_stack", into_other_stack},
     {"into_published_stack", into_published_stack}, {"into_other_dataram", into_other_dataram},
-    {"copies_into_other_dataram", copies_into_other_dataram}, {"unwritten_to_output", unwritten_to_output},
+    {"memcpy_into_other_dataram", memcpy_into_other_dataram},
+    {"neuron_memcpy_into_dataram", neuron_memcpy_into_dataram}, {"unwritten_to_output", unwritten_to_output},
     {"unwritten_memcpy", unwritten_memcpy}, {"reads_one_past", reads_one_past},
 };
 
