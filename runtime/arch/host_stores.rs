@@ -76,7 +76,6 @@ pub use hooks::{copying, neuron_host_watch_stores};
 #[cfg(all(feature = "host-tier", target_arch = "x86_64"))]
 mod hooks {
     use super::{StoreObserver, StoreWatch, WATCHED_KINDS};
-    use core::ffi::c_void;
     use core::sync::atomic::{AtomicUsize, Ordering};
 
     /// The watch's words (`[all.start, all.end, own.start, own.end]` per kind), as
@@ -169,82 +168,217 @@ mod hooks {
         check(address, bytes, pc);
     }
 
-    /// `__ncop_host_store<N>(address)`: a store of N bytes is about to be made. A naked
-    /// trampoline: the return address (at the stack pointer on entry) goes to
-    /// [`checked_store`] as its second argument, the size as its third, and it returns
-    /// straight to the store.
-    macro_rules! store_hook {
-        ($name:ident, $bytes:literal) => {
-            #[unsafe(naked)]
-            #[unsafe(no_mangle)]
-            pub extern "C" fn $name(_address: usize) {
-                core::arch::naked_asm!(
-                    "mov rsi, [rsp]",
-                    concat!("mov edx, ", $bytes),
-                    "jmp {check}",
-                    check = sym checked_store,
-                )
-            }
-        };
-    }
-    store_hook!(__ncop_host_store1, 1);
-    store_hook!(__ncop_host_store2, 2);
-    store_hook!(__ncop_host_store4, 4);
-    store_hook!(__ncop_host_store8, 8);
-    store_hook!(__ncop_host_store16, 16);
-
-    /// `__ncop_host_storeN(address, bytes)`: a store of another size.
-    #[unsafe(naked)]
-    #[unsafe(no_mangle)]
-    pub extern "C" fn __ncop_host_storeN(_address: usize, _bytes: usize) {
-        core::arch::naked_asm!("mov rdx, rsi", "mov rsi, [rsp]", "jmp {check}", check = sym checked_store)
-    }
-
-    /// [`__ncop_host_memcpy`]'s body, with its return address `pc`.
-    unsafe extern "C" fn checked_memcpy(dst: *mut c_void, src: *const c_void, n: usize, pc: usize) -> *mut c_void {
-        check(dst as usize, n, pc);
-        // SAFETY: the instrumented `memcpy`'s own contract (its caller's).
-        unsafe { core::ptr::copy_nonoverlapping(src.cast::<u8>(), dst.cast::<u8>(), n) };
-        dst
-    }
-
-    /// [`__ncop_host_memmove`]'s body, with its return address `pc`.
-    unsafe extern "C" fn checked_memmove(dst: *mut c_void, src: *const c_void, n: usize, pc: usize) -> *mut c_void {
-        check(dst as usize, n, pc);
-        // SAFETY: the instrumented `memmove`'s own contract (its caller's).
-        unsafe { core::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), n) };
-        dst
-    }
-
-    /// [`__ncop_host_memset`]'s body, with its return address `pc`.
-    unsafe extern "C" fn checked_memset(dst: *mut c_void, value: i32, n: usize, pc: usize) -> *mut c_void {
-        check(dst as usize, n, pc);
-        // SAFETY: the instrumented `memset`'s own contract (its caller's); C stores
-        // `(unsigned char)value`.
-        unsafe { core::ptr::write_bytes(dst.cast::<u8>(), value as u8, n) };
-        dst
-    }
-
-    /// `__ncop_host_mem{cpy,move,set}(dst, src or value, n)`: what the compiler makes
-    /// of a copy or fill of its own (a structure assigned, `__builtin_memset`). A naked
-    /// trampoline: the return address goes to the body as its fourth argument.
-    macro_rules! copy_hook {
-        ($name:ident, $body:ident, $second:ty) => {
-            #[unsafe(naked)]
-            #[unsafe(no_mangle)]
-            pub unsafe extern "C" fn $name(_dst: *mut c_void, _second: $second, _n: usize) -> *mut c_void {
-                core::arch::naked_asm!("mov rcx, [rsp]", "jmp {body}", body = sym $body)
-            }
-        };
-    }
-    copy_hook!(__ncop_host_memcpy, checked_memcpy, *const c_void);
-    copy_hook!(__ncop_host_memmove, checked_memmove, *const c_void);
-    copy_hook!(__ncop_host_memset, checked_memset, i32);
-
-    /// What the AddressSanitizer pass calls before a call that does not return (to
-    /// forget the frames it leaves): with no shadow memory, nothing to do. Not in the
-    /// `--sanitize address` build, whose library calls ASan's own.
+    /// The calls of a build without AddressSanitizer: each checks, then returns to the
+    /// store (or makes the copy).
     #[cfg(not(feature = "host-asan"))]
-    #[unsafe(no_mangle)]
-    pub extern "C" fn __asan_handle_no_return() {}
+    mod alone {
+        use super::{check, checked_store};
+        use core::ffi::c_void;
+
+        /// `__ncop_host_store<N>(address)`: a store of N bytes is about to be made. A
+        /// naked trampoline: the return address (at the stack pointer on entry) goes to
+        /// [`checked_store`] as its second argument, the size as its third, and it
+        /// returns straight to the store.
+        macro_rules! store_hook {
+            ($name:ident, $bytes:literal) => {
+                #[unsafe(naked)]
+                #[unsafe(no_mangle)]
+                pub extern "C" fn $name(_address: usize) {
+                    core::arch::naked_asm!(
+                        "mov rsi, [rsp]",
+                        concat!("mov edx, ", $bytes),
+                        "jmp {check}",
+                        check = sym checked_store,
+                    )
+                }
+            };
+        }
+        store_hook!(__ncop_host_store1, 1);
+        store_hook!(__ncop_host_store2, 2);
+        store_hook!(__ncop_host_store4, 4);
+        store_hook!(__ncop_host_store8, 8);
+        store_hook!(__ncop_host_store16, 16);
+
+        /// `__ncop_host_storeN(address, bytes)`: a store of another size.
+        #[unsafe(naked)]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn __ncop_host_storeN(_address: usize, _bytes: usize) {
+            core::arch::naked_asm!("mov rdx, rsi", "mov rsi, [rsp]", "jmp {check}", check = sym checked_store)
+        }
+
+        /// [`__ncop_host_memcpy`]'s body, with its return address `pc`.
+        unsafe extern "C" fn checked_memcpy(dst: *mut c_void, src: *const c_void, n: usize, pc: usize) -> *mut c_void {
+            check(dst as usize, n, pc);
+            // SAFETY: the instrumented `memcpy`'s own contract (its caller's).
+            unsafe { core::ptr::copy_nonoverlapping(src.cast::<u8>(), dst.cast::<u8>(), n) };
+            dst
+        }
+
+        /// [`__ncop_host_memmove`]'s body, with its return address `pc`.
+        unsafe extern "C" fn checked_memmove(dst: *mut c_void, src: *const c_void, n: usize, pc: usize) -> *mut c_void {
+            check(dst as usize, n, pc);
+            // SAFETY: the instrumented `memmove`'s own contract (its caller's).
+            unsafe { core::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), n) };
+            dst
+        }
+
+        /// [`__ncop_host_memset`]'s body, with its return address `pc`.
+        unsafe extern "C" fn checked_memset(dst: *mut c_void, value: i32, n: usize, pc: usize) -> *mut c_void {
+            check(dst as usize, n, pc);
+            // SAFETY: the instrumented `memset`'s own contract (its caller's); C stores
+            // `(unsigned char)value`.
+            unsafe { core::ptr::write_bytes(dst.cast::<u8>(), value as u8, n) };
+            dst
+        }
+
+        /// `__ncop_host_mem{cpy,move,set}(dst, src or value, n)`: what the compiler
+        /// makes of a copy or fill of its own (a structure assigned, `__builtin_memset`).
+        /// A naked trampoline: the return address goes to the body as its fourth
+        /// argument.
+        macro_rules! copy_hook {
+            ($name:ident, $body:ident, $second:ty) => {
+                #[unsafe(naked)]
+                #[unsafe(no_mangle)]
+                pub unsafe extern "C" fn $name(_dst: *mut c_void, _second: $second, _n: usize) -> *mut c_void {
+                    core::arch::naked_asm!("mov rcx, [rsp]", "jmp {body}", body = sym $body)
+                }
+            };
+        }
+        copy_hook!(__ncop_host_memcpy, checked_memcpy, *const c_void);
+        copy_hook!(__ncop_host_memmove, checked_memmove, *const c_void);
+        copy_hook!(__ncop_host_memset, checked_memset, i32);
+
+        /// What the AddressSanitizer pass calls before a call that does not return (to
+        /// forget the frames it leaves): with no shadow memory, nothing to do.
+        #[unsafe(no_mangle)]
+        pub extern "C" fn __asan_handle_no_return() {}
+    }
+
+    /// The calls of the `--sanitize address` build, whose author's code calls these for
+    /// every access in place of ASan's own checks (renamed): a store is checked, then
+    /// each goes on to ASan's check of the access (`__asan_store4`, ...; its report
+    /// names the author's instruction: the trampolines jump there, the return address
+    /// untouched).
+    #[cfg(feature = "host-asan")]
+    mod with_asan {
+        use super::checked_store;
+        use core::ffi::c_void;
+
+        unsafe extern "C" {
+            // AddressSanitizer's callbacks (its runtime, which the loader preloads).
+            fn __asan_store1(address: usize);
+            fn __asan_store2(address: usize);
+            fn __asan_store4(address: usize);
+            fn __asan_store8(address: usize);
+            fn __asan_store16(address: usize);
+            fn __asan_storeN(address: usize, bytes: usize);
+            fn __asan_load1(address: usize);
+            fn __asan_load2(address: usize);
+            fn __asan_load4(address: usize);
+            fn __asan_load8(address: usize);
+            fn __asan_load16(address: usize);
+            fn __asan_loadN(address: usize, bytes: usize);
+            fn __asan_memcpy(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void;
+            fn __asan_memmove(dst: *mut c_void, src: *const c_void, n: usize) -> *mut c_void;
+            fn __asan_memset(dst: *mut c_void, value: i32, n: usize) -> *mut c_void;
+        }
+
+        /// `__ncop_host_store<N>(address)`: [`checked_store`] (the address kept on the
+        /// stack, which the push aligns for the call), then ASan's own.
+        macro_rules! store_hook {
+            ($name:ident, $bytes:literal, $asan:ident) => {
+                #[unsafe(naked)]
+                #[unsafe(no_mangle)]
+                pub extern "C" fn $name(_address: usize) {
+                    core::arch::naked_asm!(
+                        "push rdi",
+                        "mov rsi, [rsp + 8]",
+                        concat!("mov edx, ", $bytes),
+                        "call {check}",
+                        "pop rdi",
+                        "jmp {asan}",
+                        check = sym checked_store,
+                        asan = sym $asan,
+                    )
+                }
+            };
+        }
+        store_hook!(__ncop_host_store1, 1, __asan_store1);
+        store_hook!(__ncop_host_store2, 2, __asan_store2);
+        store_hook!(__ncop_host_store4, 4, __asan_store4);
+        store_hook!(__ncop_host_store8, 8, __asan_store8);
+        store_hook!(__ncop_host_store16, 16, __asan_store16);
+
+        /// `__ncop_host_storeN(address, bytes)`: a store of another size.
+        #[unsafe(naked)]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn __ncop_host_storeN(_address: usize, _bytes: usize) {
+            core::arch::naked_asm!(
+                "push rdi",
+                "push rsi",
+                "sub rsp, 8",
+                "mov rdx, rsi",
+                "mov rsi, [rsp + 24]",
+                "call {check}",
+                "add rsp, 8",
+                "pop rsi",
+                "pop rdi",
+                "jmp {asan}",
+                check = sym checked_store,
+                asan = sym __asan_storeN,
+            )
+        }
+
+        /// `__ncop_host_load<N>`: ASan's own check, nothing of ours (a load is no
+        /// other core's business).
+        macro_rules! load_hook {
+            ($name:ident, $asan:ident) => {
+                #[unsafe(naked)]
+                #[unsafe(no_mangle)]
+                pub extern "C" fn $name(_address: usize) {
+                    core::arch::naked_asm!("jmp {asan}", asan = sym $asan)
+                }
+            };
+        }
+        load_hook!(__ncop_host_load1, __asan_load1);
+        load_hook!(__ncop_host_load2, __asan_load2);
+        load_hook!(__ncop_host_load4, __asan_load4);
+        load_hook!(__ncop_host_load8, __asan_load8);
+        load_hook!(__ncop_host_load16, __asan_load16);
+
+        /// `__ncop_host_loadN(address, bytes)`.
+        #[unsafe(naked)]
+        #[unsafe(no_mangle)]
+        pub extern "C" fn __ncop_host_loadN(_address: usize, _bytes: usize) {
+            core::arch::naked_asm!("jmp {asan}", asan = sym __asan_loadN)
+        }
+
+        /// `__ncop_host_mem{cpy,move,set}(dst, src or value, n)`: the destination
+        /// checked (its three arguments kept on the stack, which the pushes align), then
+        /// ASan's own, which checks both ranges and copies.
+        macro_rules! copy_hook {
+            ($name:ident, $asan:ident, $second:ty) => {
+                #[unsafe(naked)]
+                #[unsafe(no_mangle)]
+                pub unsafe extern "C" fn $name(_dst: *mut c_void, _second: $second, _n: usize) -> *mut c_void {
+                    core::arch::naked_asm!(
+                        "push rdi",
+                        "push rsi",
+                        "push rdx",
+                        "mov rsi, [rsp + 24]",
+                        "call {check}",
+                        "pop rdx",
+                        "pop rsi",
+                        "pop rdi",
+                        "jmp {asan}",
+                        check = sym checked_store,
+                        asan = sym $asan,
+                    )
+                }
+            };
+        }
+        copy_hook!(__ncop_host_memcpy, __asan_memcpy, *const c_void);
+        copy_hook!(__ncop_host_memmove, __asan_memmove, *const c_void);
+        copy_hook!(__ncop_host_memset, __asan_memset, i32);
+    }
 }

@@ -3,7 +3,8 @@
 //!
 //! An author's C, C++ and Rust code is built with a call before every store
 //! ([`clang_flags`], [`rustc_flags`]: LLVM's AddressSanitizer pass reduced to its
-//! callbacks, renamed; no shadow memory and no sanitizer runtime), which each library
+//! callbacks, renamed; no shadow memory and no sanitizer runtime; under
+//! `--sanitize address`, ASan's own checks made such calls), which each library
 //! copy's runtime answers (`runtime/arch/host_stores.rs`): it tests the address against
 //! the cores' stacks ([`crate::cores::stack`]), datarams and HBM scratches (the heaps and
 //! the TCM pool are in them), and hands a store into another core's part to
@@ -19,9 +20,9 @@
 //! accessors) are checked by the runtime, in every build, and found at their call site
 //! in the runtime, the kernel's line in the backtrace under it.
 //!
-//! What it leaves out: the kernel's own stores in the `--sanitize address` and `thread`
-//! builds, whose sanitizers' own instrumentation clang and rustc do not combine with
-//! this one ([`keeps_cores_apart`]).
+//! What it leaves out: the kernel's own stores in the `--sanitize thread` build, whose
+//! instrumentation clang and rustc do not combine with this pass
+//! ([`keeps_cores_apart`]).
 
 use crate::Sanitizer;
 use crate::cores;
@@ -34,54 +35,64 @@ use std::ffi::c_void;
 use std::path::Path;
 use std::process::Command;
 
-/// The compiler's AddressSanitizer pass, as the host tier uses it: a call to
-/// `__ncop_host_store<N>` (or `__ncop_host_mem{cpy,move,set}` for the compiler's own
-/// copies) before every store, always a call (threshold 0: no inline shadow check);
-/// reads, the stack's redzones, globals and the module constructor left out.
-const LLVM_ARGS: [&str; 6] = [
-    "-asan-instrumentation-with-call-threshold=0",
-    "-asan-instrument-reads=0",
-    "-asan-stack=0",
-    "-asan-globals=0",
-    "-asan-memory-access-callback-prefix=__ncop_host_",
-    "-asan-constructor-kind=none",
-];
+/// The compiler's AddressSanitizer pass with its checks made calls to the runtime's
+/// (`runtime/arch/host_stores.rs`): always a call (threshold 0: no inline shadow
+/// check), renamed from `__asan_store4` to `__ncop_host_store4` (and `__asan_memcpy`,
+/// the compiler's own copies, to `__ncop_host_memcpy`, ...).
+const CALLS: [&str; 2] =
+    ["-asan-instrumentation-with-call-threshold=0", "-asan-memory-access-callback-prefix=__ncop_host_"];
 
-/// Whether a build with `sanitizer` keeps the cores apart: without one or with
-/// UndefinedBehaviorSanitizer; not with AddressSanitizer or ThreadSanitizer, whose
-/// instrumentation clang (and rustc) will not combine with another address pass.
+/// The rest of the pass, left out in a build without AddressSanitizer, where the calls
+/// are all there is: reads, the stack's redzones, globals and the module constructor.
+const ALONE: [&str; 4] =
+    ["-asan-instrument-reads=0", "-asan-stack=0", "-asan-globals=0", "-asan-constructor-kind=none"];
+
+/// Whether a build with `sanitizer` keeps the cores apart: without one, or with
+/// UndefinedBehaviorSanitizer or AddressSanitizer (whose checks the runtime's calls
+/// make, after their own); not with ThreadSanitizer, whose instrumentation clang and
+/// rustc will not combine with the AddressSanitizer pass.
 pub fn keeps_cores_apart(sanitizer: Option<Sanitizer>) -> bool {
-    matches!(sanitizer, None | Some(Sanitizer::Undefined))
+    sanitizer != Some(Sanitizer::Thread)
 }
 
-/// clang's flags for a C or C++ source built with `sanitizer`: the store calls, when
-/// the build keeps the cores apart.
+/// Under AddressSanitizer, a kernel's locals whose address is taken stay on its core's
+/// stack, not on ASan's "fake stack" (its own memory, which would let a store into
+/// another core's local pass unseen): ASan does not look for a use of a local after
+/// its function returned here (the `checks` line claims no such thing).
+const ON_THE_STACK: &str = "-asan-use-after-return=never";
+
+/// The pass's LLVM arguments for a build with `sanitizer` that keeps the cores apart.
+fn llvm_args(sanitizer: Option<Sanitizer>) -> Vec<&'static str> {
+    match sanitizer {
+        Some(Sanitizer::Address) => [&CALLS[..], &[ON_THE_STACK]].concat(),
+        _ => [&CALLS[..], &ALONE[..]].concat(),
+    }
+}
+
+/// clang's flags for a C or C++ source built with `sanitizer`, beside the sanitizer's
+/// own: the store calls, when the build keeps the cores apart.
 pub(crate) fn clang_flags(sanitizer: Option<Sanitizer>) -> Vec<String> {
     if !keeps_cores_apart(sanitizer) {
         return Vec::new();
     }
-    let mut flags = vec!["-fsanitize=address".to_string()];
-    for arg in LLVM_ARGS {
-        flags.extend(["-mllvm".to_string(), arg.to_string()]);
-    }
-    flags
+    let pass = (sanitizer != Some(Sanitizer::Address)).then(|| "-fsanitize=address".to_string());
+    pass.into_iter().chain(llvm_args(sanitizer).into_iter().flat_map(|arg| ["-mllvm".into(), arg.into()])).collect()
 }
 
 /// rustc's flags for a Rust library's own crate built with `sanitizer` (the runtime and
-/// `core` are not instrumented): the same pass through `-Zsanitizer=address` (rustc has
-/// no kernel-address sanitizer for x86-64 Linux), which needs `RUSTC_BOOTSTRAP=1` on the
-/// stable toolchain; no sanitizer runtime is linked (`-Zexternal-clangrt`).
+/// `core` are not instrumented), beside the sanitizer's own: the same pass through
+/// `-Zsanitizer=address` (rustc has no kernel-address sanitizer for x86-64 Linux), which
+/// needs `RUSTC_BOOTSTRAP=1` on the stable toolchain; no sanitizer runtime is linked
+/// (`-Zexternal-clangrt`).
 pub(crate) fn rustc_flags(sanitizer: Option<Sanitizer>) -> Vec<String> {
-    if sanitizer.is_some() {
-        return Vec::new();
-    }
-    let mut flags = crate::sanitize::rustc_sanitizer("address");
-    flags.extend(LLVM_ARGS.map(|arg| format!("-Cllvm-args={arg}")));
+    let mut flags = match sanitizer {
+        None => crate::sanitize::rustc_sanitizer("address"),
+        Some(Sanitizer::Address) => Vec::new(),
+        Some(_) => return Vec::new(),
+    };
+    flags.extend(llvm_args(sanitizer).into_iter().map(|arg| format!("-Cllvm-args={arg}")));
     flags
 }
-
-/// A core's part of one kind of memory: `(start, len)` of core `core`'s.
-type Part = fn(u32) -> (u32, u32);
 
 /// The C library's copies an author's object may call by name, and the runtime's
 /// checked copies of the same signatures (`runtime/arch/host_stores.rs`) its calls are
@@ -104,6 +115,9 @@ pub(crate) fn redirect_copies(object: &Path, sanitizer: Option<Sanitizer>) -> Re
     }
     process::output(objcopy.arg(object)).map(drop).map_err(|failed| failed.to_string())
 }
+
+/// A core's part of one kind of memory: `(start, len)` of core `core`'s.
+type Part = fn(u32) -> (u32, u32);
 
 /// Each core's part of each kind of memory the store calls watch, the most
 /// stored-into first (a kernel's locals): its stack, dataram, HBM scratch.
@@ -189,11 +203,20 @@ mod tests {
     }
 
     #[test]
-    fn only_builds_without_address_or_thread_sanitizer_get_the_store_calls() {
-        assert!(clang_flags(None).iter().any(|flag| flag == "-asan-memory-access-callback-prefix=__ncop_host_"));
-        assert!(!clang_flags(Some(Sanitizer::Undefined)).is_empty());
-        assert!(clang_flags(Some(Sanitizer::Address)).is_empty() && clang_flags(Some(Sanitizer::Thread)).is_empty());
-        assert!(rustc_flags(None).contains(&"-Zsanitizer=address".to_string()));
-        assert!(rustc_flags(Some(Sanitizer::Address)).is_empty());
+    fn every_build_but_thread_sanitizers_gets_the_store_calls_and_address_sanitizer_keeps_its_checks() {
+        let has = |flags: &[String], flag: &str| flags.iter().any(|f| f == flag);
+        let prefix = "-asan-memory-access-callback-prefix=__ncop_host_";
+        for sanitizer in [None, Some(Sanitizer::Undefined)] {
+            let flags = clang_flags(sanitizer);
+            assert!(has(&flags, "-fsanitize=address") && has(&flags, prefix) && has(&flags, "-asan-stack=0"));
+        }
+        let address = clang_flags(Some(Sanitizer::Address));
+        assert!(has(&address, prefix) && !has(&address, "-fsanitize=address") && !has(&address, "-asan-stack=0"));
+        assert!(clang_flags(Some(Sanitizer::Thread)).is_empty());
+        assert!(has(&rustc_flags(None), "-Zsanitizer=address"));
+        let address = rustc_flags(Some(Sanitizer::Address));
+        let want: Vec<String> = CALLS.iter().chain([&ON_THE_STACK]).map(|arg| format!("-Cllvm-args={arg}")).collect();
+        assert_eq!(address, want, "beside the sanitizer's own flags");
+        assert!(rustc_flags(Some(Sanitizer::Thread)).is_empty());
     }
 }

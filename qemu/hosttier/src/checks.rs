@@ -27,8 +27,8 @@
 //!   besides, each core's scratch carries a key of its own that only that core's thread
 //!   may write ([`allocate_keys`]): another core's store there faults, is the same
 //!   finding (once: a store its call already reported is not reported again), and is
-//!   let through the same way; so the stores of the `--sanitize address` and `thread`
-//!   builds, which have no store calls, are seen there too.
+//!   let through the same way; so the stores of the `--sanitize thread` build, which
+//!   has no store calls, are seen there too.
 //! - **Double and invalid frees, leaks.** Each library copy's runtime hands the loader
 //!   every heap journal record it stores (`neuron_host_journal_observer`,
 //!   runtime/allocators/journal.rs): a free the runtime refused is a `double-free` (no

@@ -7,7 +7,8 @@
 //!   heaps' arenas and the redzone after every block, and tells the loader of every
 //!   block taken and given back (`watch_heaps`), so a report can name the heap block
 //!   a bad address is in or past, and where it was allocated and freed
-//!   (`on_asan_report`).
+//!   (`on_asan_report`). The author's code calls the runtime for each of ASan's checks,
+//!   which keeps the cores apart first (`crate::apart`).
 //! - **ThreadSanitizer.** The runtime, built with its feature `host-tsan`, tells TSan
 //!   what each of its copies reads and writes (runtime/data_transfer/mod.rs), so a race
 //!   made through `neuron_memcpy` or the TCM and stream accessors is seen. The loader is
