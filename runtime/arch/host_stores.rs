@@ -14,8 +14,11 @@
 //! author's code at the store, and the store then goes ahead (as on the device, whose
 //! checks report and let the kernel run on).
 //!
-//! The runtime's own copies for a kernel (`data_transfer::copy`) are checked the same
-//! way (`copying`), in every host-tier build.
+//! In the `--sanitize address` build (feature `host-asan`) AddressSanitizer's own checks
+//! are such calls, renamed: each of these checks a store, then jumps to ASan's check of
+//! the access (loads go straight there). The runtime's own copies for a kernel
+//! (`data_transfer::copy`) are checked the same way (`copying`), in every host-tier
+//! build.
 //!
 //! Invariant: the watch is written before the core's thread runs any of this copy's
 //! code (the loader sets it when it loads the copy), and never again.

@@ -17,8 +17,9 @@
 //! ([`redirect_copies`]).
 //!
 //! The runtime's own copies for a kernel (`neuron_memcpy`, the TCM and stream
-//! accessors) are checked by the runtime, in every build, and found at their call site
-//! in the runtime, the kernel's line in the backtrace under it.
+//! accessors) are checked by the runtime, in every build: found at their call site in
+//! the runtime, with the backtrace under it, they are named by the kernel's line that
+//! called them (`neuroncustomop_machine::symbolize`).
 //!
 //! What it leaves out: the kernel's own stores in the `--sanitize thread` build, whose
 //! instrumentation clang and rustc do not combine with this pass
