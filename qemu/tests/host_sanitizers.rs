@@ -225,3 +225,86 @@ fn a_rust_kernels_store_into_its_input_and_kept_vector_are_the_host_tiers_findin
     assert!(copied.findings.is_empty(), "{}", copied.findings);
     assert_eq!(copied.output, x);
 }
+
+#[test]
+fn a_rust_kernels_stores_into_core_1s_stack_and_core_3s_dataram_are_cross_core_findings_at_their_lines() {
+    // Core 1 publishes a local's address in its share of the output (then a mark) and
+    // waits for core 0's store into it; core 0 stores into core 3's dataram at its own
+    // TCM block's offset there. Each wait gives up after 2^30 looks.
+    let kernels = "#![no_std]\n\
+        #![no_main]\n\
+        use neuroncustomop::allocators::tcm::{tcm_alloc, tcm_release};\n\
+        use neuroncustomop::multicore::{core_range, get_cpu_count, get_cpu_id};\n\
+        use neuroncustomop::wrapper_api::{Args, KernelError, Tensor};\n\
+        const PUBLISHED: usize = 0x5354_414b;\n\
+        fn copied<'a>(args: &'a Args) -> Result<(Tensor<'a>, Tensor<'a>), KernelError> {\n\
+        \x20   let x = args.tensor()?;\n\
+        \x20   let mut out = args.output()?;\n\
+        \x20   let share = core_range(x.numel());\n\
+        \x20   out.as_mut_slice::<f32>()?[share.clone()].copy_from_slice(&x.as_slice::<f32>()?[share]);\n\
+        \x20   Ok((x, out))\n\
+        }\n\
+        fn into_other_stack(args: &Args) -> Result<Tensor<'_>, KernelError> {\n\
+        \x20   let (x, mut out) = copied(args)?;\n\
+        \x20   let (n, cores) = (x.numel(), get_cpu_count() as usize);\n\
+        \x20   let share = &mut out.as_mut_slice::<f32>()?[n / cores..];\n\
+        \x20   let mailbox = share.as_mut_ptr().cast::<usize>();\n\
+        \x20   let mut local = 0u32;\n\
+        \x20   let at = &raw mut local;\n\
+        \x20   // SAFETY: none: the seeded store into another core's stack.\n\
+        \x20   unsafe {\n\
+        \x20       if get_cpu_id() == 0 && cores >= 2 {\n\
+        \x20           let mut looks = 0u32;\n\
+        \x20           while mailbox.add(1).read_volatile() != PUBLISHED && looks < 1 << 30 { looks += 1; }\n\
+        \x20           if mailbox.add(1).read_volatile() == PUBLISHED { (mailbox.read_volatile() as *mut u32).write_volatile(0xDEAD); } // into core 1's stack\n\
+        \x20       } else if get_cpu_id() == 1 {\n\
+        \x20           mailbox.write_volatile(at as usize);\n\
+        \x20           mailbox.add(1).write_volatile(PUBLISHED);\n\
+        \x20           let mut looks = 0u32;\n\
+        \x20           while at.read_volatile() == 0 && looks < 1 << 30 { looks += 1; }\n\
+        \x20           share[..4].copy_from_slice(&x.as_slice::<f32>()?[n / cores..][..4]);\n\
+        \x20       }\n\
+        \x20   }\n\
+        \x20   Ok(out)\n\
+        }\n\
+        fn into_other_dataram(args: &Args) -> Result<Tensor<'_>, KernelError> {\n\
+        \x20   let (_, out) = copied(args)?;\n\
+        \x20   let mine = tcm_alloc(64);\n\
+        \x20   // SAFETY: none: the seeded store into another core's dataram.\n\
+        \x20   if get_cpu_id() == 0 && !mine.is_null() { unsafe { mine.add(3 * 0x10000).cast::<u32>().write_volatile(0xDEAD) }; } // into core 3's dataram\n\
+        \x20   tcm_release(mine);\n\
+        \x20   Ok(out)\n\
+        }\n\
+        fn copy(args: &Args) -> Result<Tensor<'_>, KernelError> {\n\
+        \x20   Ok(copied(args)?.1)\n\
+        }\n\
+        neuroncustomop::kernels! { fn into_other_stack, fn into_other_dataram, fn copy }\n";
+    let project = Project::rust("rust_apart", kernels);
+    let library = Library::load_for(&project.0, Target::Host).unwrap();
+    let x = floats(vec![128], 6);
+    let call = |kernel: &str| {
+        let options = Options { target: Target::Host, cores: 8, partial_output: true, ..Options::default() };
+        library.call_with(kernel, &[Arg::Tensor(x.clone())], Output::Like(0), &options).unwrap()
+    };
+    let line = |text: &str| kernels.lines().position(|line| line.ends_with(text)).unwrap() + 1;
+    for (kernel, owner, region, marked) in [
+        ("into_other_stack", 1, "core 1's stack, byte ", "// into core 1's stack"),
+        ("into_other_dataram", 3, "core 3's dataram, byte 0 of ", "// into core 3's dataram"),
+    ] {
+        let line = line(marked);
+        let stored = call(kernel);
+        let finding = stored.findings.first_error().unwrap_or_else(|| panic!("{kernel}: {}", stored.findings)).clone();
+        assert_eq!(
+            (finding.kind, finding.core, stored.findings.total),
+            (FindingKind::CrossCoreStore, 0, 1),
+            "{finding}"
+        );
+        assert_eq!(finding.owner, Some(owner), "{finding}");
+        assert!(finding.place().starts_with(region), "{kernel}: {}", finding.place());
+        assert!(finding.at.as_deref().unwrap_or_default().contains(&format!("kernels.rs:{line}")), "{finding}");
+        assert_eq!(stored.output, x, "{kernel}: the kernel ran on");
+    }
+    let copied = call("copy");
+    assert!(copied.findings.is_empty(), "{}", copied.findings);
+    assert_eq!(copied.output, x);
+}

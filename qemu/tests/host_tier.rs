@@ -528,22 +528,89 @@ fn host_tier_cxx_race_through_the_tcm_accessor_is_named_by_thread_sanitizer() {
     assert!(said.contains(&format!("(misuse.cpp:{line})")), "{said}");
 }
 
+/// Calls `into_published_stack` (core 0 stores into core 1's stack) on the host tier
+/// with `sanitize`, and asserts it is a `cross-core-store` naming core 1's stack at the
+/// store's line, and that the kernel ran on.
+fn store_into_core_1s_stack_is_found(library: &Library, sanitize: Option<Sanitizer>) {
+    let (found, whole) = on_host(library, "into_published_stack", 8, sanitize);
+    let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, "/* into core 1's stack */");
+    assert_eq!(finding.owner, Some(1), "{finding}");
+    assert!(finding.place().starts_with("core 1's stack, byte "), "{}", finding.place());
+    let said = finding.to_string();
+    assert!(said.starts_with("store into another core's memory on core 0: core 1's stack"), "{said}");
+    assert!(whole, "core 1 saw the store and wrote its share again");
+}
+
 #[test]
-fn host_tier_c_store_into_another_cores_dataram_is_named_by_its_owner_where_there_are_protection_keys() {
+fn host_tier_c_stores_into_core_1s_stack_and_core_3s_dataram_name_that_core_and_the_line_and_the_next_op_runs() {
     let library = crate::checks::c_library();
-    let (found, _) = on_host(library, "into_other_dataram", 8, None);
-    if !neuroncustomop_hosttier::protection_keys() {
-        // Unseen on this machine, and its checks line says so.
-        assert!(found.is_empty(), "{found}");
-        let checks = neuroncustomop_hosttier::coverage(None);
-        assert!(checks.contains("data or HBM scratch (this machine has no protection keys)"), "{checks}");
-        return;
+    // Without a sanitizer and with UndefinedBehaviorSanitizer: the builds whose store
+    // calls are all the pass leaves.
+    for sanitize in [None, Some(Sanitizer::Undefined)] {
+        store_into_core_1s_stack_is_found(library, sanitize);
+        let (found, _) = on_host(library, "into_other_dataram", 8, sanitize);
+        let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, "/* core 3's dataram */");
+        assert_eq!(finding.owner, Some(3), "{finding}");
+        assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
+        // C's memcpy called by name: the C library's, renamed to the runtime's checked copy.
+        let (found, _) = on_host(library, "memcpy_into_other_dataram", 8, sanitize);
+        let text = "/* memcpy into core 3's dataram */";
+        let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, text);
+        assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
+        runtime_copy_into_core_3s_dataram_is_found(library, sanitize);
+
+        let (found, whole) = on_host(library, "copy", 8, sanitize);
+        assert!(found.is_empty() && whole, "{found}");
     }
-    let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, "/* core 3's dataram */");
+}
+
+#[test]
+fn host_tier_address_sanitizer_builds_keep_the_cores_apart_too() {
+    // The store calls are ASan's own checks, renamed: each checked, then ASan's. (A
+    // store into another core's heap or TCM pool outside its blocks is ASan's report
+    // first: its arenas are poisoned.)
+    let library = crate::checks::c_library();
+    store_into_core_1s_stack_is_found(library, Some(Sanitizer::Address));
+    runtime_copy_into_core_3s_dataram_is_found(library, Some(Sanitizer::Address));
+    let (found, whole) = on_host(library, "copy", 8, Some(Sanitizer::Address));
+    assert!(found.is_empty() && whole, "{found}");
+    let checks = neuroncustomop_hosttier::coverage(Some(Sanitizer::Address));
+    assert!(checks.split_once("unseen").unwrap().0.contains("into another core's stack, data or HBM"), "{checks}");
+}
+
+#[test]
+fn host_tier_cxx_store_into_core_3s_dataram_is_named_by_its_owner_at_its_line_and_the_next_op_runs() {
+    let library = crate::checks::cxx_library();
+    let (found, whole) = on_host(library, "into_other_dataram", 8, None);
+    let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_CXX, "// core 3's dataram");
     assert_eq!(finding.owner, Some(3), "{finding}");
     assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
-    let (found, whole) = on_host(library, "copy", 8, None);
+    assert!(whole, "the kernel ran on");
+    let (found, whole) = on_host(library, "copy", 1, None);
     assert!(found.is_empty() && whole, "{found}");
+}
+
+/// The runtime's own copy (`neuron_memcpy`) into core 3's dataram, checked by the
+/// runtime in every build: a `cross-core-store` named by the kernel's line.
+fn runtime_copy_into_core_3s_dataram_is_found(library: &Library, sanitize: Option<Sanitizer>) {
+    let (found, _) = on_host(library, "neuron_memcpy_into_dataram", 8, sanitize);
+    let text = "/* neuron_memcpy into core 3's dataram */";
+    let finding = only_finding(&found, FindingKind::CrossCoreStore, 0, MISUSE_C, text);
+    assert!(finding.place().starts_with("core 3's dataram, byte 0 of 65536"), "{}", finding.place());
+}
+
+#[test]
+fn host_tier_thread_sanitizer_builds_do_not_keep_a_kernels_own_stores_apart_and_their_checks_line_says_so() {
+    let library = crate::checks::c_library();
+    let (found, whole) = on_host(library, "into_other_dataram", 8, Some(Sanitizer::Thread));
+    assert!(found.is_empty() && whole, "{found}");
+    assert!(!neuroncustomop_hosttier::keeps_cores_apart(Some(Sanitizer::Thread)));
+    // The runtime's own copies are checked there too.
+    runtime_copy_into_core_3s_dataram_is_found(library, Some(Sanitizer::Thread));
+    let checks = neuroncustomop_hosttier::coverage(Some(Sanitizer::Thread));
+    let (seen, unseen) = checks.split_once("unseen").unwrap();
+    assert!(unseen.contains("a kernel's own stores into another core's stack"), "{checks}");
+    assert!(seen.contains("the runtime's copies into another core's stack"), "{checks}");
 }
 
 /// The host tier from an installed home, as the wheel lays it out (`sim dist`: the

@@ -16,3 +16,6 @@ pub use xtensa::*;
 mod host;
 #[cfg(not(target_arch = "xtensa"))]
 pub use host::*;
+
+#[cfg(not(target_arch = "xtensa"))]
+pub mod host_stores;

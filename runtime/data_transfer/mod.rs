@@ -190,6 +190,9 @@ pub unsafe fn copy_with(method: NeuronMemcpyMethod, dst: *mut u8, src: *const u8
 pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) {
     #[cfg(feature = "host-tsan")]
     thread_sanitizer::copying(dst, src, len);
+    // The host tier keeps the cores apart: a copy into another core's memory is a finding.
+    #[cfg(all(feature = "host-tier", target_arch = "x86_64"))]
+    crate::arch::host_stores::copying(dst, len);
     // SAFETY: forwarded from this function's contract.
     unsafe { copy_with(active_method(), dst, src, len) }
 }

@@ -20,12 +20,16 @@
 //!   to every thread for one instruction: a store of another core into that page in
 //!   that moment is missed. Under `ncop debug` nothing is protected (gdb would stop at
 //!   each step).
-//! - **Stores into another core's data or HBM scratch** (its dataram, its heaps, its
-//!   TCM pool), where there are protection keys: each core's scratch carries a key of
-//!   its own that only that core's thread may write ([`allocate_keys`]); another core's
-//!   store there is a `cross-core-store` finding naming the owner, let through the
-//!   same way. Each core's stack is its thread's, which the host tier does not keep
-//!   from the others.
+//! - **Stores into another core's stack, data or HBM scratch** (its dataram, its heaps,
+//!   its TCM pool): the author's code calls its runtime before every store, and a
+//!   store into another core's part is a `cross-core-store` finding naming the owner's
+//!   region ([`cross_core_store`], from `crate::apart`, which says what that leaves
+//!   out); so is the runtime's own copy there. Where there are protection keys,
+//!   besides, each core's scratch carries a key of its own that only that core's thread
+//!   may write ([`allocate_keys`]): another core's store there faults, is the same
+//!   finding (once: a store its call already reported is not reported again), and is
+//!   let through the same way; so the stores of the `--sanitize thread` build, which
+//!   has no store calls, are seen there too.
 //! - **Double and invalid frees, leaks.** Each library copy's runtime hands the loader
 //!   every heap journal record it stores (`neuron_host_journal_observer`,
 //!   runtime/allocators/journal.rs): a free the runtime refused is a `double-free` (no
@@ -268,6 +272,9 @@ thread_local! {
     static STEPPING: Cell<[usize; STEP_PAGES]> = const { Cell::new([0; STEP_PAGES]) };
     /// The PKRU write-disable bits this thread's current instruction was let past.
     static STEPPING_KEYS: Cell<u32> = const { Cell::new(0) };
+    /// The address of this thread's last store its store call reported
+    /// ([`cross_core_store`]): its fault under protection keys is not reported again.
+    static REPORTED: Cell<usize> = const { Cell::new(0) };
     /// This core's checks.
     static CORE: RefCell<CoreChecks> = const { RefCell::new(CoreChecks::EMPTY) };
 }
@@ -299,7 +306,8 @@ pub(crate) fn on_protected_store(address: usize, context: *mut c_void) -> bool {
         if let Some(input) = input.filter(|_| input_page) {
             checks.found(FindingKind::InputStore, pc, address as u32, None, Some(input), None, &[]);
         }
-        if let Some((owner, _, region)) = foreign.filter(|_| checks.op.is_some()) {
+        let reported = REPORTED.replace(0) == address;
+        if let Some((owner, _, region)) = foreign.filter(|_| checks.op.is_some() && !reported) {
             checks.found(FindingKind::CrossCoreStore, pc, address as u32, Some(owner), Some(region), None, &[]);
         }
     });
@@ -348,6 +356,28 @@ pub(crate) fn after_step(context: *mut c_void) -> bool {
     }
     context.uc_mcontext.gregs[libc::REG_EFL as usize] &= !TRAP_FLAG;
     true
+}
+
+/// A store at `address` into core `owner`'s `region` (`crate::apart`), by the author's
+/// code at `pc` (a process address), or by the runtime's own copy (`None`: at the
+/// copy's call site in this core's library copy, the kernel's line in the backtrace
+/// under it): a `cross-core-store` finding of the running kernel; none between kernels.
+pub(crate) fn cross_core_store(pc: Option<usize>, address: usize, owner: u32, region: Region) {
+    REPORTED.set(address);
+    with_core(|checks| {
+        if checks.op.is_none() {
+            return;
+        }
+        let (pc, backtrace) = match pc {
+            Some(pc) => (checks.offset(pc), Vec::new()),
+            None => {
+                let sites = sites(checks.library);
+                sites.split_first().map_or((0, Vec::new()), |(pc, rest)| (*pc, rest.to_vec()))
+            }
+        };
+        let kind = FindingKind::CrossCoreStore;
+        checks.found(kind, pc, address as u32, Some(owner), Some(region), None, &backtrace);
+    });
 }
 
 /// A heap or TCM block as the journal told it.

@@ -48,7 +48,7 @@ pub(crate) fn compile(
             .args(["-std=c++17", "-g", "-O0", "-fPIC", "-ffreestanding", "-nostdlibinc"])
             .args(["-Wall", "-Wno-unused-parameter", "-fno-exceptions", "-fno-rtti"])
             .args(EXACT_FLOAT)
-            .args(sanitizer.map(crate::Sanitizer::clang_flags).unwrap_or_default())
+            .args(crate::author_flags(sanitizer))
             .arg("-I")
             .arg(home.include_dir().join("libc"))
             .arg("-I")
@@ -61,6 +61,7 @@ pub(crate) fn compile(
             .arg("-o")
             .arg(&object),
     )
+    .and_then(|()| crate::apart::redirect_copies(&object, sanitizer))
     .map_err(error)?;
     Ok(Compiled { object, shape_driver })
 }

@@ -17,6 +17,7 @@
 // The loader's half of the handoff (callbacks.rs) and an op's handoff (dispatch.rs),
 // written once for the device loader and this one: both files are symbolic links to
 // qemu/firmware/src/'s, so that this crate's package (`cargo package`) holds them.
+mod apart;
 mod callbacks;
 mod checks;
 mod cores;
@@ -25,6 +26,7 @@ pub mod dispatch;
 pub mod loader;
 pub mod sanitize;
 
+pub use apart::keeps_cores_apart;
 pub use checks::protection_keys;
 pub use sanitize::{Sanitizer, coverage, explain as explain_sanitizer, involved_cores, stopped_core as sanitized_core};
 
@@ -171,8 +173,9 @@ const EXACT_FLOAT: [&str; 2] = ["-ffp-contract=off", "-fno-fast-math"];
 
 /// A Rust library: its device binary, linked as a shared object against the runtime
 /// built with `host-tier` (which exports the C ABI the loader calls), in the cargo
-/// folder `target`. With a sanitizer, the author's crate is instrumented by rustc
-/// ([`sanitize`]). Needs Rust's cargo and rustc, with an installed home too.
+/// folder `target`. The author's crate is instrumented by rustc: with the store calls
+/// that keep the cores apart ([`apart`]), or with a sanitizer ([`sanitize`]). Needs
+/// Rust's cargo and rustc, with an installed home too.
 fn build_rust(
     project: &Project,
     bin: &str,
@@ -195,10 +198,12 @@ fn build_rust(
     if device_feature {
         features.push_str(",device");
     }
-    let sanitize = sanitizer.and_then(Sanitizer::rustc_flags).unwrap_or_default();
+    let mut instrument = sanitizer.and_then(Sanitizer::rustc_flags).unwrap_or_default();
+    instrument.extend(apart::rustc_flags(sanitizer));
     let mut cargo = Command::new(toolchain::CARGO);
-    if !sanitize.is_empty() {
-        // rustc's -Z flags on the stable toolchain, as qemu/fuzz/run.sh enables them.
+    if !instrument.is_empty() {
+        // rustc's -Z flags (a sanitizer's, or the store calls') on the stable
+        // toolchain, as qemu/fuzz/run.sh enables them.
         cargo.env("RUSTC_BOOTSTRAP", "1");
     }
     cargo
@@ -214,7 +219,7 @@ fn build_rust(
         // The author's own crate unoptimised, with full debug information: every local
         // is there for gdb (Rust never fuses float operations, so the bits are the same).
         .args(["-C", "opt-level=0", "-C", "debuginfo=2"])
-        .args(&sanitize);
+        .args(&instrument);
     process::status(&mut cargo).map_err(|failed| error(failed.to_string()))?;
     Ok(target.join("release").join(bin))
 }
@@ -322,13 +327,23 @@ pub fn stage_installed(repo: &Path, home: &Path, sanitizers: &[Sanitizer]) -> Re
     Ok(())
 }
 
-/// Compiles one C source for x86-64 with the home's runtime headers into `object`.
-fn compile_c_source(source: &Path, object: &Path, home: &Home, sanitizer: Option<Sanitizer>) -> Result<(), String> {
+/// The flags an author's C or C++ source is compiled with for `sanitizer`, beside the
+/// build's own: the sanitizer's, and the store calls that keep the cores apart
+/// ([`apart`]; not the runtime's own C source, whose stores are the runtime's).
+fn author_flags(sanitizer: Option<Sanitizer>) -> Vec<String> {
+    let mut flags = sanitizer.map(Sanitizer::clang_flags).unwrap_or_default();
+    flags.extend(apart::clang_flags(sanitizer));
+    flags
+}
+
+/// Compiles one C source for x86-64 with the home's runtime headers and `flags` into
+/// `object`.
+fn compile_c_source(source: &Path, object: &Path, home: &Home, flags: &[String]) -> Result<(), String> {
     run(Command::new(Llvm::CLANG)
         // -O0: every local is there for gdb; no optimisation changes a float's bits.
         .args(["-std=c11", "-g", "-O0", "-fPIC", "-ffreestanding", "-nostdlibinc", "-Wall", "-Wextra", "-Werror"])
         .args(EXACT_FLOAT)
-        .args(sanitizer.map(Sanitizer::clang_flags).unwrap_or_default())
+        .args(flags)
         .arg("-I")
         .arg(home.include_dir().join("libc"))
         .arg("-I")
@@ -351,7 +366,8 @@ fn compile_c(
     for source in sources {
         let stem = source.file_stem().expect("a .c file has a stem").to_string_lossy();
         let object = out.join(format!("{stem}.o"));
-        compile_c_source(source, &object, home, sanitizer)
+        compile_c_source(source, &object, home, &author_flags(sanitizer))
+            .and_then(|()| apart::redirect_copies(&object, sanitizer))
             .map_err(|what| HostError::Build { name: project.name.clone(), what })?;
         objects.push(object);
     }
@@ -371,7 +387,7 @@ fn link(
     let error = |what: String| HostError::Build { name: project.name.clone(), what };
     let archive = runtime_archive(home, sanitizer)?;
     let variadic = out.join("neuroncustomop_variadic.o");
-    compile_c_source(&home.root().join(VARIADIC_SOURCE), &variadic, home, None).map_err(error)?;
+    compile_c_source(&home.root().join(VARIADIC_SOURCE), &variadic, home, &[]).map_err(error)?;
     objects.push(variadic);
     let sanitize = sanitizer.map(Sanitizer::clang_flags).unwrap_or_default();
     let library = out.join(format!("lib{}.so", project.name));

@@ -14,6 +14,7 @@
 //! core has its own image) run on thread `core i`. The runtime's own code is the same
 //! source; only the CPU differs.
 
+use crate::apart;
 use crate::callbacks::{self, Loader};
 use crate::checks;
 use crate::cores::{self, core};
@@ -322,10 +323,7 @@ impl Core {
         let library = Library::open(path, core)?;
         let (work, inbox) = mpsc::channel();
         let (outbox, answers) = mpsc::channel();
-        std::thread::Builder::new()
-            .name(format!("core {core}"))
-            .spawn(move || core_thread(core, library, inbox, outbox))
-            .map_err(|e| format!("starting core {core}'s thread: {e}"))?;
+        cores::spawn(core, Box::new(move || core_thread(core, library, inbox, outbox)))?;
         Ok(Self { core, work, answers })
     }
 
@@ -389,6 +387,7 @@ impl Library {
         }
         sanitize::watch_heaps(handle);
         checks::watch_journal(handle);
+        apart::watch_stores(handle, core);
         let symbol = |name: &str| -> Result<*mut c_void, String> {
             let c_name = CString::new(name).expect("no NUL");
             // SAFETY: a loaded handle and a NUL-terminated name.

@@ -7,7 +7,8 @@
 //!   heaps' arenas and the redzone after every block, and tells the loader of every
 //!   block taken and given back (`watch_heaps`), so a report can name the heap block
 //!   a bad address is in or past, and where it was allocated and freed
-//!   (`on_asan_report`).
+//!   (`on_asan_report`). The author's code calls the runtime for each of ASan's checks,
+//!   which keeps the cores apart first (`crate::apart`).
 //! - **ThreadSanitizer.** The runtime, built with its feature `host-tsan`, tells TSan
 //!   what each of its copies reads and writes (runtime/data_transfer/mod.rs), so a race
 //!   made through `neuron_memcpy` or the TCM and stream accessors is seen. The loader is
@@ -77,11 +78,7 @@ impl Sanitizer {
     /// `core`) are not instrumented, which is what the C build does too, hence the
     /// allowed mismatch.
     pub(crate) fn rustc_flags(self) -> Option<Vec<String>> {
-        (self != Self::Undefined).then(|| {
-            [&format!("-Zsanitizer={}", self.name()), "-Zexternal-clangrt", "-Cunsafe-allow-abi-mismatch=sanitizer"]
-                .map(String::from)
-                .to_vec()
-        })
+        (self != Self::Undefined).then(|| rustc_sanitizer(self.name()))
     }
 
     /// The loader's environment for it: the runtime preloaded first, reports
@@ -104,48 +101,62 @@ impl Sanitizer {
     }
 }
 
+/// rustc's flags for the author's crate built with its sanitizer `name`
+/// ([`Sanitizer::rustc_flags`], and `crate::apart`'s store calls), the runtime the
+/// loader preloads (if any) not linked in.
+pub(crate) fn rustc_sanitizer(name: &str) -> Vec<String> {
+    [&format!("-Zsanitizer={name}"), "-Zexternal-clangrt", "-Cunsafe-allow-abi-mismatch=sanitizer"]
+        .map(String::from)
+        .to_vec()
+}
+
 /// What a host-tier run with `sanitizer` (or none) checks, and what it cannot see, in
 /// one sentence: the `checks` line every `--host` run prints, so a clean result is not
 /// read as more than it is. The device checks all of it (a call without `--host`).
-/// Every run has the host tier's own checks (`crate::checks`); stores into another
-/// core's data and HBM scratch only where this machine has protection keys.
+/// Every run has the host tier's own checks (`crate::checks`); a build with store calls
+/// (`crate::apart`: without a sanitizer, or with `undefined`) keeps the cores apart;
+/// where this machine has protection keys, their stores into another core's scratch are
+/// seen in every build.
 pub fn coverage(sanitizer: Option<Sanitizer>) -> String {
     coverage_with(sanitizer, crate::checks::protection_keys())
 }
 
 /// [`coverage`], on a machine with protection keys (`keyed`) or without.
 fn coverage_with(sanitizer: Option<Sanitizer>, keyed: bool) -> String {
-    let own = if keyed {
-        "the host tier's own: stores into inputs and into another core's data or HBM scratch, double and invalid \
-         frees, leaks"
-    } else {
-        "the host tier's own: stores into inputs, double and invalid frees, leaks"
+    let (apart, other_cores) = match (crate::apart::keeps_cores_apart(sanitizer), keyed) {
+        (true, _) => (" and into another core's stack, data or HBM scratch", ""),
+        (false, true) => (
+            " and into another core's data or HBM scratch, the runtime's copies into another core's stack",
+            "a kernel's own stores into another core's stack (this build does not keep the cores apart: run \
+             without --sanitize), ",
+        ),
+        (false, false) => (
+            ", the runtime's copies into another core's stack, data or HBM scratch",
+            "a kernel's own stores into another core's stack, data or HBM scratch (this build does not keep the \
+             cores apart: run without --sanitize), ",
+        ),
     };
-    let other_cores = if keyed {
-        "stores into another core's stack"
-    } else {
-        "stores into another core's stack, data or HBM scratch (this machine has no protection keys)"
-    };
+    let own = format!("the host tier's own: stores into inputs{apart}, double and invalid frees, leaks");
     match sanitizer {
         None => format!(
             "{own}; `ncop run --host --sanitize address` (or `thread`) checks more; unseen here: out-of-bounds accesses, use after free, \
-             races, {other_cores}, reads of never-written memory (the device checks every access: run without \
+             races, {other_cores}reads of never-written memory (the device checks every access: run without \
              --host)"
         ),
         Some(Sanitizer::Address) => format!(
             "AddressSanitizer: out-of-bounds accesses around tensors and heap and TCM blocks, use after free; \
-             {own}; unseen on the host tier: {other_cores}, races, reads of never-written memory (the device \
+             {own}; unseen on the host tier: {other_cores}races, reads of never-written memory (the device \
              checks them: run without --host)"
         ),
         Some(Sanitizer::Thread) => format!(
             "ThreadSanitizer: races between cores on memory the kernels' own code and the runtime's copies \
              (neuron_memcpy, the TCM and stream accessors) touch; {own}; unseen on the host tier: out-of-bounds \
-             accesses, use after free, {other_cores}, reads of never-written memory (the device checks them: run \
+             accesses, use after free, {other_cores}reads of never-written memory (the device checks them: run \
              without --host)"
         ),
         Some(Sanitizer::Undefined) => format!(
             "UndefinedBehaviorSanitizer: signed overflow, bad shifts, misaligned pointers; {own}; unseen on the \
-             host tier: out-of-bounds accesses, use after free, races, {other_cores}, reads of never-written \
+             host tier: out-of-bounds accesses, use after free, races, {other_cores}reads of never-written \
              memory (the device checks them: run without --host)"
         ),
     }
@@ -653,22 +664,33 @@ WARNING: ThreadSanitizer: data race (pid=4242)
 
     #[test]
     fn every_host_run_says_what_it_cannot_see() {
+        use super::Sanitizer::{Address, Thread, Undefined};
         for keyed in [true, false] {
-            let address = super::coverage_with(Some(super::Sanitizer::Address), keyed);
-            let (seen, unseen) = address.split_once("unseen").unwrap();
-            for checked in ["stores into inputs", "double and invalid frees", "leaks", "use after free"] {
-                assert!(seen.contains(checked) && !unseen.contains(checked), "{checked}: {address}");
+            for sanitizer in [None, Some(Address), Some(Thread), Some(Undefined)] {
+                let line = super::coverage_with(sanitizer, keyed);
+                let (seen, unseen) = line.split_once("unseen").unwrap();
+                for checked in ["stores into inputs", "double and invalid frees", "leaks"] {
+                    assert!(seen.contains(checked) && !unseen.contains(checked), "{checked}: {line}");
+                }
+                // Builds with store calls keep every core's stack and scratch from the
+                // others' own stores; the address and thread builds only where there are
+                // protection keys, and only the scratch.
+                let apart = crate::apart::keeps_cores_apart(sanitizer);
+                assert_eq!(seen.contains("and into another core's stack, data or HBM scratch"), apart, "{line}");
+                assert_eq!(seen.contains("into another core's data or HBM scratch"), !apart && keyed, "{line}");
+                assert_eq!(seen.contains("the runtime's copies into another core's stack"), !apart, "{line}");
+                assert_eq!(unseen.contains("does not keep the cores apart"), !apart, "{line}");
+                assert_eq!(unseen.contains("a kernel's own stores into another core's stack"), !apart, "{line}");
+                assert_eq!(unseen.contains("data or HBM scratch"), !apart && !keyed, "{line}");
             }
-            assert!(unseen.contains("another core's stack"), "{address}");
-            // Another core's scratch is checked only with protection keys.
-            assert_eq!(seen.contains("another core's data or HBM scratch"), keyed, "{address}");
-            assert_eq!(unseen.contains("data or HBM scratch"), !keyed, "{address}");
+            let address = super::coverage_with(Some(Address), keyed);
+            assert!(address.split_once("unseen").unwrap().0.contains("use after free"), "{address}");
             let plain = super::coverage_with(None, keyed);
             assert!(plain.starts_with("the host tier's own: stores into inputs"), "{plain}");
             assert!(plain.split_once("unseen").unwrap().1.contains("out-of-bounds accesses"), "{plain}");
             // The sanitizers are `ncop run`'s option (not `ncop check`'s, which prints this too).
             assert!(plain.contains("`ncop run --host --sanitize address` (or `thread`) checks more"), "{plain}");
-            let thread = super::coverage_with(Some(super::Sanitizer::Thread), keyed);
+            let thread = super::coverage_with(Some(Thread), keyed);
             assert!(thread.split_once("unseen").unwrap().0.contains("the runtime's copies"), "{thread}");
         }
     }

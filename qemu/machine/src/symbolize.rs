@@ -21,7 +21,7 @@
 
 use crate::device::{OpStatus, Report};
 use crate::elf::{self, LoadSegment};
-use crate::findings::Finding;
+use crate::findings::{Finding, FindingKind};
 use neuroncustomop_wire::fault::Fault;
 pub use neuroncustomop_wire::fault::FaultKind;
 use std::fmt::{self, Write as _};
@@ -159,9 +159,12 @@ impl Symbolizer {
     /// named by the kernel's line that asked for the transfer.
     /// A heap finding's PC may be the allocator's (a double free, a leak) or a library
     /// routine's (a `memcpy` into a freed block): it is named by the kernel's line that
-    /// called it, and so are the lines that allocated and freed its block.
+    /// called it, and so are the lines that allocated and freed its block. So is a store
+    /// into another core's memory a runtime's copy made (the host tier's
+    /// `neuron_memcpy`).
     pub fn symbolize_finding(&self, finding: &mut Finding) {
-        finding.at = Some(if finding.dma || finding.kind.is_heap() {
+        let by_kernel = finding.dma || finding.kind.is_heap() || finding.kind == FindingKind::CrossCoreStore;
+        finding.at = Some(if by_kernel {
             let pcs: Vec<u32> = std::iter::once(finding.pc).chain(finding.backtrace.iter().copied()).collect();
             // The frames inside the runtime, and the kernel's line named as `at`, are
             // not repeated in the backtrace: it starts at that line's caller.

@@ -37,6 +37,8 @@ impl Llvm {
     pub const MC: &'static str = llvm_22!("llvm-mc");
     /// The disassembler, which knows Xtensa (Debian's `/usr/bin/llvm-objdump` is LLVM 14).
     pub const OBJDUMP: &'static str = llvm_22!("llvm-objdump");
+    /// The object rewriter (the host tier renames an author's calls with it).
+    pub const OBJCOPY: &'static str = llvm_22!("llvm-objcopy");
     /// The C compiler (package `clang-22`).
     pub const CLANG: &'static str = llvm_22!("clang");
     /// The C++ compiler (package `clang-22`).

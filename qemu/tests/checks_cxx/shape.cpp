@@ -16,4 +16,5 @@ NEURON_LIBRARY(checks_ops, m) {
     m.def("into_input", &like_input, "into_input");
     m.def("tcm_race", &like_input, "tcm_race");
     m.def("deletes_twice", &like_input, "deletes_twice");
+    m.def("into_other_dataram", &like_input, "into_other_dataram");
 }

@@ -415,6 +415,40 @@ static void into_other_stack(void) {
     customop_cleanup();
 }
 
+/* Core 0 stores into core 1's stack at an address core 1 publishes: a local of its
+ * own, whose address it writes into its share of the output (then a mark after it);
+ * core 0 waits for the mark, stores there, and core 1 waits for that store while the
+ * local is live, then writes its share's first words again. On 2 cores or more; each
+ * wait gives up after 2^30 looks. */
+#define PUBLISHED 0x5354414bu /* "STAK" */
+static void into_published_stack(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    uint32_t cores = get_cpu_count();
+    if (out != NULL && cores >= 2) {
+        volatile uintptr_t *mailbox = (volatile uintptr_t *)&out[n / cores];
+        volatile uint32_t local = 0;
+        if (get_cpu_id() == 1) {
+            mailbox[0] = (uintptr_t)&local;
+            mailbox[1] = PUBLISHED;
+            for (uint32_t looks = 0; local == 0 && looks < (1u << 30); looks++) {
+            }
+            out[n / cores] = x[n / cores];
+            out[n / cores + 1] = x[n / cores + 1];
+            out[n / cores + 2] = x[n / cores + 2];
+            out[n / cores + 3] = x[n / cores + 3];
+        } else if (get_cpu_id() == 0) {
+            for (uint32_t looks = 0; mailbox[1] != PUBLISHED && looks < (1u << 30); looks++) {
+            }
+            if (mailbox[1] == PUBLISHED) {
+                *(volatile uint32_t *)mailbox[0] = 0xDEAD; /* into core 1's stack */
+            }
+        }
+    }
+    customop_cleanup();
+}
+
 /* Core 0 stores into core 3's dataram: its own TCM block's address, 3 dataram
  * scratches (64 KiB each) on. */
 static void into_other_dataram(void) {
@@ -424,6 +458,34 @@ static void into_other_dataram(void) {
     char *mine = tcm_malloc(64);
     if (get_cpu_id() == 0 && mine != NULL) {
         *(volatile uint32_t *)(mine + 3 * 0x10000) = 0xDEAD; /* core 3's dataram */
+    }
+    tcm_free(mine);
+    customop_cleanup();
+}
+
+/* Core 0 copies 16 bytes of x into core 3's dataram with C's memcpy, called by name: its
+ * own TCM block's address, 3 dataram scratches on. */
+static void memcpy_into_other_dataram(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    char *mine = tcm_malloc(64);
+    if (get_cpu_id() == 0 && mine != NULL) {
+        memcpy(mine + 3 * 0x10000, x, 16); /* memcpy into core 3's dataram */
+    }
+    tcm_free(mine);
+    customop_cleanup();
+}
+
+/* Core 0 copies 16 bytes of x into core 3's dataram with neuron_memcpy, the runtime's
+ * copy: its own TCM block's address, 3 dataram scratches on. */
+static void neuron_memcpy_into_dataram(void) {
+    const float *x;
+    uint32_t n;
+    copy_share(&x, &n);
+    char *mine = tcm_malloc(64);
+    if (get_cpu_id() == 0 && mine != NULL) {
+        neuron_memcpy(mine + 3 * 0x10000, x, 16); /* neuron_memcpy into core 3's dataram */
     }
     tcm_free(mine);
     customop_cleanup();
@@ -483,7 +545,9 @@ static const struct {
     {"double_free", double_free}, {"foreign_free", foreign_free}, {"leaks", leaks},
     {"reads_unwritten", reads_unwritten}, {"reads_output_first", reads_output_first},
     {"tcm_copy_past", tcm_copy_past}, {"into_next_block", into_next_block}, {"into_other_stack", into_other_stack},
-    {"into_other_dataram", into_other_dataram}, {"unwritten_to_output", unwritten_to_output},
+    {"into_published_stack", into_published_stack}, {"into_other_dataram", into_other_dataram},
+    {"memcpy_into_other_dataram", memcpy_into_other_dataram},
+    {"neuron_memcpy_into_dataram", neuron_memcpy_into_dataram}, {"unwritten_to_output", unwritten_to_output},
     {"unwritten_memcpy", unwritten_memcpy}, {"reads_one_past", reads_one_past},
 };
 
