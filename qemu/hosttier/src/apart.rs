@@ -23,7 +23,7 @@
 //!
 //! What it leaves out: the kernel's own stores in the `--sanitize thread` build, whose
 //! instrumentation clang and rustc do not combine with this pass
-//! ([`keeps_cores_apart`]).
+//! ([`crate::sanitize::keeps_cores_apart`]).
 
 use crate::Sanitizer;
 use crate::cores;
@@ -48,14 +48,6 @@ const CALLS: [&str; 2] =
 const ALONE: [&str; 4] =
     ["-asan-instrument-reads=0", "-asan-stack=0", "-asan-globals=0", "-asan-constructor-kind=none"];
 
-/// Whether a build with `sanitizer` keeps the cores apart: without one, or with
-/// UndefinedBehaviorSanitizer or AddressSanitizer (whose checks the runtime's calls
-/// make, after their own); not with ThreadSanitizer, whose instrumentation clang and
-/// rustc will not combine with the AddressSanitizer pass.
-pub fn keeps_cores_apart(sanitizer: Option<Sanitizer>) -> bool {
-    sanitizer != Some(Sanitizer::Thread)
-}
-
 /// Under AddressSanitizer, a kernel's locals whose address is taken stay on its core's
 /// stack, not on ASan's "fake stack" (its own memory, which would let a store into
 /// another core's local pass unseen): ASan does not look for a use of a local after
@@ -73,7 +65,7 @@ fn llvm_args(sanitizer: Option<Sanitizer>) -> Vec<&'static str> {
 /// clang's flags for a C or C++ source built with `sanitizer`, beside the sanitizer's
 /// own: the store calls, when the build keeps the cores apart.
 pub(crate) fn clang_flags(sanitizer: Option<Sanitizer>) -> Vec<String> {
-    if !keeps_cores_apart(sanitizer) {
+    if !crate::sanitize::keeps_cores_apart(sanitizer) {
         return Vec::new();
     }
     let pass = (sanitizer != Some(Sanitizer::Address)).then(|| "-fsanitize=address".to_string());
@@ -107,7 +99,7 @@ const COPIES: [(&str, &str); 3] =
 /// store calls, and the compiler's pass sees none of them. Only the author's objects:
 /// the runtime's own copies keep calling the C library's.
 pub(crate) fn redirect_copies(object: &Path, sanitizer: Option<Sanitizer>) -> Result<(), String> {
-    if !keeps_cores_apart(sanitizer) {
+    if !crate::sanitize::keeps_cores_apart(sanitizer) {
         return Ok(());
     }
     let mut objcopy = Command::new(Llvm::OBJCOPY);

@@ -26,8 +26,8 @@ pub mod dispatch;
 pub mod loader;
 pub mod sanitize;
 
-pub use apart::keeps_cores_apart;
 pub use checks::protection_keys;
+pub use sanitize::keeps_cores_apart;
 pub use sanitize::{Sanitizer, coverage, explain as explain_sanitizer, involved_cores, stopped_core as sanitized_core};
 
 use neuroncustomop_machine::device::{Session, SessionOptions};

@@ -101,6 +101,14 @@ impl Sanitizer {
     }
 }
 
+/// Whether a build with `sanitizer` keeps the cores apart: without one, or with
+/// UndefinedBehaviorSanitizer or AddressSanitizer (whose checks the runtime's calls
+/// make, after their own); not with ThreadSanitizer, whose instrumentation clang and
+/// rustc will not combine with the AddressSanitizer pass.
+pub fn keeps_cores_apart(sanitizer: Option<Sanitizer>) -> bool {
+    sanitizer != Some(Sanitizer::Thread)
+}
+
 /// rustc's flags for the author's crate built with its sanitizer `name`
 /// ([`Sanitizer::rustc_flags`], and `crate::apart`'s store calls), the runtime the
 /// loader preloads (if any) not linked in.
@@ -123,7 +131,7 @@ pub fn coverage(sanitizer: Option<Sanitizer>) -> String {
 
 /// [`coverage`], on a machine with protection keys (`keyed`) or without.
 fn coverage_with(sanitizer: Option<Sanitizer>, keyed: bool) -> String {
-    let (apart, other_cores) = match (crate::apart::keeps_cores_apart(sanitizer), keyed) {
+    let (apart, other_cores) = match (keeps_cores_apart(sanitizer), keyed) {
         (true, _) => (" and into another core's stack, data or HBM scratch", ""),
         (false, true) => (
             " and into another core's data or HBM scratch, the runtime's copies into another core's stack",
@@ -675,7 +683,7 @@ WARNING: ThreadSanitizer: data race (pid=4242)
                 // Builds with store calls keep every core's stack and scratch from the
                 // others' own stores; the address and thread builds only where there are
                 // protection keys, and only the scratch.
-                let apart = crate::apart::keeps_cores_apart(sanitizer);
+                let apart = crate::sanitize::keeps_cores_apart(sanitizer);
                 assert_eq!(seen.contains("and into another core's stack, data or HBM scratch"), apart, "{line}");
                 assert_eq!(seen.contains("into another core's data or HBM scratch"), !apart && keyed, "{line}");
                 assert_eq!(seen.contains("the runtime's copies into another core's stack"), !apart, "{line}");
