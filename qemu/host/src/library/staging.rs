@@ -28,7 +28,7 @@ pub struct Staged {
 /// Places `args` and the output `output` describes in `job`'s tensor area, after what
 /// is there already (each 64-byte aligned, 256 free bytes after each: a red zone the
 /// memory checks watch; the arguments start, and the output starts, on a
-/// [`INPUT_PAGE`] boundary), and describes them. The output starts as [`canary`]
+/// 4 KiB page boundary), and describes them. The output starts as [`canary`]
 /// elements. [`Library::call_with`] stages this way; tests that write their
 /// own dispatch words do too.
 ///
