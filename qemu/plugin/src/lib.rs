@@ -68,6 +68,7 @@ mod calls;
 mod checks;
 mod count;
 mod dma;
+mod groups;
 mod guest_memory;
 mod heap;
 mod profile;
