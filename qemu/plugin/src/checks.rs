@@ -718,10 +718,11 @@ impl Checks {
 }
 
 impl Module for Checks {
-    /// A memory callback on every instruction of the library images; for the
-    /// backtraces, a callback on each of their calls and on each of their blocks that
-    /// follows a call, a return or an indirect jump (`State::moved`); one on each
-    /// `simcall`.
+    /// A memory callback on every instruction of the library images but a group's
+    /// members (module docs, "Cost"; with a conditional one after a group of stores);
+    /// for the backtraces, a callback on each of their calls and on each of their
+    /// blocks that follows a call, a return or an indirect jump (`State::moved`); one on
+    /// each `simcall`.
     fn translate(&self, tb: &TranslationBlock<'_>, _: &Firmware) {
         if self.code.contains(&tb.vaddr()) {
             let (state, pc) = (Arc::clone(&self.state), tb.vaddr());
@@ -964,7 +965,8 @@ impl State {
         }
         if let Some(region) = output {
             for member in members {
-                self.output_store(core, vcpu, member.pc, Stored::Memory, at(member), member.size, &region, copy);
+                let access = Access { pc: member.pc, address: at(member), size: member.size, store, copy };
+                self.output_store(core, vcpu, access, Stored::Memory, &region);
             }
         }
         true
@@ -1145,7 +1147,7 @@ impl State {
                 core.carrying = None;
             }
             if let Some(region) = output {
-                self.output_store(core, vcpu, pc, stored, address, size, &region, copy);
+                self.output_store(core, vcpu, access, stored, &region);
             }
             return;
         }
@@ -1186,7 +1188,7 @@ impl State {
                 if region.kind() == Some(RegionKind::Output) {
                     self.settle(core, vcpu, address, store, heap, block, Then::Output(region));
                 }
-                return self.output_store(core, vcpu, pc, stored, address, size, &region, copy);
+                return self.output_store(core, vcpu, access, stored, &region);
             }
             Verdict::OutputRead(region) => {
                 if self.written(core, address, size, &region, word_load) {
@@ -1203,18 +1205,8 @@ impl State {
     /// queues): the race shadow records it, a race is a finding, the bytes a copy
     /// carries from a block's never-written bytes join that finding, and a DMA transfer
     /// it completes is checked.
-    #[allow(clippy::too_many_arguments)] // the access, as `access` has it
-    fn output_store(
-        &self,
-        core: &mut Core,
-        vcpu: VCPUIndex,
-        pc: u32,
-        stored: Stored<'_>,
-        address: u32,
-        size: u32,
-        region: &Region,
-        copy: bool,
-    ) {
+    fn output_store(&self, core: &mut Core, vcpu: VCPUIndex, access: Access, stored: Stored<'_>, region: &Region) {
+        let Access { pc, address, size, copy, .. } = access;
         let bytes = (address, address.wrapping_add(size));
         if let Some((other, other_pc)) = self.race(core, vcpu, pc, address, size, region) {
             let found = core.finding(Kind::Race, pc, bytes, Some(other), Some(other_pc));
@@ -1224,7 +1216,7 @@ impl State {
         if let Some(at) = core.carrying.filter(|_| region.kind() == Some(RegionKind::Output)) {
             core.kept[at].reach(bytes);
         }
-        self.queued(core, vcpu, pc, stored, address, size, region);
+        self.queued(core, vcpu, access, stored, region);
     }
 
     /// An allowed access at `address` (`heap`: in the core's heap memory; `block`: the
@@ -1312,17 +1304,8 @@ impl State {
 
     /// A store the kernel made into its own DMA queues (`region`): a transfer it
     /// completes is checked as the engine's accesses will be.
-    #[allow(clippy::too_many_arguments)] // the store, as `access` has it
-    fn queued(
-        &self,
-        core: &mut Core,
-        vcpu: VCPUIndex,
-        pc: u32,
-        stored: Stored<'_>,
-        address: u32,
-        size: u32,
-        region: &Region,
-    ) {
+    fn queued(&self, core: &mut Core, vcpu: VCPUIndex, access: Access, stored: Stored<'_>, region: &Region) {
+        let Access { pc, address, size, .. } = access;
         if region.kind() != Some(RegionKind::DmaQueues) {
             return;
         }
