@@ -408,6 +408,28 @@ fn a_c_load_one_element_past_the_input_names_the_element_and_folds_its_64_loads(
     assert!(found.is_empty() && whole, "{found}");
 }
 
+#[test]
+fn a_memset_running_56_elements_past_the_output_is_56_stores_found_each_at_its_own_pc() {
+    // mem.S's unrolled loop is one run of 64 stores off one register, checked from its
+    // first store's callback (qemu/plugin/src/groups.rs): the 8 inside the output pass,
+    // each of the 56 past it is found, as when every store had a callback.
+    let library = c_library();
+    // One core: the output's last elements are its own (on 8 their copy is another
+    // core's, and the memset races with it).
+    let (found, _) = call(library, "memset_past_end", vec![4, 32], 1);
+    assert_eq!(found.total, 56, "{found}");
+    assert_eq!(found.shown.len(), 10, "{found}");
+    for (at, finding) in found.shown.iter().enumerate() {
+        assert_eq!((finding.kind, finding.core, finding.accesses), (FindingKind::OutOfBoundsStore, 0, 1), "{finding}");
+        assert_eq!(finding.address, found.shown[0].address + 4 * at as u32, "{finding}");
+    }
+    assert_eq!(found.shown[0].place(), "element [4, 0], 0–4 bytes past the end of output 0 ([4, 32] float32)");
+    let caller = format!("misuse.c:{}", line_of(C_SOURCE, "/* 56 elements past */"));
+    assert!(found.shown[0].backtrace_at.iter().any(|frame| frame.contains(&caller)), "{}", found.shown[0]);
+    let (found, whole) = call(library, "copy", vec![4, 32], 8);
+    assert!(found.is_empty() && whole, "{found}");
+}
+
 /// The C++ test kernels (`qemu/tests/checks_cxx`).
 pub(crate) fn cxx_library() -> &'static Library {
     static LIBRARY: OnceLock<Library> = OnceLock::new();

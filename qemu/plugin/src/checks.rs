@@ -63,16 +63,52 @@
 //!
 //! # Cost
 //!
-//! Every load and store of library code calls [`State::access`], so its common case is
-//! kept short: an allowed access leaves the stretch of memory around it in which every
-//! access of its kind is decided alike (`Quiet`: one piece of the region map, in one
-//! live heap block), and the core's next access of that kind inside it skips the region
-//! scan and the block lookup. A loop walking a tensor or a block pays the full checks
-//! once per stretch; a journal store (the blocks change) and the op's end drop them.
+//! Every load and store of library code goes through [`State::access`], so its common
+//! case is kept short: an allowed access leaves the stretch of memory around it in which
+//! every access of its kind is decided alike (`Quiet`: one piece of the region map, in
+//! one live heap block), and the core's next access of that kind inside it skips the
+//! region scan and the block lookup. A loop walking a tensor or a block pays the full
+//! checks once per stretch; a journal store (the blocks change) and the op's end drop
+//! them.
+//!
+//! A run of adjacent plain loads or stores off one base register (`groups.rs`: the
+//! runtime's unrolled `memset` and `memcpy` loops, a structure written field by field)
+//! is one callback, its first instruction's (the leader's): each other one (a member)
+//! is at the leader's address plus a constant, and is checked by [`State::finish`]
+//! exactly as `access` checks an access with a callback of its own, in program order,
+//! with its own PC, address and width; a whole group inside the core's quiet stretch
+//! is decided with one test. No member goes unchecked, for these reasons:
+//! - **when**: the members are checked at the core's next event that a callback sees
+//!   (its next access, a block or call callback, a `simcall`, the op's end, a stopped
+//!   kernel, a returning exception), so before anything of the core's that follows
+//!   them, and after they ran: the backtrace, the heap blocks and the stretches are
+//!   those they ran under, and a store's value is read back from guest memory (a
+//!   group's stores never overlap) where the checks need it (the heap journal, the DMA
+//!   queues);
+//! - **an exception in the middle of a group**: QEMU takes interrupts between blocks
+//!   only, so only an exception raised by a member itself stops a group: a window
+//!   overflow at its first use of a register, an `ICOUNT` wrap, a bus error. A handler
+//!   that returns runs the member again, as the first of a new block, where it and the
+//!   members after it are checked by their own callbacks (that block's groups): the
+//!   plugin's `rerun` event (`count.rs`) names that instruction, and only the members
+//!   before it are checked from the interrupted group ([`State::rerun`]; a per-vCPU
+//!   scoreboard word, `fresh`, set by inline ops at each block's start and each leader,
+//!   tells whether the pending group is the one that block was running). A fault that
+//!   does not return (a bus error, the instruction budget) ends the kernel: the members
+//!   after the faulting one, which did not run, are then checked as if they had (a
+//!   finding may count an access the kernel did not make; none it made is left out);
+//! - **the leader's own access** is checked as any other, in its own callback.
+//!
+//! `checks::a_memset_running_56_elements_past_the_output_is_56_stores_found_each_at_its_own_pc`
+//! holds a group that is partly inside its output and partly past it to what
+//! callbacks of their own found; the DMA and heap tests hold the stores checked with
+//! their values read back (the runtime writes a DMA descriptor and the heap journal
+//! with runs of stores).
 
 use crate::calls::{CallStack, DEPTH, is_call};
 use crate::count::Entry;
 use crate::dma::{Descriptors, Side};
+use crate::groups::{self, Member, Role};
 use crate::guest_memory;
 use crate::heap::{Found, Heaps, Misuse, Named, Site, Written};
 use crate::{Arguments, Firmware, Lines, Module};
@@ -82,7 +118,7 @@ use neuroncustomop_wire::plugin::{self as wire, Argument, Line, List};
 use qemu_plugin::sys::qemu_plugin_scoreboard_new;
 use qemu_plugin::{
     CallbackFlags, MemRW, MemValue, MemoryInfo, PluginCondition, PluginOp, PluginU64, TranslationBlock, VCPUIndex,
-    qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu,
+    qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu, qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu,
 };
 use std::cell::{RefCell, RefMut};
 use std::collections::{HashMap, HashSet};
@@ -254,6 +290,44 @@ struct Core {
     /// Where the op's latest allowed load and store landed (`[load, store]`): the next
     /// access of that kind inside it is decided there (module docs, "Cost").
     quiet: [Quiet; 2],
+    /// The group whose leader ran last, until its members are checked ([`State::finish`]).
+    pending: Option<Pending>,
+}
+
+/// A group (`groups.rs`) whose leader has run and been checked; its members are checked
+/// at the core's next event, when they have run ([`State::finish`]).
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    /// The leader's PC and address.
+    leader: u32,
+    address: u32,
+    store: bool,
+    copy: bool,
+    members: &'static [Member],
+}
+
+/// Where a store's value is read: QEMU's record of the access, or guest memory (a group's
+/// member, checked once the group has run; its bytes are its own: `groups.rs`).
+#[derive(Clone, Copy)]
+enum Stored<'a> {
+    Info(&'a MemoryInfo<'a>),
+    Memory,
+}
+
+impl Stored<'_> {
+    /// The word a store of `size` bytes at `address` wrote (none for a narrower one).
+    fn word(self, address: u32, size: u32) -> Option<u32> {
+        match self {
+            Stored::Info(info) => match info.value() {
+                MemValue::U32(value) => Some(value),
+                _ => None,
+            },
+            Stored::Memory => {
+                let mut bytes = [0; 4];
+                (size == 4 && guest_memory::read(u64::from(address), &mut bytes)).then(|| u32::from_le_bytes(bytes))
+            }
+        }
+    }
 }
 
 impl Core {
@@ -346,11 +420,21 @@ impl Core {
 /// Both sides swap their own entry, then read the other's (sequentially consistent; a
 /// byte store marks its word split first): of two cores storing to one byte at once, at
 /// least one sees the other, as with one entry per byte.
+///
+/// On a device with one checked core (`alone`) only that core's thread ever stores into
+/// the shadow (the memory callbacks reach the shadow only through a checked core's
+/// [`Core`], and there is one), so there is no other side: an entry is written with a
+/// relaxed store and the one it replaces is not read (nobody's, as far as a race
+/// goes), where the swap was a locked instruction that waited for the entry's line to
+/// arrive from memory (perf: half of a checked 1-core call's race check, a seventh of
+/// the plugin's time in `relu_forward` on [64, 4096]).
 #[derive(Default)]
 struct Shadow {
     start: u32,
     /// Bytes followed, from `start`.
     len: u32,
+    /// One core stores into it (above): no entry needs an atomic swap.
+    alone: bool,
     words: Vec<AtomicU64>,
     /// Per word: 1 once a store of part of it was recorded in `bytes`.
     split: Vec<AtomicU8>,
@@ -358,12 +442,14 @@ struct Shadow {
 }
 
 impl Shadow {
-    /// The shadow of `len` bytes from `start`, nobody's.
-    fn new(start: u32, len: u32) -> Shadow {
+    /// The shadow of `len` bytes from `start`, nobody's; stored into by one core only
+    /// when `alone`.
+    fn new(start: u32, len: u32, alone: bool) -> Shadow {
         let words = len.div_ceil(4) as usize;
         Shadow {
             start,
             len,
+            alone,
             words: (0..words).map(|_| AtomicU64::new(0)).collect(),
             split: (0..words).map(|_| AtomicU8::new(0)).collect(),
             bytes: (0..len).map(|_| AtomicU64::new(0)).collect(),
@@ -389,7 +475,7 @@ impl Shadow {
             let word = &self.words[at as usize / 4];
             let split = &self.split[at as usize / 4];
             if at.is_multiple_of(4) && to - at >= 4 {
-                let before = word.swap(mine, Ordering::SeqCst);
+                let before = self.swap(word, mine);
                 if split.load(Ordering::SeqCst) == 0 {
                     raced = other(before, op, vcpu).or(raced);
                     at += 4;
@@ -410,13 +496,24 @@ impl Shadow {
                 at += 4;
             } else {
                 split.store(1, Ordering::SeqCst);
-                let before = self.bytes[at as usize].swap(mine, Ordering::SeqCst);
+                let before = self.swap(&self.bytes[at as usize], mine);
                 let last = if of_op(before, op) { before } else { word.load(Ordering::SeqCst) };
                 raced = other(last, op, vcpu).or(raced);
                 at += 1;
             }
         }
         raced
+    }
+
+    /// Puts `entry` in `slot`; what was there, as far as a race goes: when `alone`,
+    /// nobody's (0), unread, since every entry is this core's.
+    fn swap(&self, slot: &AtomicU64, entry: u64) -> u64 {
+        if self.alone {
+            slot.store(entry, Ordering::Relaxed);
+            0
+        } else {
+            slot.swap(entry, Ordering::SeqCst)
+        }
     }
 }
 
@@ -505,6 +602,17 @@ struct State {
     /// its call stack, as it follows a call, a return or an indirect jump. Only then
     /// does the block's callback run (a condition in the generated code).
     moved: Entry,
+    /// Per vCPU (QEMU's scoreboard): the PC of the group leader that ran last in the
+    /// block now running (0: none yet), set by inline ops as each block starts and
+    /// before each leader. An exception's handler that returns to an instruction of
+    /// that block finds here whether the pending group is the one it cut ([`State::rerun`]).
+    fresh: Entry,
+    /// Per vCPU (QEMU's scoreboard): 1 when the pending group's stores are checked
+    /// before the instruction after them runs (a condition in the generated code), as
+    /// one of them may need its value read back: a store into the heap journal, or one
+    /// outside the core's quiet stretch (the DMA queues, which the DMA engine may change
+    /// once a later store has set it going) ([`State::group`]).
+    flush: Entry,
 }
 
 /// The instructions that leave a function (the windowed and the call0 returns) or may
@@ -587,17 +695,34 @@ impl Checks {
         let shadow = RwLock::default();
         // SAFETY: allocates QEMU's zeroed per-vCPU u64; never freed, as `Entry` relies on.
         let moved = Entry(PluginU64 { score: unsafe { qemu_plugin_scoreboard_new(size_of::<u64>()) }, offset: 0 });
-        let state =
-            Arc::new(State { tables, images, journals, loaders, word_loads, cores, known, shadow, watch, moved });
+        // SAFETY: as for `moved`.
+        let fresh = Entry(PluginU64 { score: unsafe { qemu_plugin_scoreboard_new(size_of::<u64>()) }, offset: 0 });
+        // SAFETY: as for `moved`.
+        let flush = Entry(PluginU64 { score: unsafe { qemu_plugin_scoreboard_new(size_of::<u64>()) }, offset: 0 });
+        let state = Arc::new(State {
+            tables,
+            images,
+            journals,
+            loaders,
+            word_loads,
+            cores,
+            known,
+            shadow,
+            watch,
+            moved,
+            fresh,
+            flush,
+        });
         Ok(Box::new(Checks { state, code: u64::from(lo)..u64::from(hi), stopped: stopped.into_iter().collect() }))
     }
 }
 
 impl Module for Checks {
-    /// A memory callback on every instruction of the library images; for the
-    /// backtraces, a callback on each of their calls and on each of their blocks that
-    /// follows a call, a return or an indirect jump (`State::moved`); one on each
-    /// `simcall`.
+    /// A memory callback on every instruction of the library images but a group's
+    /// members (module docs, "Cost"; with a conditional one after a group of stores);
+    /// for the backtraces, a callback on each of their calls and on each of their
+    /// blocks that follows a call, a return or an indirect jump (`State::moved`); one on
+    /// each `simcall`.
     fn translate(&self, tb: &TranslationBlock<'_>, _: &Firmware) {
         if self.code.contains(&tb.vaddr()) {
             let (state, pc) = (Arc::clone(&self.state), tb.vaddr());
@@ -612,8 +737,52 @@ impl Module for Checks {
                 0,
             );
         }
-        for insn in tb.instructions() {
+        let instructions: Vec<_> = tb.instructions().collect();
+        // Which of them one callback checks together (`groups.rs`).
+        let decoded: Vec<_> = instructions
+            .iter()
+            .map(|insn| {
+                let pc = insn.vaddr();
+                let plain = self.code.contains(&pc).then(|| insn.disas().ok().as_deref().and_then(groups::decode));
+                (pc as u32, plain.flatten(), self.state.copies(pc as u32))
+            })
+            .collect();
+        let roles = groups::roles(&decoded);
+        // The instruction after each group of stores: its members are checked before it
+        // when they need their values (`State::flush`).
+        let mut trails = vec![false; roles.len()];
+        for (at, role) in roles.iter().enumerate() {
+            if let (Role::Leads(members), Some(plain)) = (role, decoded[at].1)
+                && plain.store
+                && !members.is_empty()
+            {
+                trails[at + 1 + members.len()] = true;
+            }
+        }
+        if self.code.contains(&tb.vaddr()) {
+            // A new block: no group of it has run yet (`State::fresh`).
+            qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(
+                tb.clone(),
+                PluginOp::QEMU_PLUGIN_INLINE_STORE_U64,
+                self.state.fresh.0,
+                0,
+            );
+        }
+        for (((insn, role), &(_, plain, copy)), trails) in instructions.iter().zip(roles).zip(&decoded).zip(trails) {
             let pc = insn.vaddr();
+            if trails {
+                let state = Arc::clone(&self.state);
+                insn.register_conditional_execute_callback_flags(
+                    move |vcpu| {
+                        state.flush.set(vcpu, 0);
+                        drop(state.settled(vcpu));
+                    },
+                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                    PluginCondition::QEMU_PLUGIN_COND_NE,
+                    self.state.flush.0,
+                    0,
+                );
+            }
             if self.stopped.contains(&pc) {
                 let state = Arc::clone(&self.state);
                 insn.register_execute_callback_flags(
@@ -651,25 +820,54 @@ impl Module for Checks {
                     CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
                 );
             }
-            let copy = self.state.word_loads.iter().any(|range| range.contains(&(pc as u32)));
-            // One callback for its loads and one for its stores: QEMU calls only the one
-            // that matches, so the callback knows which without asking. Each of the
-            // cores' load and store instructions moves one width, asked of QEMU once.
-            for (rw, store) in [(MemRW::QEMU_PLUGIN_MEM_R, false), (MemRW::QEMU_PLUGIN_MEM_W, true)] {
-                let state = Arc::clone(&self.state);
-                let width = AtomicU32::new(0);
-                insn.register_memory_access_callback_flags(
-                    move |vcpu, info: MemoryInfo, vaddr| {
-                        let mut size = width.load(Ordering::Relaxed);
-                        if size == 0 {
-                            size = 1 << info.size_shift();
-                            width.store(size, Ordering::Relaxed);
-                        }
-                        state.access(vcpu, Access { pc: pc as u32, address: vaddr as u32, size, store, copy }, &info);
-                    },
-                    rw,
-                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
-                );
+            match (role, plain) {
+                (Role::Member, _) => {}
+                (Role::Leads(members), Some(plain)) => {
+                    // Its group is the one whose leader ran last in this block (`State::fresh`).
+                    qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
+                        insn.clone(),
+                        PluginOp::QEMU_PLUGIN_INLINE_STORE_U64,
+                        self.state.fresh.0,
+                        pc,
+                    );
+                    let state = Arc::clone(&self.state);
+                    // Leaked as the callback is (the qemu-plugin crate keeps every
+                    // callback for QEMU's lifetime): a pending group points at it.
+                    let members: &'static [Member] = Box::leak(members.into_boxed_slice());
+                    let (store, size) = (plain.store, plain.size);
+                    let rw = if store { MemRW::QEMU_PLUGIN_MEM_W } else { MemRW::QEMU_PLUGIN_MEM_R };
+                    insn.register_memory_access_callback_flags(
+                        move |vcpu, info: MemoryInfo, vaddr| {
+                            let access = Access { pc: pc as u32, address: vaddr as u32, size, store, copy };
+                            state.group(vcpu, access, members, &info);
+                        },
+                        rw,
+                        CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                    );
+                }
+                _ => {
+                    // One callback for its loads and one for its stores: QEMU calls only
+                    // the one that matches, so the callback knows which without asking.
+                    // Each of the cores' load and store instructions moves one width,
+                    // asked of QEMU once.
+                    for (rw, store) in [(MemRW::QEMU_PLUGIN_MEM_R, false), (MemRW::QEMU_PLUGIN_MEM_W, true)] {
+                        let state = Arc::clone(&self.state);
+                        let width = AtomicU32::new(0);
+                        insn.register_memory_access_callback_flags(
+                            move |vcpu, info: MemoryInfo, vaddr| {
+                                let mut size = width.load(Ordering::Relaxed);
+                                if size == 0 {
+                                    size = 1 << info.size_shift();
+                                    width.store(size, Ordering::Relaxed);
+                                }
+                                let access = Access { pc: pc as u32, address: vaddr as u32, size, store, copy };
+                                state.group(vcpu, access, &[], &info);
+                            },
+                            rw,
+                            CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                        );
+                    }
+                }
             }
         }
     }
@@ -683,6 +881,11 @@ impl Module for Checks {
     fn op_end(&self, vcpu: VCPUIndex, lines: &mut Lines) {
         self.state.op_end(vcpu, lines);
     }
+
+    /// Checks the members of the pending group that ran before the exception.
+    fn rerun(&self, vcpu: VCPUIndex, pc: u64) {
+        self.state.rerun(vcpu, pc);
+    }
 }
 
 impl State {
@@ -691,7 +894,131 @@ impl State {
         Some(self.cores.get(vcpu as usize)?.0.borrow_mut())
     }
 
+    /// `vcpu`'s core, its pending group's members checked (they ran before any event
+    /// of the core's that a callback sees: [`State::finish`]).
+    fn settled(&self, vcpu: VCPUIndex) -> Option<RefMut<'_, Core>> {
+        let mut core = self.core(vcpu)?;
+        if core.pending.is_some() {
+            self.finish(&mut core, vcpu, None);
+        }
+        Some(core)
+    }
+
+    /// Whether `pc` is in the runtime's `memcpy` or `memmove` (module docs).
+    fn copies(&self, pc: u32) -> bool {
+        self.word_loads.iter().any(|range| range.contains(&pc))
+    }
+
+    /// Checks the pending group's members (`groups.rs`), in their order, as their own
+    /// callbacks would have; with `cut`, only those before the member at `cut`, where
+    /// an exception stopped the group.
+    /// Not inlined: the callbacks that find no group pending stay short.
+    #[inline(never)]
+    fn finish(&self, core: &mut Core, vcpu: VCPUIndex, cut: Option<u32>) {
+        let Some(pending) = core.pending.take() else { return };
+        if cut.is_none() && self.quietly(core, vcpu, &pending) {
+            return;
+        }
+        for member in pending.members.iter().take_while(|member| cut.is_none_or(|cut| member.pc < cut)) {
+            let address = pending.address.wrapping_add(member.delta);
+            let access = Access { pc: member.pc, address, size: member.size, store: pending.store, copy: pending.copy };
+            self.access(core, vcpu, access, Stored::Memory);
+        }
+    }
+
+    /// Checks a whole group's members at once when each lies in the core's quiet
+    /// stretch of their kind (module docs, "Cost") and none is a store into the heap
+    /// journal: what `access` does for each, with one test of the stretch's kind. False
+    /// (nothing done) when one of them needs more: `finish` checks them one by one.
+    fn quietly(&self, core: &mut Core, vcpu: VCPUIndex, pending: &Pending) -> bool {
+        let Pending { address, store, copy, members, .. } = *pending;
+        let at = |member: &Member| address.wrapping_add(member.delta);
+        let quiet = &core.quiet[usize::from(store)];
+        let quiet_loads = || members.iter().all(|member| quiet.holds(at(member), member.size));
+        if !core.running || !(if store { self.quiet_stores(core, vcpu, pending) } else { quiet_loads() }) {
+            return false;
+        }
+        let word_load = copy && !store;
+        let output = match &quiet.then {
+            Then::Nothing => None,
+            Then::Block { start, written } => {
+                let bytes = |member: &Member| (at(member) - start, at(member) - start + member.size);
+                if store {
+                    for member in members {
+                        let (from, to) = bytes(member);
+                        written.set(from, to);
+                    }
+                } else if !members
+                    .iter()
+                    .map(bytes)
+                    .all(|(from, to)| if word_load { written.any(from, to) } else { written.all(from, to) })
+                {
+                    // Bytes never written: each member is checked alone.
+                    return false;
+                }
+                None
+            }
+            Then::Output(region) => Some(*region),
+        };
+        if !copy || (word_load && quiet.heap) {
+            core.carrying = None;
+        }
+        if let Some(region) = output {
+            for member in members {
+                let access = Access { pc: member.pc, address: at(member), size: member.size, store, copy };
+                self.output_store(core, vcpu, access, Stored::Memory, &region);
+            }
+        }
+        true
+    }
+
+    /// A handler returned to the instruction at `pc`, which starts again: if the
+    /// pending group's leader is the last to have run in the block the exception
+    /// interrupted (`fresh`) and `pc` is one of its members, the members from `pc` on
+    /// did not run (they run again, in a new block, with callbacks of their own); any
+    /// other pending group ran whole.
+    fn rerun(&self, vcpu: VCPUIndex, pc: u64) {
+        let Some(mut core) = self.core(vcpu) else { return };
+        let cut = core
+            .pending
+            .filter(|pending| {
+                u64::from(pending.leader) == self.fresh.get(vcpu)
+                    && pending.members.iter().any(|member| u64::from(member.pc) == pc)
+            })
+            .map(|_| pc as u32);
+        self.finish(&mut core, vcpu, cut);
+    }
+
+    /// The leader of a group (with `members`; none for an access that is no plain load
+    /// or store) has made `first` (`info`: QEMU's record of it, for a store's value):
+    /// checks it now, its members at the core's next event.
+    fn group(&self, vcpu: VCPUIndex, first: Access, members: &'static [Member], info: &MemoryInfo) {
+        let Some(mut core) = self.settled(vcpu) else { return };
+        self.access(&mut core, vcpu, first, Stored::Info(info));
+        if !members.is_empty() {
+            let (leader, address, store, copy) = (first.pc, first.address, first.store, first.copy);
+            let pending = Pending { leader, address, store, copy, members };
+            if store && !self.quiet_stores(&core, vcpu, &pending) {
+                self.flush.set(vcpu, 1);
+            }
+            core.pending = Some(pending);
+        }
+    }
+
+    /// Whether every store of `pending`'s members lies in the core's quiet stretch of
+    /// stores and none in the heap journal: checked, they need no value.
+    fn quiet_stores(&self, core: &Core, vcpu: VCPUIndex, pending: &Pending) -> bool {
+        let at = |member: &Member| pending.address.wrapping_add(member.delta);
+        let journal = self.journals.get(vcpu as usize).copied().flatten();
+        let quiet = &core.quiet[1];
+        pending.members.iter().all(|member| {
+            quiet.holds(at(member), member.size)
+                && journal.is_none_or(|journal| at(member).wrapping_sub(journal) >= JOURNAL_BYTES)
+        })
+    }
+
     fn op_begin(&self, vcpu: VCPUIndex) {
+        drop(self.settled(vcpu));
         let Some(address) = self.tables.get(vcpu as usize).copied().flatten() else { return };
         let mut bytes = vec![0u8; size_of::<RegionTable>()];
         let table =
@@ -724,13 +1051,13 @@ impl State {
         let mut shadow = self.shadow.write().unwrap_or_else(PoisonError::into_inner);
         if shadow.start != output.start || shadow.len < len {
             // Entries of earlier ops carry their op's number: a new output starts clean.
-            *shadow = Arc::new(Shadow::new(output.start, len));
+            *shadow = Arc::new(Shadow::new(output.start, len, self.cores.len() <= 1));
         }
         Arc::clone(&shadow)
     }
 
     fn op_end(&self, vcpu: VCPUIndex, lines: &mut Lines) {
-        let Some(mut core) = self.core(vcpu) else { return };
+        let Some(mut core) = self.settled(vcpu) else { return };
         if !core.running {
             return;
         }
@@ -768,34 +1095,33 @@ impl State {
 
     /// The kernel on `vcpu` stopped: its loader carries on and gives its blocks back.
     fn stopped(&self, vcpu: VCPUIndex) {
-        if let Some(mut core) = self.core(vcpu).filter(|core| core.running) {
+        if let Some(mut core) = self.settled(vcpu).filter(|core| core.running) {
             core.stopped = true;
         }
     }
 
     /// Runs `step` on `vcpu`'s call stack while its kernel runs.
     fn calls(&self, vcpu: VCPUIndex, step: impl FnOnce(&mut CallStack)) {
-        if let Some(mut core) = self.core(vcpu).filter(|core| core.running) {
+        if let Some(mut core) = self.settled(vcpu).filter(|core| core.running) {
             step(&mut core.calls);
         }
     }
 
     /// The kernel on `vcpu` is about to make a semihosting call at `pc`.
     fn simcall(&self, vcpu: VCPUIndex, pc: u32) {
-        let Some(mut core) = self.core(vcpu).filter(|core| core.running) else { return };
+        let Some(mut core) = self.settled(vcpu).filter(|core| core.running) else { return };
         let found = core.finding(Kind::Simcall, pc, (0, 0), None, None);
         core.found(found);
     }
 
-    /// One access on `vcpu` (`info`: QEMU's, for a store's value).
-    fn access(&self, vcpu: VCPUIndex, access: Access, info: &MemoryInfo) {
+    /// One access on `vcpu` (`stored`: where a store's value is read).
+    fn access(&self, core: &mut Core, vcpu: VCPUIndex, access: Access, stored: Stored<'_>) {
         let Access { pc, address, size, store, copy } = access;
-        let Some(mut core) = self.core(vcpu) else { return };
         if store
             && let Some(journal) = self.journals.get(vcpu as usize).copied().flatten()
             && address.wrapping_sub(journal) < JOURNAL_BYTES
         {
-            self.journal(&mut core, pc, info, address.wrapping_sub(journal));
+            self.journal(core, pc, stored, address, size, address.wrapping_sub(journal));
         }
         if !core.running {
             return;
@@ -811,7 +1137,7 @@ impl State {
                         written.set(from, to);
                     } else if !(if word_load { written.any(from, to) } else { written.all(from, to) }) {
                         // Bytes never written: the full checks below name them.
-                        return self.checked(&mut core, vcpu, access, info);
+                        return self.checked(core, vcpu, access, stored);
                     }
                     None
                 }
@@ -821,18 +1147,18 @@ impl State {
                 core.carrying = None;
             }
             if let Some(region) = output {
-                self.output_store(&mut core, vcpu, pc, info, address, size, &region, copy);
+                self.output_store(core, vcpu, access, stored, &region);
             }
             return;
         }
-        self.checked(&mut core, vcpu, access, info);
+        self.checked(core, vcpu, access, stored);
     }
 
     /// The full checks of one access of a kernel (`access` has found it outside the
     /// core's quiet stretches). Not inlined: `access`, called for every load and store,
     /// stays a short function with a small frame.
     #[inline(never)]
-    fn checked(&self, core: &mut Core, vcpu: VCPUIndex, access: Access, info: &MemoryInfo) {
+    fn checked(&self, core: &mut Core, vcpu: VCPUIndex, access: Access, stored: Stored<'_>) {
         let Access { pc, address, size, store, copy } = access;
         let word_load = copy && !store;
         let heap = in_heap(core, address);
@@ -862,7 +1188,7 @@ impl State {
                 if region.kind() == Some(RegionKind::Output) {
                     self.settle(core, vcpu, address, store, heap, block, Then::Output(region));
                 }
-                return self.output_store(core, vcpu, pc, info, address, size, &region, copy);
+                return self.output_store(core, vcpu, access, stored, &region);
             }
             Verdict::OutputRead(region) => {
                 if self.written(core, address, size, &region, word_load) {
@@ -879,18 +1205,8 @@ impl State {
     /// queues): the race shadow records it, a race is a finding, the bytes a copy
     /// carries from a block's never-written bytes join that finding, and a DMA transfer
     /// it completes is checked.
-    #[allow(clippy::too_many_arguments)] // the access, as `access` has it
-    fn output_store(
-        &self,
-        core: &mut Core,
-        vcpu: VCPUIndex,
-        pc: u32,
-        info: &MemoryInfo,
-        address: u32,
-        size: u32,
-        region: &Region,
-        copy: bool,
-    ) {
+    fn output_store(&self, core: &mut Core, vcpu: VCPUIndex, access: Access, stored: Stored<'_>, region: &Region) {
+        let Access { pc, address, size, copy, .. } = access;
         let bytes = (address, address.wrapping_add(size));
         if let Some((other, other_pc)) = self.race(core, vcpu, pc, address, size, region) {
             let found = core.finding(Kind::Race, pc, bytes, Some(other), Some(other_pc));
@@ -900,7 +1216,7 @@ impl State {
         if let Some(at) = core.carrying.filter(|_| region.kind() == Some(RegionKind::Output)) {
             core.kept[at].reach(bytes);
         }
-        self.queued(core, vcpu, pc, info, address, region);
+        self.queued(core, vcpu, access, stored, region);
     }
 
     /// An allowed access at `address` (`heap`: in the core's heap memory; `block`: the
@@ -968,13 +1284,14 @@ impl State {
     /// other store when `offset` is past it): the heap checks follow the allocators.
     /// Not inlined, as [`State::checked`].
     #[inline(never)]
-    fn journal(&self, core: &mut Core, pc: u32, info: &MemoryInfo, offset: u32) {
+    #[allow(clippy::too_many_arguments)] // the store, as `access` has it
+    fn journal(&self, core: &mut Core, pc: u32, stored: Stored<'_>, address: u32, size: u32, offset: u32) {
         if offset >= JOURNAL_BYTES || !offset.is_multiple_of(4) {
             return;
         }
         // The blocks may change: every stretch found quiet is checked again.
         core.quiet = Default::default();
-        let MemValue::U32(value) = info.value() else { return };
+        let Some(value) = stored.word(address, size) else { return };
         let site = core.site(pc);
         let op = core.running.then_some(core.ops);
         if let Some(found) = core.heap.journal(offset / 4, value, site, op)
@@ -987,11 +1304,12 @@ impl State {
 
     /// A store the kernel made into its own DMA queues (`region`): a transfer it
     /// completes is checked as the engine's accesses will be.
-    fn queued(&self, core: &mut Core, vcpu: VCPUIndex, pc: u32, info: &MemoryInfo, address: u32, region: &Region) {
+    fn queued(&self, core: &mut Core, vcpu: VCPUIndex, access: Access, stored: Stored<'_>, region: &Region) {
+        let Access { pc, address, size, .. } = access;
         if region.kind() != Some(RegionKind::DmaQueues) {
             return;
         }
-        let MemValue::U32(value) = info.value() else { return };
+        let Some(value) = stored.word(address, size) else { return };
         let Some(transfer) = core.descriptors.store(address - region.start, value) else { return };
         let (lo, hi) = (transfer.address, transfer.address.saturating_add(transfer.len));
         let store = transfer.side == Side::Write;

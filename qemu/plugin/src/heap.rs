@@ -211,6 +211,7 @@ impl Written {
     }
 
     /// Whether every byte of `from..to` was written.
+    #[inline]
     pub(crate) fn all(&self, from: u32, to: u32) -> bool {
         if let Some((at, mask)) = one_word(from, to) {
             return !self.followed() || self.word(at) & mask == mask;
@@ -219,6 +220,7 @@ impl Written {
     }
 
     /// Whether any byte of `from..to` was written.
+    #[inline]
     pub(crate) fn any(&self, from: u32, to: u32) -> bool {
         if let Some((at, mask)) = one_word(from, to) {
             return !self.followed() || self.word(at) & mask != 0;
@@ -227,6 +229,7 @@ impl Written {
     }
 
     /// Bytes `from..to` are written.
+    #[inline]
     pub(crate) fn set(&self, from: u32, to: u32) {
         let set = |(at, mask): (usize, u64)| {
             if let Some(word) = self.0.get(at) {

@@ -8,8 +8,8 @@
 //! This file owns what every module shares: installing, the common arguments, the op
 //! lifecycle of each core (from the loader's markers) and the one output file. Each
 //! module watches one thing: `count` the kernel's instructions, `checks` its memory
-//! accesses (its heap blocks with `heap`), `profile` (when asked) where the
-//! instructions went.
+//! accesses (its heap blocks with `heap`, runs of loads or stores with one callback
+//! with `groups`), `profile` (when asked) where the instructions went.
 //!
 //! # Arguments
 //!
@@ -68,6 +68,7 @@ mod calls;
 mod checks;
 mod count;
 mod dma;
+mod groups;
 mod guest_memory;
 mod heap;
 mod profile;

@@ -533,6 +533,20 @@ static void reads_one_past(void) {
     customop_cleanup();
 }
 
+/* The runtime's memset over the output's last 8 elements and 56 past its end: one run
+ * of 64 stores off one register (mem.S's unrolled loop), which the checks take with one
+ * callback (qemu/plugin/src/groups.rs), part inside the output, part past it. */
+static void memset_past_end(void) {
+    const float *x;
+    uint32_t n;
+    float *out = copy_share(&x, &n);
+    volatile uint32_t bytes = 256; /* a call of memset, not stores the compiler writes */
+    if (get_cpu_id() == 0) {
+        memset(out + n - 8, 0, bytes); /* 56 elements past */
+    }
+    customop_cleanup();
+}
+
 static const struct {
     const char *name;
     neuron_kernel_fn kernel;
@@ -549,6 +563,7 @@ static const struct {
     {"memcpy_into_other_dataram", memcpy_into_other_dataram},
     {"neuron_memcpy_into_dataram", neuron_memcpy_into_dataram}, {"unwritten_to_output", unwritten_to_output},
     {"unwritten_memcpy", unwritten_memcpy}, {"reads_one_past", reads_one_past},
+    {"memset_past_end", memset_past_end},
 };
 
 #define KERNEL_COUNT ((int)(sizeof kernels / sizeof kernels[0]))
