@@ -80,6 +80,39 @@ def test_special_values_are_generated():
     assert all(found.values()), found
 
 
+def test_an_array_is_a_fill_and_up_to_two_elements_apart_each_at_any_index():
+    # One draw of bytes of a fixed length makes the array: a fill, then 0, 1 or 2
+    # elements apart; all three counts come up, and the elements apart land anywhere.
+    apart_counts, where = set(), set()
+
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True)
+    @given(testing.arrays("int32", (64,)))
+    def collect(array):
+        values, counts = np.unique(array, return_counts=True)
+        fill = values[np.argmax(counts)]
+        apart = np.flatnonzero(array != fill)
+        apart_counts.add(len(apart))
+        where.update(apart.tolist())
+
+    collect()
+    assert apart_counts == {0, 1, 2}, apart_counts
+    assert len(where) > 32 and {0, 63} & where, sorted(where)
+
+
+def test_a_call_of_one_shape_is_one_draw_and_shrinks_to_one_element_apart(relu):
+    # calls_of with a fixed shape and one dtype: check draws each call as one draw of
+    # bytes. A reference that is wrong for negative values fails; the failure shrinks to
+    # one call of zeros but for one negative element, the first.
+    calls = testing.calls_of(relu.relu, shapes=(4, 64), dtypes=["float32"])
+    with pytest.raises(testing.CheckFailed) as caught:
+        testing.check(relu.relu, lambda x: x, calls=calls, max_examples=300, seed=1)
+    (x,) = caught.value.inputs
+    assert x.shape == (4, 64) and x.dtype == np.float32
+    flat = x.reshape(-1)
+    assert np.flatnonzero(flat).tolist() == [0] and flat[0] < 0, flat[:8]
+    assert "1 of 256 elements differ" in caught.value.reason, caught.value
+
+
 def test_the_signature_comes_from_the_shape_function(repo):
     def scale(x, factor: float):
         return np.empty_like(x)

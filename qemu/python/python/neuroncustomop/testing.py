@@ -140,16 +140,18 @@ def arrays(
 ) -> st.SearchStrategy[np.ndarray]:
     """Arrays of a device ``dtype`` and ``shape`` (a tuple, or a strategy of them)
     whose values include, for the float dtypes, ±0, subnormals, ±inf and NaN (unless
-    refused here), and for the integers their extremes: one fill value and up to 16
+    refused here), and for the integers their extremes: one fill value and up to 2
     elements apart, each at any index, so a large array costs no more to make than a
     small one (Hypothesis' own ``arrays`` draws far more, about 0.1 s for 4,096 float32).
-    The fill and the elements apart are one draw of bytes: the fill first (half the
-    time one of the dtype's edge values, else any bit pattern, a NaN made quiet), then
+    The fill and the elements apart are one draw of bytes of a fixed length: the fill
+    first (half the time one of the dtype's edge values, else any bit pattern, a NaN
+    made quiet), how many elements apart (0, 1 or 2, a third of the time each), then
     each element apart (an index, then a quarter of the time an edge value, else any
     bit pattern, signalling NaN payloads included); values of a kind refused here are
     left out (a fill of one is 0). A Hypothesis draw costs tens of microseconds: a
-    call's generation is one draw per array, not one per value. They shrink towards a
-    fill of zeros and no element apart."""
+    call's generation is one draw per array, not one per value, and of a fixed length
+    (bytes of a length to be drawn cost a choice of their own per byte, whether to go
+    on). They shrink towards a fill of zeros and no element apart."""
     choices, build = _array_maker(
         _args.dtype_name(dtype, "the dtype"), allow_nan=allow_nan, allow_infinity=allow_infinity,
         allow_subnormal=allow_subnormal,
@@ -208,25 +210,28 @@ def _array_maker(name: str, *, allow_nan: bool, allow_infinity: bool, allow_subn
 
     # A value: whether it is an edge value (the one at `bits` modulo their count;
     # all-zero bytes are the first, 0) and its bits. The fill is one (an edge value
-    # when `edge` is even); an element apart is one (an edge value when `edge` is a
-    # multiple of 4) after where it is (taken modulo the element count).
-    value = struct.Struct(f"<B{_UNSIGNED[size]}")
+    # when `edge` is even), then how many elements apart (`apart` modulo _APART + 1,
+    # so all-zero bytes are none); an element apart is one (an edge value when `edge`
+    # is a multiple of 4) after where it is (taken modulo the element count). Every
+    # record is drawn, used or not: the length is fixed.
+    head = struct.Struct(f"<B{_UNSIGNED[size]}B")
     record = struct.Struct(f"<IB{_UNSIGNED[size]}")
-    choices = st.binary(min_size=value.size, max_size=value.size + _APART * record.size)
+    length = head.size + _APART * record.size
+    choices = st.binary(min_size=length, max_size=length)
     edges = [int(bits) for bits in _edge_values(numpy_dtype).view(unsigned)]
 
     def build(dims: tuple, raw: bytes) -> np.ndarray:
         # Made as bits, in Python's integers: NumPy's work on arrays of a few elements
         # (a record array of the elements apart, masks) cost more than a call's draws.
-        edge, bits = value.unpack_from(raw)
+        edge, bits, apart = head.unpack_from(raw)
         if edge % 2 == 0:
             bits = edges[bits % len(edges)]
         elif floating and bits & exponent == exponent and bits & mantissa:
             bits |= quiet  # see above
         flat = np.full(math.prod(dims), 0 if refused(bits) else bits, unsigned)
-        apart = (len(raw) - value.size) // record.size
         if flat.size:
-            for at, edge, bits in record.iter_unpack(raw[value.size : value.size + apart * record.size]):
+            for index in range(apart % (_APART + 1)):
+                at, edge, bits = record.unpack_from(raw, head.size + index * record.size)
                 if edge % 4 == 0:
                     bits = edges[bits % len(edges)]
                 if not refused(bits):
@@ -236,8 +241,9 @@ def _array_maker(name: str, *, allow_nan: bool, allow_infinity: bool, allow_subn
     return choices, build
 
 
-_APART = 16
-"""Elements of a generated array drawn apart from its fill, at most."""
+_APART = 2
+"""Elements of a generated array drawn apart from its fill, at most: every array's draw
+holds this many (used or not), and a byte of it costs about half a microsecond."""
 
 _UNSIGNED = {1: "B", 2: "H", 4: "I", 8: "Q"}
 """The ``struct`` format of an unsigned integer of each size."""
@@ -329,7 +335,7 @@ def calls_of(
     kernel: Kernel,
     *,
     kinds: Optional[Sequence[str]] = None,
-    shapes: Optional[st.SearchStrategy[tuple]] = None,
+    shapes: Union[tuple, st.SearchStrategy[tuple], None] = None,
     dtypes: Optional[Sequence[Any]] = None,
     scalars: Optional[Mapping[int, st.SearchStrategy[Any]]] = None,
     allow_nan: bool = True,
@@ -344,8 +350,9 @@ def calls_of(
     kernel : Kernel
     kinds : sequence of str, optional
         Its parameters' kinds. Default: :func:`signature`.
-    shapes : strategy, optional
-        The tensors' shape (one for every tensor of a call). Default: :func:`array_shapes`.
+    shapes : strategy or tuple, optional
+        The tensors' shape (one for every tensor of a call), or the one shape of every
+        call (no draw for it). Default: :func:`array_shapes`.
     dtypes : sequence of dtype, optional
         The tensors' dtypes to try. Default: :func:`accepted_dtypes`.
     scalars : mapping of int to strategy, optional
@@ -362,9 +369,11 @@ def calls_of(
     if not chosen:
         raise ValueError(f"{kernel.name} took none of the device's dtypes: give dtypes=[...]")
     shape_strategy = array_shapes() if shapes is None else shapes
+    fixed_shape = None if isinstance(shape_strategy, st.SearchStrategy) else tuple(int(d) for d in shape_strategy)
     given_scalars = dict(scalars or {})
     values = dict(allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal)
-    # Every strategy a call draws from, made once (not per call: see _array_maker).
+    # Every strategy a call draws from, made once (not per call: see _array_maker). A
+    # draw costs tens of microseconds: one dtype or one shape is not drawn.
     dtype_strategy = st.sampled_from(chosen)
     makers = {name: _array_maker(name, **values) for name in chosen}
     scalar_strategies = {
@@ -373,10 +382,28 @@ def calls_of(
         if kind != _args.TENSOR
     }
 
+    # One shape, one dtype and no scalar: every call is the same to the op's shape
+    # function (it sees dtypes, shapes and scalars), which is asked once, and a call is
+    # one draw per tensor.
+    same_every_call = fixed_shape is not None and len(chosen) == 1 and not scalar_strategies
+    verdict: dict = {}
+
+    def accepted(inputs: list) -> bool:
+        """Whether the op's shape function takes the call: it bounds what is a call."""
+        if same_every_call and verdict:
+            return verdict["accepted"]
+        try:
+            arguments = [_args.argument(value, i) for i, value in enumerate(inputs)]
+            kernel.library._output_of(kernel.name, inputs, arguments, None, None)
+            verdict["accepted"] = True
+        except (TypeError, ValueError, OverflowError):
+            verdict["accepted"] = False
+        return verdict["accepted"]
+
     @st.composite
     def draw(data: Any, refused: Callable[[], Any]) -> Any:
-        dtype = data(dtype_strategy)
-        shape = tuple(data(shape_strategy))
+        dtype = chosen[0] if len(chosen) == 1 else data(dtype_strategy)
+        shape = fixed_shape if fixed_shape is not None else tuple(data(shape_strategy))
         choices, build = makers[dtype]
         inputs = []
         for index, kind in enumerate(kinds):
@@ -384,23 +411,31 @@ def calls_of(
                 inputs.append(build(shape, data(choices)))
             else:
                 inputs.append(data(scalar_strategies[index]))
-        # The op's shape function bounds what is a call: one it refuses is not one.
-        try:
-            arguments = [_args.argument(value, i) for i, value in enumerate(inputs)]
-            kernel.library._output_of(kernel.name, inputs, arguments, None, None)
-        except (TypeError, ValueError, OverflowError):
-            return refused()
-        return tuple(inputs)
+        return tuple(inputs) if accepted(inputs) else refused()
 
     calls = draw(reject)
     # check() draws several calls an example: there a refused call is left out of its
     # example, not the whole example rejected with it.
     _refused_as_none[calls] = draw(lambda: None)
+    if same_every_call and kinds == (_args.TENSOR,):
+        # A call is one draw: check() draws it without the strategy around it (a
+        # strategy's own work per draw is as much as the draw's).
+        choices, build = makers[chosen[0]]
+
+        def one_draw(raw: bytes) -> Optional[tuple]:
+            inputs = [build(fixed_shape, raw)]
+            return tuple(inputs) if accepted(inputs) else None
+
+        _one_draw[calls] = (choices, one_draw)
     return calls
 
 
 _refused_as_none: "weakref.WeakKeyDictionary[st.SearchStrategy, st.SearchStrategy]" = weakref.WeakKeyDictionary()
 """Per strategy of :func:`calls_of`: the same draws, a call its op refuses drawn as None."""
+
+_one_draw: "weakref.WeakKeyDictionary[st.SearchStrategy, tuple]" = weakref.WeakKeyDictionary()
+"""Per strategy of :func:`calls_of` whose call is one draw: the strategy drawn, and the
+function making the call of what it drew (None for one the op refuses)."""
 
 
 class CheckFailed(AssertionError):
@@ -505,17 +540,24 @@ class Tolerance:
         return ["--rtol", repr(rtol), "--atol", repr(atol)] + (["--equal-nan"] if self.equal_nan else [])
 
 
-def _reference_output(reference: Reference, inputs: tuple, dtype: np.dtype) -> np.ndarray:
-    """The reference's output for ``inputs`` as an array of ``dtype`` (a PyTorch
-    tensor made a NumPy array)."""
+def _reference_output(reference: Reference, inputs: tuple) -> np.ndarray:
+    """The reference's output for ``inputs`` as an array (a PyTorch tensor made a
+    NumPy array), of its own dtype (:func:`_as_dtype` casts it)."""
     copies = [np.array(value, copy=True) if not _args.is_scalar(value) else value for value in inputs]
-    # The inputs hold infinities and NaN on purpose: NumPy's warnings about them (and
-    # about the cast) are noise.
+    # The inputs hold infinities and NaN on purpose: NumPy's warnings about them are noise.
     with np.errstate(all="ignore"):
         want = reference(*copies)
         if hasattr(want, "detach"):
             want = want.detach().cpu().numpy()
-        return np.asarray(want).astype(dtype, copy=False)
+        return np.asarray(want)
+
+
+def _as_dtype(want: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``want`` as an array of ``dtype`` (NumPy's warnings about the cast are noise)."""
+    if want.dtype == dtype:
+        return want
+    with np.errstate(all="ignore"):
+        return want.astype(dtype)
 
 
 def check_call(
@@ -583,23 +625,24 @@ def check_call(
         arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
         return kernel.library._output_of(kernel.name, inputs, arguments, None, None)
 
-    def reference_output(dtype: np.dtype) -> np.ndarray:
-        try:
-            return _reference_output(reference, inputs, dtype)
-        except TypeError as error:
-            kinds = ", ".join(type(value).__name__ if _args.is_scalar(value) else "tensor" for value in inputs)
-            raise TypeError(
-                f"the reference could not take {kernel.name}'s generated call ({kinds}): {error}. A C or Rust "
-                f"library's parameters cannot be read, and are taken as one tensor: name them, "
-                f"check(..., calls=calls_of(kernel, kinds=['tensor', 'float', ...]))"
-            ) from error
+    # The reference runs before the call: its work is the same either way, and after the
+    # call (this process idle while the device ran) it found the CPU's caches cold.
+    try:
+        expected = _reference_output(reference, inputs)
+    except TypeError as error:
+        kinds = ", ".join(type(value).__name__ if _args.is_scalar(value) else "tensor" for value in inputs)
+        raise TypeError(
+            f"the reference could not take {kernel.name}'s generated call ({kinds}): {error}. A C or Rust "
+            f"library's parameters cannot be read, and are taken as one tensor: name them, "
+            f"check(..., calls=calls_of(kernel, kinds=['tensor', 'float', ...]))"
+        ) from error
 
     try:
         # Checked whatever the library's own default (``load(..., checked=False)``).
         result = kernel.run(*inputs, cores=cores, **{**options, "checked": True})
     except KernelError as error:
-        raise failed(_first_lines(str(error)), reference_output(_numpy_dtype(output_form()[1]))) from error
-    want = reference_output(result.output.dtype)
+        raise failed(_first_lines(str(error)), _as_dtype(expected, _numpy_dtype(output_form()[1]))) from error
+    want = _as_dtype(expected, result.output.dtype)
     if result.warnings:
         reason = "the device's checks warned: " + "; ".join(str(finding).splitlines()[0] for finding in result.warnings)
         raise failed(reason, want)
@@ -758,6 +801,30 @@ def batch_seed(seed: int, batch: int, run: int = 0) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
 
 
+def examples_of(calls: st.SearchStrategy[tuple]) -> st.SearchStrategy[list]:
+    """The examples :func:`check` draws of ``calls``: lists of 1 to ``CALLS_PER_EXAMPLE``
+    calls (None for a call the op's shape function refuses, of a :func:`calls_of`
+    strategy), all drawn before the first is made: what an example draws never depends
+    on the batch's count (Hypothesis fails a run whose examples draw differently after
+    the same choices), and the run may end in the middle of one. Their count is drawn
+    once, not ``st.lists``' choice whether to go on before every call: a Hypothesis
+    draw costs tens of microseconds, and a list's examples average 6 calls whatever
+    its largest. A call of a :func:`calls_of` strategy that is one draw (one tensor
+    of one shape and dtype) is drawn without the strategy around it."""
+    one_call = _refused_as_none.get(calls, calls)
+    single = _one_draw.get(calls)
+    count = st.integers(1, CALLS_PER_EXAMPLE)
+
+    @st.composite
+    def examples(draw: Any) -> list:
+        if single is not None:
+            choices, make_call = single
+            return [make_call(draw(choices)) for _ in range(draw(count))]
+        return [draw(one_call) for _ in range(draw(count))]
+
+    return examples()
+
+
 def check(
     kernel: Kernel,
     reference: Reference,
@@ -780,7 +847,9 @@ def check(
     a seed made of ``seed`` and its number, whose examples are 1 to
     ``CALLS_PER_EXAMPLE`` calls (the run ends at the batch's last call, and if its
     examples end first, another run from a seed of its own makes the rest; a call the
-    op's shape function refuses is left out); a shard ``(i, n)`` runs the batches
+    op's shape function refuses is left out; :func:`examples_of`: a :func:`calls_of`
+    call of one tensor, one dtype and one shape, ``shapes=(4, 1024)``, is one draw of
+    bytes, its fill and up to 2 elements apart); a shard ``(i, n)`` runs the batches
     whose number is ``i`` modulo ``n`` (the granularity of a shard: one of fewer than
     ``BATCH`` calls makes the first calls of its first batch). It stops after
     ``max_examples`` calls (default 100, when there is no ``budget``) or when
@@ -823,18 +892,6 @@ def check(
     if max_examples is None and budget is None:
         max_examples = 100
     strategy = calls if calls is not None else calls_of(kernel, cores=cores)
-    one_call = _refused_as_none.get(strategy, strategy)
-    example_calls = st.integers(1, CALLS_PER_EXAMPLE)
-
-    # An example's calls are drawn before the first is made: what an example draws
-    # never depends on the batch's count (Hypothesis fails a run whose examples draw
-    # differently after the same choices), and the run may end in the middle of one.
-    # Their count is drawn once, not st.lists' choice whether to go on before every
-    # call: a Hypothesis draw costs tens of microseconds, and a list's examples average
-    # 6 calls whatever its largest.
-    @st.composite
-    def examples(draw: Any) -> list:
-        return [draw(one_call) for _ in range(draw(example_calls))]
 
     report = CheckReport()
     batch = _Batch()
@@ -886,7 +943,7 @@ def check(
         # (which lines only failing calls ran, in this package), 25 times the
         # shrinking's time for a failing call on the device.
         phases=[phase for phase in Phase if phase != Phase.explain],
-    )(given(examples())(property_of))
+    )(given(examples_of(strategy))(property_of))
     # Hypothesis names a test's examples in its database by a digest of the test's
     # source, made on every run (8 ms of CPU under cProfile at a load of 9: most of a
     # batch's own cost) unless the test names them; there is no database.
