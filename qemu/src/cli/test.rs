@@ -2,7 +2,7 @@
 
 use clap::Args;
 use std::fs::File;
-use std::process::{Command, ExitCode, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::time::Instant;
 
 /// Set up, then run every test: the host unit tests and QEMU tests of every crate,
@@ -40,26 +40,15 @@ pub fn exec(_: TestArgs) -> super::Outcome {
     // build's wall and CPU time, or why it failed, which run.sh then says again) go to a
     // log, printed when it is waited for.
     let fuzz_build_log_path = root.join("target/fuzz-build-ahead.log");
-    let mut fuzz_build = Command::new("nice")
-        .args(["-n", "19", "bash"])
-        .arg(root.join("qemu/fuzz/run.sh"))
-        .arg("--build")
-        .stdout(Stdio::null())
-        .stderr(File::create(&fuzz_build_log_path)?)
-        .spawn()?;
+    let mut fuzz_build = beside(19, &root.join("qemu/fuzz/run.sh"), "--build", &fuzz_build_log_path)?;
     // The Python package's build (run-tests.sh --install-only: the host crates again, in
     // the release profile, in target/python; about 160 s of CPU cold) beside the cargo
     // tests as well, at a priority between theirs and the fuzz build's: the tests leave
     // a core idle much of the time. Its messages go to a log, printed when it is waited
     // for; run-tests.sh --installed then runs the tests on it.
     let python_build_log_path = root.join("target/python-build-ahead.log");
-    let mut python_build = Command::new("nice")
-        .args(["-n", "10", "bash"])
-        .arg(root.join("qemu/python/run-tests.sh"))
-        .arg("--install-only")
-        .stdout(Stdio::null())
-        .stderr(File::create(&python_build_log_path)?)
-        .spawn()?;
+    let mut python_build =
+        beside(10, &root.join("qemu/python/run-tests.sh"), "--install-only", &python_build_log_path)?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     // --workspace: the examples are members, so their tests run with the rest. Built
     // first, alone: the Python tests use what it builds (`ncop`, the host tier's loader).
@@ -143,6 +132,18 @@ pub fn exec(_: TestArgs) -> super::Outcome {
     eprint!("{}", std::fs::read_to_string(&fuzz_log_path).unwrap_or_default());
     eprintln!("sim test: {:.0} s in all", start.elapsed().as_secs_f64());
     Ok(if python.success() && fuzzed.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Starts `script argument` with bash at priority `niceness`, its messages into `log`:
+/// a build that runs beside the tests.
+fn beside(niceness: u8, script: &std::path::Path, argument: &str, log: &std::path::Path) -> std::io::Result<Child> {
+    Command::new("nice")
+        .args(["-n", &niceness.to_string(), "bash"])
+        .arg(script)
+        .arg(argument)
+        .stdout(Stdio::null())
+        .stderr(File::create(log)?)
+        .spawn()
 }
 
 /// Runs `command` and prints its wall time, so a CI log says where the minutes went
