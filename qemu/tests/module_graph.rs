@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
 /// The host crates, lowest first: each may depend only on those before it.
-const LAYERS: [(&str, &str); 7] = [
+const LAYERS: [(&str, &str); 9] = [
     ("neuroncustomop-wire", "qemu/wire"),
+    ("neuroncustomop-ucode-lib", "qemu/ucode-lib"),
+    ("neuroncustomop-array", "qemu/array"),
     ("neuroncustomop-machine", "qemu/machine"),
     ("neuroncustomop-profile", "qemu/profile"),
     ("neuroncustomop-package", "qemu/package"),
@@ -64,11 +66,15 @@ fn crates_depend_only_on_the_layers_below() {
 /// which no crate depends on.
 const OTHERS: [(&str, &str); 1] = [("neuroncustomop-plugin", "qemu/plugin")];
 
+/// Crates with no module importing another (one module, or modules that share nothing):
+/// their graph is the root's alone, which for any other crate means the parse failed.
+const FLAT: [&str; 2] = ["neuroncustomop-wire", "neuroncustomop-ucode-lib"];
+
 #[test]
 fn no_crate_has_a_module_circle() {
     for (name, dir) in LAYERS.into_iter().chain(OTHERS) {
         let graph = module_graph(&repo().join(dir).join("src"));
-        assert!(graph.len() > 1 || name == "neuroncustomop-wire", "{name}: only {graph:?} found");
+        assert!(graph.len() > 1 || FLAT.contains(&name), "{name}: only {graph:?} found");
         if let Some(circle) = find_circle(&graph) {
             panic!("{name}: the modules {} import each other in a circle", circle.join(" -> "));
         }

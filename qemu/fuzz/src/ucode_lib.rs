@@ -17,7 +17,7 @@
 //!   again to the same text.
 
 use arbitrary::{Arbitrary, Unstructured};
-use neuroncustomop_package::ucode_lib::{FUNCTION_OPCODE, FunctionEntry, LibraryEntry, UcodeLib, UcodeLibError};
+use neuroncustomop_ucode_lib::{FUNCTION_OPCODE, FunctionEntry, LibraryEntry, UcodeLib, UcodeLibError};
 use neuroncustomop_wire::FunctionId;
 use std::collections::{HashMap, HashSet};
 

@@ -11,7 +11,8 @@
 //! ```
 
 use crate::array::{Array, Element, numel};
-use neuroncustomop::wrapper_api::Dtype;
+use neuroncustomop::allocators::tcm::TCM_POOL_SIZE;
+use neuroncustomop::wrapper_api::{Dtype, MAX_DIM};
 use std::str::FromStr;
 
 /// How generated values are spread.
@@ -132,6 +133,32 @@ impl Rng {
         let u2 = self.unit();
         (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
     }
+}
+
+/// The dimensions a kernel's bugs live at, ascending: 1, primes, multiples of 8 and of
+/// `cores` with one either side, the TCM pool's elements (of 1, 2, 4 and 8 bytes) with
+/// one either side, and the largest dimensions.
+///
+/// ```
+/// let edges = neuroncustomop_host::generate::edge_sizes(8);
+/// assert!([1, 7, 8, 9, 4095, 4096, 4097, 65535].iter().all(|size| edges.contains(size)));
+/// ```
+pub fn edge_sizes(cores: usize) -> Vec<usize> {
+    let max = MAX_DIM as usize;
+    let mut sizes = vec![1, max - 1, max, 2, 3, 5, 7, 11, 13, 31, 37, 61, 127, 251, 509, 1021, 4093, 8191, 65521];
+    for multiple in [8, cores.max(1)] {
+        for k in [1, 2, 3, 8, 128] {
+            sizes.extend([multiple * k - 1, multiple * k, multiple * k + 1]);
+        }
+    }
+    for element in [1, 2, 4, 8] {
+        let pool = TCM_POOL_SIZE / element;
+        sizes.extend([pool - 1, pool, pool + 1]);
+    }
+    sizes.retain(|&size| (1..=max).contains(&size));
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
 }
 
 #[cfg(test)]

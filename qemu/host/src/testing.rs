@@ -31,8 +31,10 @@
 
 use crate::array::{Array, dtype_name, numel};
 use crate::compare::{Mismatch, Tolerance, compare};
+// The edges live with the other generated inputs, where the Python package (which
+// builds without proptest) takes them too.
+pub use crate::generate::edge_sizes;
 use crate::library::{Arg, Call, CallError, Library, Options, Output, PartialOutput, Target, describe};
-use neuroncustomop::allocators::tcm::TCM_POOL_SIZE;
 use neuroncustomop::wrapper_api::Dtype;
 pub use neuroncustomop::wrapper_api::{MAX_DIM, MAX_RANK};
 /// proptest, for tests that compose their own strategies without depending on it.
@@ -42,32 +44,6 @@ pub use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, RngSeed, TestCaseError, TestError, TestRunner};
 use std::fmt;
 use std::path::{Path, PathBuf};
-
-/// The dimensions a kernel's bugs live at, ascending: 1, primes, multiples of 8 and of
-/// `cores` with one either side, the TCM pool's elements (of 1, 2, 4 and 8 bytes) with
-/// one either side, and the largest dimensions.
-///
-/// ```
-/// let edges = neuroncustomop_host::testing::edge_sizes(8);
-/// assert!([1, 7, 8, 9, 4095, 4096, 4097, 65535].iter().all(|size| edges.contains(size)));
-/// ```
-pub fn edge_sizes(cores: usize) -> Vec<usize> {
-    let max = MAX_DIM as usize;
-    let mut sizes = vec![1, max - 1, max, 2, 3, 5, 7, 11, 13, 31, 37, 61, 127, 251, 509, 1021, 4093, 8191, 65521];
-    for multiple in [8, cores.max(1)] {
-        for k in [1, 2, 3, 8, 128] {
-            sizes.extend([multiple * k - 1, multiple * k, multiple * k + 1]);
-        }
-    }
-    for element in [1, 2, 4, 8] {
-        let pool = TCM_POOL_SIZE / element;
-        sizes.extend([pool - 1, pool, pool + 1]);
-    }
-    sizes.retain(|&size| (1..=max).contains(&size));
-    sizes.sort_unstable();
-    sizes.dedup();
-    sizes
-}
 
 /// Bounds of generated shapes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,4 +19,6 @@ pub mod program;
 pub mod project;
 pub mod publish;
 pub mod step_cache;
-pub mod ucode_lib;
+// ucode_lib.json is a crate of its own (`neuroncustomop-ucode-lib`), so that what only
+// reads it (the fuzz targets) builds without the machine; here it keeps its place.
+pub use neuroncustomop_ucode_lib as ucode_lib;

@@ -45,10 +45,10 @@ fn name_installed(path: std::path::PathBuf) {
 }
 
 /// The dimensions a kernel's bugs live at, ascending, for `cores` cores (the host
-/// API's `testing::edge_sizes`): the property checks' one list.
+/// API's `generate::edge_sizes`): the property checks' one list.
 #[pyfunction]
 fn edge_sizes(cores: usize) -> Vec<usize> {
-    neuroncustomop_host::testing::edge_sizes(cores)
+    neuroncustomop_host::generate::edge_sizes(cores)
 }
 
 #[pymodule]

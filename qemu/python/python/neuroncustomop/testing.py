@@ -84,7 +84,7 @@ def edge_sizes(cores: int = _native.CORES) -> list:
     """The dimensions a kernel's bugs live at, ascending: 1, primes, multiples of 8 and
     of ``cores`` with one either side, the elements of the TCM pool (of 1, 2, 4 and
     8-byte elements) with one either side, and the largest dimensions (the host API's
-    ``testing::edge_sizes``, the one list)."""
+    ``generate::edge_sizes``, the one list)."""
     return list(_native.edge_sizes(cores))
 
 

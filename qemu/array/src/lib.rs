@@ -7,7 +7,7 @@
 //! `i8`, `i64`, `i16`, `u8`).
 //!
 //! ```
-//! use neuroncustomop_host::array::Array;
+//! use neuroncustomop_array::Array;
 //! use neuroncustomop::wrapper_api::Dtype;
 //!
 //! let x = Array::from_vec(vec![2, 3], vec![1.0f32, -2.0, 3.0, -4.0, 5.0, -6.0]).unwrap();
@@ -18,6 +18,8 @@
 
 pub use neuroncustomop::wrapper_api::Dtype;
 use std::fmt;
+
+pub mod npy;
 
 /// A Rust type that is one element of an ABI dtype.
 pub trait Element: Copy + fmt::Debug + 'static {

@@ -8,7 +8,7 @@
 //! nothing is silently dropped or invented.
 //!
 //! ```
-//! use neuroncustomop_host::{array::Array, npy};
+//! use neuroncustomop_array::{Array, npy};
 //!
 //! let x = Array::from_vec(vec![2, 2], vec![1i16, -2, 3, -4]).unwrap();
 //! let bytes = npy::to_bytes(&x).unwrap();
@@ -17,7 +17,7 @@
 //! assert!(npy::from_bytes(&bytes[..bytes.len() - 1]).is_err(), "truncated");
 //! ```
 
-use crate::array::{Array, ArrayError, Element, dtype_name};
+use crate::{Array, ArrayError, Element, dtype_name};
 use neuroncustomop::wrapper_api::Dtype;
 use npyz::{DType, FixedSizeBytes, Order, TypeChar, WriterBuilder};
 use std::io;

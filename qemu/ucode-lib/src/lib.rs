@@ -10,7 +10,7 @@
 //! the library registered. Schema and rules: `docs/abi/dispatch.md`.
 //!
 //! ```
-//! use neuroncustomop_package::ucode_lib::{UcodeLib, UcodeLibRegistry};
+//! use neuroncustomop_ucode_lib::{UcodeLib, UcodeLibRegistry};
 //!
 //! let mut registry = UcodeLibRegistry::new();
 //! let relu = registry.allocate_function_id().unwrap();
