@@ -33,6 +33,9 @@ pub enum SetupError {
     /// The device's runtime did not build (cargo's diagnostics went to stderr).
     #[error("building the device's runtime: {0}")]
     Device(String),
+    /// A runtime's build thread panicked (its message went to stderr).
+    #[error("the {0} runtime's build thread panicked")]
+    Panicked(&'static str),
 }
 
 /// Install, with apt-get (through sudo when not root), the Debian packages C and C++
@@ -65,16 +68,49 @@ pub fn exec_ncop(args: NcopSetupArgs) -> super::Outcome {
 /// # Errors
 /// [`SetupError`].
 pub fn setup() -> Result<(), SetupError> {
-    run_script(false)?;
-    // The device's runtime beside the host tier's builds: it compiles the device's
-    // `core` on one core for most of its minute (cold), which they leave to it.
-    let device = std::thread::spawn(|| {
-        let tools = Toolchain::locate().map_err(|e| SetupError::Device(e.to_string()))?;
-        neuroncustomop_package::package::prebuild_runtime(&tools).map_err(|e| SetupError::Device(e.to_string()))
-    });
-    let host = neuroncustomop_hosttier::prebuild().map_err(SetupError::from).and_then(|()| build_loader());
-    let device = device.join().unwrap_or_else(|_| Err(SetupError::Device("its build thread panicked".into())));
-    host.and(device)
+    install_packages()?;
+    let runtimes = Runtimes::start();
+    let loader = build_loader();
+    runtimes.wait().and(loader)
+}
+
+/// Runs `qemu/setup.sh`: the Debian packages a checkout's build needs, when missing.
+///
+/// # Errors
+/// [`SetupError`].
+pub fn install_packages() -> Result<(), SetupError> {
+    run_script(false)
+}
+
+/// The runtimes a first run would otherwise build, building in threads of their own:
+/// the device's and the host tier's. Whatever the caller builds meanwhile (the loader,
+/// the tests) goes beside them: the device's compiles its `core` on one core for most
+/// of its minute (cold), and the host tier's are small.
+pub struct Runtimes {
+    device: std::thread::JoinHandle<Result<(), SetupError>>,
+    host: std::thread::JoinHandle<Result<(), SetupError>>,
+}
+
+impl Runtimes {
+    /// Starts both builds.
+    pub fn start() -> Self {
+        let device = std::thread::spawn(|| {
+            let tools = Toolchain::locate().map_err(|e| SetupError::Device(e.to_string()))?;
+            neuroncustomop_package::package::prebuild_runtime(&tools).map_err(|e| SetupError::Device(e.to_string()))
+        });
+        let host = std::thread::spawn(|| neuroncustomop_hosttier::prebuild().map_err(SetupError::from));
+        Runtimes { device, host }
+    }
+
+    /// Waits for both builds; the first error, if any.
+    ///
+    /// # Errors
+    /// [`SetupError::Device`], [`SetupError::HostTier`] or [`SetupError::Panicked`].
+    pub fn wait(self) -> Result<(), SetupError> {
+        let device = self.device.join().unwrap_or(Err(SetupError::Panicked("device")));
+        let host = self.host.join().unwrap_or(Err(SetupError::Panicked("host tier")));
+        device.and(host)
+    }
 }
 
 /// Builds the host tier's loader, `ncop-hostrun`, beside this program: with the cargo

@@ -14,8 +14,7 @@ pub struct TestArgs {}
 /// Runs `test`.
 pub fn exec(_: TestArgs) -> super::Outcome {
     let start = Instant::now();
-    super::setup::setup()?;
-    eprintln!("sim test: setup took {:.0} s", start.elapsed().as_secs_f64());
+    super::setup::install_packages()?;
     let root = super::checkout()?;
     // PyTorch for the Python tests (qemu/python/torch-cache.sh): on a machine without it,
     // a 2.7 GB download that takes minutes. It is network-bound and the cargo tests are
@@ -32,40 +31,52 @@ pub fn exec(_: TestArgs) -> super::Outcome {
         .stdout(Stdio::null())
         .stderr(torch_log)
         .spawn()?;
-    // The fuzz targets' build (qemu/fuzz/run.sh --build: the runtime and the host crates
-    // with ASan and coverage, about 300 s of CPU cold) is CPU-bound like the cargo tests,
-    // but those leave a core idle for minutes (the device's `core`, one codegen unit,
-    // compiles on one core while the tests wait for it): at the lowest priority it
-    // takes only what they leave. run.sh then finds the targets built. Its messages (the
-    // build's wall and CPU time, or why it failed, which run.sh then says again) go to a
-    // log, printed when it is waited for.
+    // The fuzz targets' build (qemu/fuzz/run.sh --build: the runtime and the crates the
+    // targets read, with ASan and coverage, and libFuzzer's C++; about 110 s of CPU cold)
+    // is CPU-bound like the cargo tests, but those leave a core idle much of the time
+    // (waiting on QEMU and on one-core steps: the device's `core`, one codegen unit, the
+    // test binaries' links): at the lowest priority it takes only what they leave.
+    // run.sh then finds the targets built. Its messages (the build's wall and CPU time,
+    // or why it failed, which run.sh then says again) go to a log, printed when it is
+    // waited for.
     let fuzz_build_log_path = root.join("target/fuzz-build-ahead.log");
     let mut fuzz_build = beside(19, &root.join("qemu/fuzz/run.sh"), "--build", &fuzz_build_log_path)?;
     // The Python package's build (run-tests.sh --install-only: the host crates again, in
-    // the release profile, in target/python; about 160 s of CPU cold) beside the cargo
+    // the release profile, in target/python; about 210 s of CPU cold) beside the cargo
     // tests as well, at a priority between theirs and the fuzz build's: the tests leave
     // a core idle much of the time. Its messages go to a log, printed when it is waited
     // for; run-tests.sh --installed then runs the tests on it.
     let python_build_log_path = root.join("target/python-build-ahead.log");
     let mut python_build =
         beside(10, &root.join("qemu/python/run-tests.sh"), "--install-only", &python_build_log_path)?;
+    // The runtimes `sim setup` builds (the device's, the host tier's), beside the tests'
+    // build, which needs neither. Not the host tier's release loader `sim setup` also
+    // builds: the tests' build makes the loader the tests run (beside `ncop` and the test
+    // binaries: neuroncustomop_hosttier::loader_program), and a release build of the
+    // host stack would only delay them (`sim dist` builds it for the wheel).
+    let runtimes = super::setup::Runtimes::start();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     // --workspace: the examples are members, so their tests run with the rest. Built
-    // first, alone: the Python tests use what it builds (`ncop`, the host tier's loader).
+    // first: the Python tests use what it builds (`ncop`, the host tier's loader).
     let built = timed(
         "cargo test --workspace --no-run",
         Command::new(&cargo).current_dir(&root).args(["test", "--workspace", "--no-run"]),
     )?;
+    let runtimes = runtimes.wait();
+    eprintln!("sim test: the runtimes built, {:.0} s after the start", start.elapsed().as_secs_f64());
     // Waited for on every path, so that no half-finished installation outlives the run.
     let waiting = Instant::now();
     let torch = torch.wait()?;
     eprintln!("sim test: PyTorch ready {:.0} s after the tests' build", waiting.elapsed().as_secs_f64());
-    if !built.success() || !torch.success() {
+    if !built.success() || !torch.success() || runtimes.is_err() {
         fuzz_build.wait()?;
         python_build.wait()?;
         if !torch.success() {
             eprintln!("sim test: installing PyTorch failed ({torch}); its log, {}:", torch_log_path.display());
             eprint!("{}", std::fs::read_to_string(&torch_log_path).unwrap_or_default());
+        }
+        if let Err(e) = runtimes {
+            eprintln!("sim test: {e}");
         }
         return Ok(ExitCode::FAILURE);
     }
