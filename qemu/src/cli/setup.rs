@@ -6,6 +6,7 @@ use neuroncustomop_hosttier::LOADER_FILE;
 use neuroncustomop_machine::home::Home;
 use neuroncustomop_machine::toolchain::Toolchain;
 use std::process::{Command, ExitCode};
+use std::time::Instant;
 
 /// Install the Debian packages the simulation needs, if missing (qemu/setup.sh), then
 /// build the host tier's runtime and loader (the first `--host` run then takes seconds).
@@ -71,7 +72,7 @@ pub fn setup() -> Result<(), SetupError> {
     install_packages()?;
     let runtimes = Runtimes::start();
     let loader = build_loader();
-    runtimes.wait().and(loader)
+    runtimes.wait().map(drop).and(loader)
 }
 
 /// Runs `qemu/setup.sh`: the Debian packages a checkout's build needs, when missing.
@@ -85,31 +86,38 @@ pub fn install_packages() -> Result<(), SetupError> {
 /// The runtimes a first run would otherwise build, building in threads of their own:
 /// the device's and the host tier's. Whatever the caller builds meanwhile (the loader,
 /// the tests) goes beside them: the device's compiles its `core` on one core for most
-/// of its minute (cold), and the host tier's are small.
+/// of two minutes (cold), and the host tier's are small.
 pub struct Runtimes {
-    device: std::thread::JoinHandle<Result<(), SetupError>>,
-    host: std::thread::JoinHandle<Result<(), SetupError>>,
+    device: std::thread::JoinHandle<Result<Instant, SetupError>>,
+    host: std::thread::JoinHandle<Result<Instant, SetupError>>,
+    started: Instant,
 }
 
 impl Runtimes {
     /// Starts both builds.
     pub fn start() -> Self {
+        let started = Instant::now();
         let device = std::thread::spawn(|| {
             let tools = Toolchain::locate().map_err(|e| SetupError::Device(e.to_string()))?;
-            neuroncustomop_package::package::prebuild_runtime(&tools).map_err(|e| SetupError::Device(e.to_string()))
+            neuroncustomop_package::package::prebuild_runtime(&tools).map_err(|e| SetupError::Device(e.to_string()))?;
+            Ok(Instant::now())
         });
-        let host = std::thread::spawn(|| neuroncustomop_hosttier::prebuild().map_err(SetupError::from));
-        Runtimes { device, host }
+        let host = std::thread::spawn(|| {
+            neuroncustomop_hosttier::prebuild()?;
+            Ok(Instant::now())
+        });
+        Runtimes { device, host, started }
     }
 
-    /// Waits for both builds; the first error, if any.
+    /// Waits for both builds: the seconds from their start to the end of the later one,
+    /// or the first error.
     ///
     /// # Errors
     /// [`SetupError::Device`], [`SetupError::HostTier`] or [`SetupError::Panicked`].
-    pub fn wait(self) -> Result<(), SetupError> {
+    pub fn wait(self) -> Result<f64, SetupError> {
         let device = self.device.join().unwrap_or(Err(SetupError::Panicked("device")));
         let host = self.host.join().unwrap_or(Err(SetupError::Panicked("host tier")));
-        device.and(host)
+        Ok(device?.max(host?).duration_since(self.started).as_secs_f64())
     }
 }
 

@@ -50,10 +50,12 @@ pub fn exec(_: TestArgs) -> super::Outcome {
     let mut python_build =
         beside(10, &root.join("qemu/python/run-tests.sh"), "--install-only", &python_build_log_path)?;
     // The runtimes `sim setup` builds (the device's, the host tier's), beside the tests'
-    // build, which needs neither. Not the host tier's release loader `sim setup` also
-    // builds: the tests' build makes the loader the tests run (beside `ncop` and the test
-    // binaries: neuroncustomop_hosttier::loader_program), and a release build of the
-    // host stack would only delay them (`sim dist` builds it for the wheel).
+    // build and then the tests: a test that needs one before it is done waits for its
+    // turn to build it (the build lock every process takes) and finds it built. Not
+    // the host tier's release loader `sim setup` also builds: the tests' build makes the
+    // loader the tests run (beside `ncop` and the test binaries:
+    // neuroncustomop_hosttier::loader_program), and a release build of the host stack
+    // would only delay them (`sim dist` builds it for the wheel).
     let runtimes = super::setup::Runtimes::start();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     // --workspace: the examples are members, so their tests run with the rest. Built
@@ -62,44 +64,43 @@ pub fn exec(_: TestArgs) -> super::Outcome {
         "cargo test --workspace --no-run",
         Command::new(&cargo).current_dir(&root).args(["test", "--workspace", "--no-run"]),
     )?;
-    let runtimes = runtimes.wait();
-    eprintln!("sim test: the runtimes built, {:.0} s after the start", start.elapsed().as_secs_f64());
-    // Waited for on every path, so that no half-finished installation outlives the run.
-    let waiting = Instant::now();
-    let torch = torch.wait()?;
-    eprintln!("sim test: PyTorch ready {:.0} s after the tests' build", waiting.elapsed().as_secs_f64());
-    if !built.success() || !torch.success() || runtimes.is_err() {
-        fuzz_build.wait()?;
-        python_build.wait()?;
-        if !torch.success() {
-            eprintln!("sim test: installing PyTorch failed ({torch}); its log, {}:", torch_log_path.display());
-            eprint!("{}", std::fs::read_to_string(&torch_log_path).unwrap_or_default());
-        }
-        if let Err(e) = runtimes {
-            eprintln!("sim test: {e}");
-        }
-        return Ok(ExitCode::FAILURE);
-    }
     // One test thread more than the cores: the integration tests spend part of their
     // time waiting on QEMU, gdb and builds in other processes (with 2 threads on the
     // 2-core machine the binary kept 1.6 cores busy and took 155 s; with 3, 125 s).
     // RUST_TEST_THREADS, when set, still decides.
     let threads = std::thread::available_parallelism().map_or(2, |cores| cores.get() + 1);
-    let tests = timed(
-        "cargo test --workspace",
-        Command::new(&cargo)
-            .current_dir(&root)
-            .args(["test", "--workspace"])
-            .env("RUST_TEST_THREADS", std::env::var("RUST_TEST_THREADS").unwrap_or_else(|_| threads.to_string())),
-    )?;
+    let tests = if built.success() {
+        timed(
+            "cargo test --workspace",
+            Command::new(&cargo)
+                .current_dir(&root)
+                .args(["test", "--workspace"])
+                .env("RUST_TEST_THREADS", std::env::var("RUST_TEST_THREADS").unwrap_or_else(|_| threads.to_string())),
+        )?
+    } else {
+        built
+    };
+    // Each waited for on every path, so that no half-finished build or installation
+    // outlives the run.
+    let runtimes = runtimes.wait();
+    match &runtimes {
+        Ok(took) => eprintln!("sim test: the runtimes (sim setup's) built beside the tests' build in {took:.0} s"),
+        Err(e) => eprintln!("sim test: {e}"),
+    }
     let waiting = Instant::now();
+    let torch = torch.wait()?;
+    eprintln!("sim test: PyTorch ready {:.0} s after the cargo tests", waiting.elapsed().as_secs_f64());
+    if !torch.success() {
+        eprintln!("sim test: installing PyTorch failed ({torch}); its log, {}:", torch_log_path.display());
+        eprint!("{}", std::fs::read_to_string(&torch_log_path).unwrap_or_default());
+    }
     let python_built = python_build.wait()?;
     eprintln!(
         "sim test: the Python package's build beside the tests ready {:.0} s after them ({python_built}):",
         waiting.elapsed().as_secs_f64()
     );
     eprint!("{}", std::fs::read_to_string(&python_build_log_path).unwrap_or_default());
-    if !tests.success() || !python_built.success() {
+    if !tests.success() || runtimes.is_err() || !torch.success() || !python_built.success() {
         fuzz_build.wait()?;
         return Ok(ExitCode::FAILURE);
     }
