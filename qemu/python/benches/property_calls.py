@@ -27,6 +27,14 @@ from neuroncustomop import testing
 REPO = Path(__file__).resolve().parents[3]
 
 
+def made_raw(kernel, inputs: list, cores: int, checked: bool) -> tuple:
+    """(wall seconds, this process's CPU seconds) of ``kernel``'s calls of ``inputs``."""
+    started, cpu = time.perf_counter(), time.process_time()
+    for x in inputs:
+        kernel.run(x, cores=cores, checked=checked)
+    return time.perf_counter() - started, time.process_time() - cpu
+
+
 def rates(kernel, cores: int, calls: int, checked: bool, rounds: int = 4) -> tuple:
     """(raw calls/s, property calls/s, raw CPU ms a call, property CPU ms a call) of
     ``kernel`` on float32 [4, 1024]: ``rounds`` rounds, each of raw calls then a property
@@ -46,12 +54,8 @@ def rates(kernel, cores: int, calls: int, checked: bool, rounds: int = 4) -> tup
     raw_seconds = property_seconds = raw_cpu = property_cpu = 0.0
     raw_calls = property_calls = 0
     for round_ in range(rounds):
-        started, cpu = time.perf_counter(), time.process_time()
-        for x in inputs:
-            kernel.run(x, cores=cores, checked=checked)
-        raw_seconds += time.perf_counter() - started
-        raw_cpu += time.process_time() - cpu
-        raw_calls += len(inputs)
+        seconds, cpu = made_raw(kernel, inputs, cores, checked)
+        raw_seconds, raw_cpu, raw_calls = raw_seconds + seconds, raw_cpu + cpu, raw_calls + len(inputs)
         started, cpu = time.perf_counter(), time.process_time()
         if checked:
             report = testing.check(kernel, relu, calls=strategy, cores=cores, max_examples=len(inputs), seed=1 + round_)
@@ -105,12 +109,8 @@ def default_shapes(kernel, cores: int, calls: int, rounds: int = 4) -> tuple:
         ).calls
         property_seconds += time.perf_counter() - started
         property_cpu += time.process_time() - cpu
-        started, cpu = time.perf_counter(), time.process_time()
-        for x in made:
-            kernel.run(x, cores=cores, checked=True)
-        raw_seconds += time.perf_counter() - started
-        raw_cpu += time.process_time() - cpu
-        raw_calls += len(made)
+        seconds, cpu = made_raw(kernel, made, cores, True)
+        raw_seconds, raw_cpu, raw_calls = raw_seconds + seconds, raw_cpu + cpu, raw_calls + len(made)
     return (
         property_calls / property_seconds,
         raw_calls / raw_seconds,

@@ -991,14 +991,20 @@ def check(
     a seed made of ``seed`` and its number, whose examples are 1 to
     ``CALLS_PER_EXAMPLE`` calls (the run ends at the batch's last call, and if its
     examples end first, another run from a seed of its own makes the rest; a call the
-    op's shape function refuses is left out; :func:`examples_of`: a :func:`calls_of`
-    call of one tensor, one dtype and one shape, ``shapes=(4, 1024)``, is one draw of
-    bytes, its fill and up to 2 elements apart); a shard ``(i, n)`` runs the batches
-    whose number is ``i`` modulo ``n`` (the granularity of a shard: one of fewer than
-    ``BATCH`` calls makes the first calls of its first batch). It stops after
-    ``max_examples`` calls (default 100, when there is no ``budget``) or when
-    ``budget`` seconds have passed, whichever first; the batch that fails is shrunk to
-    its smallest failing call (an example of that one call).
+    op's shape function refuses is left out; :func:`examples_of`). A :func:`calls_of`
+    call of one tensor, one dtype and one shape (``shapes=(4, 1024)``) is one draw of
+    bytes (its fill and up to 2 elements apart), and its batch is no Hypothesis run:
+    its calls are made of uniform random bytes from a generator seeded the same way
+    (:func:`_sweep_calls`; the first of zeros, Hypothesis' simplest), and a failing
+    one is shrunk by Hypothesis from an example of that call (Hypothesis' work per
+    call cost more than the call's own: 0.06 ms). The property's steps run for up to
+    an example's calls in turn: every reference, every call, every comparison. A
+    shard ``(i, n)`` runs the batches whose number is ``i`` modulo ``n`` (the
+    granularity of a shard: one of fewer than ``BATCH`` calls makes the first calls of
+    its first batch). It stops after ``max_examples`` calls (default 100, when there
+    is no ``budget``) or when ``budget`` seconds have passed, whichever first; the
+    batch that fails is shrunk to its smallest failing call (an example of that one
+    call).
 
     Parameters
     ----------
