@@ -1105,28 +1105,32 @@ def check(
 
     def sweep(number: int) -> None:
         """Batch ``number`` of a strategy whose call is one draw: its calls made of bytes
-        of its own (:func:`_sweep_calls`), as many at a time as an example's at most; a
-        failing call is shrunk by Hypothesis, from an example of that call."""
+        of its own (:func:`_sweep_calls`), as many at a time as an example's at most. A
+        failing call is shrunk by Hypothesis from an example of that call (of all those
+        made together, for an error that names no call: the reference's own, say), as
+        a batch's Hypothesis run would shrink it."""
         calls = _sweep_calls(single, batch_seed(seed, number), batch.left)
         while part := list(itertools.islice(calls, CALLS_PER_EXAMPLE)):
             try:
                 _made(prop, [inputs for _, inputs in part], counted)
-            except CheckFailed as failure:
+            except Exception as error:
                 batch.failed = True
-                first["case"], first["at"] = describe(failure.inputs), time.monotonic()
-                found = next(raw for raw, inputs in part if inputs is failure.inputs)
+                found = [raw for raw, _ in part]
+                if isinstance(error, CheckFailed):
+                    first["case"], first["at"] = describe(error.inputs), time.monotonic()
+                    found = [raw for raw, inputs in part if inputs is error.inputs]
                 # Hypothesis replays the examples its database holds before shrinking
                 # them: those of the secondary corpus (the primary's are taken to be
                 # shrunk already). The example's choices: how many calls, each's bytes.
                 database = InMemoryExampleDatabase()
                 shrinking = hypothesis_test(database=database, phases=[Phase.reuse, Phase.shrink])
                 key = shrinking._hypothesis_internal_database_key + b".secondary"
-                database.save(key, choices_to_bytes((1, found)))
+                database.save(key, choices_to_bytes((len(found), *found)))
                 # Shrinking from the batch's seed, as a batch's Hypothesis run would:
                 # what @seed sets, without its settings' database=None.
                 shrinking._hypothesis_internal_use_seed = batch_seed(seed, number)
                 shrinking()
-                raise  # the call passed when replayed: the failure as found
+                raise  # the calls passed when replayed: the failure as found
 
     single = _one_draw.get(strategy)
     batch_run = hypothesis_test() if single is None else None
