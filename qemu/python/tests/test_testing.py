@@ -115,6 +115,31 @@ def test_a_call_of_one_shape_is_one_draw_and_shrinks_to_one_element_apart(relu):
     assert "1 of 256 elements differ" in caught.value.reason, caught.value
 
 
+def test_a_one_draw_sweep_is_its_seeds_and_reaches_the_special_values(relu):
+    # A batch of one-draw calls is made of seeded random bytes, not a Hypothesis run:
+    # the same seed makes the same calls, each batch's first is zeros (Hypothesis'
+    # simplest), and the fills reach every kind of float.
+    calls = testing.calls_of(relu.relu, shapes=(4, 64), dtypes=["float32"])
+    seen = []
+
+    def reference(x):
+        seen.append(x)
+        return np.fmax(x, np.float32(0))
+
+    runs = []
+    for seed in (7, 7, 8):
+        seen.clear()
+        report = testing.check(relu.relu, reference, calls=calls, max_examples=2 * testing.BATCH, seed=seed)
+        assert report.calls == len(seen) == 2 * testing.BATCH and report.batches == [0, 1], report
+        runs.append([x.tobytes() for x in seen])
+    assert runs[0] == runs[1] != runs[2]
+    assert runs[0][0] == runs[0][testing.BATCH] == bytes(256 * 4) != runs[0][1]
+    values = np.concatenate([x.reshape(-1) for x in seen])
+    tiny = np.finfo(np.float32).tiny
+    assert np.isnan(values).any() and (values == np.inf).any() and (values == -np.inf).any()
+    assert ((values == 0) & np.signbit(values)).any() and ((values != 0) & (np.abs(values) < tiny)).any()
+
+
 def test_the_signature_comes_from_the_shape_function(repo):
     def scale(x, factor: float):
         return np.empty_like(x)
