@@ -460,8 +460,11 @@ def calls_of(
         # strategy's own work per draw is as much as the draw's).
         maker = makers[chosen[0]]
 
+        shape = fixed_shape
+        assert shape is not None  # the same every call
+
         def one_draw(raw: bytes) -> Optional[tuple]:
-            inputs = [maker.build(fixed_shape, raw)]
+            inputs = [maker.build(shape, raw)]
             return tuple(inputs) if accepted(inputs) else None
 
         _one_draw[calls] = _OneDraw(maker.choices, maker.length, one_draw)
@@ -1075,7 +1078,7 @@ def check(
             if batch.left == 0:
                 raise _BatchMade()
 
-    def hypothesis_test(**overrides: Any) -> Callable[[], None]:
+    def hypothesis_test(**overrides: Any) -> Any:
         """The Hypothesis test of a batch (``overrides`` of its settings): made once and
         run for every batch with that batch's seed, as making one costs Hypothesis
         milliseconds (it reads and compiles the test's source), as much as a few calls."""
@@ -1103,7 +1106,21 @@ def check(
         test._hypothesis_internal_database_key = b"neuroncustomop.testing.check"
         return test
 
-    def sweep(number: int) -> None:
+    def runs(number: int, batch_run: Any) -> None:
+        """Batch ``number`` as Hypothesis runs of ``batch_run``. A run ends at the
+        batch's last call; one that ends first (its examples made fewer calls than the
+        batch has left, or were refused) is followed by another, from a seed of its own:
+        every run makes a call at least, or Hypothesis raises."""
+        runs_of_batch = 0
+        while batch.left:
+            run = hypothesis_seed(batch_seed(seed, number, runs_of_batch))(batch_run)
+            runs_of_batch += 1
+            try:
+                run()
+            except _BatchMade:
+                return
+
+    def sweep(number: int, single: _OneDraw) -> None:
         """Batch ``number`` of a strategy whose call is one draw: its calls made of bytes
         of its own (:func:`_sweep_calls`), as many at a time as an example's at most. A
         failing call is shrunk by Hypothesis from an example of that call (of all those
@@ -1143,20 +1160,11 @@ def check(
         batch.left = BATCH if max_examples is None else min(BATCH, max_examples - report.calls)
         batch.failed = False
         report.batches.append(number)
-        # A run ends at the batch's last call; one that ends first (its examples made
-        # fewer calls than the batch has left, or were refused) is followed by another,
-        # from a seed of its own: every run makes a call at least, or Hypothesis raises.
-        runs_of_batch = 0
         try:
-            if batch_run is None:
-                sweep(number)
-            while batch_run is not None and batch.left:
-                run = hypothesis_seed(batch_seed(seed, number, runs_of_batch))(batch_run)
-                runs_of_batch += 1
-                try:
-                    run()
-                except _BatchMade:
-                    break
+            if single is not None:
+                sweep(number, single)
+            else:
+                runs(number, batch_run)
         except CheckFailed as failure:
             failure.first_failure = first.get("case")
             failure.shrink_seconds = time.monotonic() - first.get("at", time.monotonic())
