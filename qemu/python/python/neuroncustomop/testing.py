@@ -44,8 +44,10 @@ import argparse
 import functools
 import hashlib
 import importlib.util
+import itertools
 import math
 import os
+import random
 import shlex
 import struct
 import sys
@@ -55,12 +57,13 @@ import unittest
 import warnings
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.database import InMemoryExampleDatabase, choices_to_bytes
 
 from . import _args, _native
 from ._errors import KernelError
@@ -90,9 +93,25 @@ def edge_sizes(cores: int = _native.CORES) -> list:
 
 def dimensions(cap: int, cores: int = _native.CORES) -> st.SearchStrategy[int]:
     """A dimension in ``[1, cap]``: half the time any, half an edge (:func:`edge_sizes`).
-    It shrinks towards 1."""
+    One draw (:func:`_dimension_draw`); it shrinks towards 1."""
+    index, dimension_of = _dimension_draw(cap, cores)
+    return index.map(dimension_of)
+
+
+def _dimension_draw(cap: int, cores: int) -> tuple:
+    """A dimension in ``[1, cap]`` as one Hypothesis draw: the strategy of an integer
+    ``v`` in ``[0, 2 cap)`` and the dimension it stands for, ``v / 2 + 1`` when ``v`` is
+    even, else the edge (:func:`edge_sizes`, ascending) at ``v / 2`` modulo their count.
+    Hypothesis' integers are even or odd about as often, and small more often than
+    large: about half the dimensions are edges, and smaller values (any or an edge)
+    shrink to 1 (``v`` of 0). One draw, not ``st.one_of``'s two (which branch, then its
+    value): a Hypothesis draw costs tens of microseconds."""
     edges = [size for size in edge_sizes(cores) if size <= cap]
-    return st.one_of(st.integers(1, cap), st.sampled_from(edges))
+
+    def dimension_of(v: int) -> int:
+        return v // 2 + 1 if v % 2 == 0 else edges[(v // 2) % len(edges)]
+
+    return st.integers(0, 2 * cap - 1), dimension_of
 
 
 def array_shapes(
@@ -107,7 +126,11 @@ def array_shapes(
     """Shapes the device holds: ``min_rank`` to ``max_rank`` dimensions (or exactly
     ``rank``), each at most ``max_dim`` (and ``MAX_DIM``), at most ``max_elements`` in
     all (dimensions past the budget cut down, the last first), each dimension biased to
-    the edges (:func:`dimensions`). Shrinks towards fewer dimensions, each towards 1."""
+    the edges (:func:`dimensions`). The rank is one draw (uniform; none for a fixed
+    rank), each dimension one: a shape of rank r is r + 1 draws, not ``st.lists``' 3 r +
+    1 (whether to go on, which branch of the dimension, its value). Shrinks towards
+    fewer dimensions (Hypothesis lowers the rank and deletes the dimensions past it),
+    each towards 1."""
     if rank is not None:
         min_rank = max_rank = rank
     if not 1 <= min_rank <= max_rank <= MAX_RANK:
@@ -117,17 +140,19 @@ def array_shapes(
     # Every dimension is drawn from the same range and then cut to the element budget,
     # the last first: a shape's choices never depend on the values before them, so
     # Hypothesis' shrinking (the fewest and smallest choices) ends at the smallest shape.
-    dimension = dimensions(min(max_dim, max(1, max_elements)), cores)
+    index, dimension_of = _dimension_draw(min(max_dim, max(1, max_elements)), cores)
+    ranks = st.integers(min_rank, max_rank)
 
-    def within_budget(dims: list) -> tuple:
+    @st.composite
+    def shapes(draw: Any) -> tuple:
         budget = max(1, max_elements)
         shape = []
-        for dim in dims:
-            shape.append(max(1, min(dim, budget)))
+        for _ in range(min_rank if min_rank == max_rank else draw(ranks)):
+            shape.append(max(1, min(dimension_of(draw(index)), budget)))
             budget //= shape[-1]
         return tuple(shape)
 
-    return st.lists(dimension, min_size=min_rank, max_size=max_rank).map(within_budget)
+    return shapes()
 
 
 def arrays(
@@ -152,7 +177,7 @@ def arrays(
     call's generation is one draw per array, not one per value, and of a fixed length
     (bytes of a length to be drawn cost a choice of their own per byte, whether to go
     on). They shrink towards a fill of zeros and no element apart."""
-    choices, build = _array_maker(
+    choices, build, _ = _array_maker(
         _args.dtype_name(dtype, "the dtype"), allow_nan=allow_nan, allow_infinity=allow_infinity,
         allow_subnormal=allow_subnormal,
     )
@@ -168,8 +193,19 @@ def arrays(
     return draw()
 
 
+class _Maker(NamedTuple):
+    """How :func:`arrays` makes an array of one dtype (:func:`_array_maker`)."""
+
+    choices: st.SearchStrategy[bytes]
+    """What it draws: bytes of a fixed length."""
+    build: Callable[[tuple, bytes], np.ndarray]
+    """The array of a shape made of those bytes."""
+    length: int
+    """The bytes' length."""
+
+
 @functools.lru_cache(maxsize=None)
-def _array_maker(name: str, *, allow_nan: bool, allow_infinity: bool, allow_subnormal: bool) -> tuple:
+def _array_maker(name: str, *, allow_nan: bool, allow_infinity: bool, allow_subnormal: bool) -> _Maker:
     """What :func:`arrays` of the dtype ``name`` draws (a strategy of bytes) and the
     function that makes an array of a shape from them: made once per dtype, as
     :func:`calls_of` draws a call's tensors through them (NumPy's dtype and limits
@@ -178,10 +214,10 @@ def _array_maker(name: str, *, allow_nan: bool, allow_infinity: bool, allow_subn
     if name == "bfloat16":
         # Hypothesis knows no bfloat16: float32 values, rounded to it.
         bfloat16 = _numpy_dtype("bfloat16")
-        choices, build32 = _array_maker(
+        choices, build32, length = _array_maker(
             "float32", allow_nan=allow_nan, allow_infinity=allow_infinity, allow_subnormal=allow_subnormal
         )
-        return choices, lambda dims, raw: build32(dims, raw).astype(bfloat16)
+        return _Maker(choices, lambda dims, raw: build32(dims, raw).astype(bfloat16), length)
     numpy_dtype = np.dtype(name)
     floating = numpy_dtype.kind == "f"
     size = numpy_dtype.itemsize
@@ -228,7 +264,8 @@ def _array_maker(name: str, *, allow_nan: bool, allow_infinity: bool, allow_subn
             bits = edges[bits % len(edges)]
         elif floating and bits & exponent == exponent and bits & mantissa:
             bits |= quiet  # see above
-        flat = np.full(math.prod(dims), 0 if refused(bits) else bits, unsigned)
+        flat = np.empty(math.prod(dims), unsigned)
+        flat.fill(0 if refused(bits) else bits)
         if flat.size:
             for index in range(apart % (_APART + 1)):
                 at, edge, bits = record.unpack_from(raw, head.size + index * record.size)
@@ -238,7 +275,7 @@ def _array_maker(name: str, *, allow_nan: bool, allow_infinity: bool, allow_subn
                     flat[at % flat.size] = bits
         return flat.view(numpy_dtype).reshape(dims)
 
-    return choices, build
+    return _Maker(choices, build, length)
 
 
 _APART = 2
@@ -404,7 +441,7 @@ def calls_of(
     def draw(data: Any, refused: Callable[[], Any]) -> Any:
         dtype = chosen[0] if len(chosen) == 1 else data(dtype_strategy)
         shape = fixed_shape if fixed_shape is not None else tuple(data(shape_strategy))
-        choices, build = makers[dtype]
+        choices, build, _ = makers[dtype]
         inputs = []
         for index, kind in enumerate(kinds):
             if kind == _args.TENSOR:
@@ -418,24 +455,38 @@ def calls_of(
     # example, not the whole example rejected with it.
     _refused_as_none[calls] = draw(lambda: None)
     if same_every_call and kinds == (_args.TENSOR,):
-        # A call is one draw: check() draws it without the strategy around it (a
+        # A call is one draw: check() makes its calls of bytes of its own
+        # (_sweep_calls), and Hypothesis draws them without the strategy around them (a
         # strategy's own work per draw is as much as the draw's).
-        choices, build = makers[chosen[0]]
+        maker = makers[chosen[0]]
+
+        shape = fixed_shape
+        assert shape is not None  # the same every call
 
         def one_draw(raw: bytes) -> Optional[tuple]:
-            inputs = [build(fixed_shape, raw)]
+            inputs = [maker.build(shape, raw)]
             return tuple(inputs) if accepted(inputs) else None
 
-        _one_draw[calls] = (choices, one_draw)
+        _one_draw[calls] = _OneDraw(maker.choices, maker.length, one_draw)
     return calls
 
 
 _refused_as_none: "weakref.WeakKeyDictionary[st.SearchStrategy, st.SearchStrategy]" = weakref.WeakKeyDictionary()
 """Per strategy of :func:`calls_of`: the same draws, a call its op refuses drawn as None."""
 
-_one_draw: "weakref.WeakKeyDictionary[st.SearchStrategy, tuple]" = weakref.WeakKeyDictionary()
-"""Per strategy of :func:`calls_of` whose call is one draw: the strategy drawn, and the
-function making the call of what it drew (None for one the op refuses)."""
+class _OneDraw(NamedTuple):
+    """A :func:`calls_of` strategy whose call is one draw of bytes."""
+
+    choices: st.SearchStrategy[bytes]
+    """The strategy drawn."""
+    length: int
+    """The bytes' length."""
+    make_call: Callable[[bytes], Optional[tuple]]
+    """The call made of them: None for one the op refuses."""
+
+
+_one_draw: "weakref.WeakKeyDictionary[st.SearchStrategy, _OneDraw]" = weakref.WeakKeyDictionary()
+"""Per strategy of :func:`calls_of` whose call is one draw: how it is drawn and made."""
 
 
 class CheckFailed(AssertionError):
@@ -610,53 +661,134 @@ def check_call(
     """
     if options.get("checked") is False:
         raise ValueError("check_call runs checked: the device's checks are part of the property")
-    cores = kernel.library.cores if cores is None else cores
-    tolerance = Tolerance(rtol, atol, equal_nan)
+    prop = _Property(kernel, reference, Tolerance(rtol, atol, equal_nan), cores, directory, options)
+    # The reference runs before the call: its work is the same either way, and after the
+    # call (this process idle while the device ran) it found the CPU's caches cold.
+    result, want = prop.run(inputs, prop.expected(inputs))
+    prop.compare(inputs, result, want)
+    return result
 
-    def failed(reason: str, want: Optional[np.ndarray]) -> CheckFailed:
-        folder = _save(kernel, inputs, want, directory)
-        out_shape, out_dtype = output_form()
-        command = reproducer(kernel, inputs, folder, cores, out_dtype, out_shape, tolerance if want is not None else None)
-        return CheckFailed(kernel.name, inputs, cores, reason, command, folder)
 
-    def output_form() -> tuple:
+class _Property:
+    """The property of one call (:func:`check_call`) in its three steps: the
+    reference's output, the kernel's call (checked), the comparison. :func:`check`
+    takes each step for all of an example's calls in turn (:func:`_made`): a step's
+    code and data then stay in the CPU's caches from one call to the next, where
+    after a device call (this process idle while QEMU ran) they found them cold."""
+
+    def __init__(
+        self, kernel: Kernel, reference: Reference, tolerance: Tolerance, cores: Optional[int],
+        directory: Optional[str], options: dict,
+    ):
+        self.kernel = kernel
+        self.reference = reference
+        self.tolerance = tolerance
+        self.cores = kernel.library.cores if cores is None else cores
+        self.directory = directory
+        # Checked whatever the library's own default (``load(..., checked=False)``).
+        self.options = {**options, "cores": self.cores, "checked": True}
+
+    def expected(self, inputs: tuple) -> np.ndarray:
+        """The reference's output for ``inputs``."""
+        try:
+            return _reference_output(self.reference, inputs)
+        except TypeError as error:
+            kinds = ", ".join(type(value).__name__ if _args.is_scalar(value) else "tensor" for value in inputs)
+            raise TypeError(
+                f"the reference could not take {self.kernel.name}'s generated call ({kinds}): {error}. A C or "
+                f"Rust library's parameters cannot be read, and are taken as one tensor: name them, "
+                f"check(..., calls=calls_of(kernel, kinds=['tensor', 'float', ...]))"
+            ) from error
+
+    def run(self, inputs: tuple, expected: np.ndarray) -> tuple:
+        """The call's result and the reference's output in its dtype (``expected`` cast),
+        or the :class:`CheckFailed` of a kernel that failed, of the device's checks'
+        warnings, or of an output not of the reference's shape, raised."""
+        try:
+            result = self.kernel.run(*inputs, **self.options)
+        except KernelError as error:
+            want = _as_dtype(expected, _numpy_dtype(self.output_form(inputs)[1]))
+            raise self.failed(inputs, _first_lines(str(error)), want) from error
+        want = _as_dtype(expected, result.output.dtype)
+        if result.warnings:
+            reason = "the device's checks warned: " + "; ".join(
+                str(finding).splitlines()[0] for finding in result.warnings
+            )
+            raise self.failed(inputs, reason, want)
+        if want.shape != result.output.shape:
+            raise self.failed(inputs, f"the reference gives shape {want.shape}, the kernel {result.output.shape}", want)
+        return result, want
+
+    def compare(self, inputs: tuple, result: CallResult, want: np.ndarray) -> None:
+        """Raises the :class:`CheckFailed` of an output that differs from ``want``."""
+        got = result.output
+        # The same bits are the same values, under any tolerance: the common case costs
+        # a comparison of bytes, not NumPy's of values (and a NaN is not equal to itself
+        # without ``equal_nan``).
+        if self.tolerance.equal_nan and got.tobytes() == want.tobytes():
+            return
+        bad = self.tolerance.differing(got, want)
+        if bad.any():
+            first = tuple(int(i) for i in np.argwhere(bad)[0])
+            reason = (
+                f"{int(bad.sum())} of {bad.size} elements differ from the reference; the first at {list(first)}: "
+                f"got {got[first]}, want {want[first]}"
+            )
+            raise self.failed(inputs, reason, want)
+
+    def failed(self, inputs: tuple, reason: str, want: Optional[np.ndarray]) -> CheckFailed:
+        """The failure of the call of ``inputs``, its inputs and ``want`` saved."""
+        folder = _save(self.kernel, inputs, want, self.directory)
+        out_shape, out_dtype = self.output_form(inputs)
+        tolerance = self.tolerance if want is not None else None
+        command = reproducer(self.kernel, inputs, folder, self.cores, out_dtype, out_shape, tolerance)
+        return CheckFailed(self.kernel.name, inputs, self.cores, reason, command, folder)
+
+    def output_form(self, inputs: tuple) -> tuple:
         """The output's shape and dtype name. The call resolves them itself: only a
         failure's reproducer asks again (not every property call)."""
         arguments = [_args.argument(value, index) for index, value in enumerate(inputs)]
-        return kernel.library._output_of(kernel.name, inputs, arguments, None, None)
+        return self.kernel.library._output_of(self.kernel.name, inputs, arguments, None, None)
 
-    # The reference runs before the call: its work is the same either way, and after the
-    # call (this process idle while the device ran) it found the CPU's caches cold.
-    try:
-        expected = _reference_output(reference, inputs)
-    except TypeError as error:
-        kinds = ", ".join(type(value).__name__ if _args.is_scalar(value) else "tensor" for value in inputs)
-        raise TypeError(
-            f"the reference could not take {kernel.name}'s generated call ({kinds}): {error}. A C or Rust "
-            f"library's parameters cannot be read, and are taken as one tensor: name them, "
-            f"check(..., calls=calls_of(kernel, kinds=['tensor', 'float', ...]))"
-        ) from error
 
-    try:
-        # Checked whatever the library's own default (``load(..., checked=False)``).
-        result = kernel.run(*inputs, cores=cores, **{**options, "checked": True})
-    except KernelError as error:
-        raise failed(_first_lines(str(error)), _as_dtype(expected, _numpy_dtype(output_form()[1]))) from error
-    want = _as_dtype(expected, result.output.dtype)
-    if result.warnings:
-        reason = "the device's checks warned: " + "; ".join(str(finding).splitlines()[0] for finding in result.warnings)
-        raise failed(reason, want)
-    if want.shape != result.output.shape:
-        raise failed(f"the reference gives shape {want.shape}, the kernel {result.output.shape}", want)
-    bad = tolerance.differing(result.output, want)
-    if bad.any():
-        first = tuple(int(i) for i in np.argwhere(bad)[0])
-        reason = (
-            f"{int(bad.sum())} of {bad.size} elements differ from the reference; the first at {list(first)}: "
-            f"got {result.output[first]}, want {want[first]}"
-        )
-        raise failed(reason, want)
-    return result
+def _made(prop: _Property, calls: list, made: Callable[[], None]) -> None:
+    """Makes ``calls`` (each a tuple of inputs) with the property ``prop``, each step
+    for a part of them in turn (:class:`_Property`): every reference's output, every
+    call, every comparison. ``made`` is told of each call before it runs. A part is
+    calls of ``_PART_BYTES`` of tensors at most (one at least): an example of large
+    tensors is not held whole. Of the failures of one part, the first call's is
+    raised: a call that fails after another that gave a wrong output raises that one."""
+    start = 0
+    while start < len(calls):
+        end, size = start, 0
+        while end < len(calls) and (end == start or size + _tensor_bytes(calls[end]) <= _PART_BYTES):
+            size += _tensor_bytes(calls[end])
+            end += 1
+        part = calls[start:end]
+        expected = [prop.expected(inputs) for inputs in part]
+        ran = []
+        try:
+            for inputs, want in zip(part, expected):
+                made()
+                ran.append((inputs, *prop.run(inputs, want)))
+        except CheckFailed:
+            # Those that ran before the failing call are compared first: a wrong output
+            # of one of them is the first failure.
+            for inputs, result, want in ran:
+                prop.compare(inputs, result, want)
+            raise
+        for inputs, result, want in ran:
+            prop.compare(inputs, result, want)
+        start = end
+
+
+_PART_BYTES = 4 << 20
+"""Bytes of tensors of the calls :func:`check` takes each step of the property for in
+turn, at most (:func:`_made`): the bench's calls of 16 KiB are an example's whole."""
+
+
+def _tensor_bytes(inputs: tuple) -> int:
+    return sum(getattr(value, "nbytes", 0) for value in inputs)
 
 
 def _first_lines(text: str, lines: int = 6) -> str:
@@ -818,11 +950,26 @@ def examples_of(calls: st.SearchStrategy[tuple]) -> st.SearchStrategy[list]:
     @st.composite
     def examples(draw: Any) -> list:
         if single is not None:
-            choices, make_call = single
-            return [make_call(draw(choices)) for _ in range(draw(count))]
+            return [single.make_call(draw(single.choices)) for _ in range(draw(count))]
         return [draw(one_call) for _ in range(draw(count))]
 
     return examples()
+
+
+def _sweep_calls(single: _OneDraw, seed: int, count: int) -> Iterable[tuple]:
+    """The ``count`` calls of a batch seeded ``seed`` of a strategy whose call is one
+    draw of bytes (:func:`check`), each ``(bytes, inputs)``: the first of zero bytes
+    (Hypothesis' simplest example: a fill of zeros, no element apart), the others of
+    uniform random bytes from a generator seeded ``seed``, as Hypothesis draws bytes of
+    a fixed length. Hypothesis would cost more than the call's own work: its draw and
+    its work per example 0.06 ms a call."""
+    generator = random.Random(seed)
+    for index in range(count):
+        raw = generator.randbytes(single.length) if index else bytes(single.length)
+        inputs = single.make_call(raw)
+        if inputs is None:
+            raise ValueError("the op's shape function refuses the calls' shape and dtype: every call of them")
+        yield raw, inputs
 
 
 def check(
@@ -847,14 +994,20 @@ def check(
     a seed made of ``seed`` and its number, whose examples are 1 to
     ``CALLS_PER_EXAMPLE`` calls (the run ends at the batch's last call, and if its
     examples end first, another run from a seed of its own makes the rest; a call the
-    op's shape function refuses is left out; :func:`examples_of`: a :func:`calls_of`
-    call of one tensor, one dtype and one shape, ``shapes=(4, 1024)``, is one draw of
-    bytes, its fill and up to 2 elements apart); a shard ``(i, n)`` runs the batches
-    whose number is ``i`` modulo ``n`` (the granularity of a shard: one of fewer than
-    ``BATCH`` calls makes the first calls of its first batch). It stops after
-    ``max_examples`` calls (default 100, when there is no ``budget``) or when
-    ``budget`` seconds have passed, whichever first; the batch that fails is shrunk to
-    its smallest failing call (an example of that one call).
+    op's shape function refuses is left out; :func:`examples_of`). A :func:`calls_of`
+    call of one tensor, one dtype and one shape (``shapes=(4, 1024)``) is one draw of
+    bytes (its fill and up to 2 elements apart), and its batch is no Hypothesis run:
+    its calls are made of uniform random bytes from a generator seeded the same way
+    (:func:`_sweep_calls`; the first of zeros, Hypothesis' simplest), and a failing
+    one is shrunk by Hypothesis from an example of that call (Hypothesis' work per
+    call cost more than the call's own: 0.06 ms). The property's steps run for up to
+    an example's calls in turn: every reference, every call, every comparison. A
+    shard ``(i, n)`` runs the batches whose number is ``i`` modulo ``n`` (the
+    granularity of a shard: one of fewer than ``BATCH`` calls makes the first calls of
+    its first batch). It stops after ``max_examples`` calls (default 100, when there
+    is no ``budget``) or when ``budget`` seconds have passed, whichever first; the
+    batch that fails is shrunk to its smallest failing call (an example of that one
+    call).
 
     Parameters
     ----------
@@ -891,6 +1044,8 @@ def check(
         shard = _shard_of(os.environ.get("NCOP_CHECK_SHARD")) or (0, 1)
     if max_examples is None and budget is None:
         max_examples = 100
+    if options.get("checked") is False:
+        raise ValueError("check runs checked: the device's checks are part of the property")
     strategy = calls if calls is not None else calls_of(kernel, cores=cores)
 
     report = CheckReport()
@@ -898,57 +1053,104 @@ def check(
     first: dict = {}
     started = time.monotonic()
 
+    prop = _Property(kernel, reference, Tolerance(rtol, atol, equal_nan), cores, directory, options)
+
+    def counted() -> None:
+        report.calls += 1
+
     def property_of(example: list) -> None:
         made = [inputs for inputs in example if inputs is not None]
         if not made:
             reject()  # every call of it refused by the op's shape function: not an example
-        for inputs in made:
-            make(inputs)
-
-    def make(inputs: tuple) -> None:
-        """One call of the property, counted down in its batch."""
-        report.calls += 1
+        if not batch.failed:
+            # The batch ends at its last call, in the middle of the example if need be.
+            made = made[: batch.left]
         try:
-            check_call(
-                kernel, reference, *inputs, rtol=rtol, atol=atol, equal_nan=equal_nan, cores=cores,
-                directory=directory, **options,
-            )
+            _made(prop, made, counted)
         except Exception as error:
             batch.failed = True
             if isinstance(error, CheckFailed):
-                first.setdefault("case", describe(inputs))
+                first.setdefault("case", describe(error.inputs))
                 first.setdefault("at", time.monotonic())
             raise
         if not batch.failed:
-            batch.left -= 1
+            batch.left -= len(made)
             if batch.left == 0:
                 raise _BatchMade()
 
-    # The Hypothesis test of a batch, made once and run for every batch with that
-    # batch's seed: making one costs Hypothesis milliseconds (it reads and compiles the
-    # test's source), as much as a few calls.
-    batch_run = settings(
-        # The run ends at the batch's last call (_BatchMade), and its first example is
-        # Hypothesis' simplest (one call): the rest of a batch is an example or two.
-        max_examples=_EXAMPLES_PER_RUN,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-        # One failure is all a check reports: shrink it at once, not after more
-        # generated examples.
-        report_multiple_bugs=False,
-        # Not the explain phase: it replays the failing calls under a line tracer
-        # (which lines only failing calls ran, in this package), 25 times the
-        # shrinking's time for a failing call on the device.
-        phases=[phase for phase in Phase if phase != Phase.explain],
-    )(given(examples_of(strategy))(property_of))
-    # Hypothesis names a test's examples in its database by a digest of the test's
-    # source, made on every run (8 ms of CPU under cProfile at a load of 9: most of a
-    # batch's own cost) unless the test names them; there is no database.
-    batch_run._hypothesis_internal_database_key = b"neuroncustomop.testing.check"
+    def hypothesis_test(**overrides: Any) -> Any:
+        """The Hypothesis test of a batch (``overrides`` of its settings): made once and
+        run for every batch with that batch's seed, as making one costs Hypothesis
+        milliseconds (it reads and compiles the test's source), as much as a few calls."""
+        chosen = dict(
+            # The run ends at the batch's last call (_BatchMade), and its first example
+            # is Hypothesis' simplest (one call): the rest of a batch is an example or two.
+            max_examples=_EXAMPLES_PER_RUN,
+            deadline=None,
+            database=None,
+            derandomize=False,
+            suppress_health_check=list(HealthCheck),
+            print_blob=False,
+            # One failure is all a check reports: shrink it at once, not after more
+            # generated examples.
+            report_multiple_bugs=False,
+            # Not the explain phase: it replays the failing calls under a line tracer
+            # (which lines only failing calls ran, in this package), 25 times the
+            # shrinking's time for a failing call on the device.
+            phases=[phase for phase in Phase if phase != Phase.explain],
+        )
+        test = settings(**{**chosen, **overrides})(given(examples_of(strategy))(property_of))
+        # Hypothesis names a test's examples in its database by a digest of the test's
+        # source, made on every run (8 ms of CPU under cProfile at a load of 9: most of
+        # a batch's own cost) unless the test names them.
+        test._hypothesis_internal_database_key = b"neuroncustomop.testing.check"
+        return test
 
+    def runs(number: int, batch_run: Any) -> None:
+        """Batch ``number`` as Hypothesis runs of ``batch_run``. A run ends at the
+        batch's last call; one that ends first (its examples made fewer calls than the
+        batch has left, or were refused) is followed by another, from a seed of its own:
+        every run makes a call at least, or Hypothesis raises."""
+        runs_of_batch = 0
+        while batch.left:
+            run = hypothesis_seed(batch_seed(seed, number, runs_of_batch))(batch_run)
+            runs_of_batch += 1
+            try:
+                run()
+            except _BatchMade:
+                return
+
+    def sweep(number: int, single: _OneDraw) -> None:
+        """Batch ``number`` of a strategy whose call is one draw: its calls made of bytes
+        of its own (:func:`_sweep_calls`), as many at a time as an example's at most. A
+        failing call is shrunk by Hypothesis from an example of that call (of all those
+        made together, for an error that names no call: the reference's own, say), as
+        a batch's Hypothesis run would shrink it."""
+        calls = _sweep_calls(single, batch_seed(seed, number), batch.left)
+        while part := list(itertools.islice(calls, CALLS_PER_EXAMPLE)):
+            try:
+                _made(prop, [inputs for _, inputs in part], counted)
+            except Exception as error:
+                batch.failed = True
+                found = [raw for raw, _ in part]
+                if isinstance(error, CheckFailed):
+                    first["case"], first["at"] = describe(error.inputs), time.monotonic()
+                    found = [raw for raw, inputs in part if inputs is error.inputs]
+                # Hypothesis replays the examples its database holds before shrinking
+                # them: those of the secondary corpus (the primary's are taken to be
+                # shrunk already). The example's choices: how many calls, each's bytes.
+                database = InMemoryExampleDatabase()
+                shrinking = hypothesis_test(database=database, phases=[Phase.reuse, Phase.shrink])
+                key = shrinking._hypothesis_internal_database_key + b".secondary"
+                database.save(key, choices_to_bytes((len(found), *found)))
+                # Shrinking from the batch's seed, as a batch's Hypothesis run would:
+                # what @seed sets, without its settings' database=None.
+                shrinking._hypothesis_internal_use_seed = batch_seed(seed, number)
+                shrinking()
+                raise  # the calls passed when replayed: the failure as found
+
+    single = _one_draw.get(strategy)
+    batch_run = hypothesis_test() if single is None else None
     number = shard[0]
     while True:
         if max_examples is not None and report.calls >= max_examples:
@@ -958,22 +1160,16 @@ def check(
         batch.left = BATCH if max_examples is None else min(BATCH, max_examples - report.calls)
         batch.failed = False
         report.batches.append(number)
-        # A run ends at the batch's last call; one that ends first (its examples made
-        # fewer calls than the batch has left, or were refused) is followed by another,
-        # from a seed of its own: every run makes a call at least, or Hypothesis raises.
-        runs_of_batch = 0
-        while batch.left:
-            run = hypothesis_seed(batch_seed(seed, number, runs_of_batch))(batch_run)
-            runs_of_batch += 1
-            try:
-                run()
-            except _BatchMade:
-                break
-            except CheckFailed as failure:
-                failure.first_failure = first.get("case")
-                failure.shrink_seconds = time.monotonic() - first.get("at", time.monotonic())
-                failure.args = (str(failure),)
-                raise
+        try:
+            if single is not None:
+                sweep(number, single)
+            else:
+                runs(number, batch_run)
+        except CheckFailed as failure:
+            failure.first_failure = first.get("case")
+            failure.shrink_seconds = time.monotonic() - first.get("at", time.monotonic())
+            failure.args = (str(failure),)
+            raise
         number += shard[1]
     report.seconds = time.monotonic() - started
     return report
