@@ -37,7 +37,7 @@ time {
     if [[ ! -x "$venv/bin/python" ]]; then
         python3 -m venv "$venv"
     fi
-    "$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "pytest-xdist>=3" "ml_dtypes>=0.3" "hypothesis>=6.100" \
+    "$venv/bin/python" -m pip install --quiet "maturin>=1.5,<2" "numpy>=1.21" "pytest>=7" "pytest-xdist>=3" "ml_dtypes>=0.3" "hypothesis>=6.125" \
         "mypy>=1.10"
     if [[ $mode != install ]]; then
         # torch through a .pth file: the venv's own packages come first on sys.path.

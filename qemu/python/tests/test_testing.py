@@ -115,6 +115,25 @@ def test_a_call_of_one_shape_is_one_draw_and_shrinks_to_one_element_apart(relu):
     assert "1 of 256 elements differ" in caught.value.reason, caught.value
 
 
+def test_without_the_databases_choice_form_one_draw_calls_are_hypothesis_runs(relu, monkeypatch):
+    # The sweep hands a failing call to Hypothesis through the example database's form
+    # of a choice sequence, which Hypothesis has from 6.125 on and does not document.
+    # Without it, one-draw calls are made by Hypothesis runs, and a failure is still
+    # found and shrunk to one call.
+    monkeypatch.setattr(testing, "_choices_to_bytes", None)
+
+    def no_sweep(*_):
+        raise AssertionError("the sweep ran without the choice form")
+
+    monkeypatch.setattr(testing, "_sweep_calls", no_sweep)
+    calls = testing.calls_of(relu.relu, shapes=(4, 64), dtypes=["float32"])
+    with pytest.raises(testing.CheckFailed) as caught:
+        testing.check(relu.relu, lambda x: x, calls=calls, max_examples=300, seed=2)
+    (x,) = caught.value.inputs
+    assert x.shape == (4, 64) and x.dtype == np.float32
+    assert (x < 0).any() and "elements differ" in caught.value.reason, caught.value
+
+
 def test_a_one_draw_sweep_is_its_seeds_and_reaches_the_special_values(relu):
     # A batch of one-draw calls is made of seeded random bytes, not a Hypothesis run:
     # the same seed makes the same calls, each batch's first is zeros (Hypothesis'
