@@ -2,7 +2,8 @@
 //! package ← host ← sim, from `cargo metadata`), nothing links the GPL TCG plugin
 //! (`qemu/plugin`), and no crate's modules (the plugin's included) import each other in
 //! a circle (parsed with `syn`), nor do the Python package's. qemu/README.md states the
-//! rule; `.ci/run` runs this test first. Needs no QEMU.
+//! rule; `.ci/run` runs this test first. Needs no QEMU. Beside it, the host side's
+//! size rule: no function over [`MAX_FUNCTION_LINES`] lines.
 
 use proc_macro2::{TokenStream, TokenTree};
 use std::collections::{BTreeMap, BTreeSet};
@@ -122,10 +123,14 @@ fn split(module: &str) -> Vec<String> {
     module.split("::").filter(|part| !part.is_empty()).map(str::to_owned).collect()
 }
 
+/// The `.rs` files under `dir`, build output (a `target/` folder, as `qemu/fuzz` has)
+/// left out.
 fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).expect("a source folder").map(|e| e.expect("a folder entry").path()) {
         if entry.is_dir() {
-            collect(&entry, files);
+            if !entry.ends_with("target") {
+                collect(&entry, files);
+            }
         } else if entry.extension().is_some_and(|ext| ext == "rs") {
             files.push(entry);
         }
@@ -382,4 +387,113 @@ fn python_imports_are_read_deferred_and_multiline_but_not_for_type_checking() {
                 def f():\n    from ._torch import register\n";
     let imported: Vec<String> = python_imports(text).into_iter().collect();
     assert_eq!(imported, ["_args", "_build", "_errors", "_findings", "_native", "_options", "_torch"]);
+}
+
+/// The host side's sources: every crate under qemu/ but the firmware, which runs on the
+/// device (the project's rule: no function on the host side over
+/// [`MAX_FUNCTION_LINES`] lines). Whole folders, so tests, benchmarks and examples count.
+const HOST_SOURCES: [&str; 14] = [
+    "qemu/src",
+    "qemu/tests",
+    "qemu/examples",
+    "qemu/wire",
+    "qemu/ucode-lib",
+    "qemu/array",
+    "qemu/machine",
+    "qemu/profile",
+    "qemu/package",
+    "qemu/hosttier",
+    "qemu/host",
+    "qemu/plugin",
+    "qemu/python/src",
+    "qemu/fuzz",
+];
+
+/// The longest a host-side function may be, from its `fn` to its closing brace.
+const MAX_FUNCTION_LINES: usize = 100;
+
+#[test]
+fn no_host_function_is_over_100_lines() {
+    let mut files = Vec::new();
+    for dir in HOST_SOURCES {
+        collect(&repo().join(dir), &mut files);
+    }
+    assert!(files.len() > 100, "only {} host sources found", files.len());
+    let mut long = Vec::new();
+    for file in &files {
+        let text = fs::read_to_string(file).expect("a source file");
+        let relative = file.strip_prefix(repo()).expect("under the checkout").display().to_string();
+        long.extend(
+            function_lengths(&text)
+                .into_iter()
+                .filter(|function| function.lines > MAX_FUNCTION_LINES)
+                .map(|function| format!("{relative}:{} `{}` {} lines", function.line, function.name, function.lines)),
+        );
+    }
+    assert!(long.is_empty(), "functions over {MAX_FUNCTION_LINES} lines (split them):\n{}", long.join("\n"));
+}
+
+/// One function of a source: its name, the line of its `fn` and its lines from there
+/// to its closing brace.
+#[derive(Debug, PartialEq)]
+struct Length {
+    name: String,
+    line: usize,
+    lines: usize,
+}
+
+/// Every function with a body in `text` (free, in an `impl`, a trait's default, nested
+/// in another), parsed with `syn`: so braces in strings and comments do not count as
+/// the body's. Functions inside a macro's call (`proptest! { .. }`) are not Rust syntax
+/// until the macro runs, and are not seen.
+fn function_lengths(text: &str) -> Vec<Length> {
+    let ast = syn::parse_file(text).unwrap_or_else(|e| panic!("{e}"));
+    let mut functions = Functions(Vec::new());
+    functions.visit_file(&ast);
+    functions.0
+}
+
+/// The functions a [`syn::visit::Visit`] walk meets, as [`Length`]s.
+struct Functions(Vec<Length>);
+
+impl Functions {
+    fn add(&mut self, signature: &syn::Signature, body: &syn::Block) {
+        // Lines come from proc-macro2's `span-locations` (qemu/Cargo.toml).
+        let (start, end) = (signature.fn_token.span.start().line, body.brace_token.span.close().end().line);
+        self.0.push(Length { name: signature.ident.to_string(), line: start, lines: end - start + 1 });
+    }
+}
+
+impl<'ast> Visit<'ast> for Functions {
+    fn visit_item_fn(&mut self, function: &'ast syn::ItemFn) {
+        self.add(&function.sig, &function.block);
+        syn::visit::visit_item_fn(self, function);
+    }
+
+    fn visit_impl_item_fn(&mut self, function: &'ast syn::ImplItemFn) {
+        self.add(&function.sig, &function.block);
+        syn::visit::visit_impl_item_fn(self, function);
+    }
+
+    fn visit_trait_item_fn(&mut self, function: &'ast syn::TraitItemFn) {
+        if let Some(body) = &function.default {
+            self.add(&function.sig, body);
+        }
+        syn::visit::visit_trait_item_fn(self, function);
+    }
+}
+
+#[test]
+fn function_lengths_count_lines_from_fn_to_the_closing_brace() {
+    let text = "/// Doc.\n\
+                #[test]\n\
+                fn free() {\n    let braces = \"}}}\";\n    fn nested() {}\n}\n\
+                struct S;\n\
+                impl S {\n    pub fn method(&self) -> u8 {\n        // }\n        0\n    }\n}\n\
+                trait T {\n    fn required(&self);\n    fn provided(&self) {\n    }\n}\n";
+    let at = |name: &str, line, lines| Length { name: name.into(), line, lines };
+    assert_eq!(
+        function_lengths(text),
+        [at("free", 3, 4), at("nested", 5, 1), at("method", 9, 4), at("provided", 16, 2)]
+    );
 }

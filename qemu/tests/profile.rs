@@ -13,7 +13,7 @@ use neuroncustomop_machine::plugin::MARKER_OVERHEAD;
 use neuroncustomop_profile::cost::CostModel;
 use neuroncustomop_profile::diff::{diff, flame_svg as diff_flame};
 use neuroncustomop_profile::fit::{Measured, fit};
-use neuroncustomop_profile::profile::{EventKind, Region};
+use neuroncustomop_profile::profile::{CoreProfile, EventKind, Profile, Region};
 use neuroncustomop_profile::write;
 use neuroncustomop_wire::job::DEFAULT_MAX_INSTRUCTIONS;
 
@@ -56,7 +56,23 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
     ];
     let profiles: Vec<_> = calls.iter().map(|call| call.profile.clone().expect("profiled")).collect();
 
-    for (call, profile) in calls.iter().zip(&profiles) {
+    assert_profiles_hold_the_counts(&calls, &profiles);
+    let [element, tcm, eight] = [&profiles[0], &profiles[1], &profiles[2]];
+    assert_the_element_loop_is_the_op(element, elements);
+    assert_each_design_moves_its_data(&calls, &profiles, elements);
+    let model = CostModel::default();
+    assert_the_cost_model_ranks_the_designs_as_published(&model, &profiles);
+    assert_the_prediction_repeats(&library, &x, &model);
+    let dir = std::env::temp_dir().join(format!("neuroncustomop-profile-{}", std::process::id()));
+    assert_the_files_and_the_trace(eight, &model, &dir);
+    assert_a_diff_reads_the_files_back(tcm, eight, &model, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every instruction each call counted is in its profile, by class, by function and
+/// (the loader's few around the call aside) by call path.
+fn assert_profiles_hold_the_counts(calls: &[Call], profiles: &[Profile]) {
+    for (call, profile) in calls.iter().zip(profiles) {
         for core in &profile.cores {
             // Every instruction the call counted on the core is in the profile, and so
             // are the loader's op markers; an instruction a window exception interrupts
@@ -75,7 +91,11 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
             assert_eq!(op.instruction, core.instructions);
         }
     }
-    let [element, tcm, eight] = [&profiles[0], &profiles[1], &profiles[2]];
+}
+
+/// The element design's one function: its loop (inlined) is nearly all the op, and its
+/// line is the hottest with an HBM load an element.
+fn assert_the_element_loop_is_the_op(element: &Profile, elements: u64) {
     // Element relu is one function: its loop shows as the inlined `relu::relu`, with the
     // `f32::max` and the zipped iterators' `next` inlined into it, nearly all the op.
     let core = &element.cores[0];
@@ -93,6 +113,11 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
     let body = lines.iter().take(10).find(|l| l.file == "examples/relu/src/kernels.rs").expect("the loop's line");
     assert_eq!(body.memory.get(&Region::Hbm).map(|a| a.loads), Some(elements), "{body:?}");
     assert!(body.cycles >= elements as f64 * model_hbm_load_cycles(), "{body:?}");
+}
+
+/// Where each design's data goes: HBM by element, TCM by DMA, split over 8 cores.
+fn assert_each_design_moves_its_data(calls: &[Call], profiles: &[Profile], elements: u64) {
+    let [element, tcm, eight] = [&profiles[0], &profiles[1], &profiles[2]];
     // Element access loads every input element from HBM and stores every output there.
     let hbm = element.cores[0].accesses(Region::Hbm);
     assert!(hbm.loads >= elements && hbm.stores >= elements, "{hbm:?}");
@@ -103,17 +128,21 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
     assert!(tcm.cores[0].accesses(Region::LocalRam).loads >= elements, "{:?}", tcm.cores[0].memory);
     assert_eq!(eight.cores.iter().map(|c| c.dma_bytes).sum::<u64>(), 2 * 4 * elements);
     // Each core wrote its own eighth; the per-element figure is per element it wrote.
-    for (call, profile) in calls.iter().zip(&profiles) {
+    for (call, profile) in calls.iter().zip(profiles) {
         let written: u64 = profile.cores.iter().map(|c| c.elements_written.expect("ranges kept")).sum();
         assert_eq!(written, elements, "{}: every element written once", call.kernel);
     }
     let work = calls[2].work();
     assert_eq!(work.elements, Some(elements / 8));
     assert!(work.balance < 1.05, "an even split: {work:?}");
+}
 
+/// The shipped cost model is the fit to the tutorial's three figures, and ranks the
+/// designs (element, TCM, 8 cores) as the tutorial measured them.
+fn assert_the_cost_model_ranks_the_designs_as_published(model: &CostModel, profiles: &[Profile]) {
     // The cost model: fitted to the tutorial's three figures, with the iteration's
     // overhead a parameter of its own; the shipped values are the fit's.
-    let model = CostModel::default();
+    let [element, tcm, eight] = [&profiles[0], &profiles[1], &profiles[2]];
     let names = ["relu (element access)", "relu_tcm (TCM)", "relu_multicore (TCM, 8 cores)"];
     let measured: Vec<Measured<'_>> = profiles
         .iter()
@@ -121,7 +150,7 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
         .zip(PUBLISHED)
         .map(|((profile, name), per_second)| Measured { name, profile, seconds: 1.0 / per_second })
         .collect();
-    let fitted = fit(&model, &["hbm.load_cycles", "op.overhead_seconds"], &measured).expect("a fit");
+    let fitted = fit(model, &["hbm.load_cycles", "op.overhead_seconds"], &measured).expect("a fit");
     for p in &fitted.parameters {
         eprintln!(
             "fitted {} = {:.6e} ± {:.3e} (shipped {})",
@@ -154,20 +183,25 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
     let time = |profile| model.predict(profile).seconds;
     let predicted = [time(element), time(tcm), time(eight)];
     assert!(predicted[0] > predicted[1] && predicted[1] > predicted[2], "{predicted:?}");
+}
 
+/// The prediction and the balance of two more 8-core calls agree.
+fn assert_the_prediction_repeats(library: &Library, x: &Array, model: &CostModel) {
     // Waits are idle: the wait loop's instructions vary with the simulated engine's
     // speed, the prediction does not. (The first call on a booted device runs 149 more
     // instructions a core, in the heap: the two compared are the second and third.)
-    let [second, third] = [(); 2].map(|()| profiled(&library, "relu_multicore", &x, 8));
+    let [second, third] = [(); 2].map(|()| profiled(library, "relu_multicore", x, 8));
     let slowest = |call: &Call| model.predict(call.profile.as_ref().expect("profiled")).slowest.expect("a core").cycles;
     let (a, b) = (slowest(&second), slowest(&third));
     assert!((a / b - 1.0).abs() < 0.001, "the prediction repeats: {a} and {b} cycles");
     let (a, b) = (second.work().balance, third.work().balance);
     assert!((a / b - 1.0).abs() < 0.001, "the balance repeats: {a} and {b}");
+}
 
+/// The files `write` makes of the 8-core profile in `dir`, and its trace's spans.
+fn assert_the_files_and_the_trace(eight: &Profile, model: &CostModel, dir: &std::path::Path) {
     // The files: a flame graph, folded stacks, a Chrome trace with the documented fields.
-    let dir = std::env::temp_dir().join(format!("neuroncustomop-profile-{}", std::process::id()));
-    let written = write::write(eight, &model, &dir).expect("written");
+    let written = write::write(eight, model, dir).expect("written");
     let svg = std::fs::read_to_string(&written.flame).unwrap();
     assert!(svg.contains("<svg") && svg.contains("relu_multicore"), "{}", &svg[..svg.len().min(300)]);
     let folded = std::fs::read_to_string(&written.folded).unwrap();
@@ -181,75 +215,83 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
     }
     let lanes: Vec<_> = events.iter().filter(|e| e["ph"] == "M" && e["name"] == "thread_name").collect();
     assert_eq!(lanes.len(), 16, "a thread per core and a DMA lane per core: {lanes:?}");
-    // Each core's op lasts what its counts cost: every instruction priced with its
-    // loads (the waits' none), and each transfer's latency and bytes at the core's
-    // share of the DMA bandwidth, as the runtime waits for each copy.
-    let us = |cycles: f64| cycles / model.clock.hz * 1e6;
     for core in &eight.cores {
-        let tid = core.core;
-        let op = spans.iter().find(|e| e["cat"] == "op" && e["tid"] == tid).expect("the op's span");
-        let busy: f64 = core.pcs.iter().map(|pc| model.instruction_cycles(pc)).sum();
-        let dma: f64 = core
-            .events
-            .iter()
-            .filter(|e| e.kind == EventKind::Dma)
-            .map(|e| model.dma.latency_cycles + e.bytes as f64 / model.dma_bytes_per_cycle(8))
-            .sum();
-        let want = us(busy + dma);
-        let got = op["dur"].as_f64().unwrap();
-        assert!((got / want - 1.0).abs() < 0.01, "core {tid}: the op lasts {got} µs, its counts and costs {want} µs");
-        assert_eq!(op["ts"].as_f64(), Some(0.0), "device time from the op's start");
-        let transfers: Vec<_> = spans.iter().filter(|e| e["cat"] == "dma" && e["tid"] == 8 + tid).collect();
-        assert_eq!(transfers.len() as u64, core.dma_transfers, "core {tid}: one span a transfer on its lane");
-        for t in &transfers {
-            let bytes = t["args"]["bytes"].as_f64().unwrap();
-            let want = us(model.dma.latency_cycles + bytes / model.dma_bytes_per_cycle(8));
-            let (start, dur) = (t["ts"].as_f64().unwrap(), t["dur"].as_f64().unwrap());
-            assert!(dur >= want * 0.999 && start + dur <= got * 1.0001, "core {tid}: {t}, {want} µs at least");
-        }
-        // The core's thread: the op, its waits and its calls, strictly nested as they ran.
-        let thread: Vec<&serde_json::Value> = spans.iter().copied().filter(|e| e["tid"] == tid).collect();
-        assert_nested(&thread);
-        let functions: Vec<_> = thread.iter().filter(|e| e["cat"] == "function").collect();
-        // The calls the plugin kept are the call paths' instructions: each top-level call
-        // holds exactly what the paths that start with it ran.
-        let depth = |e: &&&serde_json::Value| e["args"]["depth"].as_u64().unwrap();
-        let instructions = |e: &&&serde_json::Value| e["args"]["instructions"].as_u64().unwrap();
-        let named = |e: &&&serde_json::Value, name: &str| e["name"].as_str().unwrap().ends_with(name);
-        for name in ["rust_kernel_entry", "relu::relu_through_tcm"] {
-            let calls: Vec<_> = functions.iter().filter(|e| named(e, name)).collect();
-            assert_eq!(calls.len(), 1, "core {tid}: one call of {name}");
-            let level = depth(calls[0]) as usize;
-            let by_paths: u64 = core
-                .stacks
-                .iter()
-                .filter(|s| s.frames.get(level - 1).is_some_and(|f| f.ends_with(name)))
-                .map(|s| s.instructions)
-                .sum();
-            assert_eq!(instructions(calls[0]), by_paths, "core {tid}: {name}'s call against its call paths");
-        }
-        // The kernel's entry is nearly the whole op (the loader's marker code is the
-        // rest), and in device time it lasts what its instructions cost.
-        let entry = functions.iter().find(|e| named(e, "rust_kernel_entry")).unwrap();
-        let share = instructions(entry) as f64 / core.instructions as f64;
-        assert!(share > 0.99, "core {tid}: {entry}");
-        assert!((entry["dur"].as_f64().unwrap() / got - 1.0).abs() < 0.01, "core {tid}: {entry} in an op of {got} µs");
-        // A callee's time is inside its caller's: the copies (with their waits) and the
-        // element loop of relu_through_tcm's call.
-        let kernel = functions.iter().find(|e| named(e, "relu::relu_through_tcm")).unwrap();
-        let children: f64 =
-            functions.iter().filter(|e| depth(e) == depth(kernel) + 1).map(|e| e["dur"].as_f64().unwrap()).sum();
-        assert!(children > 0.0 && children <= kernel["dur"].as_f64().unwrap() * 1.000_001, "core {tid}: {kernel}");
-        assert!(
-            functions.iter().any(|e| e["name"].as_str().unwrap().contains("copy") && depth(e) > depth(kernel)),
-            "core {tid}: the DMA copies as calls of the kernel"
-        );
+        assert_the_core_trace(core, &spans, model);
     }
+}
+
+/// One core's lanes of the trace. Its op lasts what its counts cost: every instruction
+/// priced with its loads (the waits' none), and each transfer's latency and bytes at
+/// the core's share of the DMA bandwidth, as the runtime waits for each copy.
+fn assert_the_core_trace(core: &CoreProfile, spans: &[&serde_json::Value], model: &CostModel) {
+    let us = |cycles: f64| cycles / model.clock.hz * 1e6;
+    let tid = core.core;
+    let op = spans.iter().find(|e| e["cat"] == "op" && e["tid"] == tid).expect("the op's span");
+    let busy: f64 = core.pcs.iter().map(|pc| model.instruction_cycles(pc)).sum();
+    let dma: f64 = core
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Dma)
+        .map(|e| model.dma.latency_cycles + e.bytes as f64 / model.dma_bytes_per_cycle(8))
+        .sum();
+    let want = us(busy + dma);
+    let got = op["dur"].as_f64().unwrap();
+    assert!((got / want - 1.0).abs() < 0.01, "core {tid}: the op lasts {got} µs, its counts and costs {want} µs");
+    assert_eq!(op["ts"].as_f64(), Some(0.0), "device time from the op's start");
+    let transfers: Vec<_> = spans.iter().filter(|e| e["cat"] == "dma" && e["tid"] == 8 + tid).collect();
+    assert_eq!(transfers.len() as u64, core.dma_transfers, "core {tid}: one span a transfer on its lane");
+    for t in &transfers {
+        let bytes = t["args"]["bytes"].as_f64().unwrap();
+        let want = us(model.dma.latency_cycles + bytes / model.dma_bytes_per_cycle(8));
+        let (start, dur) = (t["ts"].as_f64().unwrap(), t["dur"].as_f64().unwrap());
+        assert!(dur >= want * 0.999 && start + dur <= got * 1.0001, "core {tid}: {t}, {want} µs at least");
+    }
+    // The core's thread: the op, its waits and its calls, strictly nested as they ran.
+    let thread: Vec<&serde_json::Value> = spans.iter().copied().filter(|e| e["tid"] == tid).collect();
+    assert_nested(&thread);
+    let functions: Vec<_> = thread.iter().filter(|e| e["cat"] == "function").collect();
+    // The calls the plugin kept are the call paths' instructions: each top-level call
+    // holds exactly what the paths that start with it ran.
+    let depth = |e: &&&serde_json::Value| e["args"]["depth"].as_u64().unwrap();
+    let instructions = |e: &&&serde_json::Value| e["args"]["instructions"].as_u64().unwrap();
+    let named = |e: &&&serde_json::Value, name: &str| e["name"].as_str().unwrap().ends_with(name);
+    for name in ["rust_kernel_entry", "relu::relu_through_tcm"] {
+        let calls: Vec<_> = functions.iter().filter(|e| named(e, name)).collect();
+        assert_eq!(calls.len(), 1, "core {tid}: one call of {name}");
+        let level = depth(calls[0]) as usize;
+        let by_paths: u64 = core
+            .stacks
+            .iter()
+            .filter(|s| s.frames.get(level - 1).is_some_and(|f| f.ends_with(name)))
+            .map(|s| s.instructions)
+            .sum();
+        assert_eq!(instructions(calls[0]), by_paths, "core {tid}: {name}'s call against its call paths");
+    }
+    // The kernel's entry is nearly the whole op (the loader's marker code is the
+    // rest), and in device time it lasts what its instructions cost.
+    let entry = functions.iter().find(|e| named(e, "rust_kernel_entry")).unwrap();
+    let share = instructions(entry) as f64 / core.instructions as f64;
+    assert!(share > 0.99, "core {tid}: {entry}");
+    assert!((entry["dur"].as_f64().unwrap() / got - 1.0).abs() < 0.01, "core {tid}: {entry} in an op of {got} µs");
+    // A callee's time is inside its caller's: the copies (with their waits) and the
+    // element loop of relu_through_tcm's call.
+    let kernel = functions.iter().find(|e| named(e, "relu::relu_through_tcm")).unwrap();
+    let children: f64 =
+        functions.iter().filter(|e| depth(e) == depth(kernel) + 1).map(|e| e["dur"].as_f64().unwrap()).sum();
+    assert!(children > 0.0 && children <= kernel["dur"].as_f64().unwrap() * 1.000_001, "core {tid}: {kernel}");
+    assert!(
+        functions.iter().any(|e| e["name"].as_str().unwrap().contains("copy") && depth(e) > depth(kernel)),
+        "core {tid}: the DMA copies as calls of the kernel"
+    );
+}
+
+/// Two designs of one op compared, as `ncop profile diff` reads them back from `dir`.
+fn assert_a_diff_reads_the_files_back(tcm: &Profile, eight: &Profile, model: &CostModel, dir: &std::path::Path) {
     // Two designs of one op compared, as `ncop profile diff` reads them back: the
     // 8-core design spreads the one core's loop over eight, and the DMA waits grow.
     let single = dir.join("tcm");
-    write::write(tcm, &model, &single).expect("written");
-    let (before, after) = (write::read(&single).expect("read back"), write::read(&dir).expect("read back"));
+    write::write(tcm, model, &single).expect("written");
+    let (before, after) = (write::read(&single).expect("read back"), write::read(dir).expect("read back"));
     assert_eq!(before.instructions(), tcm.instructions(), "profile.json holds the profile");
     let d = diff(&before, &after);
     assert_eq!((d.total.before, d.total.after), (tcm.instructions(), eight.instructions()));
@@ -257,7 +299,6 @@ fn the_relu_designs_profile_exactly_and_the_cost_model_ranks_them_as_the_tutoria
     assert!(loop_line.is_none(), "the same elements pass the loop's line either way: {:?}", d.lines);
     let svg = String::from_utf8(diff_flame(&before, &after).expect("a differential flame graph")).unwrap();
     assert!(svg.contains("<svg") && svg.contains("relu_through_tcm"), "{}", &svg[..svg.len().min(300)]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Asserts that the complete events of one thread nest strictly: each one either
@@ -413,7 +454,6 @@ fn divide_at(line: usize) -> String {
 
 #[test]
 fn range_markers_cost_no_instruction_and_a_profile_diff_shows_what_an_edit_bought() {
-    use neuroncustomop_machine::elf;
     let dir = std::env::temp_dir().join(format!("neuroncustomop-divide-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     // More turns of the loop than the plugin keeps events ([`MAX_EVENTS`] in the plugin): a
@@ -427,48 +467,18 @@ fn range_markers_cost_no_instruction_and_a_profile_diff_shows_what_an_edit_bough
     );
     let plain = divide_built(&dir, &[]);
     let (plain_call, plain_profiled) = (divided(&plain, &x, false), divided(&plain, &x, true));
-    let text = |library: &Library| {
-        let image = std::fs::read(&library.package().expect("packaged").images.cores[0]).unwrap();
-        let text = elf::section(&image, ".text").unwrap().expect("a .text").to_vec();
-        let loaded: u32 = elf::load_segments(&image).unwrap().iter().map(|s| s.memsz).sum();
-        (text, loaded)
-    };
-    let plain_text = text(&plain);
+    let plain_text = code_and_loaded_bytes(&plain);
 
     // The same kernel with its loop between range markers: the same code, the same
     // loaded bytes, the same count, profiled or not.
     let ranged = divide_built(&dir, &["-DRANGES"]);
-    assert!(plain_text == text(&ranged), "the markers changed the code or the loaded image");
+    assert!(plain_text == code_and_loaded_bytes(&ranged), "the markers changed the code or the loaded image");
     let (ranged_call, ranged_profiled) = (divided(&ranged, &x, false), divided(&ranged, &x, true));
     assert_eq!(ranged_call.instructions, plain_call.instructions, "a marker costs no instruction");
     let (before, ranged_profile) = (plain_profiled.profile.unwrap(), ranged_profiled.profile.unwrap());
     assert_eq!(ranged_profile.instructions(), before.instructions());
     assert!(before.cores[0].ranges.is_empty(), "no markers, no ranges");
-    // The range holds the loop's lines and the division each element calls.
-    let core = &ranged_profile.cores[0];
-    let [range] = core.ranges.as_slice() else { panic!("one pass: {:?}", core.ranges) };
-    assert_eq!((range.name.as_str(), range.unclosed), ("divide loop", false));
-    let line = |l: &neuroncustomop_profile::profile::Line| format!("{}:{}", l.file, l.line);
-    // The plain loop: its `for` line and its body's.
-    let body = divide_line("src[i] / d");
-    let loop_lines: u64 = core
-        .lines
-        .iter()
-        .filter(|l| [divide_at(body - 1), divide_at(body)].iter().any(|want| line(l).ends_with(want)))
-        .map(|l| l.instructions)
-        .sum();
-    let division: u64 = core.functions.iter().filter(|f| f.name == "__divsf3").map(|f| f.instructions).sum();
-    assert!(division >= 20 * elements as u64, "{:?}", core.functions);
-    // Up to the few instructions of the loop's set-up and exit that the compiler put
-    // before the `for` line's first instruction or after the loop (the markers take
-    // effect at line starts): 34 here.
-    let inside = loop_lines + division;
-    assert!(
-        range.instructions.abs_diff(inside) <= 64,
-        "the range {range:?} against its lines' {loop_lines} and the divisions' {division}"
-    );
-    let rows = CostModel::default().ranges(&ranged_profile);
-    assert_eq!((rows.len(), rows[0].passes, rows[0].instructions), (1, 1, range.instructions), "{rows:?}");
+    let division = assert_the_range_holds_the_loop(&ranged_profile, elements as u64);
 
     // The edit: a multiply by the reciprocal. `ncop profile diff` of the two profiles
     // shows the divisions gone and the loop's line moved, and draws it.
@@ -493,11 +503,64 @@ fn range_markers_cost_no_instruction_and_a_profile_diff_shows_what_an_edit_bough
     let saved = d.total.before - d.total.after;
     assert!(saved >= divsf3.before - divsf3.after, "{:?}", d.total);
 
+    assert_ncop_profile_diff_prints_it(&before_dir, &after_dir, &out, &d, &divsf3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The code (`.text`) of `library`'s core image and the bytes it loads.
+fn code_and_loaded_bytes(library: &Library) -> (Vec<u8>, u32) {
+    use neuroncustomop_machine::elf;
+    let image = std::fs::read(&library.package().expect("packaged").images.cores[0]).unwrap();
+    let text = elf::section(&image, ".text").unwrap().expect("a .text").to_vec();
+    let loaded: u32 = elf::load_segments(&image).unwrap().iter().map(|s| s.memsz).sum();
+    (text, loaded)
+}
+
+/// The ranged `divide`'s one range against its loop's lines and divisions, over
+/// `elements`; the instructions in `__divsf3`, which the edit takes away.
+fn assert_the_range_holds_the_loop(ranged_profile: &Profile, elements: u64) -> u64 {
+    // The range holds the loop's lines and the division each element calls.
+    let core = &ranged_profile.cores[0];
+    let [range] = core.ranges.as_slice() else { panic!("one pass: {:?}", core.ranges) };
+    assert_eq!((range.name.as_str(), range.unclosed), ("divide loop", false));
+    let line = |l: &neuroncustomop_profile::profile::Line| format!("{}:{}", l.file, l.line);
+    // The plain loop: its `for` line and its body's.
+    let body = divide_line("src[i] / d");
+    let loop_lines: u64 = core
+        .lines
+        .iter()
+        .filter(|l| [divide_at(body - 1), divide_at(body)].iter().any(|want| line(l).ends_with(want)))
+        .map(|l| l.instructions)
+        .sum();
+    let division: u64 = core.functions.iter().filter(|f| f.name == "__divsf3").map(|f| f.instructions).sum();
+    assert!(division >= 20 * elements, "{:?}", core.functions);
+    // Up to the few instructions of the loop's set-up and exit that the compiler put
+    // before the `for` line's first instruction or after the loop (the markers take
+    // effect at line starts): 34 here.
+    let inside = loop_lines + division;
+    assert!(
+        range.instructions.abs_diff(inside) <= 64,
+        "the range {range:?} against its lines' {loop_lines} and the divisions' {division}"
+    );
+    let rows = CostModel::default().ranges(ranged_profile);
+    assert_eq!((rows.len(), rows[0].passes, rows[0].instructions), (1, 1, range.instructions), "{rows:?}");
+    division
+}
+
+/// `ncop profile diff` of the two folders prints the totals and the division's row, and
+/// writes the folded stacks and the graph into `out`.
+fn assert_ncop_profile_diff_prints_it(
+    before_dir: &std::path::Path,
+    after_dir: &std::path::Path,
+    out: &std::path::Path,
+    d: &neuroncustomop_profile::diff::Diff,
+    divsf3: &neuroncustomop_profile::diff::Delta,
+) {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_ncop"))
         .args(["profile", "diff"])
-        .args([&before_dir, &after_dir])
+        .args([before_dir, after_dir])
         .arg("--out")
-        .arg(&out)
+        .arg(out)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -522,7 +585,6 @@ fn range_markers_cost_no_instruction_and_a_profile_diff_shows_what_an_edit_bough
     // to be drawn), coloured by their change.
     let svg = std::fs::read_to_string(out.join("diff.svg")).unwrap();
     assert!(svg.contains("<svg") && svg.contains("<title>divide ("), "{}", &svg[..svg.len().min(300)]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -108,7 +108,7 @@
 use crate::calls::{CallStack, DEPTH, is_call};
 use crate::count::Entry;
 use crate::dma::{Descriptors, Side};
-use crate::groups::{self, Member, Role};
+use crate::groups::{self, Member, Plain, Role};
 use crate::guest_memory;
 use crate::heap::{Found, Heaps, Misuse, Named, Site, Written};
 use crate::{Arguments, Firmware, Lines, Module};
@@ -117,8 +117,8 @@ use neuroncustomop_wire::finding::FindingKind;
 use neuroncustomop_wire::plugin::{self as wire, Argument, Line, List};
 use qemu_plugin::sys::qemu_plugin_scoreboard_new;
 use qemu_plugin::{
-    CallbackFlags, MemRW, MemValue, MemoryInfo, PluginCondition, PluginOp, PluginU64, TranslationBlock, VCPUIndex,
-    qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu, qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu,
+    CallbackFlags, Instruction, MemRW, MemValue, MemoryInfo, PluginCondition, PluginOp, PluginU64, TranslationBlock,
+    VCPUIndex, qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu, qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu,
 };
 use std::cell::{RefCell, RefMut};
 use std::collections::{HashMap, HashSet};
@@ -717,6 +717,154 @@ impl Checks {
     }
 }
 
+/// The parts of [`Checks`]' `translate`, one kind of callback each. They run at
+/// translation time only; the callbacks they register are the ones the checked run
+/// pays for on every access, and are as they were written inline.
+impl Checks {
+    /// A block of the library images: its backtrace callback, when the block follows
+    /// a call, a return or an indirect jump (`State::moved`), and its groups marked as
+    /// not yet run (`State::fresh`).
+    fn block(&self, tb: &TranslationBlock<'_>) {
+        let (state, pc) = (Arc::clone(&self.state), tb.vaddr());
+        tb.register_conditional_execute_callback_flags(
+            move |vcpu| {
+                state.moved.set(vcpu, 0);
+                state.calls(vcpu, |calls| _ = calls.block(pc));
+            },
+            CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+            PluginCondition::QEMU_PLUGIN_COND_NE,
+            self.state.moved.0,
+            0,
+        );
+        // A new block: no group of it has run yet (`State::fresh`).
+        qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(
+            tb.clone(),
+            PluginOp::QEMU_PLUGIN_INLINE_STORE_U64,
+            self.state.fresh.0,
+            0,
+        );
+    }
+
+    /// The instruction after a group of stores: the group's members are checked before
+    /// it runs, when they need their values (`State::flush`).
+    fn flush_after(&self, insn: &Instruction<'_>) {
+        let state = Arc::clone(&self.state);
+        insn.register_conditional_execute_callback_flags(
+            move |vcpu| {
+                state.flush.set(vcpu, 0);
+                drop(state.settled(vcpu));
+            },
+            CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+            PluginCondition::QEMU_PLUGIN_COND_NE,
+            self.state.flush.0,
+            0,
+        );
+    }
+
+    /// The backtraces' callbacks on a call (the frame it pushes) and a return or an
+    /// indirect jump (the next block looks itself up: `State::moved`), and the
+    /// `simcall`'s.
+    fn control(&self, insn: &Instruction<'_>) {
+        let pc = insn.vaddr();
+        let mnemonic = insn.disas().unwrap_or_default();
+        let mnemonic = mnemonic.split_whitespace().next().unwrap_or_default();
+        if is_call(mnemonic) {
+            let (state, ret) = (Arc::clone(&self.state), pc + insn.size() as u64);
+            insn.register_execute_callback_flags(
+                move |vcpu| {
+                    state.moved.set(vcpu, 1);
+                    state.calls(vcpu, |calls| calls.call(pc, ret));
+                },
+                CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+            );
+        }
+        if LEAVES.contains(&mnemonic) {
+            qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
+                insn.clone(),
+                PluginOp::QEMU_PLUGIN_INLINE_STORE_U64,
+                self.state.moved.0,
+                1,
+            );
+        }
+        if mnemonic == "simcall" {
+            let state = Arc::clone(&self.state);
+            insn.register_execute_callback_flags(
+                move |vcpu| state.simcall(vcpu, pc as u32),
+                CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+            );
+        }
+    }
+
+    /// A group's leader: one memory callback that checks its access and its members'.
+    fn leader(&self, insn: &Instruction<'_>, members: Vec<Member>, plain: Plain, copy: bool) {
+        let pc = insn.vaddr();
+        // Its group is the one whose leader ran last in this block (`State::fresh`).
+        qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
+            insn.clone(),
+            PluginOp::QEMU_PLUGIN_INLINE_STORE_U64,
+            self.state.fresh.0,
+            pc,
+        );
+        let state = Arc::clone(&self.state);
+        // Leaked as the callback is (the qemu-plugin crate keeps every
+        // callback for QEMU's lifetime): a pending group points at it.
+        let members: &'static [Member] = Box::leak(members.into_boxed_slice());
+        let (store, size) = (plain.store, plain.size);
+        let rw = if store { MemRW::QEMU_PLUGIN_MEM_W } else { MemRW::QEMU_PLUGIN_MEM_R };
+        insn.register_memory_access_callback_flags(
+            move |vcpu, info: MemoryInfo, vaddr| {
+                let access = Access { pc: pc as u32, address: vaddr as u32, size, store, copy };
+                state.group(vcpu, access, members, &info);
+            },
+            rw,
+            CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+        );
+    }
+
+    /// An instruction in no group (not a plain load or store): its accesses checked
+    /// one by one.
+    fn own_accesses(&self, insn: &Instruction<'_>, copy: bool) {
+        let pc = insn.vaddr();
+        // One callback for its loads and one for its stores: QEMU calls only
+        // the one that matches, so the callback knows which without asking.
+        // Each of the cores' load and store instructions moves one width,
+        // asked of QEMU once.
+        for (rw, store) in [(MemRW::QEMU_PLUGIN_MEM_R, false), (MemRW::QEMU_PLUGIN_MEM_W, true)] {
+            let state = Arc::clone(&self.state);
+            let width = AtomicU32::new(0);
+            insn.register_memory_access_callback_flags(
+                move |vcpu, info: MemoryInfo, vaddr| {
+                    let mut size = width.load(Ordering::Relaxed);
+                    if size == 0 {
+                        size = 1 << info.size_shift();
+                        width.store(size, Ordering::Relaxed);
+                    }
+                    let access = Access { pc: pc as u32, address: vaddr as u32, size, store, copy };
+                    state.group(vcpu, access, &[], &info);
+                },
+                rw,
+                CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+            );
+        }
+    }
+}
+
+/// Which instructions of a block (as [`groups::roles`] gave them roles) follow a group
+/// of stores: each gets the callback that checks the group's members before it
+/// (`State::flush`).
+fn trails(roles: &[Role], decoded: &[(u32, Option<Plain>, bool)]) -> Vec<bool> {
+    let mut trails = vec![false; roles.len()];
+    for (at, role) in roles.iter().enumerate() {
+        if let (Role::Leads(members), Some(plain)) = (role, decoded[at].1)
+            && plain.store
+            && !members.is_empty()
+        {
+            trails[at + 1 + members.len()] = true;
+        }
+    }
+    trails
+}
+
 impl Module for Checks {
     /// A memory callback on every instruction of the library images but a group's
     /// members (module docs, "Cost"; with a conditional one after a group of stores);
@@ -725,17 +873,7 @@ impl Module for Checks {
     /// each `simcall`.
     fn translate(&self, tb: &TranslationBlock<'_>, _: &Firmware) {
         if self.code.contains(&tb.vaddr()) {
-            let (state, pc) = (Arc::clone(&self.state), tb.vaddr());
-            tb.register_conditional_execute_callback_flags(
-                move |vcpu| {
-                    state.moved.set(vcpu, 0);
-                    state.calls(vcpu, |calls| _ = calls.block(pc));
-                },
-                CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
-                PluginCondition::QEMU_PLUGIN_COND_NE,
-                self.state.moved.0,
-                0,
-            );
+            self.block(tb);
         }
         let instructions: Vec<_> = tb.instructions().collect();
         // Which of them one callback checks together (`groups.rs`).
@@ -748,40 +886,11 @@ impl Module for Checks {
             })
             .collect();
         let roles = groups::roles(&decoded);
-        // The instruction after each group of stores: its members are checked before it
-        // when they need their values (`State::flush`).
-        let mut trails = vec![false; roles.len()];
-        for (at, role) in roles.iter().enumerate() {
-            if let (Role::Leads(members), Some(plain)) = (role, decoded[at].1)
-                && plain.store
-                && !members.is_empty()
-            {
-                trails[at + 1 + members.len()] = true;
-            }
-        }
-        if self.code.contains(&tb.vaddr()) {
-            // A new block: no group of it has run yet (`State::fresh`).
-            qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(
-                tb.clone(),
-                PluginOp::QEMU_PLUGIN_INLINE_STORE_U64,
-                self.state.fresh.0,
-                0,
-            );
-        }
+        let trails = trails(&roles, &decoded);
         for (((insn, role), &(_, plain, copy)), trails) in instructions.iter().zip(roles).zip(&decoded).zip(trails) {
             let pc = insn.vaddr();
             if trails {
-                let state = Arc::clone(&self.state);
-                insn.register_conditional_execute_callback_flags(
-                    move |vcpu| {
-                        state.flush.set(vcpu, 0);
-                        drop(state.settled(vcpu));
-                    },
-                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
-                    PluginCondition::QEMU_PLUGIN_COND_NE,
-                    self.state.flush.0,
-                    0,
-                );
+                self.flush_after(insn);
             }
             if self.stopped.contains(&pc) {
                 let state = Arc::clone(&self.state);
@@ -793,81 +902,11 @@ impl Module for Checks {
             if !self.code.contains(&pc) {
                 continue;
             }
-            let mnemonic = insn.disas().unwrap_or_default();
-            let mnemonic = mnemonic.split_whitespace().next().unwrap_or_default();
-            if is_call(mnemonic) {
-                let (state, ret) = (Arc::clone(&self.state), pc + insn.size() as u64);
-                insn.register_execute_callback_flags(
-                    move |vcpu| {
-                        state.moved.set(vcpu, 1);
-                        state.calls(vcpu, |calls| calls.call(pc, ret));
-                    },
-                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
-                );
-            }
-            if LEAVES.contains(&mnemonic) {
-                qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
-                    insn.clone(),
-                    PluginOp::QEMU_PLUGIN_INLINE_STORE_U64,
-                    self.state.moved.0,
-                    1,
-                );
-            }
-            if mnemonic == "simcall" {
-                let state = Arc::clone(&self.state);
-                insn.register_execute_callback_flags(
-                    move |vcpu| state.simcall(vcpu, pc as u32),
-                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
-                );
-            }
+            self.control(insn);
             match (role, plain) {
                 (Role::Member, _) => {}
-                (Role::Leads(members), Some(plain)) => {
-                    // Its group is the one whose leader ran last in this block (`State::fresh`).
-                    qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
-                        insn.clone(),
-                        PluginOp::QEMU_PLUGIN_INLINE_STORE_U64,
-                        self.state.fresh.0,
-                        pc,
-                    );
-                    let state = Arc::clone(&self.state);
-                    // Leaked as the callback is (the qemu-plugin crate keeps every
-                    // callback for QEMU's lifetime): a pending group points at it.
-                    let members: &'static [Member] = Box::leak(members.into_boxed_slice());
-                    let (store, size) = (plain.store, plain.size);
-                    let rw = if store { MemRW::QEMU_PLUGIN_MEM_W } else { MemRW::QEMU_PLUGIN_MEM_R };
-                    insn.register_memory_access_callback_flags(
-                        move |vcpu, info: MemoryInfo, vaddr| {
-                            let access = Access { pc: pc as u32, address: vaddr as u32, size, store, copy };
-                            state.group(vcpu, access, members, &info);
-                        },
-                        rw,
-                        CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
-                    );
-                }
-                _ => {
-                    // One callback for its loads and one for its stores: QEMU calls only
-                    // the one that matches, so the callback knows which without asking.
-                    // Each of the cores' load and store instructions moves one width,
-                    // asked of QEMU once.
-                    for (rw, store) in [(MemRW::QEMU_PLUGIN_MEM_R, false), (MemRW::QEMU_PLUGIN_MEM_W, true)] {
-                        let state = Arc::clone(&self.state);
-                        let width = AtomicU32::new(0);
-                        insn.register_memory_access_callback_flags(
-                            move |vcpu, info: MemoryInfo, vaddr| {
-                                let mut size = width.load(Ordering::Relaxed);
-                                if size == 0 {
-                                    size = 1 << info.size_shift();
-                                    width.store(size, Ordering::Relaxed);
-                                }
-                                let access = Access { pc: pc as u32, address: vaddr as u32, size, store, copy };
-                                state.group(vcpu, access, &[], &info);
-                            },
-                            rw,
-                            CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
-                        );
-                    }
-                }
+                (Role::Leads(members), Some(plain)) => self.leader(insn, members, plain, copy),
+                _ => self.own_accesses(insn, copy),
             }
         }
     }

@@ -60,7 +60,7 @@ use crate::{Arguments, Firmware, Lines, Module};
 use neuroncustomop_wire::plugin::{Argument, EventKind, Line, List};
 use qemu_plugin::sys::{qemu_plugin_scoreboard, qemu_plugin_scoreboard_new};
 use qemu_plugin::{
-    CallbackFlags, MemRW, MemValue, PluginOp, PluginU64, TranslationBlock, VCPUIndex,
+    CallbackFlags, Instruction, MemRW, MemValue, PluginOp, PluginU64, TranslationBlock, VCPUIndex,
     qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu, qemu_plugin_u64_get, qemu_plugin_u64_set,
 };
 use std::collections::HashMap;
@@ -463,27 +463,7 @@ impl Profiler {
         let mnemonic = text.split_whitespace().next().unwrap_or("?").to_string();
         if self.marks.contains(&pc) {
             // Before the instruction's own counter: `at` is the instructions before it.
-            let me = Arc::clone(self);
-            insn.register_execute_callback_flags(
-                move |vcpu| {
-                    let executed = me.executed.get(vcpu);
-                    if let Some(mut core) = me.active(vcpu) {
-                        let at = executed - core.started;
-                        // The same marker again, with no other between (a marker on a
-                        // loop's line, reached each turn): it changes nothing the first
-                        // did not (a range already open, or already closed).
-                        if core.marks.last().is_some_and(|&(last, _)| last == pc as u32) {
-                            return;
-                        }
-                        if core.marks.len() < MAX_EVENTS {
-                            core.marks.push((pc as u32, at));
-                        } else {
-                            core.dropped += 1;
-                        }
-                    }
-                },
-                CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
-            );
+            self.marker(&insn);
         }
         let entry = {
             let mut slots = self.slots.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -524,6 +504,40 @@ impl Profiler {
                 CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
             );
         }
+        self.accesses(&insn);
+    }
+
+    /// A range marker's callback: where in the op's instructions the core passed it.
+    fn marker(self: &Arc<Self>, insn: &Instruction<'_>) {
+        let pc = insn.vaddr();
+        let me = Arc::clone(self);
+        insn.register_execute_callback_flags(
+            move |vcpu| {
+                let executed = me.executed.get(vcpu);
+                if let Some(mut core) = me.active(vcpu) {
+                    let at = executed - core.started;
+                    // The same marker again, with no other between (a marker on a
+                    // loop's line, reached each turn): it changes nothing the first
+                    // did not (a range already open, or already closed).
+                    if core.marks.last().is_some_and(|&(last, _)| last == pc as u32) {
+                        return;
+                    }
+                    if core.marks.len() < MAX_EVENTS {
+                        core.marks.push((pc as u32, at));
+                    } else {
+                        core.dropped += 1;
+                    }
+                }
+            },
+            CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+        );
+    }
+
+    /// The memory callback of a counted instruction: its loads and stores by page and
+    /// PC, what it writes of the tensors, and the DMA transfers its stores to the
+    /// queues start.
+    fn accesses(self: &Arc<Self>, insn: &Instruction<'_>) {
+        let pc = insn.vaddr();
         let me = Arc::clone(self);
         insn.register_memory_access_callback(
             move |vcpu, info, vaddr| {

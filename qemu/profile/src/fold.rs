@@ -120,6 +120,41 @@ fn with_inlined(frames: Vec<String>, instructions: u64, pcs: &[Instruction]) -> 
         .collect()
 }
 
+/// A core's timeline events, their times from `epoch_ns` (the earliest op start of
+/// any core), so that every core's trace shares one clock.
+fn events(raw: &RawCore, epoch_ns: u64) -> Vec<Event> {
+    raw.events
+        .iter()
+        .map(|e| {
+            let kind = match e.kind {
+                lines::EventKind::Op => EventKind::Op,
+                lines::EventKind::Wait => EventKind::Wait,
+                lines::EventKind::Dma => EventKind::Dma,
+            };
+            Event {
+                kind,
+                start_ns: e.ns.saturating_sub(epoch_ns),
+                duration_ns: e.dur,
+                bytes: e.bytes,
+                instruction: e.at,
+            }
+        })
+        .collect()
+}
+
+/// What [`Folder::count`] sums from a core's per-PC counts.
+#[derive(Default)]
+struct Counts {
+    /// Each PC, in address order.
+    pcs: Vec<Instruction>,
+    /// By own instructions, most first.
+    functions: Vec<Function>,
+    mix: BTreeMap<Class, u64>,
+    instructions: u64,
+    in_runtime: u64,
+    in_libm: u64,
+}
+
 /// Looks PCs up once each in the images.
 pub struct Folder {
     symbols: Symbolizer,
@@ -204,28 +239,65 @@ impl Folder {
     /// One core's profile from its raw lines; `output` is the op's output, to count
     /// the elements the core wrote.
     pub fn core(&mut self, core: u32, raw: &RawCore, epoch_ns: u64, output: Option<&Output>) -> CoreProfile {
+        let counts = self.count(raw);
+        let mut pcs = counts.pcs;
+        // The paths are shared by the per-PC counts, so they come after those; the
+        // window handlers' waits need the paths, so they come after these.
+        let (stacks, raw_paths) = self.stacks(raw, &pcs);
+        window_handlers_in_waits(&mut pcs, &raw_paths);
+        let waiting = pcs.iter().map(|pc| pc.waiting).sum();
+        let inclusive = inclusive(&stacks);
+        let lines = crate::annotate::lines(&pcs, &self.model);
+        CoreProfile {
+            core,
+            instructions: counts.instructions,
+            functions: counts.functions,
+            stacks,
+            pcs,
+            lines,
+            inclusive,
+            mix: counts.mix,
+            waiting,
+            in_runtime: counts.in_runtime,
+            in_libm: counts.in_libm,
+            memory: regions(&raw.memory),
+            dma_bytes: raw.dma.0,
+            dma_transfers: raw.dma.1,
+            events: events(raw, epoch_ns),
+            dropped_events: raw.dropped_events,
+            calls: self.calls(raw),
+            calls_depth: raw.frame_depth,
+            calls_dropped: raw.frames_dropped,
+            ranges: self.passes(&raw.marks, counts.instructions),
+            elements_written: output.zip(raw.written.as_deref()).map(|(output, ranges)| output.elements_in(ranges)),
+        }
+    }
+
+    /// A core's per-PC counts looked up in the images: each PC as an [`Instruction`]
+    /// (its waits marked, wait loops included), and their sums by function, by class
+    /// and in the runtime and libm.
+    fn count(&mut self, raw: &RawCore) -> Counts {
         let mut functions: BTreeMap<(String, Option<String>), u64> = BTreeMap::new();
-        let mut mix: BTreeMap<Class, u64> = BTreeMap::new();
-        let (mut instructions, mut in_runtime, mut in_libm) = (0, 0, 0);
-        let mut pcs = Vec::with_capacity(raw.pcs.len());
+        let mut counts = Counts::default();
+        counts.pcs.reserve(raw.pcs.len());
         for (pc, n, mnemonic) in &raw.pcs {
-            instructions += n;
+            counts.instructions += n;
             let class = Class::of(mnemonic);
-            *mix.entry(class).or_default() += n;
+            *counts.mix.entry(class).or_default() += n;
             let places = self.places(*pc).to_vec();
             let place = &places[0];
             let file = place.file.as_deref().unwrap_or_default();
             if file.contains("/libm-") || file.contains("runtime/start_exit/math") || file.contains("fpu_math") {
-                in_libm += n;
+                counts.in_libm += n;
             }
             if file.starts_with("runtime/") {
-                in_runtime += n;
+                counts.in_runtime += n;
             }
             *functions.entry((place.function.clone(), place.file.clone())).or_default() += n;
             let frames: Vec<String> = places.iter().rev().map(|p| p.function.clone()).collect();
             let is_wait = is_wait(&frames);
             let memory = raw.accesses.get(pc).map(regions).unwrap_or_default();
-            pcs.push(Instruction {
+            counts.pcs.push(Instruction {
                 pc: *pc,
                 executed: *n,
                 mnemonic: mnemonic.clone(),
@@ -238,11 +310,18 @@ impl Folder {
                 waiting: if is_wait { *n } else { 0 },
             });
         }
-        pcs.sort_by_key(|i| i.pc);
-        wait_loops(&mut pcs);
-        let mut functions: Vec<Function> =
+        counts.pcs.sort_by_key(|i| i.pc);
+        wait_loops(&mut counts.pcs);
+        counts.functions =
             functions.into_iter().map(|((name, file), instructions)| Function { name, file, instructions }).collect();
-        functions.sort_by(|a, b| b.instructions.cmp(&a.instructions).then_with(|| a.name.cmp(&b.name)));
+        counts.functions.sort_by(|a, b| b.instructions.cmp(&a.instructions).then_with(|| a.name.cmp(&b.name)));
+        counts
+    }
+
+    /// A core's call paths as stacks, each shared among the functions inlined into its
+    /// innermost one by `pcs`; and the paths as they came (function names), which the
+    /// window handlers' waits are counted from.
+    fn stacks(&mut self, raw: &RawCore, pcs: &[Instruction]) -> (Vec<Stack>, Vec<(Vec<String>, u64)>) {
         let mut stacks = Vec::new();
         let mut raw_paths = Vec::new();
         for (path, n) in &raw.stacks {
@@ -255,32 +334,14 @@ impl Folder {
                 .collect();
             if !frames.is_empty() {
                 raw_paths.push((frames.clone(), *n));
-                stacks.extend(with_inlined(frames, *n, &pcs));
+                stacks.extend(with_inlined(frames, *n, pcs));
             }
         }
-        window_handlers_in_waits(&mut pcs, &raw_paths);
-        let waiting = pcs.iter().map(|pc| pc.waiting).sum();
-        let inclusive = inclusive(&stacks);
-        let memory = regions(&raw.memory);
-        let events = raw
-            .events
-            .iter()
-            .map(|e| {
-                let kind = match e.kind {
-                    lines::EventKind::Op => EventKind::Op,
-                    lines::EventKind::Wait => EventKind::Wait,
-                    lines::EventKind::Dma => EventKind::Dma,
-                };
-                Event {
-                    kind,
-                    start_ns: e.ns.saturating_sub(epoch_ns),
-                    duration_ns: e.dur,
-                    bytes: e.bytes,
-                    instruction: e.at,
-                }
-            })
-            .collect();
-        let lines = crate::annotate::lines(&pcs, &self.model);
+        (stacks, raw_paths)
+    }
+
+    /// A core's traced calls, named by their entry PCs' outermost functions.
+    fn calls(&mut self, raw: &RawCore) -> Vec<Call> {
         let mut calls: Vec<Call> = raw
             .frames
             .iter()
@@ -293,30 +354,7 @@ impl Folder {
             .collect();
         // A caller before its callees: by entry, then the longer (outer) first.
         calls.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.depth.cmp(&b.depth)));
-        let ranges = self.passes(&raw.marks, instructions);
-        CoreProfile {
-            core,
-            instructions,
-            functions,
-            stacks,
-            pcs,
-            lines,
-            inclusive,
-            mix,
-            waiting,
-            in_runtime,
-            in_libm,
-            memory,
-            dma_bytes: raw.dma.0,
-            dma_transfers: raw.dma.1,
-            events,
-            dropped_events: raw.dropped_events,
-            calls,
-            calls_depth: raw.frame_depth,
-            calls_dropped: raw.frames_dropped,
-            ranges,
-            elements_written: output.zip(raw.written.as_deref()).map(|(output, ranges)| output.elements_in(ranges)),
-        }
+        calls
     }
 
     /// The profile of `kernel` from the plugin's lines of its op on each core, in core

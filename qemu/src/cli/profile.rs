@@ -25,8 +25,20 @@ pub fn summarize(profile: &Profile, model: &CostModel, dir: &Path) {
          profile.json",
         dir.display()
     );
-    // Where the time goes first: a function with all it called (`expf` with its
-    // soft-float calls), then the code that runs most itself (a helper `expf` inlined).
+    // Shares are of all cores' instructions; `max(1)` keeps an empty run's at 0%.
+    let total = profile.instructions().max(1) as f64;
+    print_hot_functions(&profile);
+    print_hot_lines(&profile, total);
+    print_dropped(&profile);
+    print_ranges(&profile, model, total);
+    print_mix(&profile, total);
+    print_memory(&profile);
+    print_prediction(&profile, model);
+}
+
+/// Where the time goes first: a function with all it called (`expf` with its
+/// soft-float calls), then the code that runs most itself (a helper `expf` inlined).
+fn print_hot_functions(profile: &Profile) {
     let rows = |top: Vec<Hot>| {
         for (rank, hot) in top.iter().enumerate() {
             println!("    {:>2}. {:>5.1}%  {:>12}  {}", rank + 1, hot.share * 100.0, hot.instructions, hot.name);
@@ -41,7 +53,10 @@ pub fn summarize(profile: &Profile, model: &CostModel, dir: &Path) {
     }
     println!("  top {TOP_FUNCTIONS} functions by their own instructions, all cores:");
     rows(profile.top(TOP_FUNCTIONS));
-    let total = profile.instructions().max(1) as f64;
+}
+
+/// The hottest source lines, priced (the full list is source.txt's).
+fn print_hot_lines(profile: &Profile, total: f64) {
     println!("  top {TOP_LINES} source lines, all cores (instructions, predicted cycles; source.txt has every line):");
     for (rank, line) in profile.lines().iter().take(TOP_LINES).enumerate() {
         println!(
@@ -55,7 +70,11 @@ pub fn summarize(profile: &Profile, model: &CostModel, dir: &Path) {
             line.function
         );
     }
-    // What the trace could not keep: the plugin's limits (events, markers, calls).
+}
+
+/// What the trace could not keep: the plugin's limits (events, markers, calls). Said
+/// only when something was dropped, so a complete trace's summary stays short.
+fn print_dropped(profile: &Profile) {
     let (dropped, calls_dropped) =
         profile.cores.iter().fold((0, 0), |(e, c), core| (e + core.dropped_events, c + core.calls_dropped));
     if dropped > 0 {
@@ -70,29 +89,34 @@ pub fn summarize(profile: &Profile, model: &CostModel, dir: &Path) {
             "  calls       {calls_dropped} calls deeper than {depth} frames left out of the trace (too many to keep)"
         );
     }
-    let ranges = model.ranges(&profile);
-    if !ranges.is_empty() {
-        println!(
-            "  the author's ranges (range markers), all cores (instructions and predicted cycles, callees included):"
-        );
-        for row in &ranges {
-            let unclosed = if row.unclosed > 0 {
-                format!(" ({} not closed: to the op's end)", row.unclosed)
-            } else {
-                String::new()
-            };
-            println!(
-                "    {:>5.1}%  {:>12}  {:>12.0} cycles  {:>10.3} µs  {} pass(es) on {} core(s)  {}{unclosed}",
-                row.instructions as f64 / total * 100.0,
-                row.instructions,
-                row.cycles,
-                row.cycles / model.clock.hz * 1e6,
-                row.passes,
-                row.cores,
-                row.name
-            );
-        }
+}
+
+/// The author's range markers, each priced; nothing when the kernel marks none.
+fn print_ranges(profile: &Profile, model: &CostModel, total: f64) {
+    let ranges = model.ranges(profile);
+    if ranges.is_empty() {
+        return;
     }
+    println!("  the author's ranges (range markers), all cores (instructions and predicted cycles, callees included):");
+    for row in &ranges {
+        let unclosed =
+            if row.unclosed > 0 { format!(" ({} not closed: to the op's end)", row.unclosed) } else { String::new() };
+        println!(
+            "    {:>5.1}%  {:>12}  {:>12.0} cycles  {:>10.3} µs  {} pass(es) on {} core(s)  {}{unclosed}",
+            row.instructions as f64 / total * 100.0,
+            row.instructions,
+            row.cycles,
+            row.cycles / model.clock.hz * 1e6,
+            row.passes,
+            row.cores,
+            row.name
+        );
+    }
+}
+
+/// The instruction mix by class, then where the instructions ran (runtime, libm,
+/// waiting for DMA).
+fn print_mix(profile: &Profile, total: f64) {
     let mix: Vec<String> = Class::ALL
         .iter()
         .map(|&class| {
@@ -109,6 +133,10 @@ pub fn summarize(profile: &Profile, model: &CostModel, dir: &Path) {
         libm as f64 / total * 100.0,
         waiting as f64 / total * 100.0
     );
+}
+
+/// Loads and stores by memory region (the regions touched only), and the DMA traffic.
+fn print_memory(profile: &Profile) {
     let regions: Vec<String> = Region::ALL
         .iter()
         .filter_map(|&region| {
@@ -122,25 +150,29 @@ pub fn summarize(profile: &Profile, model: &CostModel, dir: &Path) {
     println!("  memory      {}", regions.join("; "));
     let (bytes, transfers) = profile.cores.iter().fold((0, 0), |(b, t), c| (b + c.dma_bytes, t + c.dma_transfers));
     println!("  DMA         {bytes} bytes in {transfers} transfers");
-    let prediction = model.predict(&profile);
-    if let Some(slowest) = &prediction.slowest {
+}
+
+/// The cost model's device time: the slowest core's, which bounds the op, and with
+/// the framework's overhead when the model has one.
+fn print_prediction(profile: &Profile, model: &CostModel) {
+    let prediction = model.predict(profile);
+    let Some(slowest) = &prediction.slowest else { return };
+    println!(
+        "  predicted   {:.3} µs on the device: core {} {:.0} cycles at {:.2} GHz ({:.0} waiting for DMA), bound by {} \
+         (cost model; docs/cost-model.md says its error and what it cannot know)",
+        slowest.seconds * 1e6,
+        slowest.core,
+        slowest.cycles,
+        model.clock.hz / 1e9,
+        slowest.terms.dma,
+        slowest.bound.name()
+    );
+    if model.op.overhead_seconds > 0.0 {
         println!(
-            "  predicted   {:.3} µs on the device: core {} {:.0} cycles at {:.2} GHz ({:.0} waiting for DMA), bound by {} \
-             (cost model; docs/cost-model.md says its error and what it cannot know)",
-            slowest.seconds * 1e6,
-            slowest.core,
-            slowest.cycles,
-            model.clock.hz / 1e9,
-            slowest.terms.dma,
-            slowest.bound.name()
+            "              {:.3} µs an iteration with the framework's {:.3} µs around it (op.overhead_seconds)",
+            prediction.seconds * 1e6,
+            model.op.overhead_seconds * 1e6
         );
-        if model.op.overhead_seconds > 0.0 {
-            println!(
-                "              {:.3} µs an iteration with the framework's {:.3} µs around it (op.overhead_seconds)",
-                prediction.seconds * 1e6,
-                model.op.overhead_seconds * 1e6
-            );
-        }
     }
 }
 
