@@ -2,7 +2,7 @@
 //! package ← host ← sim, from `cargo metadata`), nothing links the GPL TCG plugin
 //! (`qemu/plugin`), and no crate's modules (the plugin's included) import each other in
 //! a circle (parsed with `syn`), nor do the Python package's. qemu/README.md states the
-//! rule; it runs with every `cargo test --workspace`. Needs no QEMU. Beside it, the host side's
+//! rule; `.ci/run` runs this test first. Needs no QEMU. Beside it, the host side's
 //! size rule: no function over [`MAX_FUNCTION_LINES`] lines.
 
 use proc_macro2::{TokenStream, TokenTree};

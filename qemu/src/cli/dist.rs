@@ -53,13 +53,13 @@ pub fn exec(_: DistArgs) -> super::Outcome {
     }
     let home = stage.join("data").join(INSTALLED_DIR);
     eprintln!("sim dist: ncop, the runtime, the firmware, the plugin and the host tier (release builds)");
-    let programs = build_programs(&checkout)?;
+    let release = build_programs(&checkout)?;
     let scripts = stage.join("scripts");
     fs::create_dir_all(&scripts)?;
-    strip_into(&programs.join("ncop"), &scripts.join("ncop"))?;
+    strip_into(&release.join("ncop"), &scripts.join("ncop"))?;
     stage_home(&checkout, &home)?;
     let loader = neuroncustomop_hosttier::installed_loader(&home.join("prebuilt"));
-    strip_into(&programs.join(neuroncustomop_hosttier::LOADER_FILE), &loader)?;
+    strip_into(&release.join(neuroncustomop_hosttier::LOADER_FILE), &loader)?;
     eprintln!("sim dist: the Python package (maturin)");
     let built = maturin_wheel(&checkout, &dist)?;
     let wheel = dist.join(built.file_name().ok_or("maturin named no wheel")?);
@@ -89,20 +89,19 @@ fn python_crate_version(checkout: &Path) -> Result<String, Box<dyn std::error::E
         .ok_or_else(|| format!("{} has no version line", manifest.display()).into())
 }
 
-/// `ncop` and the host tier's loader, built in the `wheel` profile (the release profile
-/// less the debug information the wheel strips: Cargo.toml) in the checkout's
-/// `target/wheel`, which is returned.
+/// `ncop` and the host tier's loader, built in the release profile in the checkout's
+/// `target/release`, which is returned.
 fn build_programs(checkout: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(checkout)
-        .args(["build", "--quiet", "--profile", "wheel", "-p", "neuroncustomop-sim", "--bin", "ncop", "--bin"])
+        .args(["build", "--quiet", "--release", "-p", "neuroncustomop-sim", "--bin", "ncop", "--bin"])
         .arg(neuroncustomop_hosttier::LOADER_FILE)
         .status()?;
     if !status.success() {
         return Err(format!("building ncop and {} failed ({status})", neuroncustomop_hosttier::LOADER_FILE).into());
     }
-    Ok(checkout.join("target/wheel"))
+    Ok(checkout.join("target/release"))
 }
 
 /// Copies `program` to `to` without its debug information (the wheel's size), with
