@@ -4,6 +4,8 @@ use clap::Args;
 use std::fs::File;
 use std::path::Path;
 use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Set up, then run every test: the host unit tests and QEMU tests of every crate,
@@ -143,17 +145,23 @@ fn cargo_tests(root: &Path) -> std::io::Result<ExitStatus> {
 fn python_tests_with_fuzz(root: &Path, mut fuzz_build: Child) -> std::io::Result<bool> {
     // The fuzz targets beside the Python tests, one at a time (pytest keeps about one
     // core busy, and each target runs for its seconds either way): once their build
-    // is done, qemu/fuzz/run.sh with FUZZ_JOBS=1. Its messages go to a log, printed
-    // when it is waited for.
+    // is done, qemu/fuzz/run.sh with FUZZ_JOBS=1. When their build (at the lowest
+    // priority) ends only after pytest, as on a fresh clone where every other build
+    // comes first, nothing else runs: one target a core. Its messages go to a log,
+    // printed when it is waited for.
     let fuzz_log_path = root.join("target/fuzz-run.log");
     let fuzz_log = File::create(&fuzz_log_path)?;
     let fuzz_script = root.join("qemu/fuzz/run.sh");
+    let pytest_over = Arc::new(AtomicBool::new(false));
+    let alone = Arc::clone(&pytest_over);
     let fuzzing = std::thread::spawn(move || -> std::io::Result<(ExitStatus, ExitStatus, f64)> {
         let built = fuzz_build.wait()?;
+        let jobs =
+            if alone.load(Ordering::Acquire) { std::thread::available_parallelism().map_or(1, usize::from) } else { 1 };
         let start = Instant::now();
         let run = Command::new("bash")
             .arg(fuzz_script)
-            .env("FUZZ_JOBS", "1")
+            .env("FUZZ_JOBS", jobs.to_string())
             .stdout(fuzz_log.try_clone()?)
             .stderr(fuzz_log)
             .status()?;
@@ -170,6 +178,7 @@ fn python_tests_with_fuzz(root: &Path, mut fuzz_build: Child) -> std::io::Result
         python.env("NCOP_PROGRAM", ncop);
     }
     let python = timed("qemu/python/run-tests.sh", &mut python)?;
+    pytest_over.store(true, Ordering::Release);
     let waiting = Instant::now();
     let (built, fuzzed, seconds) = fuzzing.join().map_err(|_| std::io::Error::other("the fuzz thread panicked"))??;
     eprintln!(
