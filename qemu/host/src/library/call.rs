@@ -105,9 +105,11 @@ impl fmt::Display for Unwritten {
         write!(f, "{} of {} output elements were never written", self.elements, self.total)?;
         // The kernel sees get_cpu_count() = 8 cores, and the cores past those it ran on
         // never ran: a kernel that splits its work by core left theirs, at least their
-        // share of the output (less one element a core, for a split that rounds).
+        // share of the output (less one element a core, for a split that rounds). An
+        // output of fewer elements than cores says nothing either way (its shares round
+        // to none): no guess there, where a property check's shrunk call often lands.
         let idle = CORES.saturating_sub(self.cores);
-        let split_by_core = idle > 0 && self.elements + idle >= self.total * idle / CORES;
+        let split_by_core = idle > 0 && self.total >= CORES && self.elements + idle >= self.total * idle / CORES;
         if split_by_core {
             write!(
                 f,
@@ -389,6 +391,12 @@ mod tests {
              output on purpose, declare it (`--partial-output`, `Options::partial_output`)"
             ),
             "core 0 wrote more than its share: no multicore hint: {one_missing}"
+        );
+        let tiny = Call { unwritten: Some(Unwritten { elements: 1, total: 1, cores: 1 }), ..ok_call(1) };
+        let tiny = tiny.check().unwrap_err().to_string();
+        assert!(
+            tiny.ends_with("1 of 1 output elements were never written; if the kernel writes part of its output on purpose, declare it (`--partial-output`, `Options::partial_output`)"),
+            "fewer elements than cores: no multicore guess: {tiny}"
         );
         let on_eight = call(8, 3).check().unwrap_err().to_string();
         assert!(on_eight.contains("3 of 1000 output elements were never written; if the kernel"), "{on_eight}");
